@@ -1,0 +1,186 @@
+//! The unified event model shared by every producer and by the store.
+//!
+//! Producers (output readers, the agent, later the test runner) append events
+//! to an [`EventBatch`]: fixed-size headers plus one contiguous payload buffer,
+//! so a batch of thousands of events costs two allocations, not thousands.
+
+use serde::Serialize;
+
+/// What an event records. The discriminant is stored on disk: never reorder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum EventKind {
+    /// A piece of the target's standard output (usually one line).
+    Stdout = 1,
+    /// A piece of the target's standard error (usually one line).
+    Stderr = 2,
+    /// A traced function was entered.
+    FunctionEnter = 3,
+    /// A traced function returned.
+    FunctionExit = 4,
+    /// The target crashed (signal, fault address, …; payload is JSON).
+    Crash = 5,
+    /// A sampled variable value (payload is JSON).
+    VariableSnapshot = 6,
+    /// The target process ended (payload is JSON: exit code or signal).
+    ProcessExit = 7,
+    /// A logpoint fired (payload is the rendered message).
+    Logpoint = 8,
+}
+
+impl EventKind {
+    /// Every kind, in discriminant order.
+    pub const ALL: [EventKind; 8] = [
+        EventKind::Stdout,
+        EventKind::Stderr,
+        EventKind::FunctionEnter,
+        EventKind::FunctionExit,
+        EventKind::Crash,
+        EventKind::VariableSnapshot,
+        EventKind::ProcessExit,
+        EventKind::Logpoint,
+    ];
+
+    /// The wire name used by `debug_query` (`eventType`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Stdout => "stdout",
+            EventKind::Stderr => "stderr",
+            EventKind::FunctionEnter => "function_enter",
+            EventKind::FunctionExit => "function_exit",
+            EventKind::Crash => "crash",
+            EventKind::VariableSnapshot => "variable_snapshot",
+            EventKind::ProcessExit => "process_exit",
+            EventKind::Logpoint => "logpoint",
+        }
+    }
+
+    /// Parses a wire name; `None` for unknown names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Decodes a stored discriminant.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+
+    /// The bit of this kind in a kind mask.
+    pub fn bit(self) -> u32 {
+        1 << (self as u8)
+    }
+}
+
+/// Flag: the output piece did not end with a newline in the target's stream
+/// (a prompt, a write still in progress at exit, or a line split for length).
+pub const FLAG_PARTIAL_LINE: u8 = 1;
+/// Flag: the payload is a JSON document.
+pub const FLAG_JSON: u8 = 2;
+
+/// Fixed-size part of an event. Payload bytes live in the batch's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventHeader {
+    /// Nanoseconds since the session started, on the session clock.
+    pub ts_ns: u64,
+    /// [`EventKind`] discriminant.
+    pub kind: u8,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// Process that produced the event.
+    pub pid: u32,
+    /// OS thread id (0 when unknown, e.g. for output).
+    pub tid: u32,
+    /// Interned function id (0 = none).
+    pub func_id: u32,
+    /// Sequence number of the parent event plus one (0 = none).
+    pub parent: u64,
+    /// Duration for exit events, in ns (0 otherwise).
+    pub duration_ns: u64,
+    /// Offset of the payload in [`EventBatch::payload`].
+    pub payload_off: u32,
+    /// Length of the payload.
+    pub payload_len: u32,
+}
+
+/// A batch of events: headers plus one shared payload buffer.
+#[derive(Debug, Clone, Default)]
+pub struct EventBatch {
+    /// One header per event, in production order.
+    pub headers: Vec<EventHeader>,
+    /// Concatenated payloads, addressed by `payload_off`/`payload_len`.
+    pub payload: Vec<u8>,
+}
+
+impl EventBatch {
+    /// An empty batch with room for `events` headers.
+    pub fn with_capacity(events: usize, payload_bytes: usize) -> Self {
+        Self {
+            headers: Vec::with_capacity(events),
+            payload: Vec::with_capacity(payload_bytes),
+        }
+    }
+
+    /// Appends an event; `header.payload_off/len` are filled in here.
+    pub fn push(&mut self, mut header: EventHeader, payload: &[u8]) {
+        header.payload_off = self.payload.len() as u32;
+        header.payload_len = payload.len() as u32;
+        self.payload.extend_from_slice(payload);
+        self.headers.push(header);
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// True when the batch holds no events.
+    pub fn is_empty(&self) -> bool {
+        self.headers.is_empty()
+    }
+
+    /// Payload of the `i`-th event.
+    pub fn payload_of(&self, h: &EventHeader) -> &[u8] {
+        &self.payload[h.payload_off as usize..(h.payload_off + h.payload_len) as usize]
+    }
+}
+
+/// A decoded event as the query engine hands it out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Sequence number within the session (1-based, dense, never reused).
+    pub seq: u64,
+    /// The fixed-size fields.
+    pub header: EventHeader,
+    /// The payload bytes (text for output, JSON for structured kinds).
+    pub payload: Vec<u8>,
+}
+
+impl Event {
+    /// The event's kind, if the stored discriminant is known.
+    pub fn kind(&self) -> Option<EventKind> {
+        EventKind::from_u8(self.header.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::from_name(k.name()), Some(k));
+            assert_eq!(EventKind::from_u8(k as u8), Some(k));
+        }
+        assert_eq!(EventKind::from_name("nope"), None);
+    }
+
+    #[test]
+    fn batch_addresses_payloads() {
+        let mut b = EventBatch::default();
+        b.push(EventHeader::default(), b"one");
+        b.push(EventHeader::default(), b"three");
+        assert_eq!(b.payload_of(&b.headers[0]), b"one");
+        assert_eq!(b.payload_of(&b.headers[1]), b"three");
+    }
+}

@@ -1,0 +1,29 @@
+//! The event store.
+//!
+//! Events are not stored one row each: a row-per-event table tops out far
+//! below the rates Frida delivers (ENGINEERING.md: ~285 k rows/s with two
+//! indexes). Instead the single writer thread packs each session's events
+//! into *chunks* of up to [`codec::MAX_CHUNK_EVENTS`] varint-encoded records;
+//! each chunk row carries a summary (sequence range, time range, kind mask,
+//! per-kind counts, pid range) that lets the query engine skip or count whole
+//! chunks without decoding them.
+//!
+//! Invariants:
+//! - Exactly one thread writes ([`writer`]); everything else reads through
+//!   its own connection. Appends block when the writer is behind (bounded
+//!   channel): back-pressure, never a silent drop.
+//! - Sequence numbers are dense per session and never reused, so an evicted
+//!   range is visible as a gap and counted in `evicted`.
+//! - A committed transaction survives a `kill -9` of the daemon (WAL).
+
+pub mod codec;
+mod error;
+pub mod query;
+mod schema;
+mod sessions;
+mod writer;
+
+pub use error::StoreError;
+pub use query::{EventFilter, QueryPage, QueryResult};
+pub use sessions::{NewSession, SessionRow, SessionStats, SessionUpdate};
+pub use writer::{PurgeReport, Store};

@@ -1,0 +1,200 @@
+//! The query engine.
+//!
+//! A query walks one session's chunks in sequence order. The SQL prefilter
+//! drops chunks whose summary cannot match (time range, kind mask, pid
+//! range). A chunk whose summary proves that every event of the wanted kinds
+//! matches — and that lies outside the requested page — is counted from its
+//! per-kind counts without being decoded; the rest are decoded and filtered
+//! event by event. So `totalCount` never needs a `COUNT(*)` over events.
+
+use crate::codec::{self, ChunkSummary};
+use crate::error::StoreError;
+use rusqlite::{Connection, params};
+use std::collections::HashSet;
+use strobe_core::event::{Event, EventHeader};
+
+/// Conditions on events; `None` means "any". All present conditions must hold.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Mask of `EventKind::bit()`s to include.
+    pub kinds: Option<u32>,
+    /// Smallest timestamp (ns since session start), inclusive.
+    pub time_from: Option<u64>,
+    /// Largest timestamp, inclusive.
+    pub time_to: Option<u64>,
+    /// Only events of this process.
+    pub pid: Option<u32>,
+    /// Only events whose duration is at least this (exit events).
+    pub min_duration_ns: Option<u64>,
+    /// Only events of these interned functions (resolved from name/file filters).
+    pub func_ids: Option<HashSet<u32>>,
+    /// Only events of these threads (resolved from thread-name filters).
+    pub tids: Option<HashSet<u32>>,
+    /// Only events whose payload contains these bytes.
+    pub payload_contains: Option<Vec<u8>>,
+}
+
+impl EventFilter {
+    /// True when only kind/time/pid conditions are present, which chunk
+    /// summaries can answer exactly.
+    fn summary_answerable(&self) -> bool {
+        self.min_duration_ns.is_none()
+            && self.func_ids.is_none()
+            && self.tids.is_none()
+            && self.payload_contains.is_none()
+    }
+
+    /// Does one decoded event match?
+    pub fn matches(&self, h: &EventHeader, payload: &[u8]) -> bool {
+        if let Some(mask) = self.kinds
+            && mask & (1 << (h.kind as u32 % 32)) == 0
+        {
+            return false;
+        }
+        if self.time_from.is_some_and(|t| h.ts_ns < t) || self.time_to.is_some_and(|t| h.ts_ns > t) {
+            return false;
+        }
+        if self.pid.is_some_and(|p| p != h.pid) {
+            return false;
+        }
+        if self.min_duration_ns.is_some_and(|d| h.duration_ns < d) {
+            return false;
+        }
+        if self.func_ids.as_ref().is_some_and(|f| !f.contains(&h.func_id)) {
+            return false;
+        }
+        if self.tids.as_ref().is_some_and(|t| !t.contains(&h.tid)) {
+            return false;
+        }
+        if let Some(needle) = &self.payload_contains
+            && !needle.is_empty()
+            && !payload.windows(needle.len()).any(|w| w == needle.as_slice())
+        {
+            return false;
+        }
+        true
+    }
+}
+
+/// Which slice of the matching events to return.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryPage {
+    /// Matching events to skip.
+    pub offset: u64,
+    /// Most events to return.
+    pub limit: usize,
+}
+
+/// A page of events plus the total number of matches.
+#[derive(Debug, Clone, Default)]
+pub struct QueryResult {
+    /// The events of the page, in sequence order.
+    pub events: Vec<Event>,
+    /// How many stored events match the filter.
+    pub total_count: u64,
+    /// True when matches exist beyond this page.
+    pub has_more: bool,
+    /// Chunks decoded to answer (for benchmarks and diagnostics).
+    pub chunks_decoded: u64,
+    /// Chunks answered from their summary alone.
+    pub chunks_counted: u64,
+}
+
+struct ChunkMeta {
+    id: i64,
+    first_seq: u64,
+    ts_min: u64,
+    ts_max: u64,
+    pid_min: u32,
+    pid_max: u32,
+    kind_counts: [u32; codec::KIND_SLOTS],
+}
+
+pub(crate) fn run(
+    conn: &Connection,
+    session: i64,
+    filter: &EventFilter,
+    page: QueryPage,
+) -> Result<QueryResult, StoreError> {
+    let from = filter.time_from.unwrap_or(0).min(i64::MAX as u64) as i64;
+    let to = filter.time_to.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
+    let mask = filter.kinds.unwrap_or(u32::MAX) as i64;
+    let (pid_lo, pid_hi) = filter.pid.map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts FROM chunks
+         WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
+           AND pid_max >= ?5 AND pid_min <= ?6
+         ORDER BY first_seq",
+    )?;
+    let metas = stmt
+        .query_map(params![session, from, to, mask, pid_lo, pid_hi], |r| {
+            let blob: Vec<u8> = r.get(6)?;
+            Ok(ChunkMeta {
+                id: r.get(0)?,
+                first_seq: r.get::<_, i64>(1)? as u64,
+                ts_min: r.get::<_, i64>(2)? as u64,
+                ts_max: r.get::<_, i64>(3)? as u64,
+                pid_min: r.get(4)?,
+                pid_max: r.get(5)?,
+                kind_counts: ChunkSummary::parse_kind_counts(&blob),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+
+    let window_start = page.offset;
+    let window_end = page.offset.saturating_add(page.limit as u64);
+    let mut out = QueryResult::default();
+    let mut data_stmt = conn.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;
+    for m in metas {
+        if let Some(n) = summary_count(filter, &m) {
+            let overlaps = out.total_count < window_end && out.total_count + n > window_start;
+            if !overlaps {
+                out.total_count += n;
+                out.chunks_counted += 1;
+                continue;
+            }
+        }
+        let data: Vec<u8> = data_stmt.query_row([m.id], |r| r.get(0))?;
+        out.chunks_decoded += 1;
+        let mut matched = out.total_count;
+        let events = &mut out.events;
+        codec::decode(&data, m.first_seq, |seq, header, payload| {
+            if filter.matches(&header, payload) {
+                if matched >= window_start && matched < window_end {
+                    events.push(Event {
+                        seq,
+                        header,
+                        payload: payload.to_vec(),
+                    });
+                }
+                matched += 1;
+            }
+            true
+        })
+        .map_err(|reason| StoreError::Corrupt { chunk: m.id, reason })?;
+        out.total_count = matched;
+    }
+    out.has_more = page.offset + (out.events.len() as u64) < out.total_count;
+    Ok(out)
+}
+
+/// Number of matching events when the summary alone decides it.
+fn summary_count(filter: &EventFilter, m: &ChunkMeta) -> Option<u64> {
+    if !filter.summary_answerable() {
+        return None;
+    }
+    let in_time = filter.time_from.is_none_or(|t| m.ts_min >= t) && filter.time_to.is_none_or(|t| m.ts_max <= t);
+    let in_pid = filter.pid.is_none_or(|p| m.pid_min == p && m.pid_max == p);
+    if !in_time || !in_pid {
+        return None;
+    }
+    let mask = filter.kinds.unwrap_or(u32::MAX);
+    Some(
+        m.kind_counts
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| mask & (1 << k) != 0)
+            .map(|(_, c)| *c as u64)
+            .sum(),
+    )
+}

@@ -1,0 +1,82 @@
+//! Database schema and connection set-up.
+
+use rusqlite::Connection;
+use std::path::Path;
+use std::time::Duration;
+
+/// Bumped when the on-disk layout changes incompatibly.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    key            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,
+    binary_path    TEXT NOT NULL,
+    project_root   TEXT NOT NULL,
+    launch_json    TEXT NOT NULL,
+    pid            INTEGER,
+    started_at     INTEGER NOT NULL,
+    ended_at       INTEGER,
+    status         TEXT NOT NULL,
+    exit_code      INTEGER,
+    exit_signal    TEXT,
+    end_reason     TEXT,
+    retained       INTEGER NOT NULL DEFAULT 0,
+    event_count    INTEGER NOT NULL DEFAULT 0,
+    next_seq       INTEGER NOT NULL DEFAULT 1,
+    evicted        INTEGER NOT NULL DEFAULT 0,
+    dropped        INTEGER NOT NULL DEFAULT 0,
+    stored_bytes   INTEGER NOT NULL DEFAULT 0,
+    pids           TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id           INTEGER PRIMARY KEY,
+    session      INTEGER NOT NULL,
+    first_seq    INTEGER NOT NULL,
+    count        INTEGER NOT NULL,
+    ts_min       INTEGER NOT NULL,
+    ts_max       INTEGER NOT NULL,
+    kind_mask    INTEGER NOT NULL,
+    kind_counts  BLOB NOT NULL,
+    pid_min      INTEGER NOT NULL,
+    pid_max      INTEGER NOT NULL,
+    data         BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_session ON chunks(session, first_seq);
+CREATE TABLE IF NOT EXISTS functions (
+    session   INTEGER NOT NULL,
+    func_id   INTEGER NOT NULL,
+    name      TEXT NOT NULL,
+    name_raw  TEXT,
+    file      TEXT,
+    line      INTEGER,
+    PRIMARY KEY (session, func_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS threads (
+    session   INTEGER NOT NULL,
+    pid       INTEGER NOT NULL,
+    tid       INTEGER NOT NULL,
+    name      TEXT NOT NULL,
+    PRIMARY KEY (session, pid, tid)
+) WITHOUT ROWID;
+"#;
+
+/// Opens a connection with the pragmas every connection needs.
+pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+/// Creates the schema if it is missing.
+pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(SCHEMA)?;
+    conn.execute(
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1)",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    Ok(())
+}

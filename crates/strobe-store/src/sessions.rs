@@ -1,0 +1,169 @@
+//! Session rows and live counters.
+
+use rusqlite::{Connection, OptionalExtension, Row};
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the store needs to create a session.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// Human-readable id (`myapp-2026-02-05-14h32`).
+    pub id: String,
+    /// Absolute path of the launched executable.
+    pub binary_path: String,
+    /// The project root given at launch.
+    pub project_root: String,
+    /// The launch request (args, cwd, env keys) as JSON, for the record.
+    pub launch_json: String,
+    /// Wall-clock start, ms since the epoch.
+    pub started_at: i64,
+    /// Events kept before the oldest are evicted.
+    pub event_cap: u64,
+}
+
+/// Changes to a session's lifecycle columns; `None` leaves a column as it is.
+#[derive(Debug, Clone, Default)]
+pub struct SessionUpdate {
+    /// Target pid once spawned.
+    pub pid: Option<u32>,
+    /// New status (`running`, `exited`, `crashed`, `stopped`, `failed`).
+    pub status: Option<String>,
+    /// Wall-clock end, ms since the epoch.
+    pub ended_at: Option<i64>,
+    /// Exit code, when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Terminating signal name (`SIGSEGV`, …).
+    pub exit_signal: Option<String>,
+    /// Human-readable reason for the end state (why a session failed, …).
+    pub end_reason: Option<String>,
+    /// Keep the data after stop.
+    pub retained: Option<bool>,
+}
+
+/// A session as stored.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRow {
+    /// Internal integer key.
+    #[serde(skip)]
+    pub key: i64,
+    /// Human-readable id.
+    pub session_id: String,
+    /// Launched executable.
+    pub binary_path: String,
+    /// Project root.
+    pub project_root: String,
+    /// Target pid (None until spawned).
+    pub pid: Option<u32>,
+    /// Wall-clock start (ms since the epoch).
+    pub started_at: i64,
+    /// Wall-clock end (ms since the epoch).
+    pub ended_at: Option<i64>,
+    /// Lifecycle state.
+    pub status: String,
+    /// Exit code.
+    pub exit_code: Option<i32>,
+    /// Terminating signal.
+    pub exit_signal: Option<String>,
+    /// Why the session ended the way it did.
+    pub end_reason: Option<String>,
+    /// Data kept after stop.
+    pub retained: bool,
+    /// Events currently stored.
+    pub event_count: u64,
+    /// Events evicted by the per-session cap.
+    pub evicted: u64,
+    /// Events lost before reaching the store.
+    pub dropped: u64,
+    /// Encoded bytes stored.
+    pub stored_bytes: u64,
+    /// Every pid that produced events.
+    pub pids: Vec<u32>,
+}
+
+const COLUMNS: &str = "key, id, binary_path, project_root, pid, started_at, ended_at, status, \
+     exit_code, exit_signal, end_reason, retained, event_count, evicted, dropped, stored_bytes, pids";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    let pids: String = r.get(16)?;
+    Ok(SessionRow {
+        key: r.get(0)?,
+        session_id: r.get(1)?,
+        binary_path: r.get(2)?,
+        project_root: r.get(3)?,
+        pid: r.get(4)?,
+        started_at: r.get(5)?,
+        ended_at: r.get(6)?,
+        status: r.get(7)?,
+        exit_code: r.get(8)?,
+        exit_signal: r.get(9)?,
+        end_reason: r.get(10)?,
+        retained: r.get::<_, i64>(11)? != 0,
+        event_count: r.get::<_, i64>(12)? as u64,
+        evicted: r.get::<_, i64>(13)? as u64,
+        dropped: r.get::<_, i64>(14)? as u64,
+        stored_bytes: r.get::<_, i64>(15)? as u64,
+        pids: pids.split(',').filter_map(|p| p.parse().ok()).collect(),
+    })
+}
+
+pub(crate) fn by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<SessionRow>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
+        [id],
+        from_row,
+    )
+    .optional()
+}
+
+pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM sessions ORDER BY started_at, key"))?;
+    let rows = stmt.query_map([], from_row)?;
+    rows.collect()
+}
+
+pub(crate) fn apply_update(conn: &Connection, key: i64, u: &SessionUpdate) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE sessions SET
+            pid = COALESCE(?2, pid),
+            status = COALESCE(?3, status),
+            ended_at = COALESCE(?4, ended_at),
+            exit_code = COALESCE(?5, exit_code),
+            exit_signal = COALESCE(?6, exit_signal),
+            end_reason = COALESCE(?7, end_reason),
+            retained = COALESCE(?8, retained)
+         WHERE key = ?1",
+        rusqlite::params![
+            key,
+            u.pid,
+            u.status,
+            u.ended_at,
+            u.exit_code,
+            u.exit_signal,
+            u.end_reason,
+            u.retained.map(i64::from)
+        ],
+    )?;
+    Ok(())
+}
+
+/// Live counters of a session, updated by the writer and read by anyone
+/// without touching the database.
+#[derive(Debug, Default)]
+pub struct SessionStats {
+    /// Events handed to the store (appended), including not yet committed ones.
+    pub received: AtomicU64,
+    /// Events committed and currently stored.
+    pub stored: AtomicU64,
+    /// Events evicted by the per-session cap, oldest first.
+    pub evicted: AtomicU64,
+    /// Events lost before reaching the store (reported by producers).
+    pub dropped: AtomicU64,
+}
+
+impl SessionStats {
+    /// Reads a counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}

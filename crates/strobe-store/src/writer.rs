@@ -1,0 +1,500 @@
+//! The store handle and its single writer thread.
+
+use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
+use crate::error::StoreError;
+use crate::query::{self, EventFilter, QueryPage, QueryResult};
+use crate::schema;
+use crate::sessions::{self, NewSession, SessionRow, SessionStats, SessionUpdate};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use rusqlite::{Connection, params};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use strobe_core::event::EventBatch;
+
+/// A partially filled chunk is committed at the latest this long after its
+/// first event arrived, so output becomes queryable quickly even at low rates.
+const PARTIAL_CHUNK_MAX_AGE: Duration = Duration::from_millis(10);
+/// Batches that may wait in the writer's queue before appenders block.
+const QUEUE_BATCHES: usize = 256;
+
+type Reply<T> = Sender<Result<T, StoreError>>;
+
+enum Msg {
+    Create(NewSession, Reply<(i64, Arc<SessionStats>)>),
+    Update(i64, SessionUpdate),
+    SetCap(i64, u64),
+    Append(i64, EventBatch),
+    Dropped(i64, u64),
+    Flush(Reply<()>),
+    Delete(i64, Reply<()>),
+    Purge(PurgeParams, Reply<PurgeReport>),
+    Shutdown(Reply<()>),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PurgeParams {
+    now_ms: i64,
+    retention_ms: i64,
+    max_total_bytes: u64,
+}
+
+/// What a purge removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    /// Sessions removed because they were older than the retention period.
+    pub expired: Vec<String>,
+    /// Sessions removed to get under the total size cap.
+    pub over_size: Vec<String>,
+}
+
+/// Handle to the event store. Cheap to clone; all clones share one writer.
+#[derive(Clone)]
+pub struct Store {
+    tx: Sender<Msg>,
+    path: PathBuf,
+    readers: Arc<Mutex<Vec<Connection>>>,
+    writer_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and starts the writer.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let conn = schema::open(path)?;
+        schema::migrate(&conn)?;
+        let (tx, rx) = bounded(QUEUE_BATCHES);
+        let handle = std::thread::Builder::new()
+            .name("strobe-store-writer".into())
+            .spawn(move || Writer::new(conn).run(rx))
+            .map_err(|_| StoreError::WriterGone)?;
+        Ok(Store {
+            tx,
+            path: path.to_path_buf(),
+            readers: Arc::new(Mutex::new(Vec::new())),
+            writer_thread: Arc::new(Mutex::new(Some(handle))),
+        })
+    }
+
+    fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Msg) -> Result<T, StoreError> {
+        let (rtx, rrx) = bounded(1);
+        self.tx.send(make(rtx)).map_err(|_| StoreError::WriterGone)?;
+        rrx.recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Creates a session; returns its key and its live counters.
+    pub fn create_session(&self, s: NewSession) -> Result<(i64, Arc<SessionStats>), StoreError> {
+        self.call(|r| Msg::Create(s, r))
+    }
+
+    /// Queues a lifecycle update (applied in order with appends).
+    pub fn update_session(&self, key: i64, u: SessionUpdate) -> Result<(), StoreError> {
+        self.tx.send(Msg::Update(key, u)).map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Changes a session's event cap (settings are re-read on every tool call).
+    pub fn set_event_cap(&self, key: i64, cap: u64) -> Result<(), StoreError> {
+        self.tx.send(Msg::SetCap(key, cap)).map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Appends events. Blocks while the writer is behind (back-pressure).
+    pub fn append(&self, key: i64, batch: EventBatch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.tx.send(Msg::Append(key, batch)).map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Records events a producer had to drop before they reached the store.
+    pub fn record_dropped(&self, key: i64, n: u64) -> Result<(), StoreError> {
+        self.tx.send(Msg::Dropped(key, n)).map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Commits everything appended so far; afterwards queries see it.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.call(Msg::Flush)
+    }
+
+    /// Deletes a session and all its events.
+    pub fn delete_session(&self, key: i64) -> Result<(), StoreError> {
+        self.call(|r| Msg::Delete(key, r))
+    }
+
+    /// Removes retained sessions older than `retention` and then the oldest
+    /// retained sessions until stored bytes are at most `max_total_bytes`.
+    pub fn purge(
+        &self,
+        now_ms: i64,
+        retention: Duration,
+        max_total_bytes: u64,
+    ) -> Result<PurgeReport, StoreError> {
+        let p = PurgeParams {
+            now_ms,
+            retention_ms: retention.as_millis() as i64,
+            max_total_bytes,
+        };
+        self.call(|r| Msg::Purge(p, r))
+    }
+
+    /// Flushes and stops the writer. Other clones become unusable.
+    pub fn close(&self) -> Result<(), StoreError> {
+        let r = self.call(Msg::Shutdown);
+        if let Some(h) = self.writer_thread.lock().expect("writer handle lock").take() {
+            let _ = h.join();
+        }
+        r
+    }
+
+    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let conn = self.readers.lock().expect("reader pool lock").pop();
+        let conn = match conn {
+            Some(c) => c,
+            None => schema::open(&self.path)?,
+        };
+        let out = f(&conn);
+        let mut pool = self.readers.lock().expect("reader pool lock");
+        if pool.len() < 4 {
+            pool.push(conn);
+        }
+        out
+    }
+
+    /// A session by id (committed state).
+    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        self.with_reader(|c| Ok(sessions::by_id(c, id)?))
+    }
+
+    /// Every stored session, oldest first.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        self.with_reader(|c| Ok(sessions::all(c)?))
+    }
+
+    /// Runs a query over one session's committed events.
+    pub fn query(&self, key: i64, filter: &EventFilter, page: QueryPage) -> Result<QueryResult, StoreError> {
+        self.with_reader(|c| query::run(c, key, filter, page))
+    }
+}
+
+struct SessionState {
+    stats: Arc<SessionStats>,
+    cap: u64,
+    next_seq: u64,
+    event_count: u64,
+    evicted: u64,
+    dropped: u64,
+    stored_bytes: u64,
+    pids: BTreeSet<u32>,
+    pids_dirty: bool,
+    /// Committed chunks, oldest first: (row id, events, bytes).
+    chunks: VecDeque<(i64, u64, u64)>,
+    pending: Option<(ChunkBuilder, Instant)>,
+    sealed: Vec<(ChunkSummary, Vec<u8>)>,
+    dirty: bool,
+}
+
+impl SessionState {
+    fn chunk_events(&self) -> usize {
+        // Small caps get small chunks so eviction stays close to the cap.
+        (self.cap as usize / 8).clamp(1, MAX_CHUNK_EVENTS)
+    }
+}
+
+struct Writer {
+    conn: Connection,
+    sessions: HashMap<i64, SessionState>,
+}
+
+impl Writer {
+    fn new(conn: Connection) -> Self {
+        Self {
+            conn,
+            sessions: HashMap::new(),
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
+            let msg = match timeout {
+                Some(t) => rx.recv_timeout(t),
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match msg {
+                Ok(m) => {
+                    if self.handle(m) {
+                        return;
+                    }
+                    // Drain what is already queued so one transaction covers it.
+                    for _ in 0..QUEUE_BATCHES {
+                        match rx.try_recv() {
+                            Ok(m) => {
+                                if self.handle(m) {
+                                    return;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    let _ = self.commit(true);
+                    return;
+                }
+            }
+            self.seal_old_partials();
+            if let Err(e) = self.commit(false) {
+                tracing::error!("store commit failed: {e}");
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.sessions
+            .values()
+            .filter_map(|s| s.pending.as_ref().map(|(_, t)| *t + PARTIAL_CHUNK_MAX_AGE))
+            .min()
+    }
+
+    /// Returns true when the writer must stop.
+    fn handle(&mut self, msg: Msg) -> bool {
+        match msg {
+            Msg::Create(s, reply) => {
+                let _ = reply.send(self.create(s));
+            }
+            Msg::Update(key, u) => {
+                // Lifecycle changes land after the events that preceded them.
+                let _ = self.commit(true);
+                if let Err(e) = sessions::apply_update(&self.conn, key, &u) {
+                    tracing::error!("session update failed: {e}");
+                }
+            }
+            Msg::SetCap(key, cap) => {
+                if let Some(s) = self.sessions.get_mut(&key) {
+                    s.cap = cap;
+                    s.dirty = true;
+                }
+            }
+            Msg::Append(key, batch) => self.append(key, batch),
+            Msg::Dropped(key, n) => {
+                if let Some(s) = self.sessions.get_mut(&key) {
+                    s.dropped += n;
+                    s.stats.dropped.fetch_add(n, Ordering::Relaxed);
+                    s.dirty = true;
+                }
+            }
+            Msg::Flush(reply) => {
+                let _ = reply.send(self.commit(true));
+            }
+            Msg::Delete(key, reply) => {
+                let _ = reply.send(self.delete(key));
+            }
+            Msg::Purge(p, reply) => {
+                let _ = reply.send(self.purge(p));
+            }
+            Msg::Shutdown(reply) => {
+                let _ = reply.send(self.commit(true));
+                return true;
+            }
+        }
+        false
+    }
+
+    fn create(&mut self, s: NewSession) -> Result<(i64, Arc<SessionStats>), StoreError> {
+        let exists: bool = self
+            .conn
+            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&s.id], |_| Ok(()))
+            .is_ok();
+        if exists {
+            return Err(StoreError::DuplicateSession(s.id));
+        }
+        self.conn.execute(
+            "INSERT INTO sessions (id, binary_path, project_root, launch_json, started_at, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'starting')",
+            params![s.id, s.binary_path, s.project_root, s.launch_json, s.started_at],
+        )?;
+        let key = self.conn.last_insert_rowid();
+        let stats = Arc::new(SessionStats::default());
+        self.sessions.insert(
+            key,
+            SessionState {
+                stats: stats.clone(),
+                cap: s.event_cap.max(1),
+                next_seq: 1,
+                event_count: 0,
+                evicted: 0,
+                dropped: 0,
+                stored_bytes: 0,
+                pids: BTreeSet::new(),
+                pids_dirty: false,
+                chunks: VecDeque::new(),
+                pending: None,
+                sealed: Vec::new(),
+                dirty: false,
+            },
+        );
+        Ok((key, stats))
+    }
+
+    fn append(&mut self, key: i64, batch: EventBatch) {
+        let Some(s) = self.sessions.get_mut(&key) else {
+            tracing::warn!("events for unknown session key {key} discarded");
+            return;
+        };
+        s.stats.received.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let max = s.chunk_events();
+        for h in &batch.headers {
+            if s.pids.insert(h.pid) {
+                s.pids_dirty = true;
+            }
+            let (builder, _) = s
+                .pending
+                .get_or_insert_with(|| (ChunkBuilder::new(s.next_seq), Instant::now()));
+            builder.push(h, batch.payload_of(h));
+            s.next_seq += 1;
+            if builder.is_full(max) {
+                let (b, _) = s.pending.take().expect("pending chunk exists");
+                s.sealed.push(b.finish());
+            }
+        }
+        s.dirty = true;
+    }
+
+    fn seal_old_partials(&mut self) {
+        let now = Instant::now();
+        for s in self.sessions.values_mut() {
+            if let Some((_, since)) = &s.pending
+                && now.duration_since(*since) >= PARTIAL_CHUNK_MAX_AGE
+            {
+                let (b, _) = s.pending.take().expect("checked above");
+                s.sealed.push(b.finish());
+            }
+        }
+    }
+
+    /// Writes sealed chunks (and, with `all`, pending partial ones) in one
+    /// transaction, applies eviction and persists the counters.
+    fn commit(&mut self, all: bool) -> Result<(), StoreError> {
+        if all {
+            for s in self.sessions.values_mut() {
+                if let Some((b, _)) = s.pending.take() {
+                    s.sealed.push(b.finish());
+                }
+            }
+        }
+        if !self.sessions.values().any(|s| s.dirty) {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
+                                     pid_min, pid_max, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            let mut delete = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
+            let mut counters = tx.prepare_cached(
+                "UPDATE sessions SET event_count = ?2, next_seq = ?3, evicted = ?4, dropped = ?5,
+                        stored_bytes = ?6 WHERE key = ?1",
+            )?;
+            let mut pids = tx.prepare_cached("UPDATE sessions SET pids = ?2 WHERE key = ?1")?;
+            for (&key, s) in self.sessions.iter_mut().filter(|(_, s)| s.dirty) {
+                for (summary, data) in s.sealed.drain(..) {
+                    insert.execute(params![
+                        key,
+                        summary.first_seq as i64,
+                        summary.count,
+                        summary.ts_min as i64,
+                        summary.ts_max as i64,
+                        summary.kind_mask,
+                        summary.kind_counts_blob(),
+                        summary.pid_min,
+                        summary.pid_max,
+                        data
+                    ])?;
+                    let bytes = data.len() as u64;
+                    s.chunks.push_back((tx.last_insert_rowid(), summary.count as u64, bytes));
+                    s.event_count += summary.count as u64;
+                    s.stored_bytes += bytes;
+                }
+                while s.event_count > s.cap {
+                    let Some((id, n, bytes)) = s.chunks.pop_front() else { break };
+                    delete.execute([id])?;
+                    s.event_count -= n;
+                    s.evicted += n;
+                    s.stored_bytes -= bytes;
+                }
+                counters.execute(params![
+                    key,
+                    s.event_count as i64,
+                    s.next_seq as i64,
+                    s.evicted as i64,
+                    s.dropped as i64,
+                    s.stored_bytes as i64
+                ])?;
+                if s.pids_dirty {
+                    let list: Vec<String> = s.pids.iter().map(|p| p.to_string()).collect();
+                    pids.execute(params![key, list.join(",")])?;
+                    s.pids_dirty = false;
+                }
+                s.stats.stored.store(s.event_count, Ordering::Relaxed);
+                s.stats.evicted.store(s.evicted, Ordering::Relaxed);
+                s.dirty = s.pending.is_some();
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn delete(&mut self, key: i64) -> Result<(), StoreError> {
+        self.commit(true)?;
+        self.sessions.remove(&key);
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM chunks WHERE session = ?1", [key])?;
+        tx.execute("DELETE FROM functions WHERE session = ?1", [key])?;
+        tx.execute("DELETE FROM threads WHERE session = ?1", [key])?;
+        tx.execute("DELETE FROM sessions WHERE key = ?1", [key])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn purge(&mut self, p: PurgeParams) -> Result<PurgeReport, StoreError> {
+        self.commit(true)?;
+        let mut report = PurgeReport::default();
+        let cutoff = p.now_ms - p.retention_ms;
+        let expired: Vec<(i64, String)> = {
+            let mut stmt = self.conn.prepare(
+                "SELECT key, id FROM sessions
+                 WHERE retained = 1 AND COALESCE(ended_at, started_at) < ?1 ORDER BY started_at",
+            )?;
+            stmt.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        for (key, id) in expired {
+            self.delete(key)?;
+            report.expired.push(id);
+        }
+        loop {
+            let total: i64 =
+                self.conn
+                    .query_row("SELECT COALESCE(SUM(stored_bytes), 0) FROM sessions", [], |r| r.get(0))?;
+            if total as u64 <= p.max_total_bytes {
+                break;
+            }
+            let oldest: Option<(i64, String)> = self
+                .conn
+                .query_row(
+                    "SELECT key, id FROM sessions WHERE retained = 1 ORDER BY started_at, key LIMIT 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .ok();
+            let Some((key, id)) = oldest else { break };
+            self.delete(key)?;
+            report.over_size.push(id);
+        }
+        Ok(report)
+    }
+}
