@@ -1,1 +1,16 @@
+//! The Frida side of Strobe.
+//!
+//! Frida is reached through the pinned PyPI `frida` package in a separate
+//! bridge process per session ([`bridge::Bridge`]). The daemon and a bridge
+//! talk over a Unix socket in length-prefixed binary frames
+//! ([`protocol`]); the agent's messages pass through the bridge undecoded.
+//! The agent's TypeScript sources are embedded in this crate and compiled
+//! by Frida's own compiler, cached by content hash ([`agent`]).
 
+pub mod agent;
+pub mod bridge;
+pub mod protocol;
+pub mod python;
+
+pub use bridge::{Bridge, BridgeError, BridgeEvent, SpawnRequest};
+pub use python::{FridaPython, PINNED_FRIDA_VERSION};

@@ -40,7 +40,7 @@ fn chunked(total: u64, payload: &[u8], kind: EventKind) -> f64 {
             project_root: "/".into(),
             launch_json: "{}".into(),
             started_at: 0,
-            event_cap: total,
+            event_cap: total * 2,
         })
         .unwrap();
     let per = 4096;

@@ -1,0 +1,75 @@
+// Process lifecycle: exit codes and crash signals.
+//
+// Frida reaps the child itself, so the daemon never sees a wait status. The
+// agent therefore reports the exit code from `_exit` (which `exit()` and a
+// return from `main` reach too) and crashes from the exception handler, each
+// time blocking until the daemon acknowledges.
+import { Frame, sendAndWait } from "./protocol.js";
+
+const SIGNALS: Record<string, string> = {
+    "abort": "SIGABRT",
+    "access-violation": "SIGSEGV",
+    "guard-page": "SIGSEGV",
+    "illegal-instruction": "SIGILL",
+    "stack-overflow": "SIGSEGV",
+    "arithmetic": "SIGFPE",
+    "breakpoint": "SIGTRAP",
+    "single-step": "SIGTRAP",
+    "system": "SIGSYS",
+};
+
+let exitReported = false;
+
+export function installLifecycleHooks(): void {
+    const exitFn = Module.findGlobalExportByName("_exit");
+    if (exitFn !== null) {
+        Interceptor.attach(exitFn, {
+            onEnter(args) {
+                if (exitReported) return;
+                exitReported = true;
+                sendAndWait({ type: "exit", pid: Process.id, code: args[0].toInt32() }, "exit-ack");
+            },
+        });
+    }
+
+    Process.setExceptionHandler((details) => {
+        const backtrace: Frame[] = [];
+        try {
+            for (const addr of Thread.backtrace(details.context, Backtracer.ACCURATE).slice(0, 64)) {
+                const sym = DebugSymbol.fromAddress(addr);
+                backtrace.push({
+                    address: addr.toString(),
+                    module: sym.moduleName,
+                    name: sym.name,
+                    file: sym.fileName || null,
+                    line: sym.lineNumber || null,
+                });
+            }
+        } catch (_e) {
+            // An unwinding failure must not keep the crash from being reported.
+        }
+        const registers: Record<string, string> = {};
+        const ctx = details.context as unknown as Record<string, NativePointer>;
+        for (const name of ["pc", "sp", "fp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "rip", "rsp", "rbp"]) {
+            const v = ctx[name];
+            if (v !== undefined) registers[name] = v.toString();
+        }
+        const memory = details.memory
+            ? { operation: details.memory.operation, address: details.memory.address.toString() }
+            : undefined;
+        sendAndWait({
+            type: "crash",
+            pid: Process.id,
+            tid: Process.getCurrentThreadId(),
+            signal: SIGNALS[details.type] ?? details.type,
+            kind: details.type,
+            address: details.address.toString(),
+            memory,
+            registers,
+            backtrace,
+        }, "crash-ack");
+        exitReported = true;
+        // Not handled: the process dies with its original signal.
+        return false;
+    });
+}

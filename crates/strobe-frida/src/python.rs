@@ -1,0 +1,113 @@
+//! Finding (and installing) the Python venv that holds the pinned `frida`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `frida` version Strobe is built and tested against (`FRIDA_VERSION`).
+pub const PINNED_FRIDA_VERSION: &str = include_str!("../FRIDA_VERSION").trim_ascii();
+
+/// A venv that should hold `frida`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FridaPython {
+    /// The venv directory.
+    pub venv: PathBuf,
+}
+
+impl FridaPython {
+    /// Picks the venv: `$STROBE_VENV`, else the `frida.venv` setting, else
+    /// `default` (`$STROBE_HOME/venv`).
+    pub fn locate(setting: Option<&Path>, default: &Path) -> Self {
+        let venv = std::env::var_os("STROBE_VENV")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| setting.map(Path::to_path_buf))
+            .unwrap_or_else(|| default.to_path_buf());
+        Self { venv }
+    }
+
+    /// The venv's interpreter.
+    pub fn interpreter(&self) -> PathBuf {
+        self.venv.join("bin").join("python")
+    }
+
+    /// Checks that the interpreter exists; the error says how to fix it.
+    pub fn check(&self) -> Result<PathBuf, String> {
+        let py = self.interpreter();
+        if py.is_file() {
+            Ok(py)
+        } else {
+            Err(format!(
+                "Frida's Python package is not installed: no interpreter at {}. Run `strobe setup` \
+                 (or `./dev setup` in a checkout) to create that venv with frida=={PINNED_FRIDA_VERSION}; \
+                 by hand: `python3 -m venv {venv} && {venv}/bin/pip install frida=={PINNED_FRIDA_VERSION}`. \
+                 To use another venv set STROBE_VENV or the `frida.venv` setting.",
+                py.display(),
+                venv = self.venv.display()
+            ))
+        }
+    }
+
+    /// True when the venv already imports the pinned frida.
+    pub fn has_pinned_frida(&self) -> bool {
+        let py = self.interpreter();
+        Command::new(py)
+            .args(["-c", "import frida,sys; sys.stdout.write(frida.__version__)"])
+            .output()
+            .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == PINNED_FRIDA_VERSION)
+            .unwrap_or(false)
+    }
+
+    /// Creates the venv with `python3` and installs the pinned frida into it.
+    /// Does nothing if it is already there.
+    pub fn install(&self, python3: &str) -> Result<(), String> {
+        if self.has_pinned_frida() {
+            return Ok(());
+        }
+        if let Some(parent) = self.venv.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        if !self.interpreter().is_file() {
+            run(Command::new(python3).args(["-m", "venv"]).arg(&self.venv))?;
+        }
+        run(Command::new(self.interpreter()).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            &format!("frida=={PINNED_FRIDA_VERSION}"),
+        ]))?;
+        if self.has_pinned_frida() {
+            Ok(())
+        } else {
+            Err(format!("frida=={PINNED_FRIDA_VERSION} was installed but does not import in {}", self.venv.display()))
+        }
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_interpreter_error_says_how_to_fix() {
+        let p = FridaPython { venv: PathBuf::from("/nonexistent/venv") };
+        let e = p.check().unwrap_err();
+        assert!(e.contains("strobe setup"));
+        assert!(e.contains(PINNED_FRIDA_VERSION));
+        assert!(e.contains("STROBE_VENV"));
+    }
+}

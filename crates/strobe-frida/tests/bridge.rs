@@ -1,0 +1,109 @@
+//! The bridge against real Frida: needs the venv (`./dev test` provides it
+//! through STROBE_VENV).
+
+use serde_json::Value;
+use std::io::Read;
+use std::time::Duration;
+use strobe_frida::{Bridge, BridgeEvent, FridaPython, SpawnRequest};
+
+fn python() -> std::path::PathBuf {
+    let venv = std::env::var_os("STROBE_VENV")
+        .expect("STROBE_VENV must point at a venv with the pinned frida; run the tests through `./dev test`");
+    FridaPython { venv: venv.into() }.check().expect("venv usable")
+}
+
+const T: Duration = Duration::from_secs(30);
+
+#[test]
+fn spawn_capture_output_and_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bridge = Bridge::start(&python(), tmp.path(), &tmp.path().join("bridge.log"), T).unwrap();
+    assert_eq!(bridge.frida_version(), strobe_frida::PINNED_FRIDA_VERSION);
+    let agent = bridge.ensure_agent(&tmp.path().join("cache"), T).unwrap();
+    assert!(agent.is_file());
+    let output = bridge.take_output().unwrap();
+    let pid = bridge
+        .spawn(
+            &SpawnRequest {
+                argv: vec!["/bin/sh".into(), "-c".into(), "echo out; echo err >&2; exit 3".into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: None,
+                agent_js: agent,
+            },
+            T,
+        )
+        .unwrap();
+    assert!(pid > 0);
+    bridge.request("resume", serde_json::json!({}), T).unwrap();
+    let events = bridge.events();
+    let mut exit_code = None;
+    let mut loaded = false;
+    loop {
+        match events.recv_timeout(T).expect("bridge event") {
+            BridgeEvent::AgentMessage { text, .. } => {
+                let v: Value = serde_json::from_slice(&text).unwrap();
+                match v["payload"]["type"].as_str() {
+                    Some("agent_loaded") => loaded = true,
+                    Some("exit") => {
+                        exit_code = v["payload"]["code"].as_i64();
+                        bridge.post(br#"{"type":"exit-ack"}"#, &[]).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            BridgeEvent::Detached { reason, .. } => {
+                assert_eq!(reason, "process-terminated");
+                break;
+            }
+            BridgeEvent::Gone { reason } => panic!("bridge gone: {reason}"),
+        }
+    }
+    assert!(loaded);
+    assert_eq!(exit_code, Some(3));
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut o = output;
+    o.stdout.read_to_string(&mut out).unwrap();
+    o.stderr.read_to_string(&mut err).unwrap();
+    assert_eq!(out, "out\n");
+    assert_eq!(err, "err\n");
+    bridge.terminate();
+}
+
+#[test]
+fn missing_python_is_unavailable_with_a_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = Bridge::start(&tmp.path().join("nope/python"), tmp.path(), &tmp.path().join("l"), T)
+        .err()
+        .unwrap();
+    assert!(matches!(e, strobe_frida::BridgeError::Unavailable(_)), "{e}");
+}
+
+#[test]
+fn python_without_frida_says_how_to_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    // An interpreter that cannot see any site-packages, so `import frida` fails.
+    let fake = tmp.path().join("python");
+    std::fs::write(&fake, "#!/bin/sh\nexec python3 -S \"$@\"\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let e = Bridge::start(&fake, tmp.path(), &tmp.path().join("l"), T)
+        .err()
+        .unwrap();
+    let msg = e.to_string();
+    assert!(msg.contains("strobe setup"), "{msg}");
+}
+
+#[test]
+fn dying_bridge_is_reported_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bridge = Bridge::start(&python(), tmp.path(), &tmp.path().join("bridge.log"), T).unwrap();
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(bridge.process_id() as i32, libc::SIGKILL) };
+    match bridge.events().recv_timeout(T).unwrap() {
+        BridgeEvent::Gone { reason } => assert!(reason.contains("signal"), "{reason}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(matches!(
+        bridge.request("ping", serde_json::json!({}), T),
+        Err(strobe_frida::BridgeError::Gone(_))
+    ));
+}
