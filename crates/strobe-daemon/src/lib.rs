@@ -1,1 +1,18 @@
+//! The daemon and the proxy.
+//!
+//! - [`daemon::run`]: one per user and `$STROBE_HOME`. Holds an exclusive
+//!   `flock` on `strobe.lock` for its whole life — that lock, not the pid
+//!   file, decides who the daemon is, so racing starters end with exactly one
+//!   and a dead daemon's socket or pid file is simply replaced. Serves MCP
+//!   (rmcp) on every connection to `strobe.sock` (0600, in a 0700 dir).
+//! - [`proxy::run`]: `strobe mcp`. Relays newline-delimited JSON-RPC between
+//!   stdio and the socket, starting the daemon when needed; if the daemon
+//!   dies it fails the calls in flight with a clear error, restarts it,
+//!   replays the client's `initialize`, and carries on.
 
+pub mod daemon;
+mod lock;
+pub mod proxy;
+
+pub use daemon::{DaemonError, run as run_daemon};
+pub use proxy::run as run_proxy;

@@ -1,1 +1,14 @@
+//! The MCP surface of Strobe.
+//!
+//! [`StrobeServer`] is an rmcp `ServerHandler` whose tools deserialize and
+//! validate arguments ([`params`]), call the session layer, and render the
+//! result as `structuredContent` plus a short text ([`render`]). One
+//! `StrobeServer` is created per client connection; they all share one
+//! `SessionManager`, so sessions outlive connections.
 
+pub mod params;
+pub mod render;
+mod server;
+pub mod timespec;
+
+pub use server::{INSTRUCTIONS, StrobeServer};

@@ -1,1 +1,18 @@
+//! Sessions: one launched (later: attached) target each.
+//!
+//! The [`SessionManager`] owns every live session. Launching takes a warm
+//! Frida bridge ([`pool`]), spawns the target suspended with the agent
+//! loaded, starts output [`capture`], and resumes it. A per-session event
+//! thread turns the bridge's events (agent messages, detach, bridge death)
+//! into lifecycle changes and timeline events. Data flows one way: this
+//! crate calls into `strobe-frida` and `strobe-store`, never the reverse,
+//! and knows nothing of MCP.
 
+pub mod capture;
+mod manager;
+mod pool;
+mod validate;
+
+pub use manager::{
+    EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus, StopResponse,
+};

@@ -24,6 +24,6 @@ mod sessions;
 mod writer;
 
 pub use error::StoreError;
-pub use query::{EventFilter, QueryPage, QueryResult};
+pub use query::{EventFilter, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{NewSession, SessionRow, SessionStats, SessionUpdate};
 pub use writer::{PurgeReport, Store};

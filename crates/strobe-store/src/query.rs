@@ -32,6 +32,28 @@ pub struct EventFilter {
     pub tids: Option<HashSet<u32>>,
     /// Only events whose payload contains these bytes.
     pub payload_contains: Option<Vec<u8>>,
+    /// Only function_exit events whose JSON payload's `returnValue` matches.
+    pub return_value: Option<ReturnValueFilter>,
+}
+
+/// Conditions on the `returnValue` field of a JSON payload.
+#[derive(Debug, Clone, Default)]
+pub struct ReturnValueFilter {
+    /// Must equal this value.
+    pub equals: Option<serde_json::Value>,
+    /// `Some(true)`: must be null; `Some(false)`: must not be null.
+    pub is_null: Option<bool>,
+}
+
+impl ReturnValueFilter {
+    fn matches(&self, payload: &[u8]) -> bool {
+        let Ok(doc) = serde_json::from_slice::<serde_json::Value>(payload) else {
+            return false;
+        };
+        let v = doc.get("returnValue").unwrap_or(&serde_json::Value::Null);
+        let is_null = v.is_null() || v.as_str().is_some_and(|s| s == "0x0" || s == "NULL");
+        self.equals.as_ref().is_none_or(|e| e == v) && self.is_null.is_none_or(|want| want == is_null)
+    }
 }
 
 impl EventFilter {
@@ -42,6 +64,7 @@ impl EventFilter {
             && self.func_ids.is_none()
             && self.tids.is_none()
             && self.payload_contains.is_none()
+            && self.return_value.is_none()
     }
 
     /// Does one decoded event match?
@@ -64,6 +87,11 @@ impl EventFilter {
             return false;
         }
         if self.tids.as_ref().is_some_and(|t| !t.contains(&h.tid)) {
+            return false;
+        }
+        if let Some(rv) = &self.return_value
+            && (h.kind != strobe_core::EventKind::FunctionExit as u8 || !rv.matches(payload))
+        {
             return false;
         }
         if let Some(needle) = &self.payload_contains

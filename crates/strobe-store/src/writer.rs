@@ -171,6 +171,52 @@ impl Store {
         self.with_reader(|c| Ok(sessions::all(c)?))
     }
 
+    /// Largest timestamp stored for a session (0 when it has no events).
+    pub fn latest_ts(&self, key: i64) -> Result<u64, StoreError> {
+        self.with_reader(|c| {
+            let v: Option<i64> =
+                c.query_row("SELECT MAX(ts_max) FROM chunks WHERE session = ?1", [key], |r| r.get(0))?;
+            Ok(v.unwrap_or(0) as u64)
+        })
+    }
+
+    /// Interned function ids of a session whose (name, raw name, file)
+    /// satisfy `pred`; the query engine filters on ids, never on strings.
+    pub fn function_ids(
+        &self,
+        key: i64,
+        pred: impl Fn(&str, Option<&str>, Option<&str>) -> bool,
+    ) -> Result<std::collections::HashSet<u32>, StoreError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached("SELECT func_id, name, name_raw, file FROM functions WHERE session = ?1")?;
+            let mut out = std::collections::HashSet::new();
+            let mut rows = stmt.query([key])?;
+            while let Some(r) = rows.next()? {
+                let (name, raw, file): (String, Option<String>, Option<String>) = (r.get(1)?, r.get(2)?, r.get(3)?);
+                if pred(&name, raw.as_deref(), file.as_deref()) {
+                    out.insert(r.get(0)?);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Thread ids of a session whose name satisfies `pred`.
+    pub fn thread_ids(&self, key: i64, pred: impl Fn(&str) -> bool) -> Result<std::collections::HashSet<u32>, StoreError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached("SELECT tid, name FROM threads WHERE session = ?1")?;
+            let mut out = std::collections::HashSet::new();
+            let mut rows = stmt.query([key])?;
+            while let Some(r) = rows.next()? {
+                let name: String = r.get(1)?;
+                if pred(&name) {
+                    out.insert(r.get(0)?);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Runs a query over one session's committed events.
     pub fn query(&self, key: i64, filter: &EventFilter, page: QueryPage) -> Result<QueryResult, StoreError> {
         self.with_reader(|c| query::run(c, key, filter, page))

@@ -1,0 +1,132 @@
+//! The daemon process.
+
+use crate::lock;
+use rmcp::ServiceExt;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use strobe_core::{Settings, StrobeHome};
+use strobe_mcp::StrobeServer;
+use strobe_session::SessionManager;
+use strobe_store::Store;
+use tokio::net::UnixListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Setting up the home directory, lock or socket failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The store could not be opened.
+    #[error("cannot open the event store: {0}")]
+    Store(#[from] strobe_store::StoreError),
+    /// The session layer could not start.
+    #[error("{0}")]
+    Session(#[from] strobe_core::ToolError),
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
+    let what = what.into();
+    move |source| DaemonError::Io { what, source }
+}
+
+/// How often retained sessions are checked against retention and size caps.
+const PURGE_PERIOD: Duration = Duration::from_secs(3600);
+
+/// Runs the daemon until SIGTERM/SIGINT or idle shutdown. Returns
+/// `Ok(false)` at once when another daemon already owns this home.
+pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
+    home.ensure().map_err(io_err(format!("cannot create {}", home.root().display())))?;
+    let Some(_lock) = lock::try_lock(&home.lock_file()).map_err(io_err("cannot open the lock file"))? else {
+        tracing::info!("another daemon already serves {}", home.root().display());
+        return Ok(false);
+    };
+    // We hold the lock: any socket or pid file here is a dead daemon's.
+    let socket = home.socket();
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket).map_err(io_err(format!("cannot bind {}", socket.display())))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(io_err("cannot restrict the socket to its owner"))?;
+    std::fs::write(home.pid_file(), format!("{}\n", std::process::id())).map_err(io_err("cannot write the pid file"))?;
+    std::fs::set_permissions(home.pid_file(), std::fs::Permissions::from_mode(0o600))
+        .map_err(io_err("cannot restrict the pid file"))?;
+
+    let store = Store::open(&home.database())?;
+    std::fs::set_permissions(home.database(), std::fs::Permissions::from_mode(0o600))
+        .map_err(io_err("cannot restrict the database"))?;
+    let mgr = SessionManager::new(home.clone(), store.clone())?;
+    let (settings, _) = Settings::load(&home.settings_file(), None);
+    purge(&store, &settings);
+    mgr.prewarm(&settings);
+    tracing::info!("daemon {} serving {}", std::process::id(), socket.display());
+
+    let clients = Arc::new(AtomicUsize::new(0));
+    let mut sigterm = signal(SignalKind::terminate()).map_err(io_err("cannot watch SIGTERM"))?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(io_err("cannot watch SIGINT"))?;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut idle_since = Instant::now();
+    let mut last_purge = Instant::now();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let server = StrobeServer::new(mgr.clone(), home.clone());
+                let clients = clients.clone();
+                clients.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    match server.serve(stream).await {
+                        Ok(running) => { let _ = running.waiting().await; }
+                        // EOF before `initialize` (e.g. a liveness probe) is a clean close.
+                        Err(e) => tracing::debug!("connection closed before initialization: {e}"),
+                    }
+                    clients.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+            _ = tick.tick() => {
+                let busy = clients.load(Ordering::SeqCst) > 0 || mgr.running_count() > 0;
+                if busy {
+                    idle_since = Instant::now();
+                    continue;
+                }
+                let (settings, _) = Settings::load(&home.settings_file(), None);
+                if idle_since.elapsed() >= Duration::from_millis(settings.daemon_idle_timeout_ms) {
+                    tracing::info!("idle for {} ms: shutting down", settings.daemon_idle_timeout_ms);
+                    break;
+                }
+                if last_purge.elapsed() >= PURGE_PERIOD {
+                    last_purge = Instant::now();
+                    purge(&store, &settings);
+                }
+            }
+        }
+    }
+    // Stop accepting first, so no client reaches a half-shut daemon.
+    drop(listener);
+    let _ = std::fs::remove_file(&socket);
+    let m = mgr.clone();
+    let _ = tokio::task::spawn_blocking(move || m.shutdown()).await;
+    let _ = store.close();
+    let _ = std::fs::remove_file(home.pid_file());
+    tracing::info!("daemon stopped");
+    Ok(true)
+}
+
+fn purge(store: &Store, settings: &Settings) {
+    let retention = Duration::from_secs(settings.retention_days * 86_400);
+    match store.purge(strobe_core::clock::unix_millis(), retention, settings.max_total_bytes) {
+        Ok(r) if !r.expired.is_empty() || !r.over_size.is_empty() => {
+            tracing::info!("purged retained sessions: expired {:?}, over size cap {:?}", r.expired, r.over_size)
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("purge failed: {e}"),
+    }
+}

@@ -1,0 +1,208 @@
+//! `strobe mcp`: the stdio ↔ socket proxy.
+//!
+//! It forwards lines verbatim and parses them only to remember what a
+//! reconnect needs: the client's `initialize` request and `initialized`
+//! notification, and which request ids are still waiting for an answer.
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use strobe_core::StrobeHome;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+/// How long the proxy keeps trying to reach a (re)started daemon.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Connects to the daemon, starting it (detached) when nothing answers.
+pub async fn connect_or_start(home: &StrobeHome, strobe_exe: &Path) -> std::io::Result<UnixStream> {
+    if let Ok(s) = UnixStream::connect(home.socket()).await {
+        return Ok(s);
+    }
+    home.ensure()?;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(home.logs_dir().join("daemon.log"))?;
+    let mut cmd = std::process::Command::new(strobe_exe);
+    cmd.arg("daemon")
+        .env("STROBE_HOME", home.root())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our
+    // session so it outlives this proxy and its terminal.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    // Reap it in the background; the real daemon may also be another one
+    // that won the start-up race, in which case this child exits at once.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    let deadline = Instant::now() + CONNECT_DEADLINE;
+    let mut delay = Duration::from_millis(5);
+    loop {
+        match UnixStream::connect(home.socket()).await {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the Strobe daemon did not come up within {}s ({e}); see {}",
+                        CONNECT_DEADLINE.as_secs(),
+                        home.logs_dir().join("daemon.log").display()
+                    ),
+                ));
+            }
+            Err(_) => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Session {
+    initialize: Option<String>,
+    initialized: Option<String>,
+    /// Request id (as JSON text) → method, for calls awaiting a response.
+    in_flight: HashMap<String, String>,
+}
+
+impl Session {
+    fn note_client_line(&mut self, line: &str) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { return };
+        let method = v.get("method").and_then(Value::as_str);
+        match (method, v.get("id")) {
+            (Some("initialize"), Some(_)) => self.initialize = Some(line.to_string()),
+            (Some("notifications/initialized"), None) => self.initialized = Some(line.to_string()),
+            _ => {}
+        }
+        if let (Some(m), Some(id)) = (method, v.get("id")) {
+            self.in_flight.insert(id.to_string(), m.to_string());
+        }
+    }
+
+    fn note_server_line(&mut self, line: &str) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { return };
+        if v.get("method").is_none()
+            && let Some(id) = v.get("id")
+        {
+            self.in_flight.remove(&id.to_string());
+        }
+    }
+}
+
+async fn write_line(out: &mut (impl AsyncWriteExt + Unpin), line: &str) -> std::io::Result<()> {
+    out.write_all(line.as_bytes()).await?;
+    out.write_all(b"\n").await?;
+    out.flush().await
+}
+
+/// Replays the handshake on a fresh connection; swallows the daemon's reply.
+async fn reinitialize(
+    sess: &Session,
+    reader: &mut tokio::io::Lines<BufReader<OwnedReadHalf>>,
+    writer: &mut OwnedWriteHalf,
+) -> std::io::Result<()> {
+    let Some(init) = &sess.initialize else { return Ok(()) };
+    let mut req: Value = serde_json::from_str(init).map_err(std::io::Error::other)?;
+    req["id"] = json!("strobe-proxy-reinitialize");
+    write_line(writer, &req.to_string()).await?;
+    let deadline = tokio::time::Instant::now() + CONNECT_DEADLINE;
+    loop {
+        let line = tokio::time::timeout_at(deadline, reader.next_line())
+            .await
+            .map_err(|_| std::io::Error::other("the restarted daemon did not answer initialize"))??
+            .ok_or_else(|| std::io::Error::other("the restarted daemon closed the connection"))?;
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        if v.get("id") == Some(&json!("strobe-proxy-reinitialize")) {
+            break;
+        }
+    }
+    if let Some(n) = &sess.initialized {
+        write_line(writer, n).await?;
+    }
+    Ok(())
+}
+
+/// Runs the proxy until stdin closes.
+pub async fn run(home: StrobeHome, strobe_exe: &Path) -> std::io::Result<()> {
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let mut sess = Session::default();
+    let (r, mut writer) = connect_or_start(&home, strobe_exe).await?.into_split();
+    let mut reader = BufReader::new(r).lines();
+    loop {
+        tokio::select! {
+            line = stdin.next_line() => {
+                let Some(line) = line? else { return Ok(()) };
+                if line.trim().is_empty() { continue; }
+                sess.note_client_line(&line);
+                if write_line(&mut writer, &line).await.is_err() {
+                    // The daemon is gone; the read side notices and recovers,
+                    // and this request is answered with an error there.
+                }
+            }
+            line = reader.next_line() => {
+                match line {
+                    Ok(Some(line)) => {
+                        sess.note_server_line(&line);
+                        write_line(&mut stdout, &line).await?;
+                    }
+                    _ => {
+                        // The daemon died: fail what was in flight, restart, replay.
+                        for (id, method) in sess.in_flight.drain() {
+                            let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+                            let err = json!({
+                                "jsonrpc": "2.0",
+                                "id": id,
+                                "error": {
+                                    "code": -32000,
+                                    "message": format!(
+                                        "The Strobe daemon exited while '{method}' was running, so this call has no result. \
+                                         The proxy restarted it: retry the call. Sessions that were live are stopped \
+                                         (their data is kept); check debug_session {{action: \"list\"}}."
+                                    ),
+                                }
+                            });
+                            write_line(&mut stdout, &err.to_string()).await?;
+                        }
+                        let stream = connect_or_start(&home, strobe_exe).await?;
+                        let (r, w) = stream.into_split();
+                        reader = BufReader::new(r).lines();
+                        writer = w;
+                        reinitialize(&sess, &mut reader, &mut writer).await?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_handshake_and_in_flight_calls() {
+        let mut s = Session::default();
+        s.note_client_line(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#);
+        s.note_server_line(r#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        s.note_client_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s.note_client_line(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#);
+        s.note_client_line(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        s.note_server_line(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
+        assert!(s.initialize.is_some() && s.initialized.is_some());
+        assert_eq!(s.in_flight.len(), 1);
+        assert_eq!(s.in_flight.get("\"a\"").map(String::as_str), Some("tools/call"));
+        s.note_client_line("not json");
+    }
+}

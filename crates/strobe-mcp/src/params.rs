@@ -1,0 +1,133 @@
+//! Tool arguments as they arrive on the wire (camelCase), with the JSON
+//! schemas agents see. Doc comments become the schema's field descriptions.
+//! Unknown fields are rejected so a typo (`sesionId`) is an error, not a
+//! silently ignored argument.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// `debug_launch` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LaunchParams {
+    /// Executable to run: an absolute path (recommended), a path relative to `cwd`, or a
+    /// program name found on PATH. Build C/C++ with -g (Rust debug builds have symbols).
+    pub command: String,
+    /// Command-line arguments passed to the program.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Absolute working directory for the program (default: projectRoot).
+    pub cwd: Option<String>,
+    /// Absolute path of the project the program belongs to; used to tell user code from
+    /// libraries and to find `<projectRoot>/.strobe/settings.json`.
+    pub project_root: String,
+    /// Extra environment variables for the program, added to the daemon's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// `debug_session` action.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionAction {
+    /// State, pid, exit code or signal, event counts (needs sessionId).
+    Status,
+    /// Stop the session: kill the program Strobe launched, delete its data unless `retain`.
+    Stop,
+    /// List live and retained sessions.
+    List,
+    /// Delete a retained (stopped) session and its data.
+    Delete,
+}
+
+/// `debug_session` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionParams {
+    /// What to do: "status", "stop", "list" or "delete".
+    pub action: SessionAction,
+    /// The session (required for status, stop and delete).
+    pub session_id: Option<String>,
+    /// With "stop": keep the session's data for later queries (default false: delete it).
+    #[serde(default)]
+    pub retain: bool,
+}
+
+/// String conditions on function names.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NameFilter {
+    /// Exact demangled name, e.g. "audio::Mixer::process".
+    pub equals: Option<String>,
+    /// Substring of the name.
+    pub contains: Option<String>,
+    /// Regular expression (Rust regex syntax) matched against the name.
+    pub matches: Option<String>,
+}
+
+/// String conditions on source files.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileFilter {
+    /// Exact source path as recorded from DWARF.
+    pub equals: Option<String>,
+    /// Substring of the source path, e.g. "parser.c".
+    pub contains: Option<String>,
+}
+
+/// Conditions on a function's return value.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReturnFilter {
+    /// The serialized return value must equal this JSON value.
+    pub equals: Option<Value>,
+    /// true: only null/NULL returns; false: only non-null returns.
+    pub is_null: Option<bool>,
+}
+
+/// Conditions on thread names.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ThreadFilter {
+    /// Substring of the thread's name.
+    pub contains: Option<String>,
+}
+
+/// `debug_query` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QueryParams {
+    /// The session to query (live or retained).
+    pub session_id: String,
+    /// Only this kind of event: "stdout", "stderr", "function_enter", "function_exit",
+    /// "crash", "variable_snapshot", "process_exit" or "logpoint".
+    pub event_type: Option<String>,
+    /// Only events of functions whose name matches (function events).
+    pub function: Option<NameFilter>,
+    /// Only events of functions defined in matching source files.
+    pub source_file: Option<FileFilter>,
+    /// Only function_exit events whose return value matches.
+    pub return_value: Option<ReturnFilter>,
+    /// Only events of threads whose name matches.
+    pub thread_name: Option<ThreadFilter>,
+    /// Earliest event time: nanoseconds since session start (number), or relative to the
+    /// newest recorded event: "-5s", "-500ms", "-1m".
+    pub time_from: Option<Value>,
+    /// Latest event time, same forms as timeFrom.
+    pub time_to: Option<Value>,
+    /// Only events that lasted at least this many nanoseconds (function_exit).
+    pub min_duration_ns: Option<i64>,
+    /// Only events of this process id (multi-process sessions).
+    pub pid: Option<i64>,
+    /// Only output/log events whose text contains this substring.
+    pub text_contains: Option<String>,
+    /// Most events to return: 1–500, default 50.
+    pub limit: Option<i64>,
+    /// Matching events to skip (for paging), default 0.
+    pub offset: Option<i64>,
+    /// Include every field (thread, pid, raw bytes, flags) instead of the summary form.
+    #[serde(default)]
+    pub verbose: bool,
+}

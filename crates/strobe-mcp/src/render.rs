@@ -1,0 +1,113 @@
+//! Turning results into `structuredContent` and a short text for humans
+//! and for clients that only show text.
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use strobe_core::event::{Event, EventKind, FLAG_JSON, FLAG_PARTIAL_LINE};
+
+/// Renders one event. Summary form by default; `verbose` adds every field.
+pub fn event(e: &Event, verbose: bool) -> Value {
+    let kind = e.kind();
+    let mut o = Map::new();
+    o.insert("id".into(), json!(e.seq));
+    o.insert("timestampNs".into(), json!(e.header.ts_ns));
+    o.insert("eventType".into(), json!(kind.map_or("unknown", EventKind::name)));
+    match kind {
+        Some(EventKind::Stdout | EventKind::Stderr | EventKind::Logpoint) => {
+            match std::str::from_utf8(&e.payload) {
+                Ok(t) => {
+                    o.insert("text".into(), json!(t));
+                }
+                Err(_) => {
+                    // Lossless: the exact bytes, plus a readable approximation.
+                    o.insert("text".into(), json!(String::from_utf8_lossy(&e.payload)));
+                    o.insert("nonUtf8".into(), json!(true));
+                    o.insert(
+                        "bytesBase64".into(),
+                        json!(base64::engine::general_purpose::STANDARD.encode(&e.payload)),
+                    );
+                }
+            }
+            if e.header.flags & FLAG_PARTIAL_LINE != 0 {
+                o.insert("partialLine".into(), json!(true));
+            }
+        }
+        _ if e.header.flags & FLAG_JSON != 0 => {
+            let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
+            if let Value::Object(fields) = data {
+                for (k, v) in fields {
+                    if k != "type" && (verbose || !matches!(k.as_str(), "registers")) {
+                        o.insert(k, v);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    if verbose {
+        o.insert("pid".into(), json!(e.header.pid));
+        o.insert("threadId".into(), json!(e.header.tid));
+        if e.header.parent != 0 {
+            o.insert("parentEventId".into(), json!(e.header.parent - 1));
+        }
+        if e.header.duration_ns != 0 {
+            o.insert("durationNs".into(), json!(e.header.duration_ns));
+        }
+    }
+    Value::Object(o)
+}
+
+/// One line of the text rendering of an event (at most ~200 chars).
+pub fn event_line(e: &Event) -> String {
+    let ms = e.header.ts_ns as f64 / 1e6;
+    let kind = e.kind().map_or("unknown", EventKind::name);
+    let body = match e.kind() {
+        Some(EventKind::Stdout | EventKind::Stderr | EventKind::Logpoint) => {
+            String::from_utf8_lossy(&e.payload).into_owned()
+        }
+        _ => String::from_utf8_lossy(&e.payload).into_owned(),
+    };
+    let mut line = format!("#{} {ms:.3}ms {kind}: {body}", e.seq);
+    if line.len() > 200 {
+        let cut = (0..=200).rev().find(|i| line.is_char_boundary(*i)).unwrap_or(0);
+        line.truncate(cut);
+        line.push('…');
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strobe_core::event::EventHeader;
+
+    fn ev(kind: EventKind, flags: u8, payload: &[u8]) -> Event {
+        Event {
+            seq: 7,
+            header: EventHeader { ts_ns: 1_500_000, kind: kind as u8, flags, pid: 9, ..Default::default() },
+            payload: payload.to_vec(),
+        }
+    }
+
+    #[test]
+    fn output_is_lossless() {
+        let v = event(&ev(EventKind::Stderr, FLAG_PARTIAL_LINE, b"bad \xff byte"), false);
+        assert_eq!(v["eventType"], "stderr");
+        assert_eq!(v["nonUtf8"], true);
+        assert_eq!(v["partialLine"], true);
+        let raw = base64::engine::general_purpose::STANDARD.decode(v["bytesBase64"].as_str().unwrap()).unwrap();
+        assert_eq!(raw, b"bad \xff byte");
+        let v = event(&ev(EventKind::Stdout, 0, b"ok"), true);
+        assert_eq!(v["text"], "ok");
+        assert_eq!(v["pid"], 9);
+        assert!(v.get("nonUtf8").is_none());
+    }
+
+    #[test]
+    fn json_payloads_are_inlined() {
+        let v = event(&ev(EventKind::Crash, FLAG_JSON, br#"{"type":"crash","signal":"SIGSEGV","registers":{}}"#), false);
+        assert_eq!(v["signal"], "SIGSEGV");
+        assert!(v.get("registers").is_none(), "registers only in verbose");
+        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500])).len() < 210);
+    }
+}

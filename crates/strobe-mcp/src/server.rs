@@ -1,0 +1,324 @@
+//! The rmcp server: one per client connection, all sharing one SessionManager.
+
+use crate::params::{LaunchParams, QueryParams, SessionAction, SessionParams};
+use crate::{render, timespec};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData as McpError, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use strobe_core::event::EventKind;
+use strobe_core::{Settings, StrobeHome, ToolError};
+use strobe_session::{LaunchRequest, SessionManager};
+use strobe_store::{EventFilter, QueryPage, ReturnValueFilter};
+
+/// The `instructions` sent at initialization: the recommended workflow.
+pub const INSTRUCTIONS: &str = "Strobe is a debugger for coding agents: it runs a program under Frida \
+and records what it does on one timeline you can query.\n\
+Recommended workflow:\n\
+1. debug_launch the program with NO trace patterns. stdout and stderr are always recorded.\n\
+2. Read the output first: debug_query {sessionId, eventType: \"stderr\"}, then \"stdout\". Crash \
+messages, sanitizer reports, assertion failures and logs often explain the bug on their own. \
+debug_session {action: \"status\"} shows whether it exited (and with which code) or crashed (which signal).\n\
+3. Only if the output does not explain it, add targeted trace patterns to the running session \
+(debug_trace, when available) and query again. Narrow or widen without restarting.\n\
+4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
+Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";
+
+/// Largest page `debug_query` returns.
+pub const MAX_LIMIT: i64 = 500;
+
+/// One client connection's MCP server.
+#[derive(Clone)]
+pub struct StrobeServer {
+    mgr: Arc<SessionManager>,
+    home: StrobeHome,
+    tool_router: ToolRouter<Self>,
+}
+
+fn ok(value: Value, text: String) -> CallToolResult {
+    let mut r = CallToolResult::structured(value);
+    r.content = vec![ContentBlock::text(text)];
+    r
+}
+
+fn fail(e: ToolError) -> CallToolResult {
+    let mut r = CallToolResult::structured_error(json!({
+        "error": { "code": e.code.as_str(), "message": e.message }
+    }));
+    r.content = vec![ContentBlock::text(format!("{}: {}", e.code.as_str(), e.message))];
+    r
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ToolError> + Send + 'static) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(ToolError::internal(format!("the request handler panicked: {e}"))))
+}
+
+fn with_warnings(mut v: Value, warnings: &[String]) -> Value {
+    if !warnings.is_empty() {
+        v["warnings"] = json!(warnings);
+    }
+    v
+}
+
+impl StrobeServer {
+    /// A server for one connection.
+    pub fn new(mgr: Arc<SessionManager>, home: StrobeHome) -> Self {
+        Self { mgr, home, tool_router: Self::tool_router() }
+    }
+
+    /// Settings for a call, re-read from disk every time, with warnings.
+    fn settings(&self, project_root: Option<&Path>) -> (Settings, Vec<String>) {
+        let (s, w) = Settings::load(&self.home.settings_file(), project_root);
+        (s, w.into_iter().map(|w| w.to_string()).collect())
+    }
+
+    /// Settings for an existing session (its project's file applies).
+    fn settings_for_session(&self, id: &str) -> (Settings, Vec<String>) {
+        let root = self.mgr.status(id).ok().map(|s| s.project_root);
+        let (s, w) = self.settings(root.as_deref().map(Path::new));
+        self.mgr.apply_settings(id, &s);
+        (s, w)
+    }
+}
+
+#[tool_router]
+impl StrobeServer {
+    #[tool(
+        description = "Launch a program under Strobe (Frida). Its stdout and stderr are ALWAYS recorded; no tracing is \
+        installed by default. Returns a sessionId for debug_query/debug_session. Recommended: launch clean, read stderr/stdout \
+        with debug_query, and add trace patterns only if the output does not explain the problem."
+    )]
+    async fn debug_launch(&self, Parameters(p): Parameters<LaunchParams>) -> Result<CallToolResult, McpError> {
+        let (settings, warnings) = self.settings(Some(Path::new(&p.project_root)).filter(|r| r.is_absolute()));
+        let mgr = self.mgr.clone();
+        let req = LaunchRequest { command: p.command, args: p.args, cwd: p.cwd, project_root: p.project_root, env: p.env };
+        let r = blocking(move || mgr.launch(req, &settings)).await;
+        Ok(match r {
+            Ok(resp) => {
+                let text = format!("Launched {} (pid {}). {}", resp.session_id, resp.pid, resp.next_steps);
+                ok(with_warnings(serde_json::to_value(&resp).expect("serializable"), &warnings), text)
+            }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "Manage sessions. action \"status\": state (running/exited/crashed/stopped/failed), pid, exit code or \
+        signal, event counts including evicted and dropped events. \"stop\": end the session (kills the program only if Strobe \
+        launched it) and delete its data unless retain is true. \"list\": live and retained sessions. \"delete\": remove a \
+        retained session."
+    )]
+    async fn debug_session(&self, Parameters(p): Parameters<SessionParams>) -> Result<CallToolResult, McpError> {
+        let need_id = |p: &SessionParams| -> Result<String, ToolError> {
+            p.session_id.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
+                ToolError::validation(
+                    "'sessionId' is required for this action; call debug_session {action: \"list\"} to see session ids",
+                )
+            })
+        };
+        let mgr = self.mgr.clone();
+        let r: Result<(Value, String), ToolError> = match p.action {
+            SessionAction::List => blocking(move || mgr.list()).await.map(|list| {
+                let text = if list.is_empty() {
+                    "No sessions.".to_string()
+                } else {
+                    list.iter()
+                        .map(|s| format!("{} [{}{}] {} events", s.session_id, serde_json::to_value(s.state).unwrap().as_str().unwrap_or("?"), if s.retained { ", retained" } else { "" }, s.events.stored))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                (json!({ "sessions": list }), text)
+            }),
+            SessionAction::Status => match need_id(&p) {
+                Ok(id) => {
+                    let (_, warnings) = self.settings_for_session(&id);
+                    blocking(move || mgr.status(&id)).await.map(|s| {
+                        let mut text = format!(
+                            "{}: {}",
+                            s.session_id,
+                            serde_json::to_value(s.state).unwrap().as_str().unwrap_or("?")
+                        );
+                        if let Some(c) = s.exit_code {
+                            text.push_str(&format!(", exit code {c}"));
+                        }
+                        if let Some(sig) = &s.signal {
+                            text.push_str(&format!(", signal {sig}"));
+                        }
+                        text.push_str(&format!(", {} events stored", s.events.stored));
+                        if s.events.evicted > 0 || s.events.dropped > 0 {
+                            text.push_str(&format!(" ({} evicted by events.maxPerSession, {} dropped)", s.events.evicted, s.events.dropped));
+                        }
+                        (with_warnings(serde_json::to_value(&s).expect("serializable"), &warnings), text)
+                    })
+                }
+                Err(e) => Err(e),
+            },
+            SessionAction::Stop => match need_id(&p) {
+                Ok(id) => {
+                    let retain = p.retain;
+                    blocking(move || mgr.stop(&id, retain)).await.map(|r| {
+                        let text = format!(
+                            "Stopped ({} events collected); data {}.",
+                            r.events_collected,
+                            if r.retained { "retained" } else { "deleted" }
+                        );
+                        (serde_json::to_value(&r).expect("serializable"), text)
+                    })
+                }
+                Err(e) => Err(e),
+            },
+            SessionAction::Delete => match need_id(&p) {
+                Ok(id) => blocking(move || mgr.delete(&id))
+                    .await
+                    .map(|()| (json!({ "success": true }), "Deleted.".to_string())),
+                Err(e) => Err(e),
+            },
+        };
+        if p.retain && p.action != SessionAction::Stop {
+            // Harmless, but say so: an agent may believe it kept data.
+            return Ok(match r {
+                Ok((v, t)) => ok(with_warnings(v, &["'retain' only applies to action \"stop\"; ignored".into()]), t),
+                Err(e) => fail(e),
+            });
+        }
+        Ok(match r {
+            Ok((v, t)) => ok(v, t),
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "Query a session's unified timeline (stdout, stderr, crashes, process exit; function calls and \
+        variable snapshots once tracing is on), oldest first. Filter by eventType, time (ns since start or relative like \
+        \"-5s\"), pid, text, function/sourceFile/threadName/returnValue/minDurationNs. Paged with limit (≤500) and offset; \
+        totalCount and hasMore tell how much more there is."
+    )]
+    async fn debug_query(&self, Parameters(p): Parameters<QueryParams>) -> Result<CallToolResult, McpError> {
+        let (_, warnings) = self.settings_for_session(&p.session_id);
+        let mgr = self.mgr.clone();
+        let r = blocking(move || run_query(&mgr, p)).await;
+        Ok(match r {
+            Ok((v, t)) => ok(with_warnings(v, &warnings), t),
+            Err(e) => fail(e),
+        })
+    }
+}
+
+fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), ToolError> {
+    let limit = p.limit.unwrap_or(50);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ToolError::validation(format!(
+            "'limit' must be between 1 and {MAX_LIMIT}, got {limit}; page through larger results with 'offset'"
+        )));
+    }
+    let offset = p.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ToolError::validation(format!("'offset' must be 0 or more, got {offset}")));
+    }
+    let mut filter = EventFilter::default();
+    if let Some(t) = &p.event_type {
+        let kind = EventKind::from_name(t).ok_or_else(|| {
+            let names: Vec<_> = EventKind::ALL.iter().map(|k| k.name()).collect();
+            ToolError::validation(format!("'eventType' {t:?} is not one of: {}", names.join(", ")))
+        })?;
+        filter.kinds = Some(kind.bit());
+    }
+    if let Some(pid) = p.pid {
+        filter.pid = Some(u32::try_from(pid).map_err(|_| ToolError::validation(format!("'pid' {pid} is not a valid process id")))?);
+    }
+    if let Some(d) = p.min_duration_ns {
+        filter.min_duration_ns =
+            Some(u64::try_from(d).map_err(|_| ToolError::validation(format!("'minDurationNs' must be 0 or more, got {d}")))?);
+    }
+    if let Some(t) = p.text_contains.as_ref().filter(|t| !t.is_empty()) {
+        filter.payload_contains = Some(t.as_bytes().to_vec());
+    }
+    if p.time_from.is_some() || p.time_to.is_some() {
+        let latest = mgr.latest_ts(&p.session_id)?;
+        if let Some(v) = &p.time_from {
+            filter.time_from = Some(timespec::resolve("timeFrom", v, latest).map_err(ToolError::validation)?);
+        }
+        if let Some(v) = &p.time_to {
+            filter.time_to = Some(timespec::resolve("timeTo", v, latest).map_err(ToolError::validation)?);
+        }
+        if let (Some(a), Some(b)) = (filter.time_from, filter.time_to)
+            && a > b
+        {
+            return Err(ToolError::validation(format!("'timeFrom' ({a} ns) is after 'timeTo' ({b} ns)")));
+        }
+    }
+    if p.function.is_some() || p.source_file.is_some() {
+        let f = p.function.unwrap_or_default();
+        let file = p.source_file.unwrap_or_default();
+        let re = match &f.matches {
+            Some(m) => Some(regex::Regex::new(m).map_err(|e| ToolError::validation(format!("'function.matches' is not a valid regex: {e}")))?),
+            None => None,
+        };
+        let ids = mgr.function_ids(&p.session_id, |name, _raw, src| {
+            f.equals.as_ref().is_none_or(|e| e == name)
+                && f.contains.as_ref().is_none_or(|c| name.contains(c.as_str()))
+                && re.as_ref().is_none_or(|r| r.is_match(name))
+                && file.equals.as_ref().is_none_or(|e| src == Some(e.as_str()))
+                && file.contains.as_ref().is_none_or(|c| src.is_some_and(|s| s.contains(c.as_str())))
+        })?;
+        filter.func_ids = Some(ids);
+    }
+    if let Some(t) = p.thread_name {
+        let needle = t.contains.unwrap_or_default();
+        filter.tids = Some(mgr.thread_ids(&p.session_id, |name| name.contains(needle.as_str()))?);
+    }
+    if let Some(rv) = p.return_value {
+        filter.return_value = Some(ReturnValueFilter { equals: rv.equals, is_null: rv.is_null });
+    }
+    let result = mgr.query(&p.session_id, &filter, QueryPage { offset: offset as u64, limit: limit as usize })?;
+    let status = mgr.status(&p.session_id)?;
+    let events: Vec<Value> = result.events.iter().map(|e| render::event(e, p.verbose)).collect();
+    let mut v = json!({
+        "events": events,
+        "totalCount": result.total_count,
+        "hasMore": result.has_more,
+    });
+    if status.pids.len() > 1 {
+        v["pids"] = json!(status.pids);
+    }
+    let mut notes = Vec::new();
+    if status.events.evicted > 0 {
+        v["eventsEvicted"] = json!(status.events.evicted);
+        notes.push(format!(
+            "{} oldest events were evicted by events.maxPerSession; raise it in settings.json to keep more",
+            status.events.evicted
+        ));
+    }
+    if status.events.dropped > 0 {
+        v["eventsDropped"] = json!(status.events.dropped);
+        notes.push(format!("{} events were dropped before reaching the store", status.events.dropped));
+    }
+    let mut text = format!(
+        "{} of {} matching events (offset {offset}){}",
+        result.events.len(),
+        result.total_count,
+        if result.has_more { "; more with a larger offset" } else { "" }
+    );
+    for e in &result.events {
+        text.push('\n');
+        text.push_str(&render::event_line(e));
+    }
+    for n in notes {
+        text.push_str(&format!("\nNote: {n}"));
+    }
+    Ok((v, text))
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for StrobeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("strobe", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}

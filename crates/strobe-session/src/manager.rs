@@ -1,0 +1,784 @@
+//! The session manager and the per-session lifecycle.
+
+use crate::capture::Capture;
+use crate::pool::BridgePool;
+use crate::validate;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use strobe_core::clock::{monotonic_ns, unix_millis};
+use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_JSON};
+use strobe_core::session_id::make_session_id;
+use strobe_core::{ErrorCode, Settings, StrobeHome, ToolError};
+use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
+use strobe_store::{EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store};
+
+/// How long `stop` waits for the target to die after asking Frida to kill it.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+/// How long output capture may keep draining after the target ended.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+/// How often a live session's bridge is pinged to detect hangs.
+const WATCHDOG_PERIOD: Duration = Duration::from_secs(5);
+
+/// `debug_launch` arguments after deserialization.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchRequest {
+    /// Executable (absolute, relative to `cwd`, or a name on PATH).
+    pub command: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Working directory (absolute; default: `projectRoot`).
+    pub cwd: Option<String>,
+    /// Project root (absolute).
+    pub project_root: String,
+    /// Extra environment variables (on top of the daemon's environment).
+    pub env: BTreeMap<String, String>,
+}
+
+/// `debug_launch` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchResponse {
+    /// The new session's id.
+    pub session_id: String,
+    /// The target's pid.
+    pub pid: u32,
+    /// Pending trace patterns installed before the target ran (none yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_patterns_applied: Option<u32>,
+    /// What to do next.
+    pub next_steps: String,
+}
+
+/// Lifecycle state of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionState {
+    /// Being launched.
+    Starting,
+    /// The target is running.
+    Running,
+    /// The target exited (exit code known, or the reason says why not).
+    Exited,
+    /// The target died from a crash signal.
+    Crashed,
+    /// Stopped by `debug_session stop` (or daemon shutdown).
+    Stopped,
+    /// Instrumentation failed (bridge died or hung); the reason says how.
+    Failed,
+}
+
+impl SessionState {
+    fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Starting => "starting",
+            SessionState::Running => "running",
+            SessionState::Exited => "exited",
+            SessionState::Crashed => "crashed",
+            SessionState::Stopped => "stopped",
+            SessionState::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> SessionState {
+        match s {
+            "running" => SessionState::Running,
+            "exited" => SessionState::Exited,
+            "crashed" => SessionState::Crashed,
+            "failed" => SessionState::Failed,
+            "starting" => SessionState::Starting,
+            _ => SessionState::Stopped,
+        }
+    }
+}
+
+/// Event counters of a session.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EventCounts {
+    /// Events currently stored (queryable).
+    pub stored: u64,
+    /// Events evicted by `events.maxPerSession`, oldest first.
+    pub evicted: u64,
+    /// Events lost before reaching the store.
+    pub dropped: u64,
+}
+
+/// What `debug_session status` and `list` report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatus {
+    /// Session id.
+    pub session_id: String,
+    /// Target pid.
+    pub pid: Option<u32>,
+    /// Lifecycle state.
+    pub state: SessionState,
+    /// Exit code, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Terminating signal, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Why it ended as it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Executable.
+    pub binary_path: String,
+    /// Project root.
+    pub project_root: String,
+    /// Wall-clock start (ms since the epoch).
+    pub started_at: i64,
+    /// Wall-clock end (ms since the epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
+    /// Event counters.
+    pub events: EventCounts,
+    /// Kept after stop.
+    pub retained: bool,
+    /// Owned by this daemon run (can still be stopped/traced).
+    pub live: bool,
+    /// Every pid that produced events.
+    pub pids: Vec<u32>,
+}
+
+/// `debug_session stop` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopResponse {
+    /// True when the session is stopped (and deleted unless retained).
+    pub success: bool,
+    /// Events the session collected in all.
+    pub events_collected: u64,
+    /// Whether the data was kept.
+    pub retained: bool,
+    /// Final state.
+    pub state: SessionState,
+}
+
+#[derive(Debug, Default)]
+struct Lifecycle {
+    state: Option<SessionState>,
+    exit_code: Option<i32>,
+    signal: Option<String>,
+    reason: Option<String>,
+    crash_seen: bool,
+    stopping: bool,
+    ended: bool,
+    ended_at: Option<i64>,
+}
+
+struct Live {
+    key: i64,
+    id: String,
+    pid: u32,
+    origin_ns: u64,
+    binary_path: String,
+    project_root: String,
+    started_at: i64,
+    stats: Arc<SessionStats>,
+    life: Mutex<Lifecycle>,
+    ended: Condvar,
+    bridge: Arc<Bridge>,
+    capture: Mutex<Option<Capture>>,
+}
+
+impl Live {
+    fn state(&self) -> SessionState {
+        self.life.lock().expect("lifecycle lock").state.unwrap_or(SessionState::Starting)
+    }
+}
+
+/// Owns every live session of the daemon.
+pub struct SessionManager {
+    home: StrobeHome,
+    store: Store,
+    pool: BridgePool,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    launch_lock: Mutex<()>,
+}
+
+fn store_err(e: strobe_store::StoreError) -> ToolError {
+    ToolError::internal(format!("event store: {e}"))
+}
+
+impl SessionManager {
+    /// Creates the manager. Sessions left `running` by a daemon that died are
+    /// marked stopped and retained, so their data is not lost.
+    pub fn new(home: StrobeHome, store: Store) -> Result<Arc<Self>, ToolError> {
+        for row in store.sessions().map_err(store_err)? {
+            if row.status == "running" || row.status == "starting" {
+                store
+                    .update_session(
+                        row.key,
+                        SessionUpdate {
+                            status: Some("stopped".into()),
+                            end_reason: Some(
+                                "the daemon ended while this session was live; its data was kept".into(),
+                            ),
+                            ended_at: Some(unix_millis()),
+                            retained: Some(true),
+                            ..Default::default()
+                        },
+                    )
+                    .map_err(store_err)?;
+            }
+        }
+        let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
+        Ok(Arc::new(Self { home, store, pool, live: Mutex::new(HashMap::new()), launch_lock: Mutex::new(()) }))
+    }
+
+    /// The store (for the daemon's purge timer).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Starts a warm bridge in the background if Frida is installed.
+    pub fn prewarm(&self, settings: &Settings) {
+        let py = FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv());
+        if let Ok(python) = py.check() {
+            self.pool.refill(&python);
+        }
+    }
+
+    /// Number of sessions whose target is still running.
+    pub fn running_count(&self) -> usize {
+        self.live
+            .lock()
+            .expect("live lock")
+            .values()
+            .filter(|l| matches!(l.state(), SessionState::Running | SessionState::Starting))
+            .count()
+    }
+
+    /// Applies settings that matter to a live session (its event cap).
+    pub fn apply_settings(&self, id: &str, settings: &Settings) {
+        if let Some(l) = self.live.lock().expect("live lock").get(id) {
+            let _ = self.store.set_event_cap(l.key, settings.max_events_per_session);
+        }
+    }
+
+    /// Launches a target under Frida.
+    pub fn launch(self: &Arc<Self>, req: LaunchRequest, settings: &Settings) -> Result<LaunchResponse, ToolError> {
+        let project_root = validate::project_root(&req.project_root)?;
+        let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
+        let binary = validate::resolve_command(&req.command, &cwd)?;
+        for (k, v) in &req.env {
+            validate::env_key(k, v)?;
+        }
+        let python = FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv())
+            .check()
+            .map_err(|m| ToolError::new(ErrorCode::FridaUnavailable, m))?;
+        let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
+
+        let binary_name = binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let launch_json = json!({
+            "command": binary, "args": req.args, "cwd": cwd,
+            "envKeys": req.env.keys().collect::<Vec<_>>(),
+        })
+        .to_string();
+        let (id, key, stats) = {
+            // Id choice and row creation must not interleave between launches.
+            let _guard = self.launch_lock.lock().expect("launch lock");
+            let existing: std::collections::HashSet<String> =
+                self.store.sessions().map_err(store_err)?.into_iter().map(|s| s.session_id).collect();
+            let id = make_session_id(&binary_name, chrono::Local::now(), |c| existing.contains(c));
+            let (key, stats) = self
+                .store
+                .create_session(NewSession {
+                    id: id.clone(),
+                    binary_path: binary.display().to_string(),
+                    project_root: project_root.display().to_string(),
+                    launch_json,
+                    started_at: unix_millis(),
+                    event_cap: settings.max_events_per_session,
+                })
+                .map_err(store_err)?;
+            (id, key, stats)
+        };
+
+        let fail = |e: ToolError| {
+            let _ = self.store.delete_session(key);
+            e
+        };
+        let bridge_err = |e: BridgeError| match e {
+            BridgeError::Unavailable(m) => ToolError::new(ErrorCode::FridaUnavailable, m),
+            other => ToolError::new(ErrorCode::FridaAttachFailed, other.to_string()),
+        };
+        let bridge = Arc::new(self.pool.take(&python).map_err(|e| fail(bridge_err(e)))?);
+        let agent_js = bridge
+            .ensure_agent(&self.home.agent_cache_dir(), timeout)
+            .map_err(|e| fail(bridge_err(e)))?;
+        let output = bridge.take_output().expect("a fresh bridge has its output pipes");
+
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(req.env.clone());
+        let mut argv = vec![binary.display().to_string()];
+        argv.extend(req.args.iter().cloned());
+        let origin_ns = monotonic_ns();
+        let pid = bridge
+            .spawn(&SpawnRequest { argv, env: env.into_iter().collect(), cwd: Some(cwd), agent_js }, timeout)
+            .map_err(|e| {
+                bridge.terminate();
+                fail(match e {
+                    BridgeError::Failed { message, .. } => ToolError::new(
+                        ErrorCode::FridaAttachFailed,
+                        format!("Frida could not spawn {}: {message}", binary.display()),
+                    ),
+                    other => bridge_err(other),
+                })
+            })?;
+        let _ = self.store.update_session(key, SessionUpdate { pid: Some(pid), ..Default::default() });
+
+        let live = Arc::new(Live {
+            key,
+            id: id.clone(),
+            pid,
+            origin_ns,
+            binary_path: binary.display().to_string(),
+            project_root: project_root.display().to_string(),
+            started_at: unix_millis(),
+            stats,
+            life: Mutex::new(Lifecycle::default()),
+            ended: Condvar::new(),
+            bridge: bridge.clone(),
+            capture: Mutex::new(Some(Capture::start(
+                self.store.clone(),
+                key,
+                pid,
+                origin_ns,
+                output.stdout,
+                output.stderr,
+            ))),
+        });
+        self.live.lock().expect("live lock").insert(id.clone(), live.clone());
+        let events = bridge.events();
+        let (mgr, l) = (self.clone(), live.clone());
+        std::thread::Builder::new()
+            .name(format!("strobe-session-{pid}"))
+            .spawn(move || mgr.event_loop(&l, events))
+            .map_err(|e| ToolError::internal(format!("cannot start the session thread: {e}")))?;
+
+        if let Err(e) = bridge.request("resume", json!({}), timeout) {
+            self.fail_session(&live, format!("could not resume the target: {e}"));
+            return Err(ToolError::new(ErrorCode::FridaAttachFailed, e.to_string()));
+        }
+        {
+            let mut life = live.life.lock().expect("lifecycle lock");
+            if life.state.is_none() {
+                life.state = Some(SessionState::Running);
+            }
+        }
+        let _ = self.store.update_session(key, SessionUpdate { status: Some("running".into()), ..Default::default() });
+        let (mgr, l) = (self.clone(), live.clone());
+        std::thread::spawn(move || mgr.watchdog(&l, timeout));
+
+        Ok(LaunchResponse {
+            session_id: id.clone(),
+            pid,
+            pending_patterns_applied: None,
+            next_steps: format!(
+                "The program is running and its stdout/stderr are being recorded. Read them first: \
+                 debug_query {{sessionId: \"{id}\", eventType: \"stderr\"}} (then \"stdout\"). \
+                 Check debug_session {{action: \"status\"}} for exit code or crash. Add trace patterns \
+                 only if the output does not explain the problem."
+            ),
+        })
+    }
+
+    fn event_loop(&self, live: &Arc<Live>, events: crossbeam_channel::Receiver<BridgeEvent>) {
+        while let Ok(ev) = events.recv() {
+            match ev {
+                BridgeEvent::AgentMessage { text, data } => self.on_agent_message(live, &text, &data),
+                BridgeEvent::Detached { reason, crash } => {
+                    self.finalize(live, &reason, crash);
+                    let b = live.bridge.clone();
+                    std::thread::spawn(move || b.terminate());
+                }
+                BridgeEvent::Gone { reason } => {
+                    if !live.life.lock().expect("lifecycle lock").ended {
+                        self.fail_session(live, format!("the Frida bridge died: {reason}"));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    fn now_ts(live: &Live) -> u64 {
+        monotonic_ns().saturating_sub(live.origin_ns)
+    }
+
+    fn on_agent_message(&self, live: &Arc<Live>, text: &[u8], _data: &[u8]) {
+        let msg: Value = match serde_json::from_slice(text) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("session {}: undecodable agent message: {e}", live.id);
+                return;
+            }
+        };
+        if msg["type"] == "error" {
+            tracing::warn!(
+                "session {}: agent script error: {} {}",
+                live.id,
+                msg["description"].as_str().unwrap_or("?"),
+                msg["stack"].as_str().unwrap_or("")
+            );
+            return;
+        }
+        let payload = &msg["payload"];
+        match payload["type"].as_str() {
+            Some("exit") => {
+                let code = payload["code"].as_i64().unwrap_or(0) as i32;
+                live.life.lock().expect("lifecycle lock").exit_code = Some(code);
+                let _ = self.store.update_session(live.key, SessionUpdate { exit_code: Some(code), ..Default::default() });
+                let _ = self.store.flush();
+                let _ = live.bridge.post(br#"{"type":"exit-ack"}"#, &[]);
+            }
+            Some("crash") => {
+                let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
+                {
+                    let mut life = live.life.lock().expect("lifecycle lock");
+                    life.crash_seen = true;
+                    life.signal = Some(signal.clone());
+                }
+                let mut batch = EventBatch::default();
+                let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
+                let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
+                batch.push(
+                    EventHeader {
+                        ts_ns: Self::now_ts(live),
+                        kind: EventKind::Crash as u8,
+                        flags: FLAG_JSON,
+                        pid,
+                        tid,
+                        ..Default::default()
+                    },
+                    payload.to_string().as_bytes(),
+                );
+                let _ = self.store.append(live.key, batch);
+                let _ = self.store.update_session(live.key, SessionUpdate { exit_signal: Some(signal), ..Default::default() });
+                // The crash is on disk before the process may die.
+                let _ = self.store.flush();
+                let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
+            }
+            Some("agent_loaded") => {}
+            other => tracing::debug!("session {}: agent message {other:?}", live.id),
+        }
+    }
+
+    /// The target is gone: drain its output, then record how it ended.
+    fn finalize(&self, live: &Arc<Live>, frida_reason: &str, crash: Option<Value>) {
+        if let Some(c) = live.capture.lock().expect("capture lock").take() {
+            c.finish(OUTPUT_GRACE);
+        }
+        let mut life = live.life.lock().expect("lifecycle lock");
+        if life.ended {
+            return;
+        }
+        let (state, reason) = if life.crash_seen {
+            (SessionState::Crashed, None)
+        } else if let Some(code) = life.exit_code {
+            (SessionState::Exited, if life.stopping { Some(format!("exited with {code} while being stopped")) } else { None })
+        } else if life.stopping {
+            (SessionState::Stopped, Some("killed by debug_session stop".to_string()))
+        } else {
+            (
+                SessionState::Exited,
+                Some(format!(
+                    "the process ended without calling exit ({frida_reason}): it was killed by a signal \
+                     from outside (e.g. SIGKILL/SIGTERM), which Strobe cannot observe; exit code unknown{}",
+                    crash.as_ref().map(|c| format!("; Frida crash report: {c}")).unwrap_or_default()
+                )),
+            )
+        };
+        life.state = Some(state);
+        life.reason = reason.clone();
+        life.ended = true;
+        life.ended_at = Some(unix_millis());
+        let info = json!({
+            "state": state.as_str(), "exitCode": life.exit_code, "signal": life.signal, "reason": reason,
+        });
+        let mut batch = EventBatch::default();
+        batch.push(
+            EventHeader {
+                ts_ns: Self::now_ts(live),
+                kind: EventKind::ProcessExit as u8,
+                flags: FLAG_JSON,
+                pid: live.pid,
+                ..Default::default()
+            },
+            info.to_string().as_bytes(),
+        );
+        let _ = self.store.append(live.key, batch);
+        let _ = self.store.update_session(
+            live.key,
+            SessionUpdate {
+                status: Some(state.as_str().into()),
+                ended_at: life.ended_at,
+                end_reason: reason,
+                ..Default::default()
+            },
+        );
+        let _ = self.store.flush();
+        drop(life);
+        live.ended.notify_all();
+    }
+
+    fn fail_session(&self, live: &Arc<Live>, reason: String) {
+        tracing::warn!("session {} failed: {reason}", live.id);
+        // The bridge is dead or hung: the target it launched must not run on
+        // unobserved. Only signal it while it is still the bridge's child.
+        let bridge_pid = live.bridge.process_id();
+        if parent_of(live.pid) == Some(bridge_pid) {
+            // SAFETY: plain kill(2) of the process Strobe launched.
+            unsafe { libc::kill(live.pid as i32, libc::SIGKILL) };
+        }
+        live.bridge.terminate();
+        if let Some(c) = live.capture.lock().expect("capture lock").take() {
+            c.finish(OUTPUT_GRACE);
+        }
+        let mut life = live.life.lock().expect("lifecycle lock");
+        if life.ended {
+            return;
+        }
+        life.state = Some(SessionState::Failed);
+        life.reason = Some(reason.clone());
+        life.ended = true;
+        life.ended_at = Some(unix_millis());
+        let _ = self.store.update_session(
+            live.key,
+            SessionUpdate {
+                status: Some("failed".into()),
+                ended_at: life.ended_at,
+                end_reason: Some(reason),
+                ..Default::default()
+            },
+        );
+        let _ = self.store.flush();
+        drop(life);
+        live.ended.notify_all();
+    }
+
+    fn watchdog(&self, live: &Arc<Live>, timeout: Duration) {
+        loop {
+            {
+                let life = live.life.lock().expect("lifecycle lock");
+                let (life, _) = live.ended.wait_timeout(life, WATCHDOG_PERIOD).expect("lifecycle lock");
+                if life.ended {
+                    return;
+                }
+            }
+            match live.bridge.request("ping", json!({}), timeout) {
+                Ok(_) => {}
+                Err(BridgeError::Timeout { .. }) => {
+                    self.fail_session(
+                        live,
+                        format!("the Frida bridge stopped answering (no reply to a ping within {} ms)", timeout.as_millis()),
+                    );
+                    return;
+                }
+                // A gone bridge is reported through the event loop.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn live(&self, id: &str) -> Option<Arc<Live>> {
+        self.live.lock().expect("live lock").get(id).cloned()
+    }
+
+    fn status_of_live(&self, l: &Live) -> SessionStatus {
+        let life = l.life.lock().expect("lifecycle lock");
+        let row = self.store.session(&l.id).ok().flatten();
+        SessionStatus {
+            session_id: l.id.clone(),
+            pid: Some(l.pid),
+            state: life.state.unwrap_or(SessionState::Starting),
+            exit_code: life.exit_code,
+            signal: life.signal.clone(),
+            reason: life.reason.clone(),
+            binary_path: l.binary_path.clone(),
+            project_root: l.project_root.clone(),
+            started_at: l.started_at,
+            ended_at: life.ended_at,
+            events: EventCounts {
+                stored: SessionStats::get(&l.stats.stored),
+                evicted: SessionStats::get(&l.stats.evicted),
+                dropped: SessionStats::get(&l.stats.dropped),
+            },
+            retained: false,
+            live: true,
+            pids: row.map(|r| r.pids).unwrap_or_else(|| vec![l.pid]),
+        }
+    }
+
+    fn status_of_row(row: strobe_store::SessionRow) -> SessionStatus {
+        SessionStatus {
+            session_id: row.session_id,
+            pid: row.pid,
+            state: SessionState::parse(&row.status),
+            exit_code: row.exit_code,
+            signal: row.exit_signal,
+            reason: row.end_reason,
+            binary_path: row.binary_path,
+            project_root: row.project_root,
+            started_at: row.started_at,
+            ended_at: row.ended_at,
+            events: EventCounts { stored: row.event_count, evicted: row.evicted, dropped: row.dropped },
+            retained: row.retained,
+            live: false,
+            pids: row.pids,
+        }
+    }
+
+    /// Status of a live or retained session.
+    pub fn status(&self, id: &str) -> Result<SessionStatus, ToolError> {
+        if let Some(l) = self.live(id) {
+            let _ = self.store.flush();
+            return Ok(self.status_of_live(&l));
+        }
+        match self.store.session(id).map_err(store_err)? {
+            Some(row) => Ok(Self::status_of_row(row)),
+            None => Err(ToolError::session_not_found(id)),
+        }
+    }
+
+    /// Every live and retained session, oldest first.
+    pub fn list(&self) -> Result<Vec<SessionStatus>, ToolError> {
+        let _ = self.store.flush();
+        let rows = self.store.sessions().map_err(store_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|row| match self.live(&row.session_id) {
+                Some(l) => self.status_of_live(&l),
+                None => Self::status_of_row(row),
+            })
+            .collect())
+    }
+
+    /// Stops a session: kills the target Strobe launched, then keeps the data
+    /// (`retain`) or deletes it.
+    pub fn stop(&self, id: &str, retain: bool) -> Result<StopResponse, ToolError> {
+        let Some(live) = self.live(id) else {
+            let row = self.store.session(id).map_err(store_err)?.ok_or_else(|| ToolError::session_not_found(id))?;
+            let collected = row.event_count + row.evicted;
+            let state = SessionState::parse(&row.status);
+            if !retain {
+                self.store.delete_session(row.key).map_err(store_err)?;
+            }
+            return Ok(StopResponse { success: true, events_collected: collected, retained: retain, state });
+        };
+        let already_ended = {
+            let mut life = live.life.lock().expect("lifecycle lock");
+            life.stopping = true;
+            life.ended
+        };
+        if !already_ended {
+            if let Err(e) = live.bridge.request("kill", json!({}), Duration::from_secs(3)) {
+                self.fail_session(&live, format!("stopped, but the bridge could not kill the target cleanly: {e}"));
+            }
+            let life = live.life.lock().expect("lifecycle lock");
+            let (life, _) = live.ended.wait_timeout_while(life, STOP_WAIT, |l| !l.ended).expect("lifecycle lock");
+            let ended = life.ended;
+            drop(life);
+            if !ended {
+                self.fail_session(&live, "the target did not end within 5 s of being killed".into());
+            }
+        }
+        live.bridge.terminate();
+        if let Some(c) = live.capture.lock().expect("capture lock").take() {
+            c.finish(OUTPUT_GRACE);
+        }
+        self.store.flush().map_err(store_err)?;
+        let collected = SessionStats::get(&live.stats.received);
+        let state = live.state();
+        self.live.lock().expect("live lock").remove(id);
+        if retain {
+            self.store
+                .update_session(live.key, SessionUpdate { retained: Some(true), ..Default::default() })
+                .map_err(store_err)?;
+            self.store.flush().map_err(store_err)?;
+        } else {
+            self.store.delete_session(live.key).map_err(store_err)?;
+        }
+        Ok(StopResponse { success: true, events_collected: collected, retained: retain, state })
+    }
+
+    /// Deletes a retained session.
+    pub fn delete(&self, id: &str) -> Result<(), ToolError> {
+        if self.live(id).is_some() {
+            return Err(ToolError::validation(format!(
+                "session '{id}' is live; stop it first with debug_session {{action: \"stop\", sessionId: \"{id}\"}} (without retain it is deleted then)"
+            )));
+        }
+        let row = self.store.session(id).map_err(store_err)?.ok_or_else(|| ToolError::session_not_found(id))?;
+        self.store.delete_session(row.key).map_err(store_err)
+    }
+
+    fn key_of(&self, id: &str) -> Result<i64, ToolError> {
+        match self.live(id) {
+            Some(l) => Ok(l.key),
+            None => Ok(self.store.session(id).map_err(store_err)?.ok_or_else(|| ToolError::session_not_found(id))?.key),
+        }
+    }
+
+    /// Runs a query over everything the session recorded so far.
+    pub fn query(&self, id: &str, filter: &EventFilter, page: QueryPage) -> Result<QueryResult, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.flush().map_err(store_err)?;
+        self.store.query(key, filter, page).map_err(store_err)
+    }
+
+    /// Function ids of a session matching `pred(name, raw name, file)`.
+    pub fn function_ids(
+        &self,
+        id: &str,
+        pred: impl Fn(&str, Option<&str>, Option<&str>) -> bool,
+    ) -> Result<std::collections::HashSet<u32>, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.function_ids(key, pred).map_err(store_err)
+    }
+
+    /// Thread ids of a session whose name matches `pred`.
+    pub fn thread_ids(&self, id: &str, pred: impl Fn(&str) -> bool) -> Result<std::collections::HashSet<u32>, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.thread_ids(key, pred).map_err(store_err)
+    }
+
+    /// Timestamp of the newest stored event of a session (0 if none); the
+    /// reference point of relative times such as `"-5s"`.
+    pub fn latest_ts(&self, id: &str) -> Result<u64, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.flush().map_err(store_err)?;
+        self.store.latest_ts(key).map_err(store_err)
+    }
+
+    /// Stops every live session, keeping their data (daemon shutdown).
+    pub fn shutdown(&self) {
+        let ids: Vec<String> = self.live.lock().expect("live lock").keys().cloned().collect();
+        for id in ids {
+            if let Err(e) = self.stop(&id, true) {
+                tracing::warn!("stopping {id} at shutdown: {e}");
+            }
+        }
+        self.pool.drain();
+        let _ = self.store.flush();
+    }
+
+    /// Where `strobe setup` installs Frida for this home and settings.
+    pub fn venv_path(&self, settings: &Settings) -> PathBuf {
+        FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv()).venv
+    }
+}
+
+/// Parent pid of `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 4, after the parenthesised command name (which may contain spaces).
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}

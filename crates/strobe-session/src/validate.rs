@@ -1,0 +1,115 @@
+//! Launch request validation: every problem becomes a `VALIDATION_ERROR`
+//! that says what to change.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use strobe_core::ToolError;
+
+/// Resolves `command` to an absolute executable path: a path with a slash is
+/// taken relative to `cwd`; a bare name is looked up on `PATH`.
+pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::validation("'command' is empty: give the path of the executable to launch"));
+    }
+    let candidate = if command.contains('/') {
+        let p = Path::new(command);
+        if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        match std::env::split_paths(&path).map(|d| d.join(command)).find(|p| is_executable_file(p)) {
+            Some(p) => p,
+            None => {
+                return Err(ToolError::validation(format!(
+                    "'command' {command:?} was not found on PATH; give an absolute path (e.g. /path/to/build/{command})"
+                )));
+            }
+        }
+    };
+    let meta = std::fs::metadata(&candidate).map_err(|e| {
+        ToolError::validation(format!("'command' {}: {e}. Build the program first or fix the path", candidate.display()))
+    })?;
+    if meta.is_dir() {
+        return Err(ToolError::validation(format!(
+            "'command' {} is a directory, not an executable",
+            candidate.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(ToolError::validation(format!(
+            "'command' {} is not executable (chmod +x it, or launch its interpreter with the file as an argument)",
+            candidate.display()
+        )));
+    }
+    Ok(candidate)
+}
+
+fn is_executable_file(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `projectRoot` must be an absolute, existing directory.
+pub fn project_root(root: &str) -> Result<PathBuf, ToolError> {
+    let p = Path::new(root);
+    if !p.is_absolute() {
+        return Err(ToolError::validation(format!(
+            "'projectRoot' must be an absolute path, got {root:?} (relative paths are ambiguous: the daemon does not share your working directory)"
+        )));
+    }
+    if !p.is_dir() {
+        return Err(ToolError::validation(format!("'projectRoot' {root} is not an existing directory")));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// `cwd`, when given, must be an absolute, existing directory.
+pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, ToolError> {
+    let Some(c) = cwd else { return Ok(project_root.to_path_buf()) };
+    let p = Path::new(c);
+    if !p.is_absolute() {
+        return Err(ToolError::validation(format!("'cwd' must be an absolute path, got {c:?}")));
+    }
+    if !p.is_dir() {
+        return Err(ToolError::validation(format!("'cwd' {c} is not an existing directory")));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// Environment variable names must be non-empty and contain no `=` or NUL.
+pub fn env_key(key: &str, value: &str) -> Result<(), ToolError> {
+    if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+        return Err(ToolError::validation(format!(
+            "'env' entry {key:?} is invalid: names must be non-empty without '=' or NUL, values without NUL"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(resolve_command("sh", tmp.path()).unwrap().is_absolute());
+        assert!(resolve_command("definitely-not-a-command-xyz", tmp.path()).unwrap_err().message.contains("PATH"));
+        assert!(resolve_command("", tmp.path()).is_err());
+        let f = tmp.path().join("data.txt");
+        std::fs::write(&f, "x").unwrap();
+        assert!(resolve_command(f.to_str().unwrap(), tmp.path()).unwrap_err().message.contains("not executable"));
+        assert!(resolve_command("./data.txt", tmp.path()).unwrap_err().message.contains("not executable"));
+        assert!(resolve_command(tmp.path().to_str().unwrap(), tmp.path()).unwrap_err().message.contains("directory"));
+        assert!(resolve_command("./missing", tmp.path()).unwrap_err().message.contains("Build the program"));
+    }
+
+    #[test]
+    fn roots_and_cwds() {
+        assert!(project_root("rel/path").unwrap_err().message.contains("absolute"));
+        assert!(project_root("/definitely/not/here").is_err());
+        assert!(project_root("/").is_ok());
+        assert!(cwd(Some("x"), Path::new("/")).is_err());
+        assert_eq!(cwd(None, Path::new("/tmp")).unwrap(), PathBuf::from("/tmp"));
+        assert!(env_key("A=B", "").is_err());
+        assert!(env_key("A", "b").is_ok());
+    }
+}
