@@ -1,0 +1,227 @@
+//! Shared helpers for the end-to-end tests: a private STROBE_HOME per test,
+//! C fixtures built with `gcc -g`, an rmcp client talking to a real
+//! `strobe mcp` over pipes, and clean-up of the daemon by PID.
+#![allow(dead_code)]
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The `strobe` binary under test.
+pub const STROBE: &str = env!("CARGO_BIN_EXE_strobe");
+
+/// The venv with the pinned frida; `./dev test` sets STROBE_VENV.
+pub fn venv() -> PathBuf {
+    let v = std::env::var_os("STROBE_VENV")
+        .map(PathBuf::from)
+        .expect("STROBE_VENV must name a venv with the pinned frida: run the suite with `./dev test`");
+    assert!(v.join("bin/python").is_file(), "STROBE_VENV={} has no bin/python; run `./dev test`", v.display());
+    v
+}
+
+/// Builds `tests/fixtures/<name>.c` with `gcc -g -O0` once per content and
+/// returns the executable.
+pub fn fixture(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(format!("{name}.c"));
+    let text = std::fs::read(&src).unwrap_or_else(|e| panic!("fixture {}: {e}", src.display()));
+    let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}-{hash:016x}"));
+    if !out.is_file() {
+        let tmp = dir.join(format!("{name}.{}.{:?}.tmp", std::process::id(), std::thread::current().id()));
+        let st = Command::new("gcc").args(["-g", "-O0", "-o"]).arg(&tmp).arg(&src).status().expect("gcc runs");
+        assert!(st.success(), "gcc failed for {}", src.display());
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
+/// A private STROBE_HOME; kills the daemon it started when dropped.
+pub struct Env {
+    pub home: tempfile::TempDir,
+    pub venv: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Self::with_settings(json!({}))
+    }
+
+    /// A home whose global settings.json holds `settings`.
+    pub fn with_settings(settings: Value) -> Env {
+        let home = tempfile::Builder::new().prefix("strobe-home-").tempdir().unwrap();
+        std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+        Env { home, venv: venv() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// `strobe <args>` with this home's environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(STROBE);
+        c.args(args).env("STROBE_HOME", self.path()).env("STROBE_VENV", &self.venv);
+        c
+    }
+
+    /// Starts `strobe mcp` and initializes an rmcp client over its stdio.
+    pub async fn client(&self) -> Client {
+        let mut cmd = tokio::process::Command::new(STROBE);
+        cmd.arg("mcp").env("STROBE_HOME", self.path()).env("STROBE_VENV", &self.venv);
+        let transport = TokioChildProcess::new(cmd).expect("spawn strobe mcp");
+        let proxy_pid = transport.id();
+        let service = ().serve(transport).await.expect("MCP initialize");
+        Client { service, proxy_pid }
+    }
+
+    /// The daemon's pid as written in its pid file.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.path().join("strobe.pid")).ok()?.trim().parse().ok()
+    }
+
+    /// True when `pid` is a live strobe daemon of THIS home (so it is ours to signal).
+    pub fn is_our_daemon(&self, pid: u32) -> bool {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let want = format!("STROBE_HOME={}", self.path().display());
+        let is_zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .unwrap_or(true);
+        !is_zombie
+            && cmdline.split(|b| *b == 0).any(|a| a == b"daemon")
+            && environ.split(|b| *b == 0).any(|e| e == want.as_bytes())
+    }
+
+    /// Waits until no daemon of this home is alive.
+    pub fn wait_daemon_gone(&self, pid: u32, timeout: Duration) -> bool {
+        wait_until(timeout, || !self.is_our_daemon(pid))
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(pid) = self.daemon_pid()
+            && self.is_our_daemon(pid)
+        {
+            // SAFETY: kill(2) of the daemon this test started (checked above).
+            unsafe { libc_kill(pid as i32, 15) };
+            if !self.wait_daemon_gone(pid, Duration::from_secs(10)) {
+                unsafe { libc_kill(pid as i32, 9) };
+            }
+        }
+    }
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Sends `sig` to `pid` (only ever used on processes the test started).
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: plain kill(2).
+    unsafe { libc_kill(pid as i32, sig) };
+}
+
+/// Polls `cond` every 20 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An MCP client connected through a real `strobe mcp` proxy.
+pub struct Client {
+    pub service: RunningService<RoleClient, ()>,
+    pub proxy_pid: Option<u32>,
+}
+
+/// A tool result: structured content, whether it is an error, and the text.
+#[derive(Debug)]
+pub struct Reply {
+    pub value: Value,
+    pub is_error: bool,
+    pub text: String,
+}
+
+impl Reply {
+    /// The error's text; panics when the call succeeded.
+    pub fn error_text(&self) -> &str {
+        assert!(self.is_error, "expected an error, got {}", self.value);
+        &self.text
+    }
+}
+
+impl Client {
+    pub async fn raw(&self, tool: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+        let Value::Object(map) = args else { panic!("arguments must be an object") };
+        self.service.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map)).await
+    }
+
+    pub async fn reply(&self, tool: &str, args: Value) -> Reply {
+        let r = self.raw(tool, args).await.expect("tool call transport");
+        let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
+        Reply { value: r.structured_content.clone().unwrap_or(Value::Null), is_error: r.is_error == Some(true), text }
+    }
+
+    /// Calls a tool that must succeed; returns its structured content.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.reply(tool, args).await;
+        assert!(!r.is_error, "{tool} failed: {}", r.text);
+        r.value
+    }
+
+    pub async fn launch(&self, exe: &Path, args: &[&str]) -> (String, u32) {
+        let root = exe.parent().unwrap().to_str().unwrap();
+        let v = self.ok("debug_launch", json!({ "command": exe, "args": args, "projectRoot": root })).await;
+        (v["sessionId"].as_str().unwrap().to_string(), v["pid"].as_u64().unwrap() as u32)
+    }
+
+    pub async fn status(&self, id: &str) -> Value {
+        self.ok("debug_session", json!({ "action": "status", "sessionId": id })).await
+    }
+
+    /// Waits until the session is no longer running; returns its status.
+    pub async fn wait_ended(&self, id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let s = self.status(id).await;
+            if s["state"] != "running" && s["state"] != "starting" {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "session {id} did not end: {s}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// All events of a session (optionally of one type), via paging.
+    pub async fn events(&self, id: &str, event_type: Option<&str>) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let mut args = json!({ "sessionId": id, "limit": 500, "offset": out.len() });
+            if let Some(t) = event_type {
+                args["eventType"] = json!(t);
+            }
+            let v = self.ok("debug_query", args).await;
+            let page = v["events"].as_array().unwrap().clone();
+            out.extend(page);
+            if v["hasMore"] != true {
+                return out;
+            }
+        }
+    }
+}
