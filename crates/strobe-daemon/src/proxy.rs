@@ -19,11 +19,52 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Connects to the daemon, starting it (detached) when nothing answers.
+/// A starter that exits at once (it lost a start-up race, or the previous
+/// daemon still held the lock while dying) is simply started again.
 pub async fn connect_or_start(home: &StrobeHome, strobe_exe: &Path) -> std::io::Result<UnixStream> {
     if let Ok(s) = UnixStream::connect(home.socket()).await {
         return Ok(s);
     }
     home.ensure()?;
+    let deadline = Instant::now() + CONNECT_DEADLINE;
+    let mut delay = Duration::from_millis(5);
+    let mut starter: Option<std::process::Child> = None;
+    loop {
+        let needs_start = match starter.as_mut() {
+            None => true,
+            Some(child) => matches!(child.try_wait(), Ok(Some(_))),
+        };
+        if needs_start {
+            starter = Some(spawn_daemon(home, strobe_exe)?);
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_millis(100));
+        match UnixStream::connect(home.socket()).await {
+            Ok(s) => {
+                if let Some(mut child) = starter {
+                    // Reap it whenever it ends; it may be the daemon itself.
+                    std::thread::spawn(move || {
+                        let _ = child.wait();
+                    });
+                }
+                return Ok(s);
+            }
+            Err(e) if Instant::now() >= deadline => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the Strobe daemon did not come up within {}s ({e}); see {}",
+                        CONNECT_DEADLINE.as_secs(),
+                        home.logs_dir().join("daemon.log").display()
+                    ),
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+fn spawn_daemon(home: &StrobeHome, strobe_exe: &Path) -> std::io::Result<std::process::Child> {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(home.logs_dir().join("daemon.log"))?;
     let mut cmd = std::process::Command::new(strobe_exe);
     cmd.arg("daemon")
@@ -39,33 +80,7 @@ pub async fn connect_or_start(home: &StrobeHome, strobe_exe: &Path) -> std::io::
             Ok(())
         });
     }
-    let mut child = cmd.spawn()?;
-    // Reap it in the background; the real daemon may also be another one
-    // that won the start-up race, in which case this child exits at once.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
-    let deadline = Instant::now() + CONNECT_DEADLINE;
-    let mut delay = Duration::from_millis(5);
-    loop {
-        match UnixStream::connect(home.socket()).await {
-            Ok(s) => return Ok(s),
-            Err(e) if Instant::now() >= deadline => {
-                return Err(std::io::Error::new(
-                    e.kind(),
-                    format!(
-                        "the Strobe daemon did not come up within {}s ({e}); see {}",
-                        CONNECT_DEADLINE.as_secs(),
-                        home.logs_dir().join("daemon.log").display()
-                    ),
-                ));
-            }
-            Err(_) => {
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_millis(100));
-            }
-        }
-    }
+    cmd.spawn()
 }
 
 #[derive(Default)]
@@ -133,6 +148,29 @@ async fn reinitialize(
     Ok(())
 }
 
+/// Connects to a (re)started daemon and replays the handshake, retrying
+/// while the old daemon's socket is still being torn down.
+async fn reconnect(
+    home: &StrobeHome,
+    strobe_exe: &Path,
+    sess: &Session,
+) -> std::io::Result<(tokio::io::Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
+    let deadline = Instant::now() + CONNECT_DEADLINE;
+    loop {
+        let attempt = async {
+            let (r, mut w) = connect_or_start(home, strobe_exe).await?.into_split();
+            let mut lines = BufReader::new(r).lines();
+            reinitialize(sess, &mut lines, &mut w).await?;
+            Ok::<_, std::io::Error>((lines, w))
+        };
+        match attempt.await {
+            Ok(pair) => return Ok(pair),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
 /// Runs the proxy until stdin closes.
 pub async fn run(home: StrobeHome, strobe_exe: &Path) -> std::io::Result<()> {
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
@@ -175,11 +213,7 @@ pub async fn run(home: StrobeHome, strobe_exe: &Path) -> std::io::Result<()> {
                             });
                             write_line(&mut stdout, &err.to_string()).await?;
                         }
-                        let stream = connect_or_start(&home, strobe_exe).await?;
-                        let (r, w) = stream.into_split();
-                        reader = BufReader::new(r).lines();
-                        writer = w;
-                        reinitialize(&sess, &mut reader, &mut writer).await?;
+                        (reader, writer) = reconnect(&home, strobe_exe, &sess).await?;
                     }
                 }
             }
