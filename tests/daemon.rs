@@ -104,7 +104,9 @@ async fn killed_daemon_takes_its_targets_down_and_keeps_their_data() {
     let env = Env::new();
     let c = env.client().await;
     let (id, target) = c.launch(&fixture("sleeper"), &["10"]).await;
-    c.events(&id, Some("stdout")).await;
+    while c.events(&id, Some("stdout")).await.is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     signal(env.daemon_pid().unwrap(), 9);
     assert!(wait_until(Duration::from_secs(10), || !alive(target)), "orphaned target {target} was not stopped");
     let s = c.status(&id).await;
