@@ -182,7 +182,12 @@ async fn kill_9_mid_write_leaves_a_database_that_opens() {
     let env = Env::with_settings(json!({"events.maxPerSession": 10_000_000}));
     let c = env.client().await;
     let (id, _) = c.launch(&fixture("flood"), &["2000"]).await;
-    assert!(wait_until(Duration::from_secs(20), || std::fs::metadata(env.path().join("strobe.db-wal")).is_ok_and(|m| m.len() > 4 << 20)));
+    let committed = || {
+        rusqlite::Connection::open(env.path().join("strobe.db"))
+            .and_then(|db| db.query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get::<_, i64>(0)))
+            .unwrap_or(0)
+    };
+    assert!(wait_until(Duration::from_secs(20), || committed() > 20), "the flood is being committed");
     signal(env.daemon_pid().unwrap(), 9);
     std::thread::sleep(Duration::from_millis(300));
     {

@@ -18,6 +18,10 @@ use strobe_core::event::EventBatch;
 /// A partially filled chunk is committed at the latest this long after its
 /// first event arrived, so output becomes queryable quickly even at low rates.
 const PARTIAL_CHUNK_MAX_AGE: Duration = Duration::from_millis(10);
+/// Longest a busy writer goes between commits.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(20);
+/// Most sealed chunks one transaction carries.
+const COMMIT_CHUNKS: usize = 64;
 /// Batches that may wait in the writer's queue before appenders block.
 const QUEUE_BATCHES: usize = 256;
 
@@ -272,8 +276,14 @@ impl Writer {
                     if self.handle(m) {
                         return;
                     }
-                    // Drain what is already queued so one transaction covers it.
+                    // Drain what is already queued so one transaction covers it,
+                    // but commit at least every COMMIT_INTERVAL / COMMIT_CHUNKS so a
+                    // crash of the daemon loses little.
+                    let started = Instant::now();
                     for _ in 0..QUEUE_BATCHES {
+                        if started.elapsed() >= COMMIT_INTERVAL || self.sealed_count() >= COMMIT_CHUNKS {
+                            break;
+                        }
                         match rx.try_recv() {
                             Ok(m) => {
                                 if self.handle(m) {
@@ -295,6 +305,10 @@ impl Writer {
                 tracing::error!("store commit failed: {e}");
             }
         }
+    }
+
+    fn sealed_count(&self) -> usize {
+        self.sessions.values().map(|s| s.sealed.len()).sum()
     }
 
     fn next_deadline(&self) -> Option<Instant> {
