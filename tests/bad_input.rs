@@ -10,7 +10,11 @@ async fn expect_error(c: &support::Client, tool: &str, args: Value, needles: &[&
     let r = c.reply(tool, args.clone()).await;
     assert!(r.is_error, "{tool} {args} should fail, got {}", r.value);
     for n in needles {
-        assert!(r.text.contains(n), "{tool} {args}: error {:?} should mention {n:?}", r.text);
+        assert!(
+            r.text.contains(n),
+            "{tool} {args}: error {:?} should mention {n:?}",
+            r.text
+        );
     }
 }
 
@@ -21,19 +25,97 @@ async fn launch_arguments_are_validated() {
     let exe = fixture("output");
     let root = exe.parent().unwrap().to_str().unwrap().to_string();
     let data = env.path().join("settings.json");
-    expect_error(&c, "debug_launch", json!({"projectRoot": root}), &["missing field `command`"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe}), &["missing field `projectRoot`"]).await;
-    expect_error(&c, "debug_launch", json!({"command": 42, "projectRoot": root}), &["invalid type"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe, "projectRoot": root, "args": "x"}), &["invalid type"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe, "projectRoot": "rel/dir"}), &["VALIDATION_ERROR", "absolute"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe, "projectRoot": "/no/such/dir"}), &["VALIDATION_ERROR", "not an existing directory"]).await;
-    expect_error(&c, "debug_launch", json!({"command": "/no/such/prog", "projectRoot": root}), &["VALIDATION_ERROR", "/no/such/prog"]).await;
-    expect_error(&c, "debug_launch", json!({"command": "no-such-program-xyz", "projectRoot": root}), &["VALIDATION_ERROR", "PATH"]).await;
-    expect_error(&c, "debug_launch", json!({"command": data, "projectRoot": root}), &["VALIDATION_ERROR", "not executable"]).await;
-    expect_error(&c, "debug_launch", json!({"command": root, "projectRoot": root}), &["VALIDATION_ERROR", "directory"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe, "projectRoot": root, "cwd": "relative"}), &["VALIDATION_ERROR", "cwd"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe, "projectRoot": root, "env": {"A=B": "1"}}), &["VALIDATION_ERROR", "env"]).await;
-    expect_error(&c, "debug_launch", json!({"command": exe, "projectRoot": root, "comand": "typo"}), &["unknown field `comand`"]).await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"projectRoot": root}),
+        &["missing field `command`"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe}),
+        &["missing field `projectRoot`"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": 42, "projectRoot": root}),
+        &["invalid type"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": root, "args": "x"}),
+        &["invalid type"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": "rel/dir"}),
+        &["VALIDATION_ERROR", "absolute"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": "/no/such/dir"}),
+        &["VALIDATION_ERROR", "not an existing directory"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": "/no/such/prog", "projectRoot": root}),
+        &["VALIDATION_ERROR", "/no/such/prog"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": "no-such-program-xyz", "projectRoot": root}),
+        &["VALIDATION_ERROR", "PATH"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": data, "projectRoot": root}),
+        &["VALIDATION_ERROR", "not executable"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": root, "projectRoot": root}),
+        &["VALIDATION_ERROR", "directory"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": root, "cwd": "relative"}),
+        &["VALIDATION_ERROR", "cwd"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": root, "env": {"A=B": "1"}}),
+        &["VALIDATION_ERROR", "env"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": root, "comand": "typo"}),
+        &["unknown field `comand`"],
+    )
+    .await;
     // Still serving after all that.
     c.ok("debug_session", json!({"action": "list"})).await;
 }
@@ -43,40 +125,153 @@ async fn session_and_query_arguments_are_validated() {
     let env = Env::new();
     let c = env.client().await;
     expect_error(&c, "debug_session", json!({}), &["missing field `action`"]).await;
-    expect_error(&c, "debug_session", json!({"action": "explode"}), &["unknown variant `explode`"]).await;
+    expect_error(
+        &c,
+        "debug_session",
+        json!({"action": "explode"}),
+        &["unknown variant `explode`"],
+    )
+    .await;
     for action in ["status", "stop", "delete"] {
-        expect_error(&c, "debug_session", json!({"action": action}), &["VALIDATION_ERROR", "sessionId", "list"]).await;
-        expect_error(&c, "debug_session", json!({"action": action, "sessionId": "nope"}), &["SESSION_NOT_FOUND", "nope"]).await;
+        expect_error(
+            &c,
+            "debug_session",
+            json!({"action": action}),
+            &["VALIDATION_ERROR", "sessionId", "list"],
+        )
+        .await;
+        expect_error(
+            &c,
+            "debug_session",
+            json!({"action": action, "sessionId": "nope"}),
+            &["SESSION_NOT_FOUND", "nope"],
+        )
+        .await;
     }
-    expect_error(&c, "debug_session", json!({"action": "list", "sessionId": 5}), &["invalid type"]).await;
+    expect_error(
+        &c,
+        "debug_session",
+        json!({"action": "list", "sessionId": 5}),
+        &["invalid type"],
+    )
+    .await;
 
     let (id, _) = c.launch(&fixture("sleeper"), &["50"]).await;
-    expect_error(&c, "debug_session", json!({"action": "delete", "sessionId": id}), &["VALIDATION_ERROR", "stop it first"]).await;
+    expect_error(
+        &c,
+        "debug_session",
+        json!({"action": "delete", "sessionId": id}),
+        &["VALIDATION_ERROR", "stop it first"],
+    )
+    .await;
     expect_error(&c, "debug_query", json!({}), &["missing field `sessionId`"]).await;
-    expect_error(&c, "debug_query", json!({"sessionId": "nope"}), &["SESSION_NOT_FOUND"]).await;
+    expect_error(
+        &c,
+        "debug_query",
+        json!({"sessionId": "nope"}),
+        &["SESSION_NOT_FOUND"],
+    )
+    .await;
     let q = |extra: Value| {
         let mut a = json!({"sessionId": id});
-        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         a
     };
-    expect_error(&c, "debug_query", q(json!({"limit": 100000})), &["VALIDATION_ERROR", "limit", "500"]).await;
-    expect_error(&c, "debug_query", q(json!({"limit": 0})), &["VALIDATION_ERROR", "limit"]).await;
-    expect_error(&c, "debug_query", q(json!({"offset": -1})), &["VALIDATION_ERROR", "offset"]).await;
-    expect_error(&c, "debug_query", q(json!({"offset": "x"})), &["invalid type"]).await;
-    expect_error(&c, "debug_query", q(json!({"eventType": "bogus"})), &["VALIDATION_ERROR", "stdout"]).await;
-    expect_error(&c, "debug_query", q(json!({"timeFrom": "yesterday"})), &["VALIDATION_ERROR", "-5s"]).await;
-    expect_error(&c, "debug_query", q(json!({"timeFrom": 10, "timeTo": 5})), &["VALIDATION_ERROR", "after"]).await;
-    expect_error(&c, "debug_query", q(json!({"pid": -1})), &["VALIDATION_ERROR", "pid"]).await;
-    expect_error(&c, "debug_query", q(json!({"minDurationNs": -1})), &["VALIDATION_ERROR", "minDurationNs"]).await;
-    expect_error(&c, "debug_query", q(json!({"function": {"matches": "("}})), &["VALIDATION_ERROR", "regex"]).await;
-    expect_error(&c, "debug_query", q(json!({"function": {"startsWith": "x"}})), &["unknown field"]).await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"limit": 100000})),
+        &["VALIDATION_ERROR", "limit", "500"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"limit": 0})),
+        &["VALIDATION_ERROR", "limit"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"offset": -1})),
+        &["VALIDATION_ERROR", "offset"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"offset": "x"})),
+        &["invalid type"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"eventType": "bogus"})),
+        &["VALIDATION_ERROR", "stdout"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"timeFrom": "yesterday"})),
+        &["VALIDATION_ERROR", "-5s"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"timeFrom": 10, "timeTo": 5})),
+        &["VALIDATION_ERROR", "after"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"pid": -1})),
+        &["VALIDATION_ERROR", "pid"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"minDurationNs": -1})),
+        &["VALIDATION_ERROR", "minDurationNs"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"function": {"matches": "("}})),
+        &["VALIDATION_ERROR", "regex"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"function": {"startsWith": "x"}})),
+        &["unknown field"],
+    )
+    .await;
     // Valid but exotic filters answer normally.
-    let v = c.ok("debug_query", q(json!({"timeFrom": "-1m", "timeTo": "-0s", "function": {"contains": "x"}}))).await;
-    assert_eq!(v["totalCount"], 0, "no function events before tracing exists");
+    let v = c
+        .ok(
+            "debug_query",
+            q(json!({"timeFrom": "-1m", "timeTo": "-0s", "function": {"contains": "x"}})),
+        )
+        .await;
+    assert_eq!(
+        v["totalCount"], 0,
+        "no function events before tracing exists"
+    );
 
     let unknown = c.raw("debug_nonexistent", json!({})).await;
     assert!(unknown.is_err(), "unknown tools are MCP errors");
-    c.ok("debug_session", json!({"action": "stop", "sessionId": id})).await;
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
     c.ok("debug_session", json!({"action": "list"})).await;
 }
 
@@ -90,8 +285,17 @@ async fn missing_frida_says_exactly_how_to_fix_it() {
         &c,
         "debug_launch",
         json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
-        &["FRIDA_UNAVAILABLE", "strobe setup", "no-venv-here", "pip install frida=="],
+        &[
+            "FRIDA_UNAVAILABLE",
+            "strobe setup",
+            "no-venv-here",
+            "pip install frida==",
+        ],
     )
     .await;
-    assert_eq!(c.ok("debug_session", json!({"action": "list"})).await["sessions"], json!([]), "a failed launch leaves no session");
+    assert_eq!(
+        c.ok("debug_session", json!({"action": "list"})).await["sessions"],
+        json!([]),
+        "a failed launch leaves no session"
+    );
 }

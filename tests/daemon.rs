@@ -47,7 +47,8 @@ async fn sessions_belong_to_the_daemon_not_the_connection() {
     drop(a);
     let out = b.events(&id, Some("stdout")).await;
     assert_eq!(out[0]["text"], "ready");
-    b.ok("debug_session", json!({"action": "stop", "sessionId": id})).await;
+    b.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -60,10 +61,14 @@ async fn idle_daemon_shuts_down_but_not_while_a_session_runs() {
     std::thread::sleep(Duration::from_millis(1200));
     assert!(env.is_our_daemon(pid), "a live session keeps the daemon up");
     let c = env.client().await;
-    c.ok("debug_session", json!({"action": "stop", "sessionId": id})).await;
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
     assert!(!alive(target) || wait_until(Duration::from_secs(5), || !alive(target)));
     c.service.cancel().await.unwrap();
-    assert!(env.wait_daemon_gone(pid, Duration::from_secs(10)), "idle daemon exits");
+    assert!(
+        env.wait_daemon_gone(pid, Duration::from_secs(10)),
+        "idle daemon exits"
+    );
     assert!(!env.path().join("strobe.sock").exists(), "socket removed");
     assert!(!env.path().join("strobe.pid").exists(), "pid file removed");
 }
@@ -74,7 +79,14 @@ async fn proxy_restarts_a_killed_daemon_and_fails_calls_in_flight() {
     // A Python that takes 3 s to start makes debug_launch reliably in flight.
     let slow = env.path().join("slow-venv/bin");
     std::fs::create_dir_all(&slow).unwrap();
-    std::fs::write(slow.join("python"), format!("#!/bin/sh\nsleep 3\nexec {}/bin/python \"$@\"\n", env.venv.display())).unwrap();
+    std::fs::write(
+        slow.join("python"),
+        format!(
+            "#!/bin/sh\nsleep 3\nexec {}/bin/python \"$@\"\n",
+            env.venv.display()
+        ),
+    )
+    .unwrap();
     std::fs::set_permissions(slow.join("python"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let slow_venv = env.path().join("slow-venv");
     let real_venv = std::mem::replace(&mut env.venv, slow_venv);
@@ -82,14 +94,22 @@ async fn proxy_restarts_a_killed_daemon_and_fails_calls_in_flight() {
     c.ok("debug_session", json!({"action": "list"})).await;
     let first = env.daemon_pid().unwrap();
     let exe = fixture("sleeper");
-    let call = c.raw("debug_launch", json!({"command": exe, "projectRoot": exe.parent().unwrap()}));
+    let call = c.raw(
+        "debug_launch",
+        json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+    );
     let killer = async {
         tokio::time::sleep(Duration::from_millis(700)).await;
         signal(first, 9);
     };
     let (result, ()) = tokio::join!(call, killer);
-    let err = result.expect_err("the in-flight call gets an error").to_string();
-    assert!(err.contains("daemon exited") && err.contains("retry"), "{err}");
+    let err = result
+        .expect_err("the in-flight call gets an error")
+        .to_string();
+    assert!(
+        err.contains("daemon exited") && err.contains("retry"),
+        "{err}"
+    );
     // The next call reaches a fresh daemon transparently.
     let list = c.ok("debug_session", json!({"action": "list"})).await;
     assert!(list["sessions"].is_array());
@@ -108,7 +128,10 @@ async fn killed_daemon_takes_its_targets_down_and_keeps_their_data() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     signal(env.daemon_pid().unwrap(), 9);
-    assert!(wait_until(Duration::from_secs(10), || !alive(target)), "orphaned target {target} was not stopped");
+    assert!(
+        wait_until(Duration::from_secs(10), || !alive(target)),
+        "orphaned target {target} was not stopped"
+    );
     let s = c.status(&id).await;
     assert_eq!(s["state"], "stopped");
     assert_eq!(s["retained"], true);
@@ -121,9 +144,18 @@ async fn killed_daemon_takes_its_targets_down_and_keeps_their_data() {
 async fn concurrent_starters_leave_exactly_one_daemon() {
     let env = Env::new();
     let mut kids: Vec<_> = (0..4)
-        .map(|_| env.command(&["daemon"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+        .map(|_| {
+            env.command(&["daemon"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
         .collect();
-    assert!(wait_until(Duration::from_secs(10), || env.path().join("strobe.sock").exists()));
+    assert!(wait_until(Duration::from_secs(10), || env
+        .path()
+        .join("strobe.sock")
+        .exists()));
     std::thread::sleep(Duration::from_millis(500));
     let mut running = 0;
     for k in kids.iter_mut() {
@@ -133,7 +165,9 @@ async fn concurrent_starters_leave_exactly_one_daemon() {
         }
     }
     assert_eq!(running, 1, "exactly one daemon keeps running");
-    let idx = (0..kids.len()).find(|&i| matches!(kids[i].try_wait(), Ok(None))).unwrap();
+    let idx = (0..kids.len())
+        .find(|&i| matches!(kids[i].try_wait(), Ok(None)))
+        .unwrap();
     let winner = &mut kids[idx];
     assert_eq!(env.daemon_pid(), Some(winner.id()));
     let c = env.client().await;
@@ -166,7 +200,10 @@ async fn sigterm_stops_sessions_and_flushes() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let pid = env.daemon_pid().unwrap();
     signal(pid, 15);
-    assert!(env.wait_daemon_gone(pid, Duration::from_secs(15)), "daemon exits on SIGTERM");
+    assert!(
+        env.wait_daemon_gone(pid, Duration::from_secs(15)),
+        "daemon exits on SIGTERM"
+    );
     assert!(!alive(target), "its target was stopped");
     // The connected proxy brings up a fresh daemon, which sees the old session.
     let s = c.status(&id).await;
@@ -174,7 +211,11 @@ async fn sigterm_stops_sessions_and_flushes() {
     assert_eq!(s["state"], "stopped");
     assert_eq!(s["retained"], true);
     let ticks = c.events(&id, Some("stdout")).await;
-    assert!(ticks.len() >= 10, "events up to the shutdown were flushed: {}", ticks.len());
+    assert!(
+        ticks.len() >= 10,
+        "events up to the shutdown were flushed: {}",
+        ticks.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -187,18 +228,27 @@ async fn kill_9_mid_write_leaves_a_database_that_opens() {
             .and_then(|db| db.query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get::<_, i64>(0)))
             .unwrap_or(0)
     };
-    assert!(wait_until(Duration::from_secs(20), || committed() > 20), "the flood is being committed");
+    assert!(
+        wait_until(Duration::from_secs(20), || committed() > 20),
+        "the flood is being committed"
+    );
     signal(env.daemon_pid().unwrap(), 9);
     std::thread::sleep(Duration::from_millis(300));
     {
         let db = rusqlite::Connection::open(env.path().join("strobe.db")).unwrap();
-        let ok: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        let ok: String = db
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(ok, "ok");
-        let chunks: i64 = db.query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get(0)).unwrap();
+        let chunks: i64 = db
+            .query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get(0))
+            .unwrap();
         assert!(chunks > 0, "committed chunks survive");
     }
     let s = c.status(&id).await;
     assert_eq!(s["retained"], true);
-    let q = c.ok("debug_query", json!({"sessionId": id, "limit": 1})).await;
+    let q = c
+        .ok("debug_query", json!({"sessionId": id, "limit": 1}))
+        .await;
     assert!(q["totalCount"].as_u64().unwrap() > 10_000, "{q}");
 }

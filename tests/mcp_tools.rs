@@ -9,7 +9,16 @@ use std::time::Duration;
 use support::{Env, fixture};
 
 fn texts(events: &[Value]) -> Vec<String> {
-    events.iter().map(|e| format!("{}:{}", e["eventType"].as_str().unwrap(), e["text"].as_str().unwrap_or(""))).collect()
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["eventType"].as_str().unwrap(),
+                e["text"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -23,28 +32,58 @@ async fn stdout_stderr_interleave_and_exit_code_is_recorded() {
     assert_eq!(status["exitCode"], 5);
 
     let all = c.events(&id, None).await;
-    let output: Vec<&Value> = all.iter().filter(|e| e["eventType"] != "process_exit").collect();
+    let output: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["eventType"] != "process_exit")
+        .collect();
     let t = texts(&output.iter().map(|v| (*v).clone()).collect::<Vec<_>>());
     assert_eq!(
         &t[..6],
-        ["stdout:out 0", "stderr:err 0", "stdout:out 1", "stderr:err 1", "stdout:out 2", "stderr:err 2"],
+        [
+            "stdout:out 0",
+            "stderr:err 0",
+            "stdout:out 1",
+            "stderr:err 1",
+            "stdout:out 2",
+            "stderr:err 2"
+        ],
         "interleaving order of stdout and stderr is kept"
     );
-    let bytes = output.iter().find(|e| e["text"].as_str().unwrap_or("").starts_with("bytes")).unwrap();
+    let bytes = output
+        .iter()
+        .find(|e| e["text"].as_str().unwrap_or("").starts_with("bytes"))
+        .unwrap();
     assert_eq!(bytes["nonUtf8"], true, "{bytes}");
-    assert_eq!(bytes["bytesBase64"], "Ynl0ZXMg//4gZW5k", "raw bytes preserved losslessly");
+    assert_eq!(
+        bytes["bytesBase64"], "Ynl0ZXMg//4gZW5k",
+        "raw bytes preserved losslessly"
+    );
     let last = output.last().unwrap();
     assert_eq!(last["text"], "no newline at exit");
     assert_eq!(last["partialLine"], true);
     let exit = all.last().unwrap();
     assert_eq!(exit["eventType"], "process_exit");
     assert_eq!(exit["exitCode"], 5);
-    let ts: Vec<u64> = all.iter().map(|e| e["timestampNs"].as_u64().unwrap()).collect();
-    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "one monotonic clock: {ts:?}");
+    let ts: Vec<u64> = all
+        .iter()
+        .map(|e| e["timestampNs"].as_u64().unwrap())
+        .collect();
+    assert!(
+        ts.windows(2).all(|w| w[0] <= w[1]),
+        "one monotonic clock: {ts:?}"
+    );
 
     let only_err = c.events(&id, Some("stderr")).await;
-    assert_eq!(texts(&only_err), ["stderr:err 0", "stderr:err 1", "stderr:err 2"]);
-    let q = c.ok("debug_query", json!({"sessionId": id, "textContains": "err 1", "verbose": true})).await;
+    assert_eq!(
+        texts(&only_err),
+        ["stderr:err 0", "stderr:err 1", "stderr:err 2"]
+    );
+    let q = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "textContains": "err 1", "verbose": true}),
+        )
+        .await;
     assert_eq!(q["totalCount"], 1);
     assert_eq!(q["events"][0]["pid"], pid);
 }
@@ -61,7 +100,11 @@ async fn crashes_record_their_signal() {
         let crash = c.events(&id, Some("crash")).await;
         assert_eq!(crash.len(), 1);
         assert_eq!(crash[0]["signal"], signal);
-        assert!(crash[0]["backtrace"].as_array().is_some_and(|b| !b.is_empty()));
+        assert!(
+            crash[0]["backtrace"]
+                .as_array()
+                .is_some_and(|b| !b.is_empty())
+        );
         let err = c.events(&id, Some("stderr")).await;
         assert_eq!(err[0]["text"], format!("about to crash: {mode}"));
     }
@@ -75,37 +118,65 @@ async fn stop_retain_list_and_delete() {
     let (kept, kept_pid) = c.launch(&sleeper, &["10"]).await;
     let (gone, gone_pid) = c.launch(&sleeper, &["10"]).await;
     assert_eq!(gone, format!("{kept}-2"), "collisions get a numeric suffix");
-    assert!(support::wait_until(Duration::from_secs(10), || std::path::Path::new(&format!("/proc/{kept_pid}")).exists()));
+    assert!(support::wait_until(Duration::from_secs(10), || {
+        std::path::Path::new(&format!("/proc/{kept_pid}")).exists()
+    }));
     let s = c.status(&kept).await;
     assert_eq!(s["state"], "running");
     assert_eq!(s["live"], true);
 
-    let r = c.ok("debug_session", json!({"action": "stop", "sessionId": kept, "retain": true})).await;
+    let r = c
+        .ok(
+            "debug_session",
+            json!({"action": "stop", "sessionId": kept, "retain": true}),
+        )
+        .await;
     assert_eq!(r["success"], true);
     assert_eq!(r["retained"], true);
     assert!(r["eventsCollected"].as_u64().unwrap() >= 1);
-    let r = c.ok("debug_session", json!({"action": "stop", "sessionId": gone})).await;
+    let r = c
+        .ok(
+            "debug_session",
+            json!({"action": "stop", "sessionId": gone}),
+        )
+        .await;
     assert_eq!(r["retained"], false);
     for pid in [kept_pid, gone_pid] {
         assert!(
-            support::wait_until(Duration::from_secs(10), || !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))),
+            support::wait_until(Duration::from_secs(10), || !std::path::Path::new(&format!(
+                "/proc/{pid}"
+            ))
+            .exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z"))),
             "target {pid} still running after stop"
         );
     }
 
     let list = c.ok("debug_session", json!({"action": "list"})).await;
-    let ids: Vec<&str> = list["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [kept.as_str()], "the non-retained session is deleted");
     let s = c.status(&kept).await;
     assert_eq!(s["state"], "stopped");
     assert_eq!(s["retained"], true);
     let events = c.events(&kept, Some("stdout")).await;
-    assert_eq!(events[0]["text"], "ready", "retained data is still queryable");
+    assert_eq!(
+        events[0]["text"], "ready",
+        "retained data is still queryable"
+    );
 
     let gone_q = c.reply("debug_query", json!({"sessionId": gone})).await;
     assert!(gone_q.error_text().contains("SESSION_NOT_FOUND"));
-    c.ok("debug_session", json!({"action": "delete", "sessionId": kept})).await;
+    c.ok(
+        "debug_session",
+        json!({"action": "delete", "sessionId": kept}),
+    )
+    .await;
     let list = c.ok("debug_session", json!({"action": "list"})).await;
     assert_eq!(list["sessions"], json!([]));
 }
@@ -116,18 +187,27 @@ async fn server_teaches_the_workflow_and_describes_every_field() {
     let c = env.client().await;
     let info = c.service.peer_info().expect("initialized");
     let instructions = info.instructions.clone().unwrap_or_default();
-    assert!(instructions.contains("debug_launch") && instructions.contains("stderr"), "{instructions}");
+    assert!(
+        instructions.contains("debug_launch") && instructions.contains("stderr"),
+        "{instructions}"
+    );
     let tools = c.service.list_all_tools().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     for want in ["debug_launch", "debug_session", "debug_query"] {
         assert!(names.contains(&want.to_string()), "{names:?}");
     }
     for t in &tools {
-        assert!(t.description.as_ref().is_some_and(|d| d.len() > 40), "{} lacks a description", t.name);
+        assert!(
+            t.description.as_ref().is_some_and(|d| d.len() > 40),
+            "{} lacks a description",
+            t.name
+        );
         let schema = Value::Object((*t.input_schema).clone());
         for (field, prop) in schema["properties"].as_object().unwrap() {
             assert!(
-                prop.get("description").is_some() || prop.get("$ref").is_some() || prop.get("anyOf").is_some(),
+                prop.get("description").is_some()
+                    || prop.get("$ref").is_some()
+                    || prop.get("anyOf").is_some(),
                 "{}.{field} has no description: {prop}",
                 t.name
             );
@@ -147,10 +227,15 @@ async fn event_cap_evicts_oldest_and_reports_it() {
     assert!(stored <= 1000 && stored > 0, "{s}");
     // 1 MiB of 64-byte lines, "done" on stderr, and the exit event: all accounted for.
     assert_eq!(stored + evicted, 16_384 + 2, "{s}");
-    let q = c.ok("debug_query", json!({"sessionId": id, "limit": 1})).await;
+    let q = c
+        .ok("debug_query", json!({"sessionId": id, "limit": 1}))
+        .await;
     assert_eq!(q["eventsEvicted"], evicted);
     let err = c.events(&id, Some("stderr")).await;
-    assert_eq!(err[0]["text"], "done", "the newest events are the ones kept");
+    assert_eq!(
+        err[0]["text"], "done",
+        "the newest events are the ones kept"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -162,7 +247,12 @@ async fn output_flood_is_captured_losslessly() {
     assert_eq!(s["exitCode"], 0, "{s}");
     assert_eq!(s["events"]["stored"], 32 * 16_384 + 2, "{s}");
     assert_eq!(s["events"]["dropped"], 0);
-    let q = c.ok("debug_query", json!({"sessionId": id, "eventType": "stdout", "offset": 32 * 16_384 - 1})).await;
+    let q = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "stdout", "offset": 32 * 16_384 - 1}),
+        )
+        .await;
     assert_eq!(q["events"][0]["text"].as_str().unwrap().len(), 63);
     assert_eq!(q["hasMore"], false);
 }
@@ -173,10 +263,17 @@ async fn settings_problems_come_back_as_warnings() {
     let c = env.client().await;
     let exe = fixture("output");
     let v = c
-        .ok("debug_launch", json!({"command": exe, "projectRoot": exe.parent().unwrap()}))
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+        )
         .await;
     let w = v["warnings"].as_array().expect("warnings present");
     let w: Vec<&str> = w.iter().map(|w| w.as_str().unwrap()).collect();
-    assert!(w.iter().any(|w| w.contains("events.maxPerSession") && w.contains("default")), "{w:?}");
+    assert!(
+        w.iter()
+            .any(|w| w.contains("events.maxPerSession") && w.contains("default")),
+        "{w:?}"
+    );
     assert!(w.iter().any(|w| w.contains("no.such.key")), "{w:?}");
 }

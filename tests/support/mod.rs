@@ -17,25 +17,42 @@ pub const STROBE: &str = env!("CARGO_BIN_EXE_strobe");
 
 /// The venv with the pinned frida; `./dev test` sets STROBE_VENV.
 pub fn venv() -> PathBuf {
-    let v = std::env::var_os("STROBE_VENV")
-        .map(PathBuf::from)
-        .expect("STROBE_VENV must name a venv with the pinned frida: run the suite with `./dev test`");
-    assert!(v.join("bin/python").is_file(), "STROBE_VENV={} has no bin/python; run `./dev test`", v.display());
+    let v = std::env::var_os("STROBE_VENV").map(PathBuf::from).expect(
+        "STROBE_VENV must name a venv with the pinned frida: run the suite with `./dev test`",
+    );
+    assert!(
+        v.join("bin/python").is_file(),
+        "STROBE_VENV={} has no bin/python; run `./dev test`",
+        v.display()
+    );
     v
 }
 
 /// Builds `tests/fixtures/<name>.c` with `gcc -g -O0` once per content and
 /// returns the executable.
 pub fn fixture(name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(format!("{name}.c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(format!("{name}.c"));
     let text = std::fs::read(&src).unwrap_or_else(|e| panic!("fixture {}: {e}", src.display()));
-    let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3));
+    let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
+    });
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}-{hash:016x}"));
     if !out.is_file() {
-        let tmp = dir.join(format!("{name}.{}.{:?}.tmp", std::process::id(), std::thread::current().id()));
-        let st = Command::new("gcc").args(["-g", "-O0", "-o"]).arg(&tmp).arg(&src).status().expect("gcc runs");
+        let tmp = dir.join(format!(
+            "{name}.{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let st = Command::new("gcc")
+            .args(["-g", "-O0", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .expect("gcc runs");
         assert!(st.success(), "gcc failed for {}", src.display());
         std::fs::rename(&tmp, &out).unwrap();
     }
@@ -55,7 +72,10 @@ impl Env {
 
     /// A home whose global settings.json holds `settings`.
     pub fn with_settings(settings: Value) -> Env {
-        let home = tempfile::Builder::new().prefix("strobe-home-").tempdir().unwrap();
+        let home = tempfile::Builder::new()
+            .prefix("strobe-home-")
+            .tempdir()
+            .unwrap();
         std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
         Env { home, venv: venv() }
     }
@@ -67,14 +87,18 @@ impl Env {
     /// `strobe <args>` with this home's environment.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(STROBE);
-        c.args(args).env("STROBE_HOME", self.path()).env("STROBE_VENV", &self.venv);
+        c.args(args)
+            .env("STROBE_HOME", self.path())
+            .env("STROBE_VENV", &self.venv);
         c
     }
 
     /// Starts `strobe mcp` and initializes an rmcp client over its stdio.
     pub async fn client(&self) -> Client {
         let mut cmd = tokio::process::Command::new(STROBE);
-        cmd.arg("mcp").env("STROBE_HOME", self.path()).env("STROBE_VENV", &self.venv);
+        cmd.arg("mcp")
+            .env("STROBE_HOME", self.path())
+            .env("STROBE_VENV", &self.venv);
         let transport = TokioChildProcess::new(cmd).expect("spawn strobe mcp");
         let proxy_pid = transport.id();
         let service = ().serve(transport).await.expect("MCP initialize");
@@ -83,7 +107,11 @@ impl Env {
 
     /// The daemon's pid as written in its pid file.
     pub fn daemon_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.path().join("strobe.pid")).ok()?.trim().parse().ok()
+        std::fs::read_to_string(self.path().join("strobe.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// True when `pid` is a live strobe daemon of THIS home (so it is ours to signal).
@@ -92,7 +120,13 @@ impl Env {
         let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let want = format!("STROBE_HOME={}", self.path().display());
         let is_zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
             .unwrap_or(true);
         !is_zombie
             && cmdline.split(|b| *b == 0).any(|a| a == b"daemon")
@@ -168,14 +202,27 @@ impl Reply {
 
 impl Client {
     pub async fn raw(&self, tool: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
-        let Value::Object(map) = args else { panic!("arguments must be an object") };
-        self.service.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map)).await
+        let Value::Object(map) = args else {
+            panic!("arguments must be an object")
+        };
+        self.service
+            .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
+            .await
     }
 
     pub async fn reply(&self, tool: &str, args: Value) -> Reply {
         let r = self.raw(tool, args).await.expect("tool call transport");
-        let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
-        Reply { value: r.structured_content.clone().unwrap_or(Value::Null), is_error: r.is_error == Some(true), text }
+        let text = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Reply {
+            value: r.structured_content.clone().unwrap_or(Value::Null),
+            is_error: r.is_error == Some(true),
+            text,
+        }
     }
 
     /// Calls a tool that must succeed; returns its structured content.
@@ -187,12 +234,24 @@ impl Client {
 
     pub async fn launch(&self, exe: &Path, args: &[&str]) -> (String, u32) {
         let root = exe.parent().unwrap().to_str().unwrap();
-        let v = self.ok("debug_launch", json!({ "command": exe, "args": args, "projectRoot": root })).await;
-        (v["sessionId"].as_str().unwrap().to_string(), v["pid"].as_u64().unwrap() as u32)
+        let v = self
+            .ok(
+                "debug_launch",
+                json!({ "command": exe, "args": args, "projectRoot": root }),
+            )
+            .await;
+        (
+            v["sessionId"].as_str().unwrap().to_string(),
+            v["pid"].as_u64().unwrap() as u32,
+        )
     }
 
     pub async fn status(&self, id: &str) -> Value {
-        self.ok("debug_session", json!({ "action": "status", "sessionId": id })).await
+        self.ok(
+            "debug_session",
+            json!({ "action": "status", "sessionId": id }),
+        )
+        .await
     }
 
     /// Waits until the session is no longer running; returns its status.

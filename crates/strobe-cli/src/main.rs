@@ -55,7 +55,10 @@ fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             };
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
             match rt.block_on(strobe_daemon::run_proxy(home, &exe)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -69,7 +72,10 @@ fn main() -> ExitCode {
             // Everything the daemon creates (database, WAL, logs, caches) is owner-only.
             // SAFETY: umask(2) cannot fail.
             unsafe { libc::umask(0o077) };
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
             match rt.block_on(strobe_daemon::run_daemon(home)) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -82,7 +88,10 @@ fn main() -> ExitCode {
             let (settings, _) = Settings::load(&home.settings_file(), None);
             let py = FridaPython::locate(settings.frida_venv.as_deref(), &home.default_venv());
             let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-            eprintln!("strobe setup: frida=={PINNED_FRIDA_VERSION} in {}", py.venv.display());
+            eprintln!(
+                "strobe setup: frida=={PINNED_FRIDA_VERSION} in {}",
+                py.venv.display()
+            );
             match py.install(&python3) {
                 Ok(()) => {
                     println!("{}", py.venv.display());
@@ -95,7 +104,10 @@ fn main() -> ExitCode {
             }
         }
         Some("--version" | "-V") => {
-            println!("strobe {} (frida {PINNED_FRIDA_VERSION})", env!("CARGO_PKG_VERSION"));
+            println!(
+                "strobe {} (frida {PINNED_FRIDA_VERSION})",
+                env!("CARGO_PKG_VERSION")
+            );
             ExitCode::SUCCESS
         }
         Some("--help" | "-h" | "help") | None => {

@@ -43,12 +43,18 @@ mod tests {
     #[test]
     fn formats_and_suffixes() {
         let t = Local.with_ymd_and_hms(2026, 2, 5, 14, 32, 0).unwrap();
-        assert_eq!(make_session_id("myapp", t, |_| false), "myapp-2026-02-05-14h32");
+        assert_eq!(
+            make_session_id("myapp", t, |_| false),
+            "myapp-2026-02-05-14h32"
+        );
         let taken = ["myapp-2026-02-05-14h32", "myapp-2026-02-05-14h32-2"];
         assert_eq!(
             make_session_id("myapp", t, |id| taken.contains(&id)),
             "myapp-2026-02-05-14h32-3"
         );
-        assert_eq!(make_session_id("my app", t, |_| false), "my_app-2026-02-05-14h32");
+        assert_eq!(
+            make_session_id("my app", t, |_| false),
+            "my_app-2026-02-05-14h32"
+        );
     }
 }

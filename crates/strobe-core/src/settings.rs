@@ -64,19 +64,47 @@ impl std::fmt::Display for SettingsWarning {
 type IntField = (&'static str, fn(&mut Settings) -> &mut u64, u64, u64);
 
 const INT_FIELDS: &[IntField] = &[
-    ("events.maxPerSession", |s| &mut s.max_events_per_session, 1, 10_000_000),
-    ("test.statusRetryMs", |s| &mut s.test_status_retry_ms, 500, 60_000),
-    ("daemon.idleTimeoutMs", |s| &mut s.daemon_idle_timeout_ms, 100, 7 * 24 * 3_600_000),
+    (
+        "events.maxPerSession",
+        |s| &mut s.max_events_per_session,
+        1,
+        10_000_000,
+    ),
+    (
+        "test.statusRetryMs",
+        |s| &mut s.test_status_retry_ms,
+        500,
+        60_000,
+    ),
+    (
+        "daemon.idleTimeoutMs",
+        |s| &mut s.daemon_idle_timeout_ms,
+        100,
+        7 * 24 * 3_600_000,
+    ),
     ("storage.retentionDays", |s| &mut s.retention_days, 1, 3650),
-    ("storage.maxTotalBytes", |s| &mut s.max_total_bytes, 1 << 20, 1 << 50),
-    ("bridge.requestTimeoutMs", |s| &mut s.bridge_request_timeout_ms, 500, 600_000),
+    (
+        "storage.maxTotalBytes",
+        |s| &mut s.max_total_bytes,
+        1 << 20,
+        1 << 50,
+    ),
+    (
+        "bridge.requestTimeoutMs",
+        |s| &mut s.bridge_request_timeout_ms,
+        500,
+        600_000,
+    ),
 ];
 
 impl Settings {
     /// Loads defaults, then the global file, then the project file (if a
     /// project root is given). Missing files are fine; everything else that is
     /// wrong becomes a warning.
-    pub fn load(global_file: &Path, project_root: Option<&Path>) -> (Settings, Vec<SettingsWarning>) {
+    pub fn load(
+        global_file: &Path,
+        project_root: Option<&Path>,
+    ) -> (Settings, Vec<SettingsWarning>) {
         let mut settings = Settings::default();
         let mut warnings = Vec::new();
         settings.apply_file(global_file, &mut warnings);
@@ -175,7 +203,10 @@ mod tests {
         )
         .unwrap();
         let (s, w) = Settings::load(&global, Some(&project));
-        assert_eq!(s.max_events_per_session, 200_000, "invalid value falls back to default");
+        assert_eq!(
+            s.max_events_per_session, 200_000,
+            "invalid value falls back to default"
+        );
         assert_eq!(s.daemon_idle_timeout_ms, 5000);
         assert_eq!(s.test_status_retry_ms, 700);
         let keys: Vec<_> = w.iter().map(|w| w.key.as_str()).collect();

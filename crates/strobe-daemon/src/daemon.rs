@@ -43,18 +43,23 @@ const PURGE_PERIOD: Duration = Duration::from_secs(3600);
 /// Runs the daemon until SIGTERM/SIGINT or idle shutdown. Returns
 /// `Ok(false)` at once when another daemon already owns this home.
 pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
-    home.ensure().map_err(io_err(format!("cannot create {}", home.root().display())))?;
-    let Some(_lock) = lock::try_lock(&home.lock_file()).map_err(io_err("cannot open the lock file"))? else {
+    home.ensure()
+        .map_err(io_err(format!("cannot create {}", home.root().display())))?;
+    let Some(_lock) =
+        lock::try_lock(&home.lock_file()).map_err(io_err("cannot open the lock file"))?
+    else {
         tracing::info!("another daemon already serves {}", home.root().display());
         return Ok(false);
     };
     // We hold the lock: any socket or pid file here is a dead daemon's.
     let socket = home.socket();
     let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket).map_err(io_err(format!("cannot bind {}", socket.display())))?;
+    let listener =
+        UnixListener::bind(&socket).map_err(io_err(format!("cannot bind {}", socket.display())))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(io_err("cannot restrict the socket to its owner"))?;
-    std::fs::write(home.pid_file(), format!("{}\n", std::process::id())).map_err(io_err("cannot write the pid file"))?;
+    std::fs::write(home.pid_file(), format!("{}\n", std::process::id()))
+        .map_err(io_err("cannot write the pid file"))?;
     std::fs::set_permissions(home.pid_file(), std::fs::Permissions::from_mode(0o600))
         .map_err(io_err("cannot restrict the pid file"))?;
 
@@ -122,9 +127,17 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
 
 fn purge(store: &Store, settings: &Settings) {
     let retention = Duration::from_secs(settings.retention_days * 86_400);
-    match store.purge(strobe_core::clock::unix_millis(), retention, settings.max_total_bytes) {
+    match store.purge(
+        strobe_core::clock::unix_millis(),
+        retention,
+        settings.max_total_bytes,
+    ) {
         Ok(r) if !r.expired.is_empty() || !r.over_size.is_empty() => {
-            tracing::info!("purged retained sessions: expired {:?}, over size cap {:?}", r.expired, r.over_size)
+            tracing::info!(
+                "purged retained sessions: expired {:?}, over size cap {:?}",
+                r.expired,
+                r.over_size
+            )
         }
         Ok(_) => {}
         Err(e) => tracing::warn!("purge failed: {e}"),

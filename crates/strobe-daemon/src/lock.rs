@@ -14,13 +14,22 @@ pub struct DaemonLock {
 
 /// Tries to take the lock; `Ok(None)` when another process holds it.
 pub fn try_lock(path: &Path) -> io::Result<Option<DaemonLock>> {
-    let file = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)?;
     // SAFETY: flock on a valid open file descriptor.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {
         Ok(Some(DaemonLock { _file: file }))
     } else {
         let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) { Ok(None) } else { Err(e) }
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(e)
+        }
     }
 }

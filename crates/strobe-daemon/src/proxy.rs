@@ -65,7 +65,10 @@ pub async fn connect_or_start(home: &StrobeHome, strobe_exe: &Path) -> std::io::
 }
 
 fn spawn_daemon(home: &StrobeHome, strobe_exe: &Path) -> std::io::Result<std::process::Child> {
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(home.logs_dir().join("daemon.log"))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.logs_dir().join("daemon.log"))?;
     let mut cmd = std::process::Command::new(strobe_exe);
     cmd.arg("daemon")
         .env("STROBE_HOME", home.root())
@@ -93,7 +96,9 @@ struct Session {
 
 impl Session {
     fn note_client_line(&mut self, line: &str) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { return };
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
         let method = v.get("method").and_then(Value::as_str);
         match (method, v.get("id")) {
             (Some("initialize"), Some(_)) => self.initialize = Some(line.to_string()),
@@ -106,7 +111,9 @@ impl Session {
     }
 
     fn note_server_line(&mut self, line: &str) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { return };
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
         if v.get("method").is_none()
             && let Some(id) = v.get("id")
         {
@@ -127,7 +134,9 @@ async fn reinitialize(
     reader: &mut tokio::io::Lines<BufReader<OwnedReadHalf>>,
     writer: &mut OwnedWriteHalf,
 ) -> std::io::Result<()> {
-    let Some(init) = &sess.initialize else { return Ok(()) };
+    let Some(init) = &sess.initialize else {
+        return Ok(());
+    };
     let mut req: Value = serde_json::from_str(init).map_err(std::io::Error::other)?;
     req["id"] = json!("strobe-proxy-reinitialize");
     write_line(writer, &req.to_string()).await?;
@@ -236,7 +245,10 @@ mod tests {
         s.note_server_line(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
         assert!(s.initialize.is_some() && s.initialized.is_some());
         assert_eq!(s.in_flight.len(), 1);
-        assert_eq!(s.in_flight.get("\"a\"").map(String::as_str), Some("tools/call"));
+        assert_eq!(
+            s.in_flight.get("\"a\"").map(String::as_str),
+            Some("tools/call")
+        );
         s.note_client_line("not json");
     }
 }

@@ -38,7 +38,11 @@ pub fn source_hash(frida_version: &str) -> String {
         h.update((text.len() as u64).to_le_bytes());
         h.update(text.as_bytes());
     }
-    h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
+    h.finalize()
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Writes the sources into the cache (if not already there) and returns the

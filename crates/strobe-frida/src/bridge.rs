@@ -123,12 +123,23 @@ pub struct Bridge {
 impl Bridge {
     /// Starts a bridge with `python` and waits until Frida is imported.
     /// `work_dir` receives the bridge script; `log_path` its log.
-    pub fn start(python: &Path, work_dir: &Path, log_path: &Path, ready_timeout: Duration) -> Result<Bridge, BridgeError> {
+    pub fn start(
+        python: &Path,
+        work_dir: &Path,
+        log_path: &Path,
+        ready_timeout: Duration,
+    ) -> Result<Bridge, BridgeError> {
         if !python.is_file() {
-            return Err(BridgeError::Unavailable(format!("no Python interpreter at {}", python.display())));
+            return Err(BridgeError::Unavailable(format!(
+                "no Python interpreter at {}",
+                python.display()
+            )));
         }
         std::fs::create_dir_all(work_dir)?;
-        let script = work_dir.join(format!("bridge-{}.py", crate::agent::source_hash(BRIDGE_SCRIPT)));
+        let script = work_dir.join(format!(
+            "bridge-{}.py",
+            crate::agent::source_hash(BRIDGE_SCRIPT)
+        ));
         if !script.is_file() {
             let tmp = script.with_extension(format!("tmp{}", std::process::id()));
             std::fs::write(&tmp, BRIDGE_SCRIPT)?;
@@ -181,17 +192,23 @@ impl Bridge {
                     }
                     _ => {
                         reap(child);
-                        return Err(BridgeError::Gone(format!("unexpected first notice {v}; log: {log}")));
+                        return Err(BridgeError::Gone(format!(
+                            "unexpected first notice {v}; log: {log}"
+                        )));
                     }
                 }
             }
             Ok(_) => {
                 reap(child);
-                return Err(BridgeError::Gone(format!("bridge exited during start-up; log: {log}")));
+                return Err(BridgeError::Gone(format!(
+                    "bridge exited during start-up; log: {log}"
+                )));
             }
             Err(e) => {
                 reap(child);
-                return Err(BridgeError::Gone(format!("bridge did not become ready ({e}); log: {log}")));
+                return Err(BridgeError::Gone(format!(
+                    "bridge did not become ready ({e}); log: {log}"
+                )));
             }
         };
 
@@ -215,7 +232,10 @@ impl Bridge {
         Ok(Bridge {
             inner,
             events: erx,
-            output: Mutex::new(Some(TargetOutput { stdout: out_r, stderr: err_r })),
+            output: Mutex::new(Some(TargetOutput {
+                stdout: out_r,
+                stderr: err_r,
+            })),
         })
     }
 
@@ -250,7 +270,12 @@ impl Bridge {
     }
 
     /// Sends a request and waits for its response.
-    pub fn request(&self, op: &str, mut fields: Value, timeout: Duration) -> Result<Value, BridgeError> {
+    pub fn request(
+        &self,
+        op: &str,
+        mut fields: Value,
+        timeout: Duration,
+    ) -> Result<Value, BridgeError> {
         if let Some(r) = self.gone_reason() {
             return Err(BridgeError::Gone(r));
         }
@@ -258,15 +283,28 @@ impl Bridge {
         fields["id"] = json!(id);
         fields["op"] = json!(op);
         let (tx, rx) = bounded(1);
-        self.inner.pending.lock().expect("pending lock").insert(id, tx);
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock")
+            .insert(id, tx);
         let payload = serde_json::to_vec(&fields).expect("JSON values serialize");
-        if let Err(e) = protocol::write_frame(&mut *self.inner.writer.lock().expect("writer lock"), REQUEST, &payload) {
+        if let Err(e) = protocol::write_frame(
+            &mut *self.inner.writer.lock().expect("writer lock"),
+            REQUEST,
+            &payload,
+        ) {
             self.inner.pending.lock().expect("pending lock").remove(&id);
-            return Err(BridgeError::Gone(format!("cannot write to the bridge: {e}")));
+            return Err(BridgeError::Gone(format!(
+                "cannot write to the bridge: {e}"
+            )));
         }
         match rx.recv_timeout(timeout) {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(message)) => Err(BridgeError::Failed { op: op.into(), message }),
+            Ok(Err(message)) => Err(BridgeError::Failed {
+                op: op.into(),
+                message,
+            }),
             Err(RecvTimeoutError::Timeout) => {
                 self.inner.pending.lock().expect("pending lock").remove(&id);
                 Err(BridgeError::Timeout {
@@ -276,7 +314,8 @@ impl Bridge {
                 })
             }
             Err(RecvTimeoutError::Disconnected) => Err(BridgeError::Gone(
-                self.gone_reason().unwrap_or_else(|| "the bridge closed its channel".into()),
+                self.gone_reason()
+                    .unwrap_or_else(|| "the bridge closed its channel".into()),
             )),
         }
     }
@@ -284,12 +323,20 @@ impl Bridge {
     /// Posts a message to the agent (`recv()` in the agent); `json` is sent as is.
     pub fn post(&self, json: &[u8], data: &[u8]) -> Result<(), BridgeError> {
         let payload = protocol::pack_pair(json, data);
-        protocol::write_frame(&mut *self.inner.writer.lock().expect("writer lock"), POST, &payload)
-            .map_err(|e| BridgeError::Gone(format!("cannot write to the bridge: {e}")))
+        protocol::write_frame(
+            &mut *self.inner.writer.lock().expect("writer lock"),
+            POST,
+            &payload,
+        )
+        .map_err(|e| BridgeError::Gone(format!("cannot write to the bridge: {e}")))
     }
 
     /// Compiles the embedded agent if the cache does not hold this version yet.
-    pub fn ensure_agent(&self, cache_root: &Path, timeout: Duration) -> Result<PathBuf, BridgeError> {
+    pub fn ensure_agent(
+        &self,
+        cache_root: &Path,
+        timeout: Duration,
+    ) -> Result<PathBuf, BridgeError> {
         let build = crate::agent::prepare(cache_root, self.frida_version())?;
         if !build.is_compiled() {
             self.request(
@@ -307,7 +354,8 @@ impl Bridge {
 
     /// Spawns the target suspended with the agent loaded; returns its pid.
     pub fn spawn(&self, req: &SpawnRequest, timeout: Duration) -> Result<u32, BridgeError> {
-        let env: serde_json::Map<String, Value> = req.env.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let env: serde_json::Map<String, Value> =
+            req.env.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         let v = self.request(
             "spawn",
             json!({
@@ -321,7 +369,10 @@ impl Bridge {
         v["pid"]
             .as_u64()
             .map(|p| p as u32)
-            .ok_or_else(|| BridgeError::Failed { op: "spawn".into(), message: format!("no pid in {v}") })
+            .ok_or_else(|| BridgeError::Failed {
+                op: "spawn".into(),
+                message: format!("no pid in {v}"),
+            })
     }
 
     /// Stops the bridge: asks it to shut down (it kills a target it launched),
@@ -385,7 +436,10 @@ fn read_loop(
                 let Some((text, data)) = protocol::unpack_pair(&payload) else {
                     break "malformed agent message frame".to_string();
                 };
-                let ev = BridgeEvent::AgentMessage { text: text.to_vec(), data: data.to_vec() };
+                let ev = BridgeEvent::AgentMessage {
+                    text: text.to_vec(),
+                    data: data.to_vec(),
+                };
                 if events.send(ev).is_err() {
                     // Nobody listens any more (session gone); keep draining responses.
                 }

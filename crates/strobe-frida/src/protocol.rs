@@ -42,7 +42,10 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
     r.read_exact(&mut header[1..])?;
     let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
     if len == 0 || len > MAX_FRAME {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("bad frame length {len}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad frame length {len}"),
+        ));
     }
     let mut payload = vec![0u8; len - 1];
     r.read_exact(&mut payload)?;
@@ -75,7 +78,10 @@ mod tests {
         write_frame(&mut buf, REQUEST, b"{\"id\":1}").unwrap();
         write_frame(&mut buf, POST, &pack_pair(b"{}", &[0, 1, 2])).unwrap();
         let mut r = &buf[..];
-        assert_eq!(read_frame(&mut r).unwrap(), Some((REQUEST, b"{\"id\":1}".to_vec())));
+        assert_eq!(
+            read_frame(&mut r).unwrap(),
+            Some((REQUEST, b"{\"id\":1}".to_vec()))
+        );
         let (kind, p) = read_frame(&mut r).unwrap().unwrap();
         assert_eq!(kind, POST);
         assert_eq!(unpack_pair(&p), Some((&b"{}"[..], &[0u8, 1, 2][..])));

@@ -51,9 +51,15 @@ impl FridaPython {
     pub fn has_pinned_frida(&self) -> bool {
         let py = self.interpreter();
         Command::new(py)
-            .args(["-c", "import frida,sys; sys.stdout.write(frida.__version__)"])
+            .args([
+                "-c",
+                "import frida,sys; sys.stdout.write(frida.__version__)",
+            ])
             .output()
-            .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == PINNED_FRIDA_VERSION)
+            .map(|o| {
+                o.status.success()
+                    && String::from_utf8_lossy(&o.stdout).trim() == PINNED_FRIDA_VERSION
+            })
             .unwrap_or(false)
     }
 
@@ -64,7 +70,8 @@ impl FridaPython {
             return Ok(());
         }
         if let Some(parent) = self.venv.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         if !self.interpreter().is_file() {
             run(Command::new(python3).args(["-m", "venv"]).arg(&self.venv))?;
@@ -80,13 +87,18 @@ impl FridaPython {
         if self.has_pinned_frida() {
             Ok(())
         } else {
-            Err(format!("frida=={PINNED_FRIDA_VERSION} was installed but does not import in {}", self.venv.display()))
+            Err(format!(
+                "frida=={PINNED_FRIDA_VERSION} was installed but does not import in {}",
+                self.venv.display()
+            ))
         }
     }
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
@@ -104,7 +116,9 @@ mod tests {
 
     #[test]
     fn missing_interpreter_error_says_how_to_fix() {
-        let p = FridaPython { venv: PathBuf::from("/nonexistent/venv") };
+        let p = FridaPython {
+            venv: PathBuf::from("/nonexistent/venv"),
+        };
         let e = p.check().unwrap_err();
         assert!(e.contains("strobe setup"));
         assert!(e.contains(PINNED_FRIDA_VERSION));

@@ -9,7 +9,9 @@ use strobe_frida::{Bridge, BridgeEvent, FridaPython, SpawnRequest};
 fn python() -> std::path::PathBuf {
     let venv = std::env::var_os("STROBE_VENV")
         .expect("STROBE_VENV must point at a venv with the pinned frida; run the tests through `./dev test`");
-    FridaPython { venv: venv.into() }.check().expect("venv usable")
+    FridaPython { venv: venv.into() }
+        .check()
+        .expect("venv usable")
 }
 
 const T: Duration = Duration::from_secs(30);
@@ -25,7 +27,11 @@ fn spawn_capture_output_and_exit_code() {
     let pid = bridge
         .spawn(
             &SpawnRequest {
-                argv: vec!["/bin/sh".into(), "-c".into(), "echo out; echo err >&2; exit 3".into()],
+                argv: vec![
+                    "/bin/sh".into(),
+                    "-c".into(),
+                    "echo out; echo err >&2; exit 3".into(),
+                ],
                 env: vec![("PATH".into(), "/usr/bin:/bin".into())],
                 cwd: None,
                 agent_js: agent,
@@ -72,10 +78,18 @@ fn spawn_capture_output_and_exit_code() {
 #[test]
 fn missing_python_is_unavailable_with_a_fix() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = Bridge::start(&tmp.path().join("nope/python"), tmp.path(), &tmp.path().join("l"), T)
-        .err()
-        .unwrap();
-    assert!(matches!(e, strobe_frida::BridgeError::Unavailable(_)), "{e}");
+    let e = Bridge::start(
+        &tmp.path().join("nope/python"),
+        tmp.path(),
+        &tmp.path().join("l"),
+        T,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(e, strobe_frida::BridgeError::Unavailable(_)),
+        "{e}"
+    );
 }
 
 #[test]

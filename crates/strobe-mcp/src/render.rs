@@ -11,7 +11,10 @@ pub fn event(e: &Event, verbose: bool) -> Value {
     let mut o = Map::new();
     o.insert("id".into(), json!(e.seq));
     o.insert("timestampNs".into(), json!(e.header.ts_ns));
-    o.insert("eventType".into(), json!(kind.map_or("unknown", EventKind::name)));
+    o.insert(
+        "eventType".into(),
+        json!(kind.map_or("unknown", EventKind::name)),
+    );
     match kind {
         Some(EventKind::Stdout | EventKind::Stderr | EventKind::Logpoint) => {
             match std::str::from_utf8(&e.payload) {
@@ -69,7 +72,10 @@ pub fn event_line(e: &Event) -> String {
     };
     let mut line = format!("#{} {ms:.3}ms {kind}: {body}", e.seq);
     if line.len() > 200 {
-        let cut = (0..=200).rev().find(|i| line.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=200)
+            .rev()
+            .find(|i| line.is_char_boundary(*i))
+            .unwrap_or(0);
         line.truncate(cut);
         line.push('…');
     }
@@ -84,18 +90,29 @@ mod tests {
     fn ev(kind: EventKind, flags: u8, payload: &[u8]) -> Event {
         Event {
             seq: 7,
-            header: EventHeader { ts_ns: 1_500_000, kind: kind as u8, flags, pid: 9, ..Default::default() },
+            header: EventHeader {
+                ts_ns: 1_500_000,
+                kind: kind as u8,
+                flags,
+                pid: 9,
+                ..Default::default()
+            },
             payload: payload.to_vec(),
         }
     }
 
     #[test]
     fn output_is_lossless() {
-        let v = event(&ev(EventKind::Stderr, FLAG_PARTIAL_LINE, b"bad \xff byte"), false);
+        let v = event(
+            &ev(EventKind::Stderr, FLAG_PARTIAL_LINE, b"bad \xff byte"),
+            false,
+        );
         assert_eq!(v["eventType"], "stderr");
         assert_eq!(v["nonUtf8"], true);
         assert_eq!(v["partialLine"], true);
-        let raw = base64::engine::general_purpose::STANDARD.decode(v["bytesBase64"].as_str().unwrap()).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(v["bytesBase64"].as_str().unwrap())
+            .unwrap();
         assert_eq!(raw, b"bad \xff byte");
         let v = event(&ev(EventKind::Stdout, 0, b"ok"), true);
         assert_eq!(v["text"], "ok");
@@ -105,7 +122,14 @@ mod tests {
 
     #[test]
     fn json_payloads_are_inlined() {
-        let v = event(&ev(EventKind::Crash, FLAG_JSON, br#"{"type":"crash","signal":"SIGSEGV","registers":{}}"#), false);
+        let v = event(
+            &ev(
+                EventKind::Crash,
+                FLAG_JSON,
+                br#"{"type":"crash","signal":"SIGSEGV","registers":{}}"#,
+            ),
+            false,
+        );
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
         assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500])).len() < 210);

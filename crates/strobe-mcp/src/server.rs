@@ -48,14 +48,22 @@ fn fail(e: ToolError) -> CallToolResult {
     let mut r = CallToolResult::structured_error(json!({
         "error": { "code": e.code.as_str(), "message": e.message }
     }));
-    r.content = vec![ContentBlock::text(format!("{}: {}", e.code.as_str(), e.message))];
+    r.content = vec![ContentBlock::text(format!(
+        "{}: {}",
+        e.code.as_str(),
+        e.message
+    ))];
     r
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ToolError> + Send + 'static) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .unwrap_or_else(|e| Err(ToolError::internal(format!("the request handler panicked: {e}"))))
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ToolError::internal(format!(
+            "the request handler panicked: {e}"
+        )))
+    })
 }
 
 fn with_warnings(mut v: Value, warnings: &[String]) -> Value {
@@ -68,7 +76,11 @@ fn with_warnings(mut v: Value, warnings: &[String]) -> Value {
 impl StrobeServer {
     /// A server for one connection.
     pub fn new(mgr: Arc<SessionManager>, home: StrobeHome) -> Self {
-        Self { mgr, home, tool_router: Self::tool_router() }
+        Self {
+            mgr,
+            home,
+            tool_router: Self::tool_router(),
+        }
     }
 
     /// Settings for a call, re-read from disk every time, with warnings.
@@ -93,15 +105,34 @@ impl StrobeServer {
         installed by default. Returns a sessionId for debug_query/debug_session. Recommended: launch clean, read stderr/stdout \
         with debug_query, and add trace patterns only if the output does not explain the problem."
     )]
-    async fn debug_launch(&self, Parameters(p): Parameters<LaunchParams>) -> Result<CallToolResult, McpError> {
-        let (settings, warnings) = self.settings(Some(Path::new(&p.project_root)).filter(|r| r.is_absolute()));
+    async fn debug_launch(
+        &self,
+        Parameters(p): Parameters<LaunchParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let (settings, warnings) =
+            self.settings(Some(Path::new(&p.project_root)).filter(|r| r.is_absolute()));
         let mgr = self.mgr.clone();
-        let req = LaunchRequest { command: p.command, args: p.args, cwd: p.cwd, project_root: p.project_root, env: p.env };
+        let req = LaunchRequest {
+            command: p.command,
+            args: p.args,
+            cwd: p.cwd,
+            project_root: p.project_root,
+            env: p.env,
+        };
         let r = blocking(move || mgr.launch(req, &settings)).await;
         Ok(match r {
             Ok(resp) => {
-                let text = format!("Launched {} (pid {}). {}", resp.session_id, resp.pid, resp.next_steps);
-                ok(with_warnings(serde_json::to_value(&resp).expect("serializable"), &warnings), text)
+                let text = format!(
+                    "Launched {} (pid {}). {}",
+                    resp.session_id, resp.pid, resp.next_steps
+                );
+                ok(
+                    with_warnings(
+                        serde_json::to_value(&resp).expect("serializable"),
+                        &warnings,
+                    ),
+                    text,
+                )
             }
             Err(e) => fail(e),
         })
@@ -113,7 +144,10 @@ impl StrobeServer {
         launched it) and delete its data unless retain is true. \"list\": live and retained sessions. \"delete\": remove a \
         retained session."
     )]
-    async fn debug_session(&self, Parameters(p): Parameters<SessionParams>) -> Result<CallToolResult, McpError> {
+    async fn debug_session(
+        &self,
+        Parameters(p): Parameters<SessionParams>,
+    ) -> Result<CallToolResult, McpError> {
         let need_id = |p: &SessionParams| -> Result<String, ToolError> {
             p.session_id.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
                 ToolError::validation(
@@ -128,7 +162,18 @@ impl StrobeServer {
                     "No sessions.".to_string()
                 } else {
                     list.iter()
-                        .map(|s| format!("{} [{}{}] {} events", s.session_id, serde_json::to_value(s.state).unwrap().as_str().unwrap_or("?"), if s.retained { ", retained" } else { "" }, s.events.stored))
+                        .map(|s| {
+                            format!(
+                                "{} [{}{}] {} events",
+                                s.session_id,
+                                serde_json::to_value(s.state)
+                                    .unwrap()
+                                    .as_str()
+                                    .unwrap_or("?"),
+                                if s.retained { ", retained" } else { "" },
+                                s.events.stored
+                            )
+                        })
                         .collect::<Vec<_>>()
                         .join("\n")
                 };
@@ -141,7 +186,10 @@ impl StrobeServer {
                         let mut text = format!(
                             "{}: {}",
                             s.session_id,
-                            serde_json::to_value(s.state).unwrap().as_str().unwrap_or("?")
+                            serde_json::to_value(s.state)
+                                .unwrap()
+                                .as_str()
+                                .unwrap_or("?")
                         );
                         if let Some(c) = s.exit_code {
                             text.push_str(&format!(", exit code {c}"));
@@ -151,9 +199,18 @@ impl StrobeServer {
                         }
                         text.push_str(&format!(", {} events stored", s.events.stored));
                         if s.events.evicted > 0 || s.events.dropped > 0 {
-                            text.push_str(&format!(" ({} evicted by events.maxPerSession, {} dropped)", s.events.evicted, s.events.dropped));
+                            text.push_str(&format!(
+                                " ({} evicted by events.maxPerSession, {} dropped)",
+                                s.events.evicted, s.events.dropped
+                            ));
                         }
-                        (with_warnings(serde_json::to_value(&s).expect("serializable"), &warnings), text)
+                        (
+                            with_warnings(
+                                serde_json::to_value(&s).expect("serializable"),
+                                &warnings,
+                            ),
+                            text,
+                        )
                     })
                 }
                 Err(e) => Err(e),
@@ -182,7 +239,13 @@ impl StrobeServer {
         if p.retain && p.action != SessionAction::Stop {
             // Harmless, but say so: an agent may believe it kept data.
             return Ok(match r {
-                Ok((v, t)) => ok(with_warnings(v, &["'retain' only applies to action \"stop\"; ignored".into()]), t),
+                Ok((v, t)) => ok(
+                    with_warnings(
+                        v,
+                        &["'retain' only applies to action \"stop\"; ignored".into()],
+                    ),
+                    t,
+                ),
                 Err(e) => fail(e),
             });
         }
@@ -198,7 +261,10 @@ impl StrobeServer {
         \"-5s\"), pid, text, function/sourceFile/threadName/returnValue/minDurationNs. Paged with limit (≤500) and offset; \
         totalCount and hasMore tell how much more there is."
     )]
-    async fn debug_query(&self, Parameters(p): Parameters<QueryParams>) -> Result<CallToolResult, McpError> {
+    async fn debug_query(
+        &self,
+        Parameters(p): Parameters<QueryParams>,
+    ) -> Result<CallToolResult, McpError> {
         let (_, warnings) = self.settings_for_session(&p.session_id);
         let mgr = self.mgr.clone();
         let r = blocking(move || run_query(&mgr, p)).await;
@@ -218,22 +284,30 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     }
     let offset = p.offset.unwrap_or(0);
     if offset < 0 {
-        return Err(ToolError::validation(format!("'offset' must be 0 or more, got {offset}")));
+        return Err(ToolError::validation(format!(
+            "'offset' must be 0 or more, got {offset}"
+        )));
     }
     let mut filter = EventFilter::default();
     if let Some(t) = &p.event_type {
         let kind = EventKind::from_name(t).ok_or_else(|| {
             let names: Vec<_> = EventKind::ALL.iter().map(|k| k.name()).collect();
-            ToolError::validation(format!("'eventType' {t:?} is not one of: {}", names.join(", ")))
+            ToolError::validation(format!(
+                "'eventType' {t:?} is not one of: {}",
+                names.join(", ")
+            ))
         })?;
         filter.kinds = Some(kind.bit());
     }
     if let Some(pid) = p.pid {
-        filter.pid = Some(u32::try_from(pid).map_err(|_| ToolError::validation(format!("'pid' {pid} is not a valid process id")))?);
+        filter.pid = Some(u32::try_from(pid).map_err(|_| {
+            ToolError::validation(format!("'pid' {pid} is not a valid process id"))
+        })?);
     }
     if let Some(d) = p.min_duration_ns {
-        filter.min_duration_ns =
-            Some(u64::try_from(d).map_err(|_| ToolError::validation(format!("'minDurationNs' must be 0 or more, got {d}")))?);
+        filter.min_duration_ns = Some(u64::try_from(d).map_err(|_| {
+            ToolError::validation(format!("'minDurationNs' must be 0 or more, got {d}"))
+        })?);
     }
     if let Some(t) = p.text_contains.as_ref().filter(|t| !t.is_empty()) {
         filter.payload_contains = Some(t.as_bytes().to_vec());
@@ -241,30 +315,41 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     if p.time_from.is_some() || p.time_to.is_some() {
         let latest = mgr.latest_ts(&p.session_id)?;
         if let Some(v) = &p.time_from {
-            filter.time_from = Some(timespec::resolve("timeFrom", v, latest).map_err(ToolError::validation)?);
+            filter.time_from =
+                Some(timespec::resolve("timeFrom", v, latest).map_err(ToolError::validation)?);
         }
         if let Some(v) = &p.time_to {
-            filter.time_to = Some(timespec::resolve("timeTo", v, latest).map_err(ToolError::validation)?);
+            filter.time_to =
+                Some(timespec::resolve("timeTo", v, latest).map_err(ToolError::validation)?);
         }
         if let (Some(a), Some(b)) = (filter.time_from, filter.time_to)
             && a > b
         {
-            return Err(ToolError::validation(format!("'timeFrom' ({a} ns) is after 'timeTo' ({b} ns)")));
+            return Err(ToolError::validation(format!(
+                "'timeFrom' ({a} ns) is after 'timeTo' ({b} ns)"
+            )));
         }
     }
     if p.function.is_some() || p.source_file.is_some() {
         let f = p.function.unwrap_or_default();
         let file = p.source_file.unwrap_or_default();
         let re = match &f.matches {
-            Some(m) => Some(regex::Regex::new(m).map_err(|e| ToolError::validation(format!("'function.matches' is not a valid regex: {e}")))?),
+            Some(m) => Some(regex::Regex::new(m).map_err(|e| {
+                ToolError::validation(format!("'function.matches' is not a valid regex: {e}"))
+            })?),
             None => None,
         };
         let ids = mgr.function_ids(&p.session_id, |name, _raw, src| {
             f.equals.as_ref().is_none_or(|e| e == name)
-                && f.contains.as_ref().is_none_or(|c| name.contains(c.as_str()))
+                && f.contains
+                    .as_ref()
+                    .is_none_or(|c| name.contains(c.as_str()))
                 && re.as_ref().is_none_or(|r| r.is_match(name))
                 && file.equals.as_ref().is_none_or(|e| src == Some(e.as_str()))
-                && file.contains.as_ref().is_none_or(|c| src.is_some_and(|s| s.contains(c.as_str())))
+                && file
+                    .contains
+                    .as_ref()
+                    .is_none_or(|c| src.is_some_and(|s| s.contains(c.as_str())))
         })?;
         filter.func_ids = Some(ids);
     }
@@ -273,11 +358,25 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         filter.tids = Some(mgr.thread_ids(&p.session_id, |name| name.contains(needle.as_str()))?);
     }
     if let Some(rv) = p.return_value {
-        filter.return_value = Some(ReturnValueFilter { equals: rv.equals, is_null: rv.is_null });
+        filter.return_value = Some(ReturnValueFilter {
+            equals: rv.equals,
+            is_null: rv.is_null,
+        });
     }
-    let result = mgr.query(&p.session_id, &filter, QueryPage { offset: offset as u64, limit: limit as usize })?;
+    let result = mgr.query(
+        &p.session_id,
+        &filter,
+        QueryPage {
+            offset: offset as u64,
+            limit: limit as usize,
+        },
+    )?;
     let status = mgr.status(&p.session_id)?;
-    let events: Vec<Value> = result.events.iter().map(|e| render::event(e, p.verbose)).collect();
+    let events: Vec<Value> = result
+        .events
+        .iter()
+        .map(|e| render::event(e, p.verbose))
+        .collect();
     let mut v = json!({
         "events": events,
         "totalCount": result.total_count,
@@ -296,13 +395,20 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     }
     if status.events.dropped > 0 {
         v["eventsDropped"] = json!(status.events.dropped);
-        notes.push(format!("{} events were dropped before reaching the store", status.events.dropped));
+        notes.push(format!(
+            "{} events were dropped before reaching the store",
+            status.events.dropped
+        ));
     }
     let mut text = format!(
         "{} of {} matching events (offset {offset}){}",
         result.events.len(),
         result.total_count,
-        if result.has_more { "; more with a larger offset" } else { "" }
+        if result.has_more {
+            "; more with a larger offset"
+        } else {
+            ""
+        }
     );
     for e in &result.events {
         text.push('\n');

@@ -57,9 +57,17 @@ mod tests {
         assert_eq!(resolve("t", &json!("42"), latest), Ok(42));
         assert_eq!(resolve("t", &json!("-5s"), latest), Ok(5_000_000_000));
         assert_eq!(resolve("t", &json!("-500ms"), latest), Ok(9_500_000_000));
-        assert_eq!(resolve("t", &json!("-1m"), latest), Ok(0), "clamped at session start");
+        assert_eq!(
+            resolve("t", &json!("-1m"), latest),
+            Ok(0),
+            "clamped at session start"
+        );
         assert_eq!(resolve("t", &json!("-1.5s"), latest), Ok(8_500_000_000));
-        assert!(resolve("t", &json!("5 seconds ago"), latest).unwrap_err().contains("-5s"));
+        assert!(
+            resolve("t", &json!("5 seconds ago"), latest)
+                .unwrap_err()
+                .contains("-5s")
+        );
         assert!(resolve("t", &json!(-3), latest).is_err());
         assert!(resolve("t", &json!(true), latest).is_err());
     }

@@ -42,20 +42,40 @@ pub struct Capture {
 impl Capture {
     /// Starts capturing `stdout`/`stderr` of process `pid` into session `key`.
     /// `origin_ns` is the session clock's zero.
-    pub fn start(store: Store, key: i64, pid: u32, origin_ns: u64, stdout: PipeReader, stderr: PipeReader) -> Capture {
+    pub fn start(
+        store: Store,
+        key: i64,
+        pid: u32,
+        origin_ns: u64,
+        stdout: PipeReader,
+        stderr: PipeReader,
+    ) -> Capture {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("strobe-capture-{pid}"))
             .spawn(move || {
                 let streams = [
-                    Stream { pipe: Some(stdout), kind: EventKind::Stdout, carry: Vec::new(), carry_since: None },
-                    Stream { pipe: Some(stderr), kind: EventKind::Stderr, carry: Vec::new(), carry_since: None },
+                    Stream {
+                        pipe: Some(stdout),
+                        kind: EventKind::Stdout,
+                        carry: Vec::new(),
+                        carry_since: None,
+                    },
+                    Stream {
+                        pipe: Some(stderr),
+                        kind: EventKind::Stderr,
+                        carry: Vec::new(),
+                        carry_since: None,
+                    },
                 ];
                 run(store, key, pid, origin_ns, streams, flag)
             })
             .expect("spawning a thread");
-        Capture { stop, thread: Some(thread) }
+        Capture {
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// Waits up to `grace` for both pipes to reach end-of-file, then stops
@@ -81,21 +101,36 @@ impl Drop for Capture {
     }
 }
 
-fn run(store: Store, key: i64, pid: u32, origin: u64, mut streams: [Stream; 2], stop: Arc<AtomicBool>) {
+fn run(
+    store: Store,
+    key: i64,
+    pid: u32,
+    origin: u64,
+    mut streams: [Stream; 2],
+    stop: Arc<AtomicBool>,
+) {
     let mut buf = vec![0u8; READ_SIZE];
     loop {
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
         let mut which = Vec::with_capacity(2);
         for (i, s) in streams.iter().enumerate() {
             if let Some(p) = &s.pipe {
-                fds.push(libc::pollfd { fd: p.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+                fds.push(libc::pollfd {
+                    fd: p.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
                 which.push(i);
             }
         }
         if fds.is_empty() {
             break;
         }
-        let timeout_ms = if streams.iter().any(|s| s.carry_since.is_some()) { 5 } else { 50 };
+        let timeout_ms = if streams.iter().any(|s| s.carry_since.is_some()) {
+            5
+        } else {
+            50
+        };
         // SAFETY: `fds` is a valid array of pollfd for the given length.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
         let mut batch = EventBatch::default();
@@ -116,7 +151,9 @@ fn run(store: Store, key: i64, pid: u32, origin: u64, mut streams: [Stream; 2], 
                         let ts = monotonic_ns().saturating_sub(origin);
                         split_lines(s, &buf[..len], pid, ts, &mut batch);
                     }
-                    Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::WouldBlock => {}
+                    Err(e)
+                        if e.kind() == ErrorKind::Interrupted
+                            || e.kind() == ErrorKind::WouldBlock => {}
                     Err(e) => {
                         tracing::warn!("reading {} of pid {pid} failed: {e}", s.kind.name());
                         let ts = monotonic_ns().saturating_sub(origin);
@@ -152,7 +189,16 @@ fn run(store: Store, key: i64, pid: u32, origin: u64, mut streams: [Stream; 2], 
 }
 
 fn emit(kind: EventKind, pid: u32, ts: u64, flags: u8, bytes: &[u8], batch: &mut EventBatch) {
-    batch.push(EventHeader { ts_ns: ts, kind: kind as u8, flags, pid, ..Default::default() }, bytes);
+    batch.push(
+        EventHeader {
+            ts_ns: ts,
+            kind: kind as u8,
+            flags,
+            pid,
+            ..Default::default()
+        },
+        bytes,
+    );
 }
 
 fn flush_carry(s: &mut Stream, pid: u32, ts: u64, batch: &mut EventBatch) {
@@ -209,11 +255,19 @@ mod tests {
     use super::*;
 
     fn stream() -> Stream {
-        Stream { pipe: None, kind: EventKind::Stdout, carry: Vec::new(), carry_since: None }
+        Stream {
+            pipe: None,
+            kind: EventKind::Stdout,
+            carry: Vec::new(),
+            carry_since: None,
+        }
     }
 
     fn texts(b: &EventBatch) -> Vec<(Vec<u8>, u8)> {
-        b.headers.iter().map(|h| (b.payload_of(h).to_vec(), h.flags)).collect()
+        b.headers
+            .iter()
+            .map(|h| (b.payload_of(h).to_vec(), h.flags))
+            .collect()
     }
 
     #[test]
@@ -226,7 +280,10 @@ mod tests {
         split_lines(&mut s, b"d\n\n", 1, 20, &mut b);
         assert_eq!(b.len(), 4);
         assert_eq!(texts(&b)[2], (b"cccd".to_vec(), 0));
-        assert_eq!(b.headers[2].ts_ns, 10, "a joined line keeps its first byte's time");
+        assert_eq!(
+            b.headers[2].ts_ns, 10,
+            "a joined line keeps its first byte's time"
+        );
         assert_eq!(texts(&b)[3], (b"".to_vec(), 0), "empty lines are kept");
         assert!(s.carry.is_empty());
     }
@@ -241,7 +298,10 @@ mod tests {
         let t = texts(&b);
         assert_eq!(t.len(), 3);
         assert_eq!(t[0].1, FLAG_PARTIAL_LINE);
-        assert_eq!(t.iter().map(|(p, _)| p.len()).sum::<usize>(), MAX_LINE * 2 + 10);
+        assert_eq!(
+            t.iter().map(|(p, _)| p.len()).sum::<usize>(),
+            MAX_LINE * 2 + 10
+        );
     }
 
     #[test]

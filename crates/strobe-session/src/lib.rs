@@ -14,5 +14,6 @@ mod pool;
 mod validate;
 
 pub use manager::{
-    EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus, StopResponse,
+    EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,
+    StopResponse,
 };

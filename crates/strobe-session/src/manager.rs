@@ -14,7 +14,9 @@ use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_JSON};
 use strobe_core::session_id::make_session_id;
 use strobe_core::{ErrorCode, Settings, StrobeHome, ToolError};
 use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
-use strobe_store::{EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store};
+use strobe_store::{
+    EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store,
+};
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -188,7 +190,11 @@ struct Live {
 
 impl Live {
     fn state(&self) -> SessionState {
-        self.life.lock().expect("lifecycle lock").state.unwrap_or(SessionState::Starting)
+        self.life
+            .lock()
+            .expect("lifecycle lock")
+            .state
+            .unwrap_or(SessionState::Starting)
     }
 }
 
@@ -217,7 +223,8 @@ impl SessionManager {
                         SessionUpdate {
                             status: Some("stopped".into()),
                             end_reason: Some(
-                                "the daemon ended while this session was live; its data was kept".into(),
+                                "the daemon ended while this session was live; its data was kept"
+                                    .into(),
                             ),
                             ended_at: Some(unix_millis()),
                             retained: Some(true),
@@ -228,7 +235,13 @@ impl SessionManager {
             }
         }
         let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
-        Ok(Arc::new(Self { home, store, pool, live: Mutex::new(HashMap::new()), launch_lock: Mutex::new(()) }))
+        Ok(Arc::new(Self {
+            home,
+            store,
+            pool,
+            live: Mutex::new(HashMap::new()),
+            launch_lock: Mutex::new(()),
+        }))
     }
 
     /// The store (for the daemon's purge timer).
@@ -257,12 +270,18 @@ impl SessionManager {
     /// Applies settings that matter to a live session (its event cap).
     pub fn apply_settings(&self, id: &str, settings: &Settings) {
         if let Some(l) = self.live.lock().expect("live lock").get(id) {
-            let _ = self.store.set_event_cap(l.key, settings.max_events_per_session);
+            let _ = self
+                .store
+                .set_event_cap(l.key, settings.max_events_per_session);
         }
     }
 
     /// Launches a target under Frida.
-    pub fn launch(self: &Arc<Self>, req: LaunchRequest, settings: &Settings) -> Result<LaunchResponse, ToolError> {
+    pub fn launch(
+        self: &Arc<Self>,
+        req: LaunchRequest,
+        settings: &Settings,
+    ) -> Result<LaunchResponse, ToolError> {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
         let binary = validate::resolve_command(&req.command, &cwd)?;
@@ -274,7 +293,10 @@ impl SessionManager {
             .map_err(|m| ToolError::new(ErrorCode::FridaUnavailable, m))?;
         let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
 
-        let binary_name = binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let binary_name = binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let launch_json = json!({
             "command": binary, "args": req.args, "cwd": cwd,
             "envKeys": req.env.keys().collect::<Vec<_>>(),
@@ -283,8 +305,13 @@ impl SessionManager {
         let (id, key, stats) = {
             // Id choice and row creation must not interleave between launches.
             let _guard = self.launch_lock.lock().expect("launch lock");
-            let existing: std::collections::HashSet<String> =
-                self.store.sessions().map_err(store_err)?.into_iter().map(|s| s.session_id).collect();
+            let existing: std::collections::HashSet<String> = self
+                .store
+                .sessions()
+                .map_err(store_err)?
+                .into_iter()
+                .map(|s| s.session_id)
+                .collect();
             let id = make_session_id(&binary_name, chrono::Local::now(), |c| existing.contains(c));
             let (key, stats) = self
                 .store
@@ -312,7 +339,9 @@ impl SessionManager {
         let agent_js = bridge
             .ensure_agent(&self.home.agent_cache_dir(), timeout)
             .map_err(|e| fail(bridge_err(e)))?;
-        let output = bridge.take_output().expect("a fresh bridge has its output pipes");
+        let output = bridge
+            .take_output()
+            .expect("a fresh bridge has its output pipes");
 
         let mut env: BTreeMap<String, String> = std::env::vars().collect();
         env.extend(req.env.clone());
@@ -320,7 +349,15 @@ impl SessionManager {
         argv.extend(req.args.iter().cloned());
         let origin_ns = monotonic_ns();
         let pid = bridge
-            .spawn(&SpawnRequest { argv, env: env.into_iter().collect(), cwd: Some(cwd), agent_js }, timeout)
+            .spawn(
+                &SpawnRequest {
+                    argv,
+                    env: env.into_iter().collect(),
+                    cwd: Some(cwd),
+                    agent_js,
+                },
+                timeout,
+            )
             .map_err(|e| {
                 bridge.terminate();
                 fail(match e {
@@ -331,7 +368,13 @@ impl SessionManager {
                     other => bridge_err(other),
                 })
             })?;
-        let _ = self.store.update_session(key, SessionUpdate { pid: Some(pid), ..Default::default() });
+        let _ = self.store.update_session(
+            key,
+            SessionUpdate {
+                pid: Some(pid),
+                ..Default::default()
+            },
+        );
 
         let live = Arc::new(Live {
             key,
@@ -354,7 +397,10 @@ impl SessionManager {
                 output.stderr,
             ))),
         });
-        self.live.lock().expect("live lock").insert(id.clone(), live.clone());
+        self.live
+            .lock()
+            .expect("live lock")
+            .insert(id.clone(), live.clone());
         let events = bridge.events();
         let (mgr, l) = (self.clone(), live.clone());
         std::thread::Builder::new()
@@ -372,7 +418,13 @@ impl SessionManager {
                 life.state = Some(SessionState::Running);
             }
         }
-        let _ = self.store.update_session(key, SessionUpdate { status: Some("running".into()), ..Default::default() });
+        let _ = self.store.update_session(
+            key,
+            SessionUpdate {
+                status: Some("running".into()),
+                ..Default::default()
+            },
+        );
         let (mgr, l) = (self.clone(), live.clone());
         std::thread::spawn(move || mgr.watchdog(&l, timeout));
 
@@ -392,7 +444,9 @@ impl SessionManager {
     fn event_loop(&self, live: &Arc<Live>, events: crossbeam_channel::Receiver<BridgeEvent>) {
         while let Ok(ev) = events.recv() {
             match ev {
-                BridgeEvent::AgentMessage { text, data } => self.on_agent_message(live, &text, &data),
+                BridgeEvent::AgentMessage { text, data } => {
+                    self.on_agent_message(live, &text, &data)
+                }
                 BridgeEvent::Detached { reason, crash } => {
                     self.finalize(live, &reason, crash);
                     let b = live.bridge.clone();
@@ -434,7 +488,13 @@ impl SessionManager {
             Some("exit") => {
                 let code = payload["code"].as_i64().unwrap_or(0) as i32;
                 live.life.lock().expect("lifecycle lock").exit_code = Some(code);
-                let _ = self.store.update_session(live.key, SessionUpdate { exit_code: Some(code), ..Default::default() });
+                let _ = self.store.update_session(
+                    live.key,
+                    SessionUpdate {
+                        exit_code: Some(code),
+                        ..Default::default()
+                    },
+                );
                 let _ = self.store.flush();
                 let _ = live.bridge.post(br#"{"type":"exit-ack"}"#, &[]);
             }
@@ -460,7 +520,13 @@ impl SessionManager {
                     payload.to_string().as_bytes(),
                 );
                 let _ = self.store.append(live.key, batch);
-                let _ = self.store.update_session(live.key, SessionUpdate { exit_signal: Some(signal), ..Default::default() });
+                let _ = self.store.update_session(
+                    live.key,
+                    SessionUpdate {
+                        exit_signal: Some(signal),
+                        ..Default::default()
+                    },
+                );
                 // The crash is on disk before the process may die.
                 let _ = self.store.flush();
                 let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
@@ -482,16 +548,29 @@ impl SessionManager {
         let (state, reason) = if life.crash_seen {
             (SessionState::Crashed, None)
         } else if let Some(code) = life.exit_code {
-            (SessionState::Exited, if life.stopping { Some(format!("exited with {code} while being stopped")) } else { None })
+            (
+                SessionState::Exited,
+                if life.stopping {
+                    Some(format!("exited with {code} while being stopped"))
+                } else {
+                    None
+                },
+            )
         } else if life.stopping {
-            (SessionState::Stopped, Some("killed by debug_session stop".to_string()))
+            (
+                SessionState::Stopped,
+                Some("killed by debug_session stop".to_string()),
+            )
         } else {
             (
                 SessionState::Exited,
                 Some(format!(
                     "the process ended without calling exit ({frida_reason}): it was killed by a signal \
                      from outside (e.g. SIGKILL/SIGTERM), which Strobe cannot observe; exit code unknown{}",
-                    crash.as_ref().map(|c| format!("; Frida crash report: {c}")).unwrap_or_default()
+                    crash
+                        .as_ref()
+                        .map(|c| format!("; Frida crash report: {c}"))
+                        .unwrap_or_default()
                 )),
             )
         };
@@ -567,7 +646,10 @@ impl SessionManager {
         loop {
             {
                 let life = live.life.lock().expect("lifecycle lock");
-                let (life, _) = live.ended.wait_timeout(life, WATCHDOG_PERIOD).expect("lifecycle lock");
+                let (life, _) = live
+                    .ended
+                    .wait_timeout(life, WATCHDOG_PERIOD)
+                    .expect("lifecycle lock");
                 if life.ended {
                     return;
                 }
@@ -577,7 +659,10 @@ impl SessionManager {
                 Err(BridgeError::Timeout { .. }) => {
                     self.fail_session(
                         live,
-                        format!("the Frida bridge stopped answering (no reply to a ping within {} ms)", timeout.as_millis()),
+                        format!(
+                            "the Frida bridge stopped answering (no reply to a ping within {} ms)",
+                            timeout.as_millis()
+                        ),
                     );
                     return;
                 }
@@ -628,7 +713,11 @@ impl SessionManager {
             project_root: row.project_root,
             started_at: row.started_at,
             ended_at: row.ended_at,
-            events: EventCounts { stored: row.event_count, evicted: row.evicted, dropped: row.dropped },
+            events: EventCounts {
+                stored: row.event_count,
+                evicted: row.evicted,
+                dropped: row.dropped,
+            },
             retained: row.retained,
             live: false,
             pids: row.pids,
@@ -664,13 +753,22 @@ impl SessionManager {
     /// (`retain`) or deletes it.
     pub fn stop(&self, id: &str, retain: bool) -> Result<StopResponse, ToolError> {
         let Some(live) = self.live(id) else {
-            let row = self.store.session(id).map_err(store_err)?.ok_or_else(|| ToolError::session_not_found(id))?;
+            let row = self
+                .store
+                .session(id)
+                .map_err(store_err)?
+                .ok_or_else(|| ToolError::session_not_found(id))?;
             let collected = row.event_count + row.evicted;
             let state = SessionState::parse(&row.status);
             if !retain {
                 self.store.delete_session(row.key).map_err(store_err)?;
             }
-            return Ok(StopResponse { success: true, events_collected: collected, retained: retain, state });
+            return Ok(StopResponse {
+                success: true,
+                events_collected: collected,
+                retained: retain,
+                state,
+            });
         };
         let already_ended = {
             let mut life = live.life.lock().expect("lifecycle lock");
@@ -678,15 +776,27 @@ impl SessionManager {
             life.ended
         };
         if !already_ended {
-            if let Err(e) = live.bridge.request("kill", json!({}), Duration::from_secs(3)) {
-                self.fail_session(&live, format!("stopped, but the bridge could not kill the target cleanly: {e}"));
+            if let Err(e) = live
+                .bridge
+                .request("kill", json!({}), Duration::from_secs(3))
+            {
+                self.fail_session(
+                    &live,
+                    format!("stopped, but the bridge could not kill the target cleanly: {e}"),
+                );
             }
             let life = live.life.lock().expect("lifecycle lock");
-            let (life, _) = live.ended.wait_timeout_while(life, STOP_WAIT, |l| !l.ended).expect("lifecycle lock");
+            let (life, _) = live
+                .ended
+                .wait_timeout_while(life, STOP_WAIT, |l| !l.ended)
+                .expect("lifecycle lock");
             let ended = life.ended;
             drop(life);
             if !ended {
-                self.fail_session(&live, "the target did not end within 5 s of being killed".into());
+                self.fail_session(
+                    &live,
+                    "the target did not end within 5 s of being killed".into(),
+                );
             }
         }
         live.bridge.terminate();
@@ -699,13 +809,24 @@ impl SessionManager {
         self.live.lock().expect("live lock").remove(id);
         if retain {
             self.store
-                .update_session(live.key, SessionUpdate { retained: Some(true), ..Default::default() })
+                .update_session(
+                    live.key,
+                    SessionUpdate {
+                        retained: Some(true),
+                        ..Default::default()
+                    },
+                )
                 .map_err(store_err)?;
             self.store.flush().map_err(store_err)?;
         } else {
             self.store.delete_session(live.key).map_err(store_err)?;
         }
-        Ok(StopResponse { success: true, events_collected: collected, retained: retain, state })
+        Ok(StopResponse {
+            success: true,
+            events_collected: collected,
+            retained: retain,
+            state,
+        })
     }
 
     /// Deletes a retained session.
@@ -715,19 +836,33 @@ impl SessionManager {
                 "session '{id}' is live; stop it first with debug_session {{action: \"stop\", sessionId: \"{id}\"}} (without retain it is deleted then)"
             )));
         }
-        let row = self.store.session(id).map_err(store_err)?.ok_or_else(|| ToolError::session_not_found(id))?;
+        let row = self
+            .store
+            .session(id)
+            .map_err(store_err)?
+            .ok_or_else(|| ToolError::session_not_found(id))?;
         self.store.delete_session(row.key).map_err(store_err)
     }
 
     fn key_of(&self, id: &str) -> Result<i64, ToolError> {
         match self.live(id) {
             Some(l) => Ok(l.key),
-            None => Ok(self.store.session(id).map_err(store_err)?.ok_or_else(|| ToolError::session_not_found(id))?.key),
+            None => Ok(self
+                .store
+                .session(id)
+                .map_err(store_err)?
+                .ok_or_else(|| ToolError::session_not_found(id))?
+                .key),
         }
     }
 
     /// Runs a query over everything the session recorded so far.
-    pub fn query(&self, id: &str, filter: &EventFilter, page: QueryPage) -> Result<QueryResult, ToolError> {
+    pub fn query(
+        &self,
+        id: &str,
+        filter: &EventFilter,
+        page: QueryPage,
+    ) -> Result<QueryResult, ToolError> {
         let key = self.key_of(id)?;
         self.store.flush().map_err(store_err)?;
         self.store.query(key, filter, page).map_err(store_err)
@@ -744,7 +879,11 @@ impl SessionManager {
     }
 
     /// Thread ids of a session whose name matches `pred`.
-    pub fn thread_ids(&self, id: &str, pred: impl Fn(&str) -> bool) -> Result<std::collections::HashSet<u32>, ToolError> {
+    pub fn thread_ids(
+        &self,
+        id: &str,
+        pred: impl Fn(&str) -> bool,
+    ) -> Result<std::collections::HashSet<u32>, ToolError> {
         let key = self.key_of(id)?;
         self.store.thread_ids(key, pred).map_err(store_err)
     }
@@ -759,7 +898,13 @@ impl SessionManager {
 
     /// Stops every live session, keeping their data (daemon shutdown).
     pub fn shutdown(&self) {
-        let ids: Vec<String> = self.live.lock().expect("live lock").keys().cloned().collect();
+        let ids: Vec<String> = self
+            .live
+            .lock()
+            .expect("live lock")
+            .keys()
+            .cloned()
+            .collect();
         for id in ids {
             if let Err(e) = self.stop(&id, true) {
                 tracing::warn!("stopping {id} at shutdown: {e}");

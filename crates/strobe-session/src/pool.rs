@@ -18,7 +18,11 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 impl BridgePool {
     /// A pool writing bridge scripts to `work_dir` and logs to `logs_dir`.
     pub fn new(work_dir: PathBuf, logs_dir: PathBuf) -> Self {
-        Self { work_dir, logs_dir, spare: Arc::new(Mutex::new(None)) }
+        Self {
+            work_dir,
+            logs_dir,
+            spare: Arc::new(Mutex::new(None)),
+        }
     }
 
     fn start(work_dir: &Path, logs_dir: &Path, python: &Path) -> Result<Bridge, BridgeError> {
@@ -43,7 +47,11 @@ impl BridgePool {
     /// Starts a spare in the background if there is none.
     pub fn refill(&self, python: &Path) {
         let spare = self.spare.clone();
-        let (work, logs, python) = (self.work_dir.clone(), self.logs_dir.clone(), python.to_path_buf());
+        let (work, logs, python) = (
+            self.work_dir.clone(),
+            self.logs_dir.clone(),
+            python.to_path_buf(),
+        );
         std::thread::spawn(move || {
             if spare.lock().expect("pool lock").is_some() {
                 return;

@@ -9,14 +9,23 @@ use strobe_core::ToolError;
 /// taken relative to `cwd`; a bare name is looked up on `PATH`.
 pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> {
     if command.trim().is_empty() {
-        return Err(ToolError::validation("'command' is empty: give the path of the executable to launch"));
+        return Err(ToolError::validation(
+            "'command' is empty: give the path of the executable to launch",
+        ));
     }
     let candidate = if command.contains('/') {
         let p = Path::new(command);
-        if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        }
     } else {
         let path = std::env::var_os("PATH").unwrap_or_default();
-        match std::env::split_paths(&path).map(|d| d.join(command)).find(|p| is_executable_file(p)) {
+        match std::env::split_paths(&path)
+            .map(|d| d.join(command))
+            .find(|p| is_executable_file(p))
+        {
             Some(p) => p,
             None => {
                 return Err(ToolError::validation(format!(
@@ -26,7 +35,10 @@ pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> 
         }
     };
     let meta = std::fs::metadata(&candidate).map_err(|e| {
-        ToolError::validation(format!("'command' {}: {e}. Build the program first or fix the path", candidate.display()))
+        ToolError::validation(format!(
+            "'command' {}: {e}. Build the program first or fix the path",
+            candidate.display()
+        ))
     })?;
     if meta.is_dir() {
         return Err(ToolError::validation(format!(
@@ -56,20 +68,28 @@ pub fn project_root(root: &str) -> Result<PathBuf, ToolError> {
         )));
     }
     if !p.is_dir() {
-        return Err(ToolError::validation(format!("'projectRoot' {root} is not an existing directory")));
+        return Err(ToolError::validation(format!(
+            "'projectRoot' {root} is not an existing directory"
+        )));
     }
     Ok(p.to_path_buf())
 }
 
 /// `cwd`, when given, must be an absolute, existing directory.
 pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, ToolError> {
-    let Some(c) = cwd else { return Ok(project_root.to_path_buf()) };
+    let Some(c) = cwd else {
+        return Ok(project_root.to_path_buf());
+    };
     let p = Path::new(c);
     if !p.is_absolute() {
-        return Err(ToolError::validation(format!("'cwd' must be an absolute path, got {c:?}")));
+        return Err(ToolError::validation(format!(
+            "'cwd' must be an absolute path, got {c:?}"
+        )));
     }
     if !p.is_dir() {
-        return Err(ToolError::validation(format!("'cwd' {c} is not an existing directory")));
+        return Err(ToolError::validation(format!(
+            "'cwd' {c} is not an existing directory"
+        )));
     }
     Ok(p.to_path_buf())
 }
@@ -92,19 +112,49 @@ mod tests {
     fn commands() {
         let tmp = tempfile::tempdir().unwrap();
         assert!(resolve_command("sh", tmp.path()).unwrap().is_absolute());
-        assert!(resolve_command("definitely-not-a-command-xyz", tmp.path()).unwrap_err().message.contains("PATH"));
+        assert!(
+            resolve_command("definitely-not-a-command-xyz", tmp.path())
+                .unwrap_err()
+                .message
+                .contains("PATH")
+        );
         assert!(resolve_command("", tmp.path()).is_err());
         let f = tmp.path().join("data.txt");
         std::fs::write(&f, "x").unwrap();
-        assert!(resolve_command(f.to_str().unwrap(), tmp.path()).unwrap_err().message.contains("not executable"));
-        assert!(resolve_command("./data.txt", tmp.path()).unwrap_err().message.contains("not executable"));
-        assert!(resolve_command(tmp.path().to_str().unwrap(), tmp.path()).unwrap_err().message.contains("directory"));
-        assert!(resolve_command("./missing", tmp.path()).unwrap_err().message.contains("Build the program"));
+        assert!(
+            resolve_command(f.to_str().unwrap(), tmp.path())
+                .unwrap_err()
+                .message
+                .contains("not executable")
+        );
+        assert!(
+            resolve_command("./data.txt", tmp.path())
+                .unwrap_err()
+                .message
+                .contains("not executable")
+        );
+        assert!(
+            resolve_command(tmp.path().to_str().unwrap(), tmp.path())
+                .unwrap_err()
+                .message
+                .contains("directory")
+        );
+        assert!(
+            resolve_command("./missing", tmp.path())
+                .unwrap_err()
+                .message
+                .contains("Build the program")
+        );
     }
 
     #[test]
     fn roots_and_cwds() {
-        assert!(project_root("rel/path").unwrap_err().message.contains("absolute"));
+        assert!(
+            project_root("rel/path")
+                .unwrap_err()
+                .message
+                .contains("absolute")
+        );
         assert!(project_root("/definitely/not/here").is_err());
         assert!(project_root("/").is_ok());
         assert!(cwd(Some("x"), Path::new("/")).is_err());

@@ -21,7 +21,11 @@ fn batch(start: u64, n: usize, payload: &[u8], kind: EventKind) -> EventBatch {
                 tid: 4242 + (i % 4) as u32,
                 func_id: (i % 97) as u32 + 1,
                 parent: if i % 2 == 1 { start + i } else { 0 },
-                duration_ns: if kind == EventKind::FunctionExit { 150 } else { 0 },
+                duration_ns: if kind == EventKind::FunctionExit {
+                    150
+                } else {
+                    0
+                },
                 ..Default::default()
             },
             payload,
@@ -54,7 +58,14 @@ fn chunked(total: u64, payload: &[u8], kind: EventKind) -> f64 {
     let secs = t.elapsed().as_secs_f64();
     // Prove the rows are queryable: count everything, fetch the last page.
     let q = store
-        .query(key, &EventFilter::default(), QueryPage { offset: sent - 10, limit: 10 })
+        .query(
+            key,
+            &EventFilter::default(),
+            QueryPage {
+                offset: sent - 10,
+                limit: 10,
+            },
+        )
         .unwrap();
     assert_eq!(q.total_count, sent);
     assert_eq!(q.events.len(), 10);
@@ -86,8 +97,14 @@ fn row_per_event(total: u64, payload: &[u8]) -> f64 {
                 )
                 .unwrap();
             for _ in 0..65_536.min(total - i) {
-                st.execute(params![(i * 150) as i64, (i % 4) as i64, (i % 97) as i64, i as i64, payload])
-                    .unwrap();
+                st.execute(params![
+                    (i * 150) as i64,
+                    (i % 4) as i64,
+                    (i % 97) as i64,
+                    i as i64,
+                    payload
+                ])
+                .unwrap();
                 i += 1;
             }
         }
@@ -104,12 +121,27 @@ fn main() {
     let line = b"frame 000123: processed 48 samples in 0.21 ms (ok)";
     println!("store ingest, {total} events per case");
     let trace = chunked(total, b"", EventKind::FunctionExit);
-    println!("  chunked store, trace-like (no payload):  {:>12.0} events/s", trace);
+    println!(
+        "  chunked store, trace-like (no payload):  {:>12.0} events/s",
+        trace
+    );
     let out = chunked(total, line, EventKind::Stdout);
-    println!("  chunked store, 51-byte output lines:     {:>12.0} events/s", out);
+    println!(
+        "  chunked store, 51-byte output lines:     {:>12.0} events/s",
+        out
+    );
     let naive_total = total.min(1_000_000);
     let naive = row_per_event(naive_total, line);
-    println!("  baseline: row per event + 2 indexes:     {:>12.0} events/s", naive);
-    println!("  ratio chunked/baseline (output lines):   {:>12.1}x", out / naive);
-    println!("  ratio chunked/baseline (trace-like):     {:>12.1}x", trace / naive);
+    println!(
+        "  baseline: row per event + 2 indexes:     {:>12.0} events/s",
+        naive
+    );
+    println!(
+        "  ratio chunked/baseline (output lines):   {:>12.1}x",
+        out / naive
+    );
+    println!(
+        "  ratio chunked/baseline (trace-like):     {:>12.1}x",
+        trace / naive
+    );
 }

@@ -39,7 +39,10 @@ pub struct ChunkSummary {
 impl ChunkSummary {
     /// `kind_counts` as stored: little-endian u32s.
     pub fn kind_counts_blob(&self) -> Vec<u8> {
-        self.kind_counts.iter().flat_map(|c| c.to_le_bytes()).collect()
+        self.kind_counts
+            .iter()
+            .flat_map(|c| c.to_le_bytes())
+            .collect()
     }
 
     /// Parses the stored `kind_counts` blob.
@@ -231,8 +234,20 @@ mod tests {
     fn round_trip_with_out_of_order_timestamps() {
         let mut b = ChunkBuilder::new(10);
         let hs = [
-            EventHeader { ts_ns: 100, kind: 1, pid: 7, ..Default::default() },
-            EventHeader { ts_ns: 50, kind: 2, pid: 9, tid: 3, flags: 1, ..Default::default() },
+            EventHeader {
+                ts_ns: 100,
+                kind: 1,
+                pid: 7,
+                ..Default::default()
+            },
+            EventHeader {
+                ts_ns: 50,
+                kind: 2,
+                pid: 9,
+                tid: 3,
+                flags: 1,
+                ..Default::default()
+            },
             EventHeader {
                 ts_ns: u64::MAX / 2,
                 kind: 4,
@@ -269,7 +284,13 @@ mod tests {
     #[test]
     fn truncated_data_is_an_error_not_a_panic() {
         let mut b = ChunkBuilder::new(1);
-        b.push(&EventHeader { kind: 1, ..Default::default() }, b"payload");
+        b.push(
+            &EventHeader {
+                kind: 1,
+                ..Default::default()
+            },
+            b"payload",
+        );
         let (_, data) = b.finish();
         for cut in 0..data.len() {
             if cut == 0 {

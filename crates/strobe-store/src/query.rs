@@ -52,7 +52,8 @@ impl ReturnValueFilter {
         };
         let v = doc.get("returnValue").unwrap_or(&serde_json::Value::Null);
         let is_null = v.is_null() || v.as_str().is_some_and(|s| s == "0x0" || s == "NULL");
-        self.equals.as_ref().is_none_or(|e| e == v) && self.is_null.is_none_or(|want| want == is_null)
+        self.equals.as_ref().is_none_or(|e| e == v)
+            && self.is_null.is_none_or(|want| want == is_null)
     }
 }
 
@@ -74,7 +75,8 @@ impl EventFilter {
         {
             return false;
         }
-        if self.time_from.is_some_and(|t| h.ts_ns < t) || self.time_to.is_some_and(|t| h.ts_ns > t) {
+        if self.time_from.is_some_and(|t| h.ts_ns < t) || self.time_to.is_some_and(|t| h.ts_ns > t)
+        {
             return false;
         }
         if self.pid.is_some_and(|p| p != h.pid) {
@@ -83,7 +85,11 @@ impl EventFilter {
         if self.min_duration_ns.is_some_and(|d| h.duration_ns < d) {
             return false;
         }
-        if self.func_ids.as_ref().is_some_and(|f| !f.contains(&h.func_id)) {
+        if self
+            .func_ids
+            .as_ref()
+            .is_some_and(|f| !f.contains(&h.func_id))
+        {
             return false;
         }
         if self.tids.as_ref().is_some_and(|t| !t.contains(&h.tid)) {
@@ -96,7 +102,9 @@ impl EventFilter {
         }
         if let Some(needle) = &self.payload_contains
             && !needle.is_empty()
-            && !payload.windows(needle.len()).any(|w| w == needle.as_slice())
+            && !payload
+                .windows(needle.len())
+                .any(|w| w == needle.as_slice())
         {
             return false;
         }
@@ -145,9 +153,14 @@ pub(crate) fn run(
     page: QueryPage,
 ) -> Result<QueryResult, StoreError> {
     let from = filter.time_from.unwrap_or(0).min(i64::MAX as u64) as i64;
-    let to = filter.time_to.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
+    let to = filter
+        .time_to
+        .unwrap_or(i64::MAX as u64)
+        .min(i64::MAX as u64) as i64;
     let mask = filter.kinds.unwrap_or(u32::MAX) as i64;
-    let (pid_lo, pid_hi) = filter.pid.map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
+    let (pid_lo, pid_hi) = filter
+        .pid
+        .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
     let mut stmt = conn.prepare_cached(
         "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts FROM chunks
          WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
@@ -199,7 +212,10 @@ pub(crate) fn run(
             }
             true
         })
-        .map_err(|reason| StoreError::Corrupt { chunk: m.id, reason })?;
+        .map_err(|reason| StoreError::Corrupt {
+            chunk: m.id,
+            reason,
+        })?;
         out.total_count = matched;
     }
     out.has_more = page.offset + (out.events.len() as u64) < out.total_count;
@@ -211,7 +227,8 @@ fn summary_count(filter: &EventFilter, m: &ChunkMeta) -> Option<u64> {
     if !filter.summary_answerable() {
         return None;
     }
-    let in_time = filter.time_from.is_none_or(|t| m.ts_min >= t) && filter.time_to.is_none_or(|t| m.ts_max <= t);
+    let in_time = filter.time_from.is_none_or(|t| m.ts_min >= t)
+        && filter.time_to.is_none_or(|t| m.ts_max <= t);
     let in_pid = filter.pid.is_none_or(|p| m.pid_min == p && m.pid_max == p);
     if !in_time || !in_pid {
         return None;

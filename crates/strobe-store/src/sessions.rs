@@ -117,7 +117,9 @@ pub(crate) fn by_id(conn: &Connection, id: &str) -> rusqlite::Result<Option<Sess
 }
 
 pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM sessions ORDER BY started_at, key"))?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM sessions ORDER BY started_at, key"
+    ))?;
     let rows = stmt.query_map([], from_row)?;
     rows.collect()
 }

@@ -84,7 +84,9 @@ impl Store {
 
     fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Msg) -> Result<T, StoreError> {
         let (rtx, rrx) = bounded(1);
-        self.tx.send(make(rtx)).map_err(|_| StoreError::WriterGone)?;
+        self.tx
+            .send(make(rtx))
+            .map_err(|_| StoreError::WriterGone)?;
         rrx.recv().map_err(|_| StoreError::WriterGone)?
     }
 
@@ -95,12 +97,16 @@ impl Store {
 
     /// Queues a lifecycle update (applied in order with appends).
     pub fn update_session(&self, key: i64, u: SessionUpdate) -> Result<(), StoreError> {
-        self.tx.send(Msg::Update(key, u)).map_err(|_| StoreError::WriterGone)
+        self.tx
+            .send(Msg::Update(key, u))
+            .map_err(|_| StoreError::WriterGone)
     }
 
     /// Changes a session's event cap (settings are re-read on every tool call).
     pub fn set_event_cap(&self, key: i64, cap: u64) -> Result<(), StoreError> {
-        self.tx.send(Msg::SetCap(key, cap)).map_err(|_| StoreError::WriterGone)
+        self.tx
+            .send(Msg::SetCap(key, cap))
+            .map_err(|_| StoreError::WriterGone)
     }
 
     /// Appends events. Blocks while the writer is behind (back-pressure).
@@ -108,12 +114,16 @@ impl Store {
         if batch.is_empty() {
             return Ok(());
         }
-        self.tx.send(Msg::Append(key, batch)).map_err(|_| StoreError::WriterGone)
+        self.tx
+            .send(Msg::Append(key, batch))
+            .map_err(|_| StoreError::WriterGone)
     }
 
     /// Records events a producer had to drop before they reached the store.
     pub fn record_dropped(&self, key: i64, n: u64) -> Result<(), StoreError> {
-        self.tx.send(Msg::Dropped(key, n)).map_err(|_| StoreError::WriterGone)
+        self.tx
+            .send(Msg::Dropped(key, n))
+            .map_err(|_| StoreError::WriterGone)
     }
 
     /// Commits everything appended so far; afterwards queries see it.
@@ -145,13 +155,21 @@ impl Store {
     /// Flushes and stops the writer. Other clones become unusable.
     pub fn close(&self) -> Result<(), StoreError> {
         let r = self.call(Msg::Shutdown);
-        if let Some(h) = self.writer_thread.lock().expect("writer handle lock").take() {
+        if let Some(h) = self
+            .writer_thread
+            .lock()
+            .expect("writer handle lock")
+            .take()
+        {
             let _ = h.join();
         }
         r
     }
 
-    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let conn = self.readers.lock().expect("reader pool lock").pop();
         let conn = match conn {
             Some(c) => c,
@@ -178,8 +196,11 @@ impl Store {
     /// Largest timestamp stored for a session (0 when it has no events).
     pub fn latest_ts(&self, key: i64) -> Result<u64, StoreError> {
         self.with_reader(|c| {
-            let v: Option<i64> =
-                c.query_row("SELECT MAX(ts_max) FROM chunks WHERE session = ?1", [key], |r| r.get(0))?;
+            let v: Option<i64> = c.query_row(
+                "SELECT MAX(ts_max) FROM chunks WHERE session = ?1",
+                [key],
+                |r| r.get(0),
+            )?;
             Ok(v.unwrap_or(0) as u64)
         })
     }
@@ -192,11 +213,14 @@ impl Store {
         pred: impl Fn(&str, Option<&str>, Option<&str>) -> bool,
     ) -> Result<std::collections::HashSet<u32>, StoreError> {
         self.with_reader(|c| {
-            let mut stmt = c.prepare_cached("SELECT func_id, name, name_raw, file FROM functions WHERE session = ?1")?;
+            let mut stmt = c.prepare_cached(
+                "SELECT func_id, name, name_raw, file FROM functions WHERE session = ?1",
+            )?;
             let mut out = std::collections::HashSet::new();
             let mut rows = stmt.query([key])?;
             while let Some(r) = rows.next()? {
-                let (name, raw, file): (String, Option<String>, Option<String>) = (r.get(1)?, r.get(2)?, r.get(3)?);
+                let (name, raw, file): (String, Option<String>, Option<String>) =
+                    (r.get(1)?, r.get(2)?, r.get(3)?);
                 if pred(&name, raw.as_deref(), file.as_deref()) {
                     out.insert(r.get(0)?);
                 }
@@ -206,7 +230,11 @@ impl Store {
     }
 
     /// Thread ids of a session whose name satisfies `pred`.
-    pub fn thread_ids(&self, key: i64, pred: impl Fn(&str) -> bool) -> Result<std::collections::HashSet<u32>, StoreError> {
+    pub fn thread_ids(
+        &self,
+        key: i64,
+        pred: impl Fn(&str) -> bool,
+    ) -> Result<std::collections::HashSet<u32>, StoreError> {
         self.with_reader(|c| {
             let mut stmt = c.prepare_cached("SELECT tid, name FROM threads WHERE session = ?1")?;
             let mut out = std::collections::HashSet::new();
@@ -222,7 +250,12 @@ impl Store {
     }
 
     /// Runs a query over one session's committed events.
-    pub fn query(&self, key: i64, filter: &EventFilter, page: QueryPage) -> Result<QueryResult, StoreError> {
+    pub fn query(
+        &self,
+        key: i64,
+        filter: &EventFilter,
+        page: QueryPage,
+    ) -> Result<QueryResult, StoreError> {
         self.with_reader(|c| query::run(c, key, filter, page))
     }
 }
@@ -266,7 +299,9 @@ impl Writer {
 
     fn run(mut self, rx: Receiver<Msg>) {
         loop {
-            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = self
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()));
             let msg = match timeout {
                 Some(t) => rx.recv_timeout(t),
                 None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -281,7 +316,9 @@ impl Writer {
                     // crash of the daemon loses little.
                     let started = Instant::now();
                     for _ in 0..QUEUE_BATCHES {
-                        if started.elapsed() >= COMMIT_INTERVAL || self.sealed_count() >= COMMIT_CHUNKS {
+                        if started.elapsed() >= COMMIT_INTERVAL
+                            || self.sealed_count() >= COMMIT_CHUNKS
+                        {
                             break;
                         }
                         match rx.try_recv() {
@@ -373,7 +410,13 @@ impl Writer {
         self.conn.execute(
             "INSERT INTO sessions (id, binary_path, project_root, launch_json, started_at, status)
              VALUES (?1, ?2, ?3, ?4, ?5, 'starting')",
-            params![s.id, s.binary_path, s.project_root, s.launch_json, s.started_at],
+            params![
+                s.id,
+                s.binary_path,
+                s.project_root,
+                s.launch_json,
+                s.started_at
+            ],
         )?;
         let key = self.conn.last_insert_rowid();
         let stats = Arc::new(SessionStats::default());
@@ -403,7 +446,9 @@ impl Writer {
             tracing::warn!("events for unknown session key {key} discarded");
             return;
         };
-        s.stats.received.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        s.stats
+            .received
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         let max = s.chunk_events();
         for h in &batch.headers {
             if s.pids.insert(h.pid) {
@@ -475,12 +520,15 @@ impl Writer {
                         data
                     ])?;
                     let bytes = data.len() as u64;
-                    s.chunks.push_back((tx.last_insert_rowid(), summary.count as u64, bytes));
+                    s.chunks
+                        .push_back((tx.last_insert_rowid(), summary.count as u64, bytes));
                     s.event_count += summary.count as u64;
                     s.stored_bytes += bytes;
                 }
                 while s.event_count > s.cap {
-                    let Some((id, n, bytes)) = s.chunks.pop_front() else { break };
+                    let Some((id, n, bytes)) = s.chunks.pop_front() else {
+                        break;
+                    };
                     delete.execute([id])?;
                     s.event_count -= n;
                     s.evicted += n;
@@ -537,9 +585,11 @@ impl Writer {
             report.expired.push(id);
         }
         loop {
-            let total: i64 =
-                self.conn
-                    .query_row("SELECT COALESCE(SUM(stored_bytes), 0) FROM sessions", [], |r| r.get(0))?;
+            let total: i64 = self.conn.query_row(
+                "SELECT COALESCE(SUM(stored_bytes), 0) FROM sessions",
+                [],
+                |r| r.get(0),
+            )?;
             if total as u64 <= p.max_total_bytes {
                 break;
             }

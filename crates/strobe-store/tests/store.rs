@@ -34,36 +34,68 @@ fn lines(start: u64, n: u64, kind: EventKind) -> EventBatch {
     b
 }
 
-const ALL: QueryPage = QueryPage { offset: 0, limit: 1_000_000 };
+const ALL: QueryPage = QueryPage {
+    offset: 0,
+    limit: 1_000_000,
+};
 
 #[test]
 fn appended_events_are_queryable_after_flush_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.db")).unwrap();
     let key = new_session(&store, "a", 1_000_000);
-    store.append(key, lines(0, 10_000, EventKind::Stdout)).unwrap();
-    store.append(key, lines(10_000, 5, EventKind::Stderr)).unwrap();
+    store
+        .append(key, lines(0, 10_000, EventKind::Stdout))
+        .unwrap();
+    store
+        .append(key, lines(10_000, 5, EventKind::Stderr))
+        .unwrap();
     store.flush().unwrap();
     let all = store.query(key, &EventFilter::default(), ALL).unwrap();
     assert_eq!(all.total_count, 10_005);
     assert!(all.events.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
     assert_eq!(all.events[9_999].payload, b"line 9999");
 
-    let stderr = EventFilter { kinds: Some(EventKind::Stderr.bit()), ..Default::default() };
-    let r = store.query(key, &stderr, QueryPage { offset: 1, limit: 2 }).unwrap();
+    let stderr = EventFilter {
+        kinds: Some(EventKind::Stderr.bit()),
+        ..Default::default()
+    };
+    let r = store
+        .query(
+            key,
+            &stderr,
+            QueryPage {
+                offset: 1,
+                limit: 2,
+            },
+        )
+        .unwrap();
     assert_eq!(r.total_count, 5);
     assert_eq!(r.events.len(), 2);
     assert_eq!(r.events[0].payload, b"line 10001");
     assert!(r.has_more);
 
-    let time = EventFilter { time_from: Some(50), time_to: Some(80), ..Default::default() };
+    let time = EventFilter {
+        time_from: Some(50),
+        time_to: Some(80),
+        ..Default::default()
+    };
     let r = store.query(key, &time, ALL).unwrap();
-    assert_eq!(r.events.iter().map(|e| e.header.ts_ns).collect::<Vec<_>>(), vec![50, 60, 70, 80]);
+    assert_eq!(
+        r.events.iter().map(|e| e.header.ts_ns).collect::<Vec<_>>(),
+        vec![50, 60, 70, 80]
+    );
 
-    let pid = EventFilter { pid: Some(101), ..Default::default() };
+    let pid = EventFilter {
+        pid: Some(101),
+        ..Default::default()
+    };
     assert_eq!(store.query(key, &pid, ALL).unwrap().total_count, 5_002);
 
-    let text = EventFilter { payload_contains: Some(b"line 777".to_vec()), ..Default::default() };
+    let text = EventFilter {
+        payload_contains: Some(b"line 777".to_vec()),
+        ..Default::default()
+    };
     let r = store.query(key, &text, ALL).unwrap();
     assert_eq!(r.total_count, 11, "777 and 7770..7779");
 }
@@ -74,12 +106,26 @@ fn counts_come_from_summaries_outside_the_page() {
     let store = Store::open(&dir.path().join("s.db")).unwrap();
     let key = new_session(&store, "a", 1_000_000);
     for i in 0..20 {
-        store.append(key, lines(i * 4096, 4096, EventKind::Stdout)).unwrap();
+        store
+            .append(key, lines(i * 4096, 4096, EventKind::Stdout))
+            .unwrap();
     }
     store.flush().unwrap();
-    let r = store.query(key, &EventFilter::default(), QueryPage { offset: 0, limit: 50 }).unwrap();
+    let r = store
+        .query(
+            key,
+            &EventFilter::default(),
+            QueryPage {
+                offset: 0,
+                limit: 50,
+            },
+        )
+        .unwrap();
     assert_eq!(r.total_count, 20 * 4096);
-    assert_eq!(r.chunks_decoded, 1, "only the chunk holding the page is decoded");
+    assert_eq!(
+        r.chunks_decoded, 1,
+        "only the chunk holding the page is decoded"
+    );
     assert!(r.chunks_counted >= 19);
 }
 
@@ -88,14 +134,28 @@ fn cap_evicts_oldest_and_counts_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.db")).unwrap();
     let key = new_session(&store, "a", 1_000);
-    store.append(key, lines(0, 5_000, EventKind::Stdout)).unwrap();
+    store
+        .append(key, lines(0, 5_000, EventKind::Stdout))
+        .unwrap();
     store.flush().unwrap();
     let row = store.session("a").unwrap().unwrap();
-    assert!(row.event_count <= 1_000 && row.event_count >= 875, "{}", row.event_count);
-    assert_eq!(row.event_count + row.evicted, 5_000, "nothing vanishes uncounted");
+    assert!(
+        row.event_count <= 1_000 && row.event_count >= 875,
+        "{}",
+        row.event_count
+    );
+    assert_eq!(
+        row.event_count + row.evicted,
+        5_000,
+        "nothing vanishes uncounted"
+    );
     let r = store.query(key, &EventFilter::default(), ALL).unwrap();
     assert_eq!(r.total_count, row.event_count);
-    assert_eq!(r.events.last().unwrap().payload, b"line 4999", "newest kept");
+    assert_eq!(
+        r.events.last().unwrap().payload,
+        b"line 4999",
+        "newest kept"
+    );
 }
 
 #[test]
@@ -106,16 +166,18 @@ fn sessions_update_delete_and_survive_reopen() {
         let store = Store::open(&path).unwrap();
         let key = new_session(&store, "keep", 100);
         let gone = new_session(&store, "gone", 100);
-        assert!(store
-            .create_session(NewSession {
-                id: "keep".into(),
-                binary_path: String::new(),
-                project_root: String::new(),
-                launch_json: String::new(),
-                started_at: 0,
-                event_cap: 1
-            })
-            .is_err());
+        assert!(
+            store
+                .create_session(NewSession {
+                    id: "keep".into(),
+                    binary_path: String::new(),
+                    project_root: String::new(),
+                    launch_json: String::new(),
+                    started_at: 0,
+                    event_cap: 1
+                })
+                .is_err()
+        );
         store.append(key, lines(0, 3, EventKind::Stdout)).unwrap();
         store
             .update_session(
@@ -135,7 +197,10 @@ fn sessions_update_delete_and_survive_reopen() {
     let rows = store.sessions().unwrap();
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
-    assert_eq!((row.status.as_str(), row.exit_code, row.retained), ("exited", Some(3), true));
+    assert_eq!(
+        (row.status.as_str(), row.exit_code, row.retained),
+        ("exited", Some(3), true)
+    );
     assert_eq!(row.event_count, 3);
     assert_eq!(row.pids, vec![100, 101]);
     let r = store.query(row.key, &EventFilter::default(), ALL).unwrap();
@@ -158,11 +223,17 @@ fn purge_removes_expired_then_oldest_over_size() {
                 event_cap: 1_000_000,
             })
             .unwrap();
-        store.append(key, lines(0, 1000, EventKind::Stdout)).unwrap();
+        store
+            .append(key, lines(0, 1000, EventKind::Stdout))
+            .unwrap();
         store
             .update_session(
                 key,
-                SessionUpdate { retained: Some(retained), ended_at: Some(started), ..Default::default() },
+                SessionUpdate {
+                    retained: Some(retained),
+                    ended_at: Some(started),
+                    ..Default::default()
+                },
             )
             .unwrap();
     };
@@ -171,13 +242,26 @@ fn purge_removes_expired_then_oldest_over_size() {
     mk("old", now - 2 * day, true);
     mk("new", now - day, true);
     mk("live", now - 40 * day, false);
-    let report = store.purge(now, Duration::from_millis(7 * day as u64), u64::MAX).unwrap();
+    let report = store
+        .purge(now, Duration::from_millis(7 * day as u64), u64::MAX)
+        .unwrap();
     assert_eq!(report.expired, vec!["ancient"]);
     let per = store.session("old").unwrap().unwrap().stored_bytes;
-    let report = store.purge(now, Duration::from_millis(7 * day as u64), 2 * per + 1).unwrap();
+    let report = store
+        .purge(now, Duration::from_millis(7 * day as u64), 2 * per + 1)
+        .unwrap();
     assert_eq!(report.over_size, vec!["old"]);
-    let ids: Vec<_> = store.sessions().unwrap().into_iter().map(|s| s.session_id).collect();
-    assert_eq!(ids, vec!["live", "new"], "a non-retained (live) session is never purged");
+    let ids: Vec<_> = store
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.session_id)
+        .collect();
+    assert_eq!(
+        ids,
+        vec!["live", "new"],
+        "a non-retained (live) session is never purged"
+    );
 }
 
 #[test]
@@ -188,10 +272,18 @@ fn partial_chunks_become_visible_without_flush() {
     store.append(key, lines(0, 1, EventKind::Stdout)).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        if store.query(key, &EventFilter::default(), ALL).unwrap().total_count == 1 {
+        if store
+            .query(key, &EventFilter::default(), ALL)
+            .unwrap()
+            .total_count
+            == 1
+        {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "partial chunk never committed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "partial chunk never committed"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }
