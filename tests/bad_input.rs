@@ -268,8 +268,15 @@ async fn session_and_query_arguments_are_validated() {
         "no function events before tracing exists"
     );
 
-    let unknown = c.raw("debug_nonexistent", json!({})).await;
-    assert!(unknown.is_err(), "unknown tools are MCP errors");
+    let unknown = c
+        .raw("debug_nonexistent", json!({}))
+        .await
+        .expect_err("unknown tools are MCP errors");
+    let msg = unknown.to_string();
+    assert!(
+        msg.contains("debug_nonexistent") && msg.contains("debug_launch"),
+        "{msg}"
+    );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     c.ok("debug_session", json!({"action": "list"})).await;

@@ -277,3 +277,92 @@ async fn settings_problems_come_back_as_warnings() {
     );
     assert!(w.iter().any(|w| w.contains("no.such.key")), "{w:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sanitizer_reports_are_captured() {
+    let env = Env::new();
+    let c = env.client().await;
+    let (id, _) = c
+        .launch(
+            &support::fixture_with("asan_overflow", &["-fsanitize=address"]),
+            &[],
+        )
+        .await;
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["state"], "exited", "{s}");
+    assert!(
+        s["reason"].as_str().unwrap_or("").contains("sanitizer"),
+        "the unknown exit code is explained: {s}"
+    );
+    let out = c.events(&id, Some("stdout")).await;
+    assert_eq!(out[0]["text"], "before overflow");
+    let err: Vec<String> = c
+        .events(&id, Some("stderr"))
+        .await
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        err.iter()
+            .any(|l| l.contains("ERROR: AddressSanitizer: heap-buffer-overflow")),
+        "{err:?}"
+    );
+    assert!(
+        err.iter()
+            .any(|l| l.starts_with("SUMMARY: AddressSanitizer")),
+        "the whole report is kept"
+    );
+}
+
+/// The pid of the bridge that launched `target` (its parent).
+fn bridge_of(target: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{target}/stat")).unwrap();
+    stat.rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dying_bridge_fails_its_session_and_the_daemon_lives_on() {
+    let env = Env::new();
+    let c = env.client().await;
+    let (id, target) = c.launch(&fixture("sleeper"), &["10"]).await;
+    let bridge = bridge_of(target);
+    let cmdline = std::fs::read_to_string(format!("/proc/{bridge}/cmdline")).unwrap();
+    assert!(cmdline.contains("bridge-"), "{cmdline}");
+    support::signal(bridge, 9);
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["state"], "failed", "{s}");
+    assert!(s["reason"].as_str().unwrap().contains("bridge"), "{s}");
+    assert!(
+        support::wait_until(Duration::from_secs(10), || std::fs::read_to_string(
+            format!("/proc/{target}/stat")
+        )
+        .map_or(true, |st| st.contains(") Z"))),
+        "the orphaned target was stopped"
+    );
+    // The daemon keeps serving, and can launch again.
+    let (id2, _) = c.launch(&fixture("output"), &[]).await;
+    assert_eq!(c.wait_ended(&id2).await["state"], "exited");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hung_bridge_is_detected() {
+    let env = Env::with_settings(json!({"bridge.requestTimeoutMs": 500}));
+    let c = env.client().await;
+    let (id, target) = c.launch(&fixture("sleeper"), &["10"]).await;
+    let bridge = bridge_of(target);
+    support::signal(bridge, 19); // SIGSTOP: alive but silent
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["state"], "failed", "{s}");
+    assert!(
+        s["reason"].as_str().unwrap().contains("stopped answering"),
+        "{s}"
+    );
+    support::signal(bridge, 9);
+}

@@ -41,6 +41,9 @@ def log(*parts):
     print(*parts, file=log_file)
 
 
+# The channel must not leak into the target: it would keep the channel open
+# after the bridge dies (hiding its death) and let the target speak for it.
+os.set_inheritable(3, False)
 chan = socket.socket(fileno=3)
 send_lock = threading.Lock()
 

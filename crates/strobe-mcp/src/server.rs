@@ -422,6 +422,32 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for StrobeServer {
+    /// Routes a call; an unknown tool name gets an error listing the real ones.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        if !self.tool_router.has_route(&request.name) {
+            let names: Vec<String> = self
+                .tool_router
+                .list_all()
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool '{}'; Strobe's tools are: {}",
+                    request.name,
+                    names.join(", ")
+                ),
+                None,
+            ));
+        }
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("strobe", env!("CARGO_PKG_VERSION")))

@@ -178,6 +178,8 @@ struct Live {
     id: String,
     pid: u32,
     origin_ns: u64,
+    /// The target's start time, to recognise it before signalling it.
+    start_time: Option<u64>,
     binary_path: String,
     project_root: String,
     started_at: i64,
@@ -381,6 +383,7 @@ impl SessionManager {
             id: id.clone(),
             pid,
             origin_ns,
+            start_time: proc_start_time(pid),
             binary_path: binary.display().to_string(),
             project_root: project_root.display().to_string(),
             started_at: unix_millis(),
@@ -565,8 +568,9 @@ impl SessionManager {
             (
                 SessionState::Exited,
                 Some(format!(
-                    "the process ended without calling exit ({frida_reason}): it was killed by a signal \
-                     from outside (e.g. SIGKILL/SIGTERM), which Strobe cannot observe; exit code unknown{}",
+                    "the process ended without going through libc's _exit ({frida_reason}): either a raw \
+                     exit_group system call (sanitizers such as ASan exit this way, usually with code 1; \
+                     check stderr) or a signal from outside such as SIGKILL; the exit code is unknown{}",
                     crash
                         .as_ref()
                         .map(|c| format!("; Frida crash report: {c}"))
@@ -610,9 +614,9 @@ impl SessionManager {
     fn fail_session(&self, live: &Arc<Live>, reason: String) {
         tracing::warn!("session {} failed: {reason}", live.id);
         // The bridge is dead or hung: the target it launched must not run on
-        // unobserved. Only signal it while it is still the bridge's child.
-        let bridge_pid = live.bridge.process_id();
-        if parent_of(live.pid) == Some(bridge_pid) {
+        // unobserved. Only signal it while it is provably the same process
+        // (same pid and start time), never a recycled pid.
+        if live.start_time.is_some() && proc_start_time(live.pid) == live.start_time {
             // SAFETY: plain kill(2) of the process Strobe launched.
             unsafe { libc::kill(live.pid as i32, libc::SIGKILL) };
         }
@@ -920,10 +924,12 @@ impl SessionManager {
     }
 }
 
-/// Parent pid of `pid`, from /proc.
-fn parent_of(pid: u32) -> Option<u32> {
+/// Start time of `pid` (clock ticks since boot, /proc/PID/stat field 22):
+/// with the pid, it identifies a process uniquely.
+fn proc_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 4, after the parenthesised command name (which may contain spaces).
+    // Fields after the parenthesised command name (which may contain spaces);
+    // field 3 (state) is the first of them, so field 22 is the 20th.
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(1)?.parse().ok()
+    after.split_whitespace().nth(19)?.parse().ok()
 }
