@@ -68,7 +68,7 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
         .map_err(io_err("cannot restrict the database"))?;
     let mgr = SessionManager::new(home.clone(), store.clone())?;
     let (settings, _) = Settings::load(&home.settings_file(), None);
-    purge(&store, &settings);
+    purge(&home, &store, &settings);
     mgr.prewarm(&settings);
     tracing::info!("daemon {} serving {}", std::process::id(), socket.display());
 
@@ -109,7 +109,7 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
                 }
                 if last_purge.elapsed() >= PURGE_PERIOD {
                     last_purge = Instant::now();
-                    purge(&store, &settings);
+                    purge(&home, &store, &settings);
                 }
             }
         }
@@ -125,8 +125,20 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     Ok(true)
 }
 
-fn purge(store: &Store, settings: &Settings) {
+fn purge(home: &StrobeHome, store: &Store, settings: &Settings) {
     let retention = Duration::from_secs(settings.retention_days * 86_400);
+    // Bridge logs are kept as long as retained sessions, then dropped.
+    if let Ok(entries) = std::fs::read_dir(home.logs_dir()) {
+        for e in entries.flatten() {
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > retention));
+            if old && e.file_name().to_string_lossy().starts_with("bridge-") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     match store.purge(
         strobe_core::clock::unix_millis(),
         retention,

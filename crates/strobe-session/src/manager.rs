@@ -469,6 +469,23 @@ impl SessionManager {
         monotonic_ns().saturating_sub(live.origin_ns)
     }
 
+    /// Records a structured event (crash, process exit) stamped now.
+    fn append_json_event(&self, live: &Live, kind: EventKind, pid: u32, tid: u32, doc: &Value) {
+        let mut batch = EventBatch::default();
+        batch.push(
+            EventHeader {
+                ts_ns: Self::now_ts(live),
+                kind: kind as u8,
+                flags: FLAG_JSON,
+                pid,
+                tid,
+                ..Default::default()
+            },
+            doc.to_string().as_bytes(),
+        );
+        let _ = self.store.append(live.key, batch);
+    }
+
     fn on_agent_message(&self, live: &Arc<Live>, text: &[u8], _data: &[u8]) {
         let msg: Value = match serde_json::from_slice(text) {
             Ok(v) => v,
@@ -508,21 +525,9 @@ impl SessionManager {
                     life.crash_seen = true;
                     life.signal = Some(signal.clone());
                 }
-                let mut batch = EventBatch::default();
                 let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
                 let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
-                batch.push(
-                    EventHeader {
-                        ts_ns: Self::now_ts(live),
-                        kind: EventKind::Crash as u8,
-                        flags: FLAG_JSON,
-                        pid,
-                        tid,
-                        ..Default::default()
-                    },
-                    payload.to_string().as_bytes(),
-                );
-                let _ = self.store.append(live.key, batch);
+                self.append_json_event(live, EventKind::Crash, pid, tid, payload);
                 let _ = self.store.update_session(
                     live.key,
                     SessionUpdate {
@@ -585,18 +590,7 @@ impl SessionManager {
         let info = json!({
             "state": state.as_str(), "exitCode": life.exit_code, "signal": life.signal, "reason": reason,
         });
-        let mut batch = EventBatch::default();
-        batch.push(
-            EventHeader {
-                ts_ns: Self::now_ts(live),
-                kind: EventKind::ProcessExit as u8,
-                flags: FLAG_JSON,
-                pid: live.pid,
-                ..Default::default()
-            },
-            info.to_string().as_bytes(),
-        );
-        let _ = self.store.append(live.key, batch);
+        self.append_json_event(live, EventKind::ProcessExit, live.pid, 0, &info);
         let _ = self.store.update_session(
             live.key,
             SessionUpdate {
