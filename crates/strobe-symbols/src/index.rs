@@ -1,0 +1,103 @@
+//! The symbol index of one image, and its on-disk cache.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever the index's content or layout changes.
+pub const INDEX_FORMAT: u32 = 1;
+
+/// A function with code in the image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionSymbol {
+    /// Qualified, demangled name without parameters or Rust hash
+    /// (`mycrate::parser::parse`, `ns::Class::method`, `max<int>`).
+    pub name: String,
+    /// The linkage (mangled) name, when there is one.
+    pub name_raw: Option<String>,
+    /// Source file (absolute when the DWARF says where it was compiled).
+    pub file: Option<String>,
+    /// Declaration line.
+    pub line: Option<u32>,
+    /// Entry address, relative to the image's lowest load address.
+    pub entry_offset: u64,
+    /// Code ranges `[start, end)` relative to the lowest load address
+    /// (hot/cold split functions have several).
+    pub ranges: Vec<(u64, u64)>,
+    /// True when only the ELF symbol table knew this function.
+    pub from_symtab: bool,
+}
+
+impl FunctionSymbol {
+    /// Bytes of code in all ranges.
+    pub fn size(&self) -> u64 {
+        self.ranges.iter().map(|(a, b)| b - a).sum()
+    }
+}
+
+/// A call that the compiler inlined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlinedCall {
+    /// The inlined function's qualified name.
+    pub name: String,
+    /// Source file of the inlined function's definition.
+    pub file: Option<String>,
+    /// The function it was inlined into.
+    pub into: String,
+    /// Call site file.
+    pub call_file: Option<String>,
+    /// Call site line.
+    pub call_line: Option<u32>,
+}
+
+/// Everything Strobe knows about one image's functions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SymbolIndex {
+    /// The image file.
+    pub path: PathBuf,
+    /// GNU build id (hex), when present.
+    pub build_id: Option<String>,
+    /// Lowest `PT_LOAD` virtual address; runtime address = base + (addr - this).
+    pub load_bias: u64,
+    /// Functions with code, sorted by entry offset.
+    pub functions: Vec<FunctionSymbol>,
+    /// Inlined call sites.
+    pub inlined: Vec<InlinedCall>,
+    /// Where the DWARF came from (`None`: no DWARF, symbol table only).
+    pub debug_file: Option<PathBuf>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheFile {
+    format: u32,
+    key: String,
+    index: SymbolIndex,
+}
+
+impl SymbolIndex {
+    /// Reads a cached index for `key` from `dir`, if present and current.
+    pub fn load_cached(dir: &Path, key: &str) -> Option<SymbolIndex> {
+        let bytes = std::fs::read(dir.join(format!("{key}.idx"))).ok()?;
+        let f: CacheFile = bincode::deserialize(&bytes).ok()?;
+        (f.format == INDEX_FORMAT && f.key == key).then_some(f.index)
+    }
+
+    /// Writes the index to the cache (atomically).
+    pub fn store_cached(&self, dir: &Path, key: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let bytes = bincode::serialize(&CacheFile {
+            format: INDEX_FORMAT,
+            key: key.to_string(),
+            index: self.clone(),
+        })
+        .map_err(std::io::Error::other)?;
+        let path = dir.join(format!("{key}.idx"));
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(tmp, path)
+    }
+
+    /// Functions whose names match exactly (used by tests and lookups).
+    pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
+        self.functions.iter().filter(move |f| f.name == name)
+    }
+}

@@ -1,0 +1,616 @@
+//! The native resolver: DWARF (4 and 5, compressed sections, separate debug
+//! files) with the ELF symbol table as a fallback, parsed per compilation
+//! unit in parallel and cached on disk.
+
+use crate::index::{FunctionSymbol, InlinedCall, SymbolIndex};
+use crate::pattern::Pattern;
+use crate::{Resolution, ResolvedTarget, SymbolResolver};
+use gimli::{AttributeValue, DwAt, EndianSlice, RunTimeEndian, UnitOffset};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why an image could not be indexed.
+#[derive(Debug, thiserror::Error)]
+pub enum SymbolError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not an object file this build understands.
+    #[error("{path} is not a readable ELF image: {reason}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// The DWARF is malformed.
+    #[error("malformed DWARF in {path}: {reason}")]
+    Dwarf {
+        /// The file.
+        path: PathBuf,
+        /// The parser's complaint.
+        reason: String,
+    },
+}
+
+/// The native resolver over one image.
+#[derive(Debug, Clone)]
+pub struct DwarfResolver {
+    module: Arc<Path>,
+    index: Arc<SymbolIndex>,
+}
+
+impl DwarfResolver {
+    /// Indexes `path`, using `cache_dir` (when given) to skip re-parsing an
+    /// unchanged image (key: build id, else path + mtime + size).
+    pub fn open(path: &Path, cache_dir: Option<&Path>) -> Result<DwarfResolver, SymbolError> {
+        let key = cache_key(path)?;
+        if let Some(dir) = cache_dir
+            && let Some(index) = SymbolIndex::load_cached(dir, &key)
+        {
+            return Ok(Self::from_index(index));
+        }
+        let index = build_index(path)?;
+        if let Some(dir) = cache_dir
+            && let Err(e) = index.store_cached(dir, &key)
+        {
+            tracing::warn!("cannot cache the symbol index of {}: {e}", path.display());
+        }
+        Ok(Self::from_index(index))
+    }
+
+    /// Wraps an existing index.
+    pub fn from_index(index: SymbolIndex) -> DwarfResolver {
+        DwarfResolver {
+            module: Arc::from(index.path.as_path()),
+            index: Arc::new(index),
+        }
+    }
+
+    /// The index.
+    pub fn index(&self) -> &SymbolIndex {
+        &self.index
+    }
+}
+
+impl SymbolResolver for DwarfResolver {
+    fn name(&self) -> &'static str {
+        "dwarf"
+    }
+
+    fn resolve_pattern(&self, pattern: &Pattern, project_root: &Path) -> Resolution {
+        let mut out = Resolution::default();
+        let mut names = HashSet::new();
+        for (i, f) in self.index.functions.iter().enumerate() {
+            if pattern.matches(&f.name, f.file.as_deref(), project_root) {
+                names.insert(f.name.as_str());
+                out.targets.push(ResolvedTarget {
+                    module: self.module.clone(),
+                    function: i,
+                    name: f.name.clone(),
+                    entry_offset: f.entry_offset,
+                });
+            }
+        }
+        let mut seen = HashSet::new();
+        for c in &self.index.inlined {
+            if !names.contains(c.name.as_str())
+                && pattern.matches(&c.name, c.file.as_deref(), project_root)
+                && seen.insert((c.name.as_str(), c.into.as_str()))
+            {
+                let at = match (&c.call_file, c.call_line) {
+                    (Some(f), Some(l)) => format!(" at {f}:{l}"),
+                    _ => String::new(),
+                };
+                out.inlined_only.push(format!(
+                    "{} inlined into {}{at}, cannot hook",
+                    c.name, c.into
+                ));
+            }
+        }
+        out
+    }
+}
+
+fn cache_key(path: &Path) -> Result<String, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let canonical = path.canonicalize().map_err(io)?;
+    let mut h = Sha256::new();
+    h.update(canonical.as_os_str().as_encoded_bytes());
+    h.update(mtime.to_le_bytes());
+    h.update(meta.len().to_le_bytes());
+    Ok(h.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+fn map(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // SAFETY: the mapping is read-only; a concurrent truncation of the file
+    // would be the user's own doing and at worst yields a parse error or SIGBUS
+    // in this short-lived read.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(io)
+}
+
+fn has_dwarf(obj: &object::File<'_>) -> bool {
+    obj.section_by_name(".debug_info")
+        .is_some_and(|s| s.size() > 0)
+}
+
+/// Separate debug file: by build id, then by `.gnu_debuglink`.
+fn find_debug_file(obj: &object::File<'_>, path: &Path) -> Option<PathBuf> {
+    if let Ok(Some(id)) = obj.build_id()
+        && id.len() > 1
+    {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let p = PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &hex[..2],
+            &hex[2..]
+        ));
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    if let Ok(Some((name, _crc))) = obj.gnu_debuglink() {
+        let name = Path::new(std::str::from_utf8(name).ok()?);
+        let dir = path.parent()?;
+        let global = Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir));
+        for cand in [
+            dir.join(name),
+            dir.join(".debug").join(name),
+            global.join(name),
+        ] {
+            if cand.is_file() && cand != path {
+                return Some(cand);
+            }
+        }
+    }
+    None
+}
+
+/// Builds the index of one image.
+pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
+    let data = map(path)?;
+    let fmt = |e: object::Error| SymbolError::Format {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let obj = object::File::parse(&*data).map_err(fmt)?;
+    let load_bias = obj
+        .segments()
+        .filter(|s| s.size() > 0)
+        .map(|s| s.address())
+        .min()
+        .unwrap_or(0);
+    let build_id = obj
+        .build_id()
+        .ok()
+        .flatten()
+        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
+
+    let (mut functions, inlined, debug_file) = if has_dwarf(&obj) {
+        let (f, i) = parse_dwarf(&obj, path)?;
+        (f, i, Some(path.to_path_buf()))
+    } else if let Some(debug) = find_debug_file(&obj, path) {
+        let ddata = map(&debug)?;
+        let dobj = object::File::parse(&*ddata).map_err(fmt)?;
+        let (f, i) = parse_dwarf(&dobj, &debug)?;
+        (f, i, Some(debug))
+    } else {
+        (Vec::new(), Vec::new(), None)
+    };
+
+    // The ELF symbol table covers code without DWARF (and stripped DWARF).
+    let known: HashSet<u64> = functions.iter().map(|f| f.entry_offset).collect();
+    let mut symtab: Vec<_> = obj.symbols().collect();
+    if symtab.is_empty() {
+        symtab = obj.dynamic_symbols().collect();
+    }
+    let mut seen = HashSet::new();
+    for sym in symtab {
+        if sym.kind() != SymbolKind::Text || sym.size() == 0 || !sym.is_definition() {
+            continue;
+        }
+        let addr = sym.address();
+        if known.contains(&addr) || !seen.insert(addr) {
+            continue;
+        }
+        let Ok(raw) = sym.name() else { continue };
+        functions.push(FunctionSymbol {
+            name: demangle(raw).unwrap_or_else(|| raw.to_string()),
+            name_raw: Some(raw.to_string()),
+            file: None,
+            line: None,
+            entry_offset: addr,
+            ranges: vec![(addr, addr + sym.size())],
+            from_symtab: true,
+        });
+    }
+    for f in &mut functions {
+        f.entry_offset = f.entry_offset.wrapping_sub(load_bias);
+        for r in &mut f.ranges {
+            *r = (r.0.wrapping_sub(load_bias), r.1.wrapping_sub(load_bias));
+        }
+    }
+    functions.sort_by(|a, b| {
+        a.entry_offset
+            .cmp(&b.entry_offset)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    functions.dedup_by(|a, b| a.entry_offset == b.entry_offset && a.name == b.name);
+    Ok(SymbolIndex {
+        path: path.to_path_buf(),
+        build_id,
+        load_bias,
+        functions,
+        inlined,
+        debug_file,
+    })
+}
+
+/// Demangles a linkage name: Rust without the `::h<hash>` suffix, C++
+/// without parameters or return type. `None` for unmangled names.
+pub fn demangle(raw: &str) -> Option<String> {
+    if let Ok(d) = rustc_demangle::try_demangle(raw) {
+        return Some(format!("{d:#}"));
+    }
+    if raw.starts_with("_Z") {
+        let sym = cpp_demangle::Symbol::new(raw).ok()?;
+        let opts = cpp_demangle::DemangleOptions::new()
+            .no_params()
+            .no_return_type();
+        return sym.demangle(&opts).ok();
+    }
+    None
+}
+
+type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
+
+fn parse_dwarf(
+    obj: &object::File<'_>,
+    path: &Path,
+) -> Result<(Vec<FunctionSymbol>, Vec<InlinedCall>), SymbolError> {
+    let derr = |e: gimli::Error| SymbolError::Dwarf {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let endian = if obj.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<Cow<'_, [u8]>, gimli::Error> {
+        Ok(match obj.section_by_name(id.name()) {
+            Some(s) => s.uncompressed_data().unwrap_or(Cow::Borrowed(&[])),
+            None => Cow::Borrowed(&[]),
+        })
+    };
+    let sections = gimli::DwarfSections::load(load).map_err(derr)?;
+    let dwarf = sections.borrow(|s| EndianSlice::new(s, endian));
+    let mut headers = Vec::new();
+    let mut iter = dwarf.units();
+    while let Some(h) = iter.next().map_err(derr)? {
+        headers.push(h);
+    }
+    let per_unit: Vec<_> = headers
+        .into_par_iter()
+        .map(|h| parse_unit(&dwarf, h))
+        .collect();
+    let mut functions = Vec::new();
+    let mut inlined = Vec::new();
+    for r in per_unit {
+        match r {
+            Ok((f, i)) => {
+                functions.extend(f);
+                inlined.extend(i);
+            }
+            // One bad unit must not hide the rest of the program.
+            Err(e) => tracing::warn!("skipping a malformed DWARF unit in {}: {e}", path.display()),
+        }
+    }
+    Ok((functions, inlined))
+}
+
+#[derive(Clone, Default)]
+struct Decl {
+    qualified: Option<String>,
+    linkage: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+    /// The declaration this one refers to (specification / abstract origin).
+    refers_to: Option<UnitOffset>,
+}
+
+/// An inlined call: origin declaration, enclosing concrete function, call file and line.
+type InlineSite = (UnitOffset, Option<UnitOffset>, Option<String>, Option<u32>);
+
+struct Concrete {
+    decl: UnitOffset,
+    entry: u64,
+    ranges: Vec<(u64, u64)>,
+}
+
+fn parse_unit(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    header: gimli::UnitHeader<Slice<'_>>,
+) -> gimli::Result<(Vec<FunctionSymbol>, Vec<InlinedCall>)> {
+    let unit = dwarf.unit(header)?;
+    let unit_ref = unit.unit_ref(dwarf);
+    let comp_dir = unit.comp_dir.map(|d| d.to_string_lossy().into_owned());
+    let files = file_table(&unit_ref, comp_dir.as_deref());
+
+    let mut decls: HashMap<UnitOffset, Decl> = HashMap::new();
+    let mut concrete: Vec<Concrete> = Vec::new();
+    let mut inlined: Vec<InlineSite> = Vec::new();
+    let mut scopes: Vec<(isize, String)> = Vec::new();
+    let mut funcs: Vec<(isize, UnitOffset)> = Vec::new();
+    let mut depth = 0isize;
+    let mut entries = unit.entries();
+    while let Some((delta, entry)) = entries.next_dfs()? {
+        depth += delta;
+        while scopes.last().is_some_and(|(d, _)| *d >= depth) {
+            scopes.pop();
+        }
+        while funcs.last().is_some_and(|(d, _)| *d >= depth) {
+            funcs.pop();
+        }
+        let tag = entry.tag();
+        match tag {
+            gimli::DW_TAG_namespace
+            | gimli::DW_TAG_class_type
+            | gimli::DW_TAG_structure_type
+            | gimli::DW_TAG_union_type
+            | gimli::DW_TAG_enumeration_type => {
+                let name = attr_string(&unit_ref, entry.attr_value(gimli::DW_AT_name)?)
+                    .unwrap_or_else(|| {
+                        if tag == gimli::DW_TAG_namespace {
+                            "(anonymous namespace)".into()
+                        } else {
+                            "(anonymous)".into()
+                        }
+                    });
+                scopes.push((depth, name));
+            }
+            gimli::DW_TAG_subprogram => {
+                let name = attr_string(&unit_ref, entry.attr_value(gimli::DW_AT_name)?);
+                let linkage =
+                    attr_string(&unit_ref, entry.attr_value(gimli::DW_AT_linkage_name)?).or(
+                        attr_string(&unit_ref, entry.attr_value(gimli::DW_AT_MIPS_linkage_name)?),
+                    );
+                let qualified = name.map(|n| qualify(&scopes, &n));
+                let refers_to = unit_offset(entry.attr_value(gimli::DW_AT_specification)?)
+                    .or(unit_offset(entry.attr_value(gimli::DW_AT_abstract_origin)?));
+                let file = file_attr(entry.attr_value(gimli::DW_AT_decl_file)?, &files);
+                let line = entry
+                    .attr_value(gimli::DW_AT_decl_line)?
+                    .and_then(|v| v.udata_value())
+                    .map(|l| l as u32);
+                decls.insert(
+                    entry.offset(),
+                    Decl {
+                        qualified,
+                        linkage,
+                        file,
+                        line,
+                        refers_to,
+                    },
+                );
+                let mut ranges = Vec::new();
+                let mut it = dwarf.die_ranges(&unit, entry)?;
+                while let Some(r) = it.next()? {
+                    if r.end > r.begin {
+                        ranges.push((r.begin, r.end));
+                    }
+                }
+                if !ranges.is_empty() {
+                    let entry_pc = unit_ref
+                        .attr_address_value(entry, gimli::DW_AT_entry_pc)
+                        .or_else(|| unit_ref.attr_address_value(entry, gimli::DW_AT_low_pc))
+                        .unwrap_or(ranges[0].0);
+                    concrete.push(Concrete {
+                        decl: entry.offset(),
+                        entry: entry_pc,
+                        ranges,
+                    });
+                    funcs.push((depth, entry.offset()));
+                }
+            }
+            gimli::DW_TAG_inlined_subroutine => {
+                if let Some(origin) = unit_offset(entry.attr_value(gimli::DW_AT_abstract_origin)?) {
+                    let call_file = file_attr(entry.attr_value(gimli::DW_AT_call_file)?, &files);
+                    let call_line = entry
+                        .attr_value(gimli::DW_AT_call_line)?
+                        .and_then(|v| v.udata_value())
+                        .map(|l| l as u32);
+                    inlined.push((origin, funcs.last().map(|(_, o)| *o), call_file, call_line));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let resolve =
+        |off: UnitOffset| -> (Option<String>, Option<String>, Option<String>, Option<u32>) {
+            // Follow specification/abstract-origin links (bounded) to fill gaps.
+            let (mut qualified, mut linkage, mut file, mut line) = (None, None, None, None);
+            let mut cur = Some(off);
+            for _ in 0..8 {
+                let Some(d) = cur.and_then(|o| decls.get(&o)) else {
+                    break;
+                };
+                qualified = qualified.or_else(|| d.qualified.clone());
+                linkage = linkage.or_else(|| d.linkage.clone());
+                file = file.or_else(|| d.file.clone());
+                line = line.or(d.line);
+                cur = d.refers_to;
+            }
+            let name = linkage.as_deref().and_then(demangle).or(qualified);
+            (name, linkage, file, line)
+        };
+
+    let mut out = Vec::with_capacity(concrete.len());
+    let mut names_by_decl: HashMap<UnitOffset, String> = HashMap::new();
+    for c in concrete {
+        let (name, linkage, file, line) = resolve(c.decl);
+        let Some(name) = name else { continue };
+        names_by_decl.insert(c.decl, name.clone());
+        out.push(FunctionSymbol {
+            name,
+            name_raw: linkage,
+            file,
+            line,
+            entry_offset: c.entry,
+            ranges: c.ranges,
+            from_symtab: false,
+        });
+    }
+    let calls = inlined
+        .into_iter()
+        .filter_map(|(origin, into, call_file, call_line)| {
+            let (name, _, file, _) = resolve(origin);
+            Some(InlinedCall {
+                name: name?,
+                file,
+                into: into
+                    .and_then(|o| names_by_decl.get(&o).cloned())
+                    .unwrap_or_else(|| "?".into()),
+                call_file,
+                call_line,
+            })
+        })
+        .collect();
+    Ok((out, calls))
+}
+
+fn qualify(scopes: &[(isize, String)], name: &str) -> String {
+    if scopes.is_empty() {
+        return name.to_string();
+    }
+    let mut s = String::new();
+    for (_, scope) in scopes {
+        s.push_str(scope);
+        s.push_str("::");
+    }
+    s.push_str(name);
+    s
+}
+
+fn unit_offset(v: Option<AttributeValue<Slice<'_>>>) -> Option<UnitOffset> {
+    match v? {
+        AttributeValue::UnitRef(o) => Some(o),
+        _ => None,
+    }
+}
+
+fn attr_string<'d>(
+    unit: &gimli::UnitRef<'_, Slice<'d>>,
+    v: Option<AttributeValue<Slice<'d>>>,
+) -> Option<String> {
+    let v = v?;
+    unit.attr_string(v)
+        .ok()
+        .map(|s| s.to_string_lossy().into_owned())
+}
+
+trait AddrAttr<'d> {
+    fn attr_address_value(
+        &self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'d>>,
+        at: DwAt,
+    ) -> Option<u64>;
+}
+
+impl<'d> AddrAttr<'d> for gimli::UnitRef<'_, Slice<'d>> {
+    fn attr_address_value(
+        &self,
+        entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'d>>,
+        at: DwAt,
+    ) -> Option<u64> {
+        let v = entry.attr_value(at).ok()??;
+        self.attr_address(v).ok()?
+    }
+}
+
+fn file_table(unit: &gimli::UnitRef<'_, Slice<'_>>, comp_dir: Option<&str>) -> Vec<Option<String>> {
+    let Some(program) = unit.line_program.as_ref() else {
+        return Vec::new();
+    };
+    let header = program.header();
+    let version5 = header.version() >= 5;
+    let count = header.file_names().len() as u64;
+    let (first, last) = if version5 { (0, count) } else { (1, count + 1) };
+    let mut out = vec![None; last as usize];
+    for index in first..last {
+        let Some(entry) = header.file(index) else {
+            continue;
+        };
+        let Some(name) = attr_string(unit, Some(entry.path_name())) else {
+            continue;
+        };
+        let mut path = PathBuf::new();
+        if let Some(dir) = entry
+            .directory(header)
+            .and_then(|d| attr_string(unit, Some(d)))
+        {
+            if let Some(cd) = comp_dir
+                && !Path::new(&dir).is_absolute()
+            {
+                path.push(cd);
+            }
+            path.push(dir);
+        } else if let Some(cd) = comp_dir {
+            path.push(cd);
+        }
+        path.push(name);
+        out[index as usize] = Some(normalize(&path));
+    }
+    out
+}
+
+fn normalize(p: &Path) -> String {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
+fn file_attr(v: Option<AttributeValue<Slice<'_>>>, files: &[Option<String>]) -> Option<String> {
+    let idx = match v? {
+        AttributeValue::FileIndex(i) => i,
+        other => other.udata_value()?,
+    };
+    files.get(idx as usize).cloned().flatten()
+}

@@ -1,0 +1,274 @@
+//! The DWARF index against real binaries built here with gcc, g++ and rustc
+//! at -O0 and -O2, DWARF 4 and 5, compressed, split into a debug file, and
+//! without DWARF at all.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use strobe_symbols::resolvers::dwarf::{DwarfResolver, build_index};
+use strobe_symbols::{Pattern, SymbolIndex, SymbolResolver};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn build(out_dir: &Path, compiler: &str, src: &str, out: &str, flags: &[&str]) -> PathBuf {
+    let exe = out_dir.join(out);
+    let mut cmd = Command::new(compiler);
+    cmd.args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(fixtures().join(src));
+    let st = cmd.status().unwrap();
+    assert!(st.success(), "{compiler} {flags:?} {src} failed");
+    exe
+}
+
+fn names(idx: &SymbolIndex) -> Vec<&str> {
+    idx.functions.iter().map(|f| f.name.as_str()).collect()
+}
+
+fn get<'a>(idx: &'a SymbolIndex, name: &str) -> &'a strobe_symbols::FunctionSymbol {
+    idx.functions
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{name} not in index: {:?}", names(idx)))
+}
+
+#[test]
+fn c_at_o0_has_names_files_lines_and_offsets() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dwarf in ["-gdwarf-4", "-gdwarf-5"] {
+        let exe = build(tmp.path(), "gcc", "trace_c.c", "c0", &[dwarf, "-O0"]);
+        let idx = build_index(&exe).unwrap();
+        let add = get(&idx, "add");
+        assert!(
+            add.file
+                .as_deref()
+                .unwrap()
+                .ends_with("tests/fixtures/trace_c.c"),
+            "{:?}",
+            add.file
+        );
+        assert_eq!(add.line, Some(9));
+        assert!(!add.from_symtab);
+        assert!(add.size() > 0);
+        for f in [
+            "scale",
+            "fib",
+            "process_point",
+            "greet",
+            "checked_div",
+            "main",
+        ] {
+            get(&idx, f);
+        }
+        assert!(idx.build_id.is_some());
+        // Entry offsets are relative to the lowest load address (PIE: 0).
+        let sym = Command::new("nm").arg(&exe).output().unwrap();
+        let nm = String::from_utf8_lossy(&sym.stdout);
+        let line = nm.lines().find(|l| l.ends_with(" T add")).unwrap();
+        let addr = u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap();
+        assert_eq!(add.entry_offset, addr - idx.load_bias);
+    }
+}
+
+#[test]
+fn c_at_o2_keeps_split_functions_and_reports_inlined_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "gcc", "trace_c.c", "c2", &["-g", "-O2"]);
+    let idx = build_index(&exe).unwrap();
+    let div = get(&idx, "checked_div");
+    assert!(
+        div.ranges.len() >= 2,
+        "hot/cold split function keeps all its ranges: {:?}",
+        div.ranges
+    );
+    assert!(div.entry_offset >= div.ranges.iter().map(|r| r.0).min().unwrap());
+    let r = DwarfResolver::from_index(idx.clone());
+    let res = r.resolve_pattern(&Pattern::parse("tiny_inline").unwrap(), Path::new("/"));
+    assert!(res.targets.is_empty());
+    assert!(
+        res.inlined_only
+            .iter()
+            .any(|m| m.contains("tiny_inline inlined into main") && m.contains("trace_c.c:")),
+        "{:?}",
+        res.inlined_only
+    );
+}
+
+#[test]
+fn cpp_names_are_fully_qualified_without_parameters() {
+    let tmp = tempfile::tempdir().unwrap();
+    for opt in ["-O0", "-O2"] {
+        let exe = build(
+            tmp.path(),
+            "g++",
+            "trace_cpp.cpp",
+            &format!("cpp{opt}"),
+            &["-g", opt],
+        );
+        let idx = build_index(&exe).unwrap();
+        let n = names(&idx);
+        for want in ["audio::dsp::LowPass::process", "main"] {
+            assert!(n.contains(&want), "{opt}: {want} missing from {n:?}");
+        }
+        if opt == "-O0" {
+            for want in [
+                "audio::Mixer::mix",
+                "audio::dsp::Filter::process",
+                "audio::clamp_value<float>",
+                "audio::clamp_value<int>",
+            ] {
+                assert!(n.contains(&want), "{want} missing from {n:?}");
+            }
+            let mix = get(&idx, "audio::Mixer::mix");
+            assert!(mix.name_raw.as_deref().unwrap().starts_with("_ZN"));
+            let r = DwarfResolver::from_index(idx.clone());
+            let hits = r.resolve_pattern(
+                &Pattern::parse("audio::dsp::*::process").unwrap(),
+                Path::new("/"),
+            );
+            let mut got: Vec<_> = hits.targets.iter().map(|t| t.name.as_str()).collect();
+            got.sort();
+            assert_eq!(
+                got,
+                [
+                    "audio::dsp::Filter::process",
+                    "audio::dsp::LowPass::process"
+                ]
+            );
+            let deep = r.resolve_pattern(&Pattern::parse("audio::**").unwrap(), Path::new("/"));
+            assert!(deep.targets.len() >= 5);
+        }
+    }
+}
+
+#[test]
+fn rust_names_are_demangled_without_hash() {
+    let tmp = tempfile::tempdir().unwrap();
+    for opt in ["0", "2"] {
+        let exe = build(
+            tmp.path(),
+            "rustc",
+            "trace_rust.rs",
+            &format!("rs{opt}"),
+            &["-g", "-C", &format!("opt-level={opt}"), "--edition", "2021"],
+        );
+        let idx = build_index(&exe).unwrap();
+        let n = names(&idx);
+        assert!(
+            !n.iter().any(|f| f.contains("::h")
+                && f.len() > 17
+                && f.rsplit("::h").next().is_some_and(|h| h.len() == 16)),
+            "hash suffixes stripped"
+        );
+        for want in ["trace_rust::parser::deep::validate", "trace_rust::main"] {
+            assert!(n.contains(&want), "opt {opt}: {want} missing");
+        }
+        assert!(
+            n.iter()
+                .any(|f| f.contains("Square as trace_rust::Shape>::area")),
+            "trait method: {:?}",
+            n.iter().filter(|f| f.contains("area")).collect::<Vec<_>>()
+        );
+        if opt == "0" {
+            assert!(n.contains(&"trace_rust::parser::tokenize"));
+            assert!(
+                n.iter().any(|f| f.starts_with("trace_rust::largest")),
+                "generic instance"
+            );
+            assert!(n.iter().any(|f| f.contains("{{closure}}")), "closures");
+            let r = DwarfResolver::from_index(idx.clone());
+            let hits = r.resolve_pattern(
+                &Pattern::parse("trace_rust::parser::*").unwrap(),
+                Path::new("/"),
+            );
+            assert!(
+                hits.targets
+                    .iter()
+                    .any(|t| t.name == "trace_rust::parser::tokenize")
+            );
+            assert!(
+                !hits
+                    .targets
+                    .iter()
+                    .any(|t| t.name == "trace_rust::parser::deep::validate"),
+                "* stops at ::"
+            );
+            let user = r.resolve_pattern(&Pattern::UserCode, &fixtures().canonicalize().unwrap());
+            assert!(user.targets.iter().any(|t| t.name == "trace_rust::main"));
+            assert!(
+                !user
+                    .targets
+                    .iter()
+                    .any(|t| t.name.starts_with("std::") || t.name.starts_with("core::")),
+                "std is not user code"
+            );
+        }
+    }
+}
+
+#[test]
+fn compressed_split_and_symtab_only_images() {
+    let tmp = tempfile::tempdir().unwrap();
+    let z = build(tmp.path(), "gcc", "trace_c.c", "cz", &["-g", "-gz"]);
+    let idx = build_index(&z).unwrap();
+    assert_eq!(get(&idx, "add").line, Some(9), "compressed debug sections");
+
+    let split = build(tmp.path(), "gcc", "trace_c.c", "csplit", &["-g"]);
+    let dbg = tmp.path().join("csplit.debug");
+    assert!(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(&split)
+            .arg(&dbg)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        Command::new("strip")
+            .arg("--strip-debug")
+            .arg(&split)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        Command::new("objcopy")
+            .arg(format!("--add-gnu-debuglink={}", dbg.display()))
+            .arg(&split)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let idx = build_index(&split).unwrap();
+    assert_eq!(
+        idx.debug_file.as_deref(),
+        Some(dbg.as_path()),
+        "found through .gnu_debuglink"
+    );
+    assert_eq!(get(&idx, "add").line, Some(9));
+
+    let bare = build(tmp.path(), "gcc", "trace_c.c", "cbare", &["-O0"]);
+    let idx = build_index(&bare).unwrap();
+    assert!(idx.debug_file.is_none());
+    let add = get(&idx, "add");
+    assert!(add.from_symtab && add.file.is_none());
+    get(&idx, "fib");
+}
+
+#[test]
+fn the_cache_returns_the_same_index_and_notices_rebuilds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let exe = build(tmp.path(), "gcc", "trace_c.c", "cc", &["-g"]);
+    let a = DwarfResolver::open(&exe, Some(&cache)).unwrap();
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+    let b = DwarfResolver::open(&exe, Some(&cache)).unwrap();
+    assert_eq!(a.index(), b.index());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    build(tmp.path(), "gcc", "trace_c.c", "cc", &["-g", "-O2"]);
+    let c = DwarfResolver::open(&exe, Some(&cache)).unwrap();
+    assert_ne!(a.index(), c.index(), "a rebuilt binary is re-indexed");
+}
