@@ -34,8 +34,8 @@ impl FunctionSymbol {
     }
 }
 
-/// A call that the compiler inlined.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A call that the compiler inlined (owned form, as the parser produces it).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlinedCall {
     /// The inlined function's qualified name.
     pub name: String,
@@ -60,10 +60,28 @@ pub struct SymbolIndex {
     pub load_bias: u64,
     /// Functions with code, sorted by entry offset.
     pub functions: Vec<FunctionSymbol>,
-    /// Inlined call sites.
-    pub inlined: Vec<InlinedCall>,
+    /// Inlined call sites, with strings interned in `strings` (there are
+    /// many more of them than functions; interning keeps the cache fast).
+    pub inlined: Vec<InlinedRef>,
+    /// String table for `inlined`.
+    pub strings: Vec<String>,
     /// Where the DWARF came from (`None`: no DWARF, symbol table only).
     pub debug_file: Option<PathBuf>,
+}
+
+/// An inlined call site with interned strings (indexes into `SymbolIndex::strings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlinedRef {
+    /// The inlined function's name.
+    pub name: u32,
+    /// Its definition's source file.
+    pub file: Option<u32>,
+    /// The function it was inlined into.
+    pub into: u32,
+    /// Call site file.
+    pub call_file: Option<u32>,
+    /// Call site line.
+    pub call_line: Option<u32>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -94,6 +112,34 @@ impl SymbolIndex {
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(tmp, path)
+    }
+
+    /// Interns `calls` into `inlined` + `strings`.
+    pub fn set_inlined(&mut self, calls: Vec<InlinedCall>) {
+        let mut ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut strings = Vec::new();
+        let mut intern = |s: String| -> u32 {
+            *ids.entry(s).or_insert_with_key(|k| {
+                strings.push(k.clone());
+                (strings.len() - 1) as u32
+            })
+        };
+        self.inlined = calls
+            .into_iter()
+            .map(|c| InlinedRef {
+                name: intern(c.name),
+                file: c.file.map(&mut intern),
+                into: intern(c.into),
+                call_file: c.call_file.map(&mut intern),
+                call_line: c.call_line,
+            })
+            .collect();
+        self.strings = strings;
+    }
+
+    /// The string behind an interned id.
+    pub fn string(&self, id: u32) -> &str {
+        &self.strings[id as usize]
     }
 
     /// Functions whose names match exactly (used by tests and lookups).

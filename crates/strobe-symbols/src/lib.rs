@@ -11,7 +11,7 @@ pub mod index;
 pub mod pattern;
 pub mod resolvers;
 
-pub use index::{FunctionSymbol, InlinedCall, SymbolIndex};
+pub use index::{FunctionSymbol, InlinedCall, InlinedRef, SymbolIndex};
 pub use pattern::{Pattern, PatternError};
 
 use std::path::Path;

@@ -102,19 +102,21 @@ impl SymbolResolver for DwarfResolver {
                 });
             }
         }
+        let idx = &self.index;
         let mut seen = HashSet::new();
-        for c in &self.index.inlined {
-            if !names.contains(c.name.as_str())
-                && pattern.matches(&c.name, c.file.as_deref(), project_root)
-                && seen.insert((c.name.as_str(), c.into.as_str()))
+        for c in &idx.inlined {
+            let name = idx.string(c.name);
+            if !names.contains(name)
+                && pattern.matches(name, c.file.map(|f| idx.string(f)), project_root)
+                && seen.insert((c.name, c.into))
             {
-                let at = match (&c.call_file, c.call_line) {
-                    (Some(f), Some(l)) => format!(" at {f}:{l}"),
+                let at = match (c.call_file, c.call_line) {
+                    (Some(f), Some(l)) => format!(" at {}:{l}", idx.string(f)),
                     _ => String::new(),
                 };
                 out.inlined_only.push(format!(
-                    "{} inlined into {}{at}, cannot hook",
-                    c.name, c.into
+                    "{name} inlined into {}{at}, cannot hook",
+                    idx.string(c.into)
                 ));
             }
         }
@@ -264,14 +266,21 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
             .then_with(|| a.name.cmp(&b.name))
     });
     functions.dedup_by(|a, b| a.entry_offset == b.entry_offset && a.name == b.name);
-    Ok(SymbolIndex {
+    // One call site per (inlined function, caller) is enough to explain why
+    // a pattern cannot hook it, and keeps the cached index small.
+    let mut inlined = inlined;
+    let mut seen_inline = HashSet::new();
+    inlined.retain(|c| seen_inline.insert((c.name.clone(), c.into.clone())));
+    let mut index = SymbolIndex {
         path: path.to_path_buf(),
         build_id,
         load_bias,
         functions,
-        inlined,
         debug_file,
-    })
+        ..Default::default()
+    };
+    index.set_inlined(inlined);
+    Ok(index)
 }
 
 /// Demangles a linkage name: Rust without the `::h<hash>` suffix, C++
