@@ -96,6 +96,8 @@ pub struct EventHeader {
     pub parent: u64,
     /// Duration for exit events, in ns (0 otherwise).
     pub duration_ns: u64,
+    /// Raw register value: the first argument (enter) or the return value (exit).
+    pub value: u64,
     /// Offset of the payload in [`EventBatch::payload`].
     pub payload_off: u32,
     /// Length of the payload.

@@ -103,6 +103,7 @@ impl ChunkBuilder {
         put_varint(d, h.func_id as u64);
         put_varint(d, h.parent);
         put_varint(d, h.duration_ns);
+        put_varint(d, h.value);
         put_varint(d, payload.len() as u64);
         d.extend_from_slice(payload);
     }
@@ -156,6 +157,7 @@ pub fn decode(
         let func_id = get_varint(data, &mut pos)? as u32;
         let parent = get_varint(data, &mut pos)?;
         let duration_ns = get_varint(data, &mut pos)?;
+        let value = get_varint(data, &mut pos)?;
         let len = get_varint(data, &mut pos)? as usize;
         let payload = data.get(pos..pos + len).ok_or("truncated payload")?;
         pos += len;
@@ -168,6 +170,7 @@ pub fn decode(
             func_id,
             parent,
             duration_ns,
+            value,
             payload_off: 0,
             payload_len: len as u32,
         };

@@ -16,6 +16,7 @@
 //!   range is visible as a gap and counted in `evicted`.
 //! - A committed transaction survives a `kill -9` of the daemon (WAL).
 
+mod calltree;
 pub mod codec;
 mod error;
 pub mod query;
@@ -25,5 +26,5 @@ mod writer;
 
 pub use error::StoreError;
 pub use query::{EventFilter, QueryPage, QueryResult, ReturnValueFilter};
-pub use sessions::{NewSession, SessionRow, SessionStats, SessionUpdate};
+pub use sessions::{FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
 pub use writer::{PurgeReport, Store};

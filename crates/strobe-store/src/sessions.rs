@@ -169,3 +169,19 @@ impl SessionStats {
         counter.load(Ordering::Relaxed)
     }
 }
+
+/// A traced function as the query engine names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionRow {
+    /// Session-local function id (what events carry).
+    pub func_id: u32,
+    /// Qualified, demangled name.
+    pub name: String,
+    /// Linkage (mangled) name.
+    pub name_raw: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Declaration line.
+    pub line: Option<u32>,
+}

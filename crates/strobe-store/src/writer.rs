@@ -1,10 +1,11 @@
 //! The store handle and its single writer thread.
 
+use crate::calltree::CallTree;
 use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
 use crate::query::{self, EventFilter, QueryPage, QueryResult};
 use crate::schema;
-use crate::sessions::{self, NewSession, SessionRow, SessionStats, SessionUpdate};
+use crate::sessions::{self, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rusqlite::{Connection, params};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -32,6 +33,7 @@ enum Msg {
     Update(i64, SessionUpdate),
     SetCap(i64, u64),
     Append(i64, EventBatch),
+    Functions(i64, Vec<FunctionRow>),
     Dropped(i64, u64),
     Flush(Reply<()>),
     Delete(i64, Reply<()>),
@@ -117,6 +119,37 @@ impl Store {
         self.tx
             .send(Msg::Append(key, batch))
             .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Registers functions (id → name, file, line) so events can be named
+    /// and filtered by name. Queued in order with appends.
+    pub fn register_functions(&self, key: i64, rows: Vec<FunctionRow>) -> Result<(), StoreError> {
+        self.tx
+            .send(Msg::Functions(key, rows))
+            .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// The registered functions of a session with the given ids.
+    pub fn functions(&self, key: i64, ids: &[u32]) -> Result<Vec<FunctionRow>, StoreError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT func_id, name, name_raw, file, line FROM functions WHERE session = ?1 AND func_id = ?2",
+            )?;
+            let mut out = Vec::new();
+            for id in ids {
+                let mut rows = stmt.query(params![key, id])?;
+                if let Some(r) = rows.next()? {
+                    out.push(FunctionRow {
+                        func_id: r.get(0)?,
+                        name: r.get(1)?,
+                        name_raw: r.get(2)?,
+                        file: r.get(3)?,
+                        line: r.get(4)?,
+                    });
+                }
+            }
+            Ok(out)
+        })
     }
 
     /// Records events a producer had to drop before they reached the store.
@@ -275,6 +308,7 @@ struct SessionState {
     pending: Option<(ChunkBuilder, Instant)>,
     sealed: Vec<(ChunkSummary, Vec<u8>)>,
     dirty: bool,
+    calls: CallTree,
 }
 
 impl SessionState {
@@ -375,6 +409,11 @@ impl Writer {
                 }
             }
             Msg::Append(key, batch) => self.append(key, batch),
+            Msg::Functions(key, rows) => {
+                if let Err(e) = self.insert_functions(key, &rows) {
+                    tracing::error!("registering functions failed: {e}");
+                }
+            }
             Msg::Dropped(key, n) => {
                 if let Some(s) = self.sessions.get_mut(&key) {
                     s.dropped += n;
@@ -436,9 +475,25 @@ impl Writer {
                 pending: None,
                 sealed: Vec::new(),
                 dirty: false,
+                calls: CallTree::default(),
             },
         );
         Ok((key, stats))
+    }
+
+    fn insert_functions(&mut self, key: i64, rows: &[FunctionRow]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO functions (session, func_id, name, name_raw, file, line)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for r in rows {
+                stmt.execute(params![key, r.func_id, r.name, r.name_raw, r.file, r.line])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     fn append(&mut self, key: i64, batch: EventBatch) {
@@ -454,10 +509,12 @@ impl Writer {
             if s.pids.insert(h.pid) {
                 s.pids_dirty = true;
             }
+            let mut h = *h;
+            s.calls.link(&mut h, s.next_seq);
             let (builder, _) = s
                 .pending
                 .get_or_insert_with(|| (ChunkBuilder::new(s.next_seq), Instant::now()));
-            builder.push(h, batch.payload_of(h));
+            builder.push(&h, batch.payload_of(&h));
             s.next_seq += 1;
             if builder.is_full(max) {
                 let (b, _) = s.pending.take().expect("pending chunk exists");

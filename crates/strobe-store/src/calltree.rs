@@ -1,0 +1,110 @@
+//! Call-tree reconstruction.
+//!
+//! The store's writer is the only place that knows each event's sequence
+//! number, so it links calls: an enter event's `parent` is the enter event of
+//! the call that is open on the same thread (0 at the top), and an exit event
+//! gets the same parent plus its duration. Records of one thread arrive in the
+//! order that thread produced them, which is all this needs.
+
+use std::collections::HashMap;
+use strobe_core::event::{EventHeader, EventKind};
+
+struct Open {
+    seq: u64,
+    ts: u64,
+    func: u32,
+    parent: u64,
+}
+
+/// Deepest call stack tracked per thread (deeper calls are still stored,
+/// unlinked).
+const MAX_DEPTH: usize = 4096;
+
+/// Per-thread stacks of open calls for one session.
+#[derive(Default)]
+pub struct CallTree {
+    stacks: HashMap<(u32, u32), Vec<Open>>,
+}
+
+impl CallTree {
+    /// Fills `parent` (and `duration_ns` for exits) of an event about to get `seq`.
+    pub fn link(&mut self, h: &mut EventHeader, seq: u64) {
+        let enter = h.kind == EventKind::FunctionEnter as u8;
+        let exit = h.kind == EventKind::FunctionExit as u8;
+        if !enter && !exit {
+            return;
+        }
+        let stack = self.stacks.entry((h.pid, h.tid)).or_default();
+        if enter {
+            let parent = stack.last().map_or(0, |o| o.seq + 1);
+            h.parent = parent;
+            if stack.len() < MAX_DEPTH {
+                stack.push(Open {
+                    seq,
+                    ts: h.ts_ns,
+                    func: h.func_id,
+                    parent,
+                });
+            }
+            return;
+        }
+        // An exit closes the innermost open call of the same function;
+        // calls above it that never returned (longjmp, unwinding) are dropped.
+        if let Some(pos) = stack.iter().rposition(|o| o.func == h.func_id) {
+            let open = &stack[pos];
+            h.parent = open.parent;
+            h.duration_ns = h.ts_ns.saturating_sub(open.ts);
+            stack.truncate(pos);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventKind, func: u32, ts: u64) -> EventHeader {
+        EventHeader {
+            kind: kind as u8,
+            func_id: func,
+            ts_ns: ts,
+            pid: 1,
+            tid: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn nested_calls_get_parents_and_durations() {
+        let mut t = CallTree::default();
+        let mut seq = 1;
+        let mut run = |kind, func, ts| {
+            let mut h = ev(kind, func, ts);
+            t.link(&mut h, seq);
+            seq += 1;
+            h
+        };
+        let a = run(EventKind::FunctionEnter, 1, 100); // seq 1
+        let b = run(EventKind::FunctionEnter, 2, 110); // seq 2
+        let bx = run(EventKind::FunctionExit, 2, 150); // seq 3
+        let ax = run(EventKind::FunctionExit, 1, 200); // seq 4
+        assert_eq!(a.parent, 0);
+        assert_eq!(b.parent, 2, "seq 1 + 1");
+        assert_eq!((bx.parent, bx.duration_ns), (2, 40));
+        assert_eq!((ax.parent, ax.duration_ns), (0, 100));
+    }
+
+    #[test]
+    fn threads_are_independent_and_unmatched_exits_are_harmless() {
+        let mut t = CallTree::default();
+        let mut h1 = ev(EventKind::FunctionEnter, 1, 0);
+        t.link(&mut h1, 1);
+        let mut h2 = ev(EventKind::FunctionEnter, 1, 0);
+        h2.tid = 2;
+        t.link(&mut h2, 2);
+        assert_eq!(h2.parent, 0, "another thread's open call is not a parent");
+        let mut stray = ev(EventKind::FunctionExit, 9, 5);
+        t.link(&mut stray, 3);
+        assert_eq!((stray.parent, stray.duration_ns), (0, 0));
+    }
+}
