@@ -3,6 +3,22 @@
 // output by content hash, so an edited source is never shadowed by a stale build.
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
+import { drain, startDraining, updateHooks, HookRequest } from "./tracers/native.js";
 
-installLifecycleHooks();
+// Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
+// their own recv() calls; everything else arrives here.
+function listen(): void {
+    recv((msg: { type: string } & Record<string, unknown>) => {
+        try {
+            if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
+        } finally {
+            listen();
+        }
+    });
+}
+
+installLifecycleHooks(drain);
+startDraining();
+listen();
+rpc.exports = { dispose: drain };
 send_({ type: "agent_loaded", pid: Process.id, arch: Process.arch, platform: Process.platform });

@@ -20,13 +20,15 @@ const SIGNALS: Record<string, string> = {
 
 let exitReported = false;
 
-export function installLifecycleHooks(): void {
+/** `flush` runs before the exit or crash is reported, so no traced call is lost. */
+export function installLifecycleHooks(flush: () => void): void {
     const exitFn = Module.findGlobalExportByName("_exit");
     if (exitFn !== null) {
         Interceptor.attach(exitFn, {
             onEnter(args) {
                 if (exitReported) return;
                 exitReported = true;
+                flush();
                 sendAndWait({ type: "exit", pid: Process.id, code: args[0].toInt32() }, "exit-ack");
             },
         });
@@ -54,6 +56,7 @@ export function installLifecycleHooks(): void {
             const v = ctx[name];
             if (v !== undefined) registers[name] = v.toString();
         }
+        try { flush(); } catch (_e) { /* the crash report matters more */ }
         const memory = details.memory
             ? { operation: details.memory.operation, address: details.memory.address.toString() }
             : undefined;

@@ -69,6 +69,43 @@ pub fn fixture_with(name: &str, flags: &[&str]) -> PathBuf {
     out
 }
 
+/// Builds `tests/fixtures/<file>` with `compiler` (gcc, g++, rustc) and `flags`,
+/// once per content and flags.
+pub fn compile_with(file: &str, compiler: &str, flags: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(file);
+    let text = std::fs::read(&src).unwrap_or_else(|e| panic!("fixture {}: {e}", src.display()));
+    let hash = text
+        .iter()
+        .chain(compiler.as_bytes())
+        .chain(flags.join(" ").as_bytes())
+        .fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ *b as u64).wrapping_mul(0x100000001b3)
+        });
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = file.split('.').next().unwrap();
+    let out = dir.join(format!("{stem}-{hash:016x}"));
+    if !out.is_file() {
+        let tmp = dir.join(format!(
+            "{stem}.{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let st = Command::new(compiler)
+            .args(flags)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .expect("compiler runs");
+        assert!(st.success(), "{compiler} failed for {}", src.display());
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
 /// A private STROBE_HOME; kills the daemon it started when dropped.
 pub struct Env {
     pub home: tempfile::TempDir,

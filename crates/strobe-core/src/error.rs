@@ -19,6 +19,8 @@ pub enum ErrorCode {
     FridaAttachFailed,
     /// Frida's Python package (or Python itself) is missing or broken.
     FridaUnavailable,
+    /// A trace pattern is malformed; the message says why.
+    InvalidPattern,
     /// Something inside Strobe failed; the message names the part.
     InternalError,
 }
@@ -32,6 +34,7 @@ impl ErrorCode {
             ErrorCode::ProcessExited => "PROCESS_EXITED",
             ErrorCode::FridaAttachFailed => "FRIDA_ATTACH_FAILED",
             ErrorCode::FridaUnavailable => "FRIDA_UNAVAILABLE",
+            ErrorCode::InvalidPattern => "INVALID_PATTERN",
             ErrorCode::InternalError => "INTERNAL_ERROR",
         }
     }

@@ -81,9 +81,10 @@ pub struct FileFilter {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReturnFilter {
-    /// The serialized return value must equal this JSON value.
+    /// The return value must equal this: an integer (negative ones as two's complement),
+    /// a hex string like "0x2a", or a boolean. Compared with the raw return register.
     pub equals: Option<Value>,
-    /// true: only null/NULL returns; false: only non-null returns.
+    /// true: only 0/NULL returns; false: only non-zero returns.
     pub is_null: Option<bool>,
 }
 
@@ -130,4 +131,21 @@ pub struct QueryParams {
     /// Include every field (thread, pid, raw bytes, flags) instead of the summary form.
     #[serde(default)]
     pub verbose: bool,
+}
+
+/// `debug_trace` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TraceParams {
+    /// The running session to change live. Omit to stage patterns for the next debug_launch.
+    pub session_id: Option<String>,
+    /// Patterns to add: "ns::func" (exact), "ns::*" (one level, * never crosses ::),
+    /// "ns::**" (any depth), "@usercode" (functions in projectRoot), "@file:parser.c".
+    #[serde(default)]
+    pub add: Vec<String>,
+    /// Active patterns to remove (as written when added).
+    #[serde(default)]
+    pub remove: Vec<String>,
+    /// Absolute project root, for settings when no session is given.
+    pub project_root: Option<String>,
 }

@@ -4,9 +4,11 @@
 use base64::Engine;
 use serde_json::{Map, Value, json};
 use strobe_core::event::{Event, EventKind, FLAG_JSON, FLAG_PARTIAL_LINE};
+use strobe_store::FunctionRow;
 
 /// Renders one event. Summary form by default; `verbose` adds every field.
-pub fn event(e: &Event, verbose: bool) -> Value {
+/// `func` names the function of function events.
+pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>) -> Value {
     let kind = e.kind();
     let mut o = Map::new();
     o.insert("id".into(), json!(e.seq));
@@ -35,6 +37,34 @@ pub fn event(e: &Event, verbose: bool) -> Value {
                 o.insert("partialLine".into(), json!(true));
             }
         }
+        Some(k @ (EventKind::FunctionEnter | EventKind::FunctionExit)) => {
+            match func {
+                Some(f) => {
+                    o.insert("function".into(), json!(f.name));
+                    o.insert("sourceFile".into(), json!(f.file));
+                    o.insert("line".into(), json!(f.line));
+                    if verbose {
+                        o.insert("functionRaw".into(), json!(f.name_raw));
+                    }
+                }
+                None => {
+                    o.insert("functionId".into(), json!(e.header.func_id));
+                }
+            }
+            // Raw register values until typed serialization from DWARF lands.
+            if k == EventKind::FunctionExit {
+                o.insert("durationNs".into(), json!(e.header.duration_ns));
+                o.insert(
+                    "returnValueRaw".into(),
+                    json!(format!("{:#x}", e.header.value)),
+                );
+            } else {
+                o.insert(
+                    "firstArgumentRaw".into(),
+                    json!(format!("{:#x}", e.header.value)),
+                );
+            }
+        }
         _ if e.header.flags & FLAG_JSON != 0 => {
             let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
             if let Value::Object(fields) = data {
@@ -53,20 +83,22 @@ pub fn event(e: &Event, verbose: bool) -> Value {
         if e.header.parent != 0 {
             o.insert("parentEventId".into(), json!(e.header.parent - 1));
         }
-        if e.header.duration_ns != 0 {
-            o.insert("durationNs".into(), json!(e.header.duration_ns));
-        }
     }
     Value::Object(o)
 }
 
 /// One line of the text rendering of an event (at most ~200 chars).
-pub fn event_line(e: &Event) -> String {
+pub fn event_line(e: &Event, func: Option<&FunctionRow>) -> String {
     let ms = e.header.ts_ns as f64 / 1e6;
     let kind = e.kind().map_or("unknown", EventKind::name);
+    let name = func.map_or("?", |f| f.name.as_str());
     let body = match e.kind() {
-        Some(EventKind::Stdout | EventKind::Stderr | EventKind::Logpoint) => {
-            String::from_utf8_lossy(&e.payload).into_owned()
+        Some(EventKind::FunctionEnter) => format!("{name}(arg0={:#x})", e.header.value),
+        Some(EventKind::FunctionExit) => {
+            format!(
+                "{name} -> {:#x} in {} ns",
+                e.header.value, e.header.duration_ns
+            )
         }
         _ => String::from_utf8_lossy(&e.payload).into_owned(),
     };
@@ -106,6 +138,7 @@ mod tests {
         let v = event(
             &ev(EventKind::Stderr, FLAG_PARTIAL_LINE, b"bad \xff byte"),
             false,
+            None,
         );
         assert_eq!(v["eventType"], "stderr");
         assert_eq!(v["nonUtf8"], true);
@@ -114,7 +147,7 @@ mod tests {
             .decode(v["bytesBase64"].as_str().unwrap())
             .unwrap();
         assert_eq!(raw, b"bad \xff byte");
-        let v = event(&ev(EventKind::Stdout, 0, b"ok"), true);
+        let v = event(&ev(EventKind::Stdout, 0, b"ok"), true, None);
         assert_eq!(v["text"], "ok");
         assert_eq!(v["pid"], 9);
         assert!(v.get("nonUtf8").is_none());
@@ -129,9 +162,10 @@ mod tests {
                 br#"{"type":"crash","signal":"SIGSEGV","registers":{}}"#,
             ),
             false,
+            None,
         );
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
-        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500])).len() < 210);
+        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None).len() < 210);
     }
 }

@@ -1,6 +1,6 @@
 //! The rmcp server: one per client connection, all sharing one SessionManager.
 
-use crate::params::{LaunchParams, QueryParams, SessionAction, SessionParams};
+use crate::params::{LaunchParams, QueryParams, SessionAction, SessionParams, TraceParams};
 use crate::{render, timespec};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -256,6 +256,52 @@ impl StrobeServer {
     }
 
     #[tool(
+        description = "Add or remove function trace patterns. With sessionId the hooks change in the running program \
+        at once (recommended, after reading its output); without it the patterns are staged and hooked before main() at the \
+        next debug_launch. Patterns: \"ns::func\", \"ns::*\" (one level), \"ns::**\" (any depth), \"@usercode\", \
+        \"@file:parser.c\". Each call of a hooked function records function_enter/function_exit events with thread, parent \
+        call and duration."
+    )]
+    async fn debug_trace(
+        &self,
+        Parameters(p): Parameters<TraceParams>,
+    ) -> Result<CallToolResult, McpError> {
+        if let Some(root) = &p.project_root
+            && !Path::new(root).is_absolute()
+        {
+            return Ok(fail(ToolError::validation(format!(
+                "'projectRoot' must be an absolute path, got {root:?}"
+            ))));
+        }
+        let (settings, warnings) = match &p.session_id {
+            Some(id) => self.settings_for_session(id),
+            None => self.settings(p.project_root.as_deref().map(Path::new)),
+        };
+        let mgr = self.mgr.clone();
+        let r = blocking(move || mgr.trace(p.session_id.as_deref(), &p.add, &p.remove, &settings))
+            .await;
+        Ok(match r {
+            Ok(mut resp) => {
+                resp.warnings.extend(warnings);
+                let text = format!(
+                    "{} mode: {} pattern(s) active, {} function(s) hooked. {}{}",
+                    resp.mode,
+                    resp.active_patterns.len(),
+                    resp.hooked_functions,
+                    resp.status,
+                    if resp.warnings.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" Warnings: {}", resp.warnings.join(" | "))
+                    }
+                );
+                ok(serde_json::to_value(&resp).expect("serializable"), text)
+            }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
         description = "Query a session's unified timeline (stdout, stderr, crashes, process exit; function calls and \
         variable snapshots once tracing is on), oldest first. Filter by eventType, time (ns since start or relative like \
         \"-5s\"), pid, text, function/sourceFile/threadName/returnValue/minDurationNs. Paged with limit (≤500) and offset; \
@@ -272,6 +318,23 @@ impl StrobeServer {
             Ok((v, t)) => ok(with_warnings(v, &warnings), t),
             Err(e) => fail(e),
         })
+    }
+}
+
+/// The raw 64-bit register form of a JSON value (integers two's-complement).
+fn raw_value(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_i64().map(|i| i as u64)),
+        Value::Bool(b) => Some(*b as u64),
+        Value::String(s) => {
+            let s = s.trim();
+            match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => s.parse::<i64>().ok().map(|i| i as u64),
+            }
+        }
+        Value::Null => Some(0),
+        _ => None,
     }
 }
 
@@ -358,8 +421,17 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         filter.tids = Some(mgr.thread_ids(&p.session_id, |name| name.contains(needle.as_str()))?);
     }
     if let Some(rv) = p.return_value {
+        let equals = match &rv.equals {
+            None => None,
+            Some(v) => Some(raw_value(v).ok_or_else(|| {
+                ToolError::validation(format!(
+                    "'returnValue.equals' {v} cannot be compared with a raw return register: give an integer \
+                     (e.g. 0, -1, 42), a hex string (\"0x2a\") or a boolean"
+                ))
+            })?),
+        };
         filter.return_value = Some(ReturnValueFilter {
-            equals: rv.equals,
+            equals,
             is_null: rv.is_null,
         });
     }
@@ -372,10 +444,45 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         },
     )?;
     let status = mgr.status(&p.session_id)?;
+    let mut ids: Vec<u32> = result
+        .events
+        .iter()
+        .map(|e| e.header.func_id)
+        .filter(|id| *id != 0)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let funcs: std::collections::HashMap<u32, strobe_store::FunctionRow> = mgr
+        .function_rows(&p.session_id, &ids)?
+        .into_iter()
+        .map(|f| (f.func_id, f))
+        .collect();
+    let func_of = |e: &strobe_core::Event| funcs.get(&e.header.func_id);
+    let mut tids: Vec<u32> = result
+        .events
+        .iter()
+        .map(|e| e.header.tid)
+        .filter(|t| *t != 0)
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    let names: std::collections::HashMap<u32, String> = if p.verbose {
+        mgr.thread_names(&p.session_id, &tids)?
+            .into_iter()
+            .collect()
+    } else {
+        Default::default()
+    };
     let events: Vec<Value> = result
         .events
         .iter()
-        .map(|e| render::event(e, p.verbose))
+        .map(|e| {
+            let mut v = render::event(e, p.verbose, func_of(e));
+            if let Some(n) = names.get(&e.header.tid) {
+                v["threadName"] = json!(n);
+            }
+            v
+        })
         .collect();
     let mut v = json!({
         "events": events,
@@ -412,7 +519,7 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     );
     for e in &result.events {
         text.push('\n');
-        text.push_str(&render::event_line(e));
+        text.push_str(&render::event_line(e, func_of(e)));
     }
     for n in notes {
         text.push_str(&format!("\nNote: {n}"));

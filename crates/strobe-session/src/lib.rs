@@ -11,9 +11,11 @@
 pub mod capture;
 mod manager;
 mod pool;
+pub mod trace;
 mod validate;
 
 pub use manager::{
     EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,
     StopResponse,
 };
+pub use trace::TraceResponse;

@@ -2,11 +2,13 @@
 
 use crate::capture::Capture;
 use crate::pool::BridgePool;
+use crate::trace::{self, TraceResponse, Tracer};
 use crate::validate;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strobe_core::clock::{monotonic_ns, unix_millis};
@@ -17,6 +19,7 @@ use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
 use strobe_store::{
     EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store,
 };
+use strobe_symbols::resolvers::dwarf::DwarfResolver;
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -48,11 +51,14 @@ pub struct LaunchResponse {
     pub session_id: String,
     /// The target's pid.
     pub pid: u32,
-    /// Pending trace patterns installed before the target ran (none yet).
+    /// Pending trace patterns installed before the target ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_patterns_applied: Option<u32>,
     /// What to do next.
     pub next_steps: String,
+    /// Problems worth knowing (e.g. pending patterns that matched nothing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Lifecycle state of a session.
@@ -188,6 +194,13 @@ struct Live {
     ended: Condvar,
     bridge: Arc<Bridge>,
     capture: Mutex<Option<Capture>>,
+    /// Tracing state, created on the first debug_trace (or pending patterns).
+    tracer: Mutex<Option<Tracer>>,
+    /// Requests to the agent waiting for their answer, by request id.
+    replies: Mutex<HashMap<u64, crossbeam_channel::Sender<Value>>>,
+    next_request: AtomicU64,
+    /// Threads whose names were looked up.
+    known_threads: Mutex<std::collections::HashSet<u32>>,
 }
 
 impl Live {
@@ -207,6 +220,8 @@ pub struct SessionManager {
     pool: BridgePool,
     live: Mutex<HashMap<String, Arc<Live>>>,
     launch_lock: Mutex<()>,
+    /// Patterns staged by debug_trace without a session, for the next launch.
+    pending: Mutex<Vec<strobe_symbols::Pattern>>,
 }
 
 fn store_err(e: strobe_store::StoreError) -> ToolError {
@@ -242,6 +257,7 @@ impl SessionManager {
             store,
             pool,
             live: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Vec::new()),
             launch_lock: Mutex::new(()),
         }))
     }
@@ -399,6 +415,10 @@ impl SessionManager {
                 output.stdout,
                 output.stderr,
             ))),
+            tracer: Mutex::new(None),
+            replies: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(1),
+            known_threads: Mutex::new(std::collections::HashSet::new()),
         });
         self.live
             .lock()
@@ -410,6 +430,33 @@ impl SessionManager {
             .name(format!("strobe-session-{pid}"))
             .spawn(move || mgr.event_loop(&l, events))
             .map_err(|e| ToolError::internal(format!("cannot start the session thread: {e}")))?;
+
+        // Pending patterns are hooked now, before the program's main runs.
+        let pending: Vec<strobe_symbols::Pattern> =
+            self.pending.lock().expect("pending lock").clone();
+        let mut warnings = Vec::new();
+        let pending_applied = if pending.is_empty() {
+            // Index the binary in the background so a first debug_trace is quick.
+            let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
+            std::thread::spawn(move || {
+                let _ = DwarfResolver::open(&bin, Some(&cache));
+            });
+            None
+        } else {
+            match self.apply_patterns(&live, &pending, &[], timeout) {
+                Ok(r) => {
+                    warnings = r.warnings;
+                    Some(pending.len() as u32)
+                }
+                Err(e) => {
+                    self.fail_session(
+                        &live,
+                        format!("could not install the pending patterns: {}", e.message),
+                    );
+                    return Err(e);
+                }
+            }
+        };
 
         if let Err(e) = bridge.request("resume", json!({}), timeout) {
             self.fail_session(&live, format!("could not resume the target: {e}"));
@@ -434,7 +481,8 @@ impl SessionManager {
         Ok(LaunchResponse {
             session_id: id.clone(),
             pid,
-            pending_patterns_applied: None,
+            pending_patterns_applied: pending_applied,
+            warnings,
             next_steps: format!(
                 "The program is running and its stdout/stderr are being recorded. Read them first: \
                  debug_query {{sessionId: \"{id}\", eventType: \"stderr\"}} (then \"stdout\"). \
@@ -539,8 +587,55 @@ impl SessionManager {
                 let _ = self.store.flush();
                 let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
             }
+            Some("trace") => {
+                let mut batch = EventBatch::with_capacity(_data.len() / trace::RECORD_SIZE, 0);
+                trace::decode_records(_data, live.origin_ns, live.pid, &mut batch);
+                self.name_new_threads(live, &batch);
+                let _ = self.store.append(live.key, batch);
+            }
+            Some("trace_drops") => {
+                let deltas: HashMap<u32, u64> = payload["drops"]
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_u64()?)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let total = match live.tracer.lock().expect("tracer lock").as_mut() {
+                    Some(t) => t.add_drops(&deltas),
+                    None => deltas.values().sum(),
+                };
+                let _ = self.store.record_dropped(live.key, total);
+            }
+            Some("hooks_updated") => {
+                if let Some(id) = payload["id"].as_u64()
+                    && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
+                {
+                    let _ = tx.send(payload.clone());
+                }
+            }
             Some("agent_loaded") => {}
             other => tracing::debug!("session {}: agent message {other:?}", live.id),
+        }
+    }
+
+    /// Records the names of threads seen for the first time (from /proc, so
+    /// the target is not disturbed).
+    fn name_new_threads(&self, live: &Live, batch: &EventBatch) {
+        let mut known = live.known_threads.lock().expect("threads lock");
+        let mut named = Vec::new();
+        for h in &batch.headers {
+            if h.tid != 0 && known.insert(h.tid) {
+                let comm =
+                    std::fs::read_to_string(format!("/proc/{}/task/{}/comm", live.pid, h.tid));
+                if let Ok(name) = comm {
+                    named.push((h.tid, name.trim_end().to_string()));
+                }
+            }
+        }
+        if !named.is_empty() {
+            let _ = self.store.register_threads(live.key, live.pid, named);
         }
     }
 
@@ -866,6 +961,243 @@ impl SessionManager {
         self.store.query(key, filter, page).map_err(store_err)
     }
 
+    fn symbol_cache_dir(&self) -> PathBuf {
+        self.home.root().join("symbol-cache")
+    }
+
+    /// Sends a request to a session's agent and waits for its answer.
+    fn agent_request(
+        &self,
+        live: &Live,
+        mut msg: Value,
+        timeout: Duration,
+    ) -> Result<Value, ToolError> {
+        let id = live.next_request.fetch_add(1, Ordering::Relaxed);
+        msg["id"] = json!(id);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        live.replies.lock().expect("replies lock").insert(id, tx);
+        let sent = live.bridge.post(msg.to_string().as_bytes(), &[]);
+        let answer = sent.ok().and_then(|()| rx.recv_timeout(timeout).ok());
+        live.replies.lock().expect("replies lock").remove(&id);
+        answer.ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::FridaAttachFailed,
+                format!(
+                    "the agent in session {} did not answer within {} ms (the process may have exited or be stopped)",
+                    live.id,
+                    timeout.as_millis()
+                ),
+            )
+        })
+    }
+
+    /// Resolves and applies pattern changes on a live session.
+    fn apply_patterns(
+        &self,
+        live: &Live,
+        add: &[strobe_symbols::Pattern],
+        remove: &[String],
+        timeout: Duration,
+    ) -> Result<ApplyResult, ToolError> {
+        let mut guard = live.tracer.lock().expect("tracer lock");
+        if guard.is_none() {
+            let resolver =
+                DwarfResolver::open(Path::new(&live.binary_path), Some(&self.symbol_cache_dir()))
+                    .map_err(|e| {
+                    ToolError::new(
+                        ErrorCode::ValidationError,
+                        format!("cannot read the symbols of the program: {e}"),
+                    )
+                })?;
+            *guard = Some(Tracer::new(
+                Arc::new(resolver),
+                Path::new(&live.project_root),
+            ));
+        }
+        let tracer = guard.as_mut().expect("just set");
+        let plan = tracer.plan(add, remove);
+        if !plan.new_rows.is_empty() {
+            self.store
+                .register_functions(live.key, plan.new_rows.clone())
+                .map_err(store_err)?;
+        }
+        let mut warnings = plan.warnings;
+        let mut installed = Vec::new();
+        let mut failed: Vec<(u32, String)> = Vec::new();
+        if !plan.to_hook.is_empty() {
+            let functions: Vec<Value> = plan
+                .to_hook
+                .iter()
+                .map(|(id, _, off)| json!([id, off]))
+                .collect();
+            let r = self.agent_request(
+                live,
+                json!({"type": "hooks", "action": "add", "functions": functions}),
+                timeout,
+            )?;
+            installed = r["installed"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_u64().map(|v| v as u32))
+                        .collect()
+                })
+                .unwrap_or_default();
+            failed = r["failed"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| {
+                            Some((
+                                f[0].as_u64()? as u32,
+                                f[1].as_str().unwrap_or("?").to_string(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        if !plan.to_unhook.is_empty() {
+            self.agent_request(
+                live,
+                json!({"type": "hooks", "action": "remove", "functions": plan.to_unhook}),
+                timeout,
+            )?;
+        }
+        tracer.applied(&installed, &failed, &plan.to_unhook);
+        if !failed.is_empty() {
+            let examples: Vec<String> = failed
+                .iter()
+                .take(5)
+                .map(|(id, why)| format!("{} ({why})", tracer.name_of(*id).unwrap_or("?")))
+                .collect();
+            warnings.push(format!(
+                "{} matched functions could not be hooked, usually because they are too small to patch \
+                 (a few bytes, e.g. at -O2); trace their callers instead. Examples: {}",
+                failed.len(),
+                examples.join("; ")
+            ));
+        }
+        let drops = tracer
+            .drops()
+            .into_iter()
+            .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
+            .collect();
+        Ok(ApplyResult {
+            matched: plan.matched,
+            hooked: tracer.hooked_count(),
+            patterns: tracer.patterns(),
+            warnings,
+            drops,
+        })
+    }
+
+    /// `debug_trace`: with a session, changes its hooks live; without one,
+    /// stages patterns for the next launch.
+    pub fn trace(
+        &self,
+        session_id: Option<&str>,
+        add: &[String],
+        remove: &[String],
+        settings: &Settings,
+    ) -> Result<TraceResponse, ToolError> {
+        let mut parsed = Vec::new();
+        for a in add {
+            let p = strobe_symbols::Pattern::parse(a)
+                .map_err(|e| ToolError::new(ErrorCode::InvalidPattern, e.to_string()))?;
+            parsed.push(p);
+        }
+        let Some(id) = session_id else {
+            let mut pending = self.pending.lock().expect("pending lock");
+            let mut warnings = Vec::new();
+            for r in remove {
+                let before = pending.len();
+                pending.retain(|p| p.text() != *r);
+                if pending.len() == before {
+                    warnings.push(format!("pattern {r:?} was not pending; nothing removed"));
+                }
+            }
+            for p in parsed {
+                if !pending.contains(&p) {
+                    pending.push(p);
+                }
+            }
+            return Ok(TraceResponse {
+                mode: "pending",
+                active_patterns: pending.iter().map(|p| p.text()).collect(),
+                hooked_functions: 0,
+                matched_functions: None,
+                active_watches: Vec::new(),
+                warnings,
+                event_limit: settings.max_events_per_session,
+                dropped_events: Vec::new(),
+                status: "Staged: these patterns are hooked before main() at the next debug_launch. \
+                         Recommended instead: launch without patterns, read stderr/stdout, then add \
+                         patterns to the running session with sessionId."
+                    .into(),
+            });
+        };
+        let live = self.live(id).ok_or_else(|| match self.store.session(id) {
+            Ok(Some(_)) => ToolError::new(
+                ErrorCode::ProcessExited,
+                format!("session '{id}' is not running any more; its events can still be queried. Launch again to trace."),
+            ),
+            _ => ToolError::session_not_found(id),
+        })?;
+        if live.life.lock().expect("lifecycle lock").ended {
+            return Err(ToolError::new(
+                ErrorCode::ProcessExited,
+                format!(
+                    "the program of session '{id}' has ended; its events can still be queried. Launch again to trace."
+                ),
+            ));
+        }
+        let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
+        let r = self.apply_patterns(&live, &parsed, remove, timeout)?;
+        let status = if r.hooked == 0 && !r.patterns.is_empty() {
+            "No function is hooked: the patterns matched nothing hookable (see warnings). Check names with a \
+             wider pattern such as \"**::name\" or \"@file:part.c\"; functions inlined by the optimizer \
+             cannot be hooked (build with -O0 or trace the caller)."
+                .to_string()
+        } else if r.patterns.is_empty() {
+            "No patterns active; tracing is off.".to_string()
+        } else {
+            format!(
+                "Hooked {} function(s); their calls are recorded from now on. Query them with \
+                 debug_query {{sessionId: \"{id}\", eventType: \"function_exit\"}} (durations, returns) or \
+                 filter by function: {{function: {{contains: \"...\"}}}}.",
+                r.hooked
+            )
+        };
+        Ok(TraceResponse {
+            mode: "runtime",
+            active_patterns: r.patterns,
+            hooked_functions: r.hooked,
+            matched_functions: (r.matched != r.hooked).then_some(r.matched),
+            active_watches: Vec::new(),
+            warnings: r.warnings,
+            event_limit: settings.max_events_per_session,
+            status,
+            dropped_events: r.drops,
+        })
+    }
+
+    /// Names, files and lines of a session's functions by id (for rendering).
+    pub fn function_rows(
+        &self,
+        id: &str,
+        ids: &[u32],
+    ) -> Result<Vec<strobe_store::FunctionRow>, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.functions(key, ids).map_err(store_err)
+    }
+
+    /// Names of a session's threads by id (for rendering).
+    pub fn thread_names(&self, id: &str, tids: &[u32]) -> Result<Vec<(u32, String)>, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.thread_names(key, tids).map_err(store_err)
+    }
+
     /// Function ids of a session matching `pred(name, raw name, file)`.
     pub fn function_ids(
         &self,
@@ -916,6 +1248,15 @@ impl SessionManager {
     pub fn venv_path(&self, settings: &Settings) -> PathBuf {
         FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv()).venv
     }
+}
+
+/// What applying pattern changes did.
+struct ApplyResult {
+    matched: usize,
+    hooked: usize,
+    patterns: Vec<String>,
+    warnings: Vec<String>,
+    drops: Vec<trace::FunctionDrops>,
 }
 
 /// Start time of `pid` (clock ticks since boot, /proc/PID/stat field 22):

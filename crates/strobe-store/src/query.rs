@@ -36,24 +36,19 @@ pub struct EventFilter {
     pub return_value: Option<ReturnValueFilter>,
 }
 
-/// Conditions on the `returnValue` field of a JSON payload.
+/// Conditions on a function_exit event's return value (the raw return register).
 #[derive(Debug, Clone, Default)]
 pub struct ReturnValueFilter {
     /// Must equal this value.
-    pub equals: Option<serde_json::Value>,
-    /// `Some(true)`: must be null; `Some(false)`: must not be null.
+    pub equals: Option<u64>,
+    /// `Some(true)`: must be 0 / NULL; `Some(false)`: must not be.
     pub is_null: Option<bool>,
 }
 
 impl ReturnValueFilter {
-    fn matches(&self, payload: &[u8]) -> bool {
-        let Ok(doc) = serde_json::from_slice::<serde_json::Value>(payload) else {
-            return false;
-        };
-        let v = doc.get("returnValue").unwrap_or(&serde_json::Value::Null);
-        let is_null = v.is_null() || v.as_str().is_some_and(|s| s == "0x0" || s == "NULL");
-        self.equals.as_ref().is_none_or(|e| e == v)
-            && self.is_null.is_none_or(|want| want == is_null)
+    fn matches(&self, value: u64) -> bool {
+        self.equals.is_none_or(|e| e == value)
+            && self.is_null.is_none_or(|want| want == (value == 0))
     }
 }
 
@@ -96,7 +91,7 @@ impl EventFilter {
             return false;
         }
         if let Some(rv) = &self.return_value
-            && (h.kind != strobe_core::EventKind::FunctionExit as u8 || !rv.matches(payload))
+            && (h.kind != strobe_core::EventKind::FunctionExit as u8 || !rv.matches(h.value))
         {
             return false;
         }
@@ -147,6 +142,20 @@ struct ChunkMeta {
 }
 
 pub(crate) fn run(
+    conn: &Connection,
+    session: i64,
+    filter: &EventFilter,
+    page: QueryPage,
+) -> Result<QueryResult, StoreError> {
+    // One read transaction: the chunk list and the chunk contents come from
+    // the same snapshot even while the writer evicts chunks.
+    let tx = conn.unchecked_transaction()?;
+    let out = run_in_snapshot(&tx, session, filter, page);
+    tx.finish()?;
+    out
+}
+
+fn run_in_snapshot(
     conn: &Connection,
     session: i64,
     filter: &EventFilter,

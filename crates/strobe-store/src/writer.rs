@@ -34,6 +34,7 @@ enum Msg {
     SetCap(i64, u64),
     Append(i64, EventBatch),
     Functions(i64, Vec<FunctionRow>),
+    Threads(i64, u32, Vec<(u32, String)>),
     Dropped(i64, u64),
     Flush(Reply<()>),
     Delete(i64, Reply<()>),
@@ -127,6 +128,34 @@ impl Store {
         self.tx
             .send(Msg::Functions(key, rows))
             .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Records thread names of process `pid` (for `threadName` filters).
+    pub fn register_threads(
+        &self,
+        key: i64,
+        pid: u32,
+        threads: Vec<(u32, String)>,
+    ) -> Result<(), StoreError> {
+        self.tx
+            .send(Msg::Threads(key, pid, threads))
+            .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Names of the given threads of a session: (tid, name).
+    pub fn thread_names(&self, key: i64, tids: &[u32]) -> Result<Vec<(u32, String)>, StoreError> {
+        self.with_reader(|c| {
+            let mut stmt =
+                c.prepare_cached("SELECT name FROM threads WHERE session = ?1 AND tid = ?2")?;
+            let mut out = Vec::new();
+            for tid in tids {
+                let mut rows = stmt.query(params![key, tid])?;
+                if let Some(r) = rows.next()? {
+                    out.push((*tid, r.get(0)?));
+                }
+            }
+            Ok(out)
+        })
     }
 
     /// The registered functions of a session with the given ids.
@@ -409,6 +438,21 @@ impl Writer {
                 }
             }
             Msg::Append(key, batch) => self.append(key, batch),
+            Msg::Threads(key, pid, threads) => {
+                let r = self.conn.execute_batch("BEGIN").and_then(|()| {
+                    let mut stmt = self.conn.prepare_cached(
+                        "INSERT OR REPLACE INTO threads (session, pid, tid, name) VALUES (?1, ?2, ?3, ?4)",
+                    )?;
+                    for (tid, name) in &threads {
+                        stmt.execute(params![key, pid, tid, name])?;
+                    }
+                    self.conn.execute_batch("COMMIT")
+                });
+                if let Err(e) = r {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    tracing::error!("registering threads failed: {e}");
+                }
+            }
             Msg::Functions(key, rows) => {
                 if let Err(e) = self.insert_functions(key, &rows) {
                     tracing::error!("registering functions failed: {e}");

@@ -1,0 +1,195 @@
+// The native tracer: hooks functions with Interceptor.attach and CModule
+// callbacks that write fixed 32-byte records into a shared MPSC ring; the
+// JS side drains the ring in chunks and sends them as binary data. No JS
+// runs per call, and the thread id is cached per thread (no gettid per call).
+//
+// Record layout (little-endian), decoded by crates/strobe-session/src/trace.rs:
+//   u64 timestamp (CLOCK_MONOTONIC ns) | u32 function id | u32 thread id
+//   u64 value (first argument on enter, return value on exit)
+//   u32 kind (1 = enter, 2 = exit; 0 = slot not yet written) | u32 reserved
+
+export const RECORD_SIZE = 32;
+const RING_RECORDS = 1 << 18; // 8 MiB
+const CHUNK_RECORDS = 4096;
+const MAX_FUNCTIONS = 1 << 20;
+const SPIN_LIMIT = 20000; // sched_yield rounds before a full ring drops a record
+
+const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
+const drops = Memory.alloc(MAX_FUNCTIONS * 8);
+
+const cm = new CModule(`
+#include <gum/guminterceptor.h>
+#include <glib.h>
+
+extern volatile guint64 ring[];
+extern volatile guint64 drops[];
+extern int gettid(void);
+extern int clock_gettime(int, void *);
+extern int sched_yield(void);
+
+#define CAP ${RING_RECORDS}ULL
+#define MAXF ${MAX_FUNCTIONS}U
+
+typedef struct { guint64 ts; guint32 func; guint32 tid; guint64 value; guint32 kind; guint32 pad; } Rec;
+typedef struct { guint32 tid; } ThreadState;
+
+static inline guint64 fetch_add(volatile guint64 *p, guint64 v) {
+    __asm__ volatile("lock; xaddq %0, %1" : "+r"(v), "+m"(*p) :: "memory");
+    return v;
+}
+
+static inline int cas(volatile guint64 *p, guint64 expected, guint64 desired) {
+    guint64 prev;
+    __asm__ volatile("lock; cmpxchgq %2, %1" : "=a"(prev), "+m"(*p) : "r"(desired), "0"(expected) : "memory");
+    return prev == expected;
+}
+
+static inline guint64 now(void) {
+    struct { gint64 s; gint64 ns; } t;
+    clock_gettime(1, &t);
+    return (guint64)t.s * 1000000000ULL + (guint64)t.ns;
+}
+
+static void put(GumInvocationContext *ic, guint32 kind, guint64 value) {
+    ThreadState *st = gum_invocation_context_get_listener_thread_data(ic, sizeof(ThreadState));
+    if (st->tid == 0) st->tid = (guint32)gettid();
+    guint32 func = (guint32)(gsize)gum_invocation_context_get_listener_function_data(ic);
+    /* Reserve a slot only when there is room: a reserved slot is always
+       written, so the drainer never waits on a hole. */
+    guint64 slot;
+    int spins = 0;
+    for (;;) {
+        slot = ring[0];
+        if (slot - ring[1] >= CAP) {
+            if (++spins > ${SPIN_LIMIT}) { fetch_add(&drops[func % MAXF], 1); return; }
+            sched_yield();
+            continue;
+        }
+        if (cas(&ring[0], slot, slot + 1)) break;
+    }
+    Rec *r = (Rec *)((char *)ring + 64) + (slot % CAP);
+    r->ts = now();
+    r->func = func;
+    r->tid = st->tid;
+    r->value = value;
+    *(volatile guint32 *)&r->kind = kind;
+}
+
+void on_enter(GumInvocationContext *ic) { put(ic, 1, (guint64)(gsize)gum_invocation_context_get_nth_argument(ic, 0)); }
+void on_leave(GumInvocationContext *ic) { put(ic, 2, (guint64)(gsize)gum_invocation_context_get_return_value(ic)); }
+
+/* Records committed contiguously from the tail, at most max, not crossing the ring's end. */
+guint32 committed(guint32 max) {
+    guint64 tail = ring[1];
+    guint32 n = 0;
+    while (n < max) {
+        guint64 slot = tail + n;
+        if (n > 0 && slot % CAP == 0) break;
+        Rec *r = (Rec *)((char *)ring + 64) + (slot % CAP);
+        if (*(volatile guint32 *)&r->kind == 0) break;
+        n++;
+    }
+    return n;
+}
+
+/* Frees n records at the tail. */
+void release(guint32 n) {
+    guint64 tail = ring[1];
+    for (guint32 i = 0; i < n; i++) {
+        Rec *r = (Rec *)((char *)ring + 64) + ((tail + i) % CAP);
+        *(volatile guint32 *)&r->kind = 0;
+    }
+    ring[1] = tail + n;
+}
+`, {
+    ring,
+    drops,
+    gettid: Module.findGlobalExportByName("gettid")!,
+    clock_gettime: Module.findGlobalExportByName("clock_gettime")!,
+    sched_yield: Module.findGlobalExportByName("sched_yield")!,
+});
+
+const committed = new NativeFunction(cm.committed, "uint32", ["uint32"], { exceptions: "propagate" });
+const release = new NativeFunction(cm.release, "void", ["uint32"]);
+const callbacks = { onEnter: cm.on_enter, onLeave: cm.on_leave } as unknown as InvocationListenerCallbacks;
+
+const listeners = new Map<number, InvocationListener>();
+const reportedDrops = new Map<number, number>();
+
+export interface HookRequest {
+    id: number;
+    action: "add" | "remove";
+    module?: string;
+    functions: Array<[number, number]> | number[];
+}
+
+function moduleBase(path: string | undefined): NativePointer | null {
+    if (path === undefined) return Process.mainModule.base;
+    for (const m of Process.enumerateModules()) {
+        if (m.path === path) return m.base;
+    }
+    return null;
+}
+
+/** Installs or removes hooks; answers with what happened to each function. */
+export function updateHooks(req: HookRequest): void {
+    const installed: number[] = [];
+    const failed: Array<[number, string]> = [];
+    if (req.action === "add") {
+        const base = moduleBase(req.module);
+        for (const [funcId, offset] of req.functions as Array<[number, number]>) {
+            if (listeners.has(funcId)) { installed.push(funcId); continue; }
+            if (base === null) { failed.push([funcId, `module ${req.module} is not loaded`]); continue; }
+            try {
+                const l = Interceptor.attach(base.add(offset), callbacks, ptr(funcId));
+                listeners.set(funcId, l);
+                installed.push(funcId);
+            } catch (e) {
+                failed.push([funcId, String((e as Error).message ?? e)]);
+            }
+        }
+        Interceptor.flush();
+    } else {
+        for (const funcId of req.functions as number[]) {
+            listeners.get(funcId)?.detach();
+            listeners.delete(funcId);
+        }
+        Interceptor.flush();
+    }
+    send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: listeners.size });
+}
+
+function dropDeltas(): Record<string, number> | undefined {
+    let out: Record<string, number> | undefined;
+    for (const funcId of listeners.keys()) {
+        const total = drops.add((funcId % MAX_FUNCTIONS) * 8).readU64().toNumber();
+        const before = reportedDrops.get(funcId) ?? 0;
+        if (total > before) {
+            reportedDrops.set(funcId, total);
+            (out ??= {})[funcId] = total - before;
+        }
+    }
+    return out;
+}
+
+/** Sends every committed record to the daemon. */
+export function drain(): void {
+    for (;;) {
+        const n = committed(CHUNK_RECORDS) as number;
+        if (n === 0) break;
+        const tail = ring.add(8).readU64().toNumber();
+        const start = ring.add(64 + (tail % RING_RECORDS) * RECORD_SIZE);
+        send({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
+        release(n);
+    }
+    const d = dropDeltas();
+    if (d !== undefined) send({ type: "trace_drops", drops: d });
+}
+
+let timer: ReturnType<typeof setInterval> | null = null;
+
+// Thread names are read by the daemon from /proc: enumerating threads from
+// here suspends them, and doing it periodically stalled traced programs.
+export function startDraining(): void {
+    if (timer === null) timer = setInterval(drain, 2);
+}

@@ -1,0 +1,330 @@
+//! Function tracing end to end: patterns through MCP, hooks installed by the
+//! real agent in real targets, events read back from the real store.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+use support::{Client, Env, fixture, fixture_with};
+
+async fn trace(c: &Client, args: Value) -> Value {
+    c.ok("debug_trace", args).await
+}
+
+/// Pages through every event matching `filter`.
+async fn all(c: &Client, id: &str, filter: Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let mut args = filter.clone();
+        args["sessionId"] = json!(id);
+        args["limit"] = json!(500);
+        args["offset"] = json!(out.len());
+        args["verbose"] = json!(true);
+        let v = c.ok("debug_query", args).await;
+        out.extend(v["events"].as_array().unwrap().iter().cloned());
+        if v["hasMore"] != true {
+            return out;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pending_patterns_are_hooked_before_main_with_call_tree() {
+    let env = Env::new();
+    let c = env.client().await;
+    let t = trace(&c, json!({"add": ["fib", "add"]})).await;
+    assert_eq!(t["mode"], "pending");
+    assert_eq!(t["activePatterns"], json!(["fib", "add"]));
+    let exe = fixture("trace_c");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    assert_eq!(v["pendingPatternsApplied"], 2);
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+
+    let adds = all(&c, &id, json!({"function": {"equals": "add"}})).await;
+    assert_eq!(
+        adds.len(),
+        6,
+        "3 calls of add from main's loop, enter + exit: {adds:?}"
+    );
+    let first = &adds[0];
+    assert_eq!(first["eventType"], "function_enter");
+    assert_eq!(
+        first["sourceFile"].as_str().unwrap().rsplit('/').next(),
+        Some("trace_c.c")
+    );
+    assert_eq!(first["line"], 9);
+    assert_eq!(adds[1]["eventType"], "function_exit");
+    assert!(adds[1]["durationNs"].as_u64().unwrap() > 0);
+
+    let fib_enters = all(
+        &c,
+        &id,
+        json!({"eventType": "function_enter", "function": {"equals": "fib"}}),
+    )
+    .await;
+    assert_eq!(fib_enters.len(), 177, "fib(10) makes 177 calls, none lost");
+    let top = &fib_enters[0];
+    assert_eq!(top["firstArgumentRaw"], "0xa");
+    assert!(
+        top.get("parentEventId").is_none(),
+        "the outer call has no traced parent"
+    );
+    let by_id: std::collections::HashMap<u64, &Value> = fib_enters
+        .iter()
+        .map(|e| (e["id"].as_u64().unwrap(), e))
+        .collect();
+    for e in &fib_enters[1..] {
+        let parent = e["parentEventId"]
+            .as_u64()
+            .expect("recursive calls have a parent");
+        assert_eq!(
+            by_id[&parent]["function"], "fib",
+            "parent is the calling fib"
+        );
+    }
+    let exits = all(&c, &id, json!({"eventType": "function_exit", "function": {"equals": "fib"}, "returnValue": {"equals": 55}})).await;
+    assert_eq!(exits.len(), 1, "only fib(10) returns 55");
+    assert!(exits[0].get("parentEventId").is_none());
+    let slow = all(&c, &id, json!({"eventType": "function_exit", "function": {"equals": "fib"}, "minDurationNs": exits[0]["durationNs"]})).await;
+    assert_eq!(slow.len(), 1, "the outermost call is the slowest");
+    let zero = all(&c, &id, json!({"eventType": "function_exit", "function": {"equals": "fib"}, "returnValue": {"isNull": true}})).await;
+    assert_eq!(zero.len(), 34, "fib(0) is reached 34 times in fib(10)");
+    trace(&c, json!({"remove": ["fib", "add"]})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn live_patterns_add_and_remove_hooks_on_threads() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture_with("trace_threads", &["-pthread"]);
+    let (id, _) = c.launch(&exe, &[]).await;
+    let t = trace(
+        &c,
+        json!({"sessionId": id, "add": ["work", "middle", "leaf", "no_such_function"]}),
+    )
+    .await;
+    assert_eq!(t["mode"], "runtime");
+    assert_eq!(t["hookedFunctions"], 3, "{t}");
+    let warnings = t["warnings"].to_string();
+    assert!(
+        warnings.contains("no_such_function") && warnings.contains("matched no function"),
+        "{warnings}"
+    );
+
+    // Wait for calls on both worker threads.
+    let mut leaves = Vec::new();
+    for _ in 0..200 {
+        leaves = all(
+            &c,
+            &id,
+            json!({"eventType": "function_enter", "function": {"equals": "leaf"}}),
+        )
+        .await;
+        let tids: std::collections::HashSet<_> =
+            leaves.iter().map(|e| e["threadId"].clone()).collect();
+        if tids.len() == 2 && leaves.len() > 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let tids: std::collections::HashSet<_> = leaves.iter().map(|e| e["threadId"].clone()).collect();
+    assert_eq!(tids.len(), 2, "both worker threads traced");
+    // leaf's parent is middle, whose parent is work, on the same thread.
+    let sample = leaves
+        .iter()
+        .find(|e| e["parentEventId"].is_u64())
+        .expect("a leaf with a parent");
+    let parent = c
+        .ok("debug_query", json!({"sessionId": id, "offset": sample["parentEventId"].as_u64().unwrap() - 1, "limit": 1, "verbose": true}))
+        .await;
+    let _ = parent;
+    let middles = all(
+        &c,
+        &id,
+        json!({"eventType": "function_enter", "function": {"equals": "middle"}}),
+    )
+    .await;
+    let middle_ids: std::collections::HashSet<u64> =
+        middles.iter().map(|e| e["id"].as_u64().unwrap()).collect();
+    assert!(
+        leaves
+            .iter()
+            .filter(|e| e["parentEventId"].is_u64())
+            .all(|e| middle_ids.contains(&e["parentEventId"].as_u64().unwrap()))
+    );
+
+    // Thread names and regex/file filters.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let named = c.ok("debug_query", json!({"sessionId": id, "threadName": {"contains": "worker-1"}, "limit": 1, "verbose": true})).await;
+    assert!(named["totalCount"].as_u64().unwrap() > 0, "{named}");
+    assert_eq!(named["events"][0]["threadName"], "worker-1");
+    let re = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "function": {"matches": "^(work|middle)$"}, "limit": 1}),
+        )
+        .await;
+    let file = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "sourceFile": {"contains": "trace_threads.c"}, "limit": 1}),
+        )
+        .await;
+    assert!(re["totalCount"].as_u64().unwrap() > 0 && file["totalCount"].as_u64().unwrap() > 0);
+
+    let t = trace(&c, json!({"sessionId": id, "remove": ["leaf"]})).await;
+    assert_eq!(t["hookedFunctions"], 2);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = all(&c, &id, json!({"function": {"equals": "leaf"}}))
+        .await
+        .len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = all(&c, &id, json!({"function": {"equals": "leaf"}}))
+        .await
+        .len();
+    assert_eq!(
+        before, after,
+        "no leaf events after its pattern was removed"
+    );
+    let works = all(&c, &id, json!({"function": {"equals": "work"}}))
+        .await
+        .len();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        all(&c, &id, json!({"function": {"equals": "work"}}))
+            .await
+            .len()
+            > works,
+        "work is still traced"
+    );
+    let s = c.status(&id).await;
+    assert_eq!(s["events"]["dropped"], 0);
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pattern_forms_on_cpp_and_rust() {
+    let env = Env::new();
+    let c = env.client().await;
+    let cpp = support::compile_with("trace_cpp.cpp", "g++", &["-g", "-O0"]);
+    let root = cpp.parent().unwrap();
+    for (pattern, must_have) in [
+        ("audio::dsp::*::process", "audio::dsp::LowPass::process"),
+        ("audio::**", "audio::Mixer::mix"),
+        ("@file:trace_cpp", "main"),
+        ("audio::clamp_value<*>", "audio::clamp_value<float>"),
+    ] {
+        trace(&c, json!({"add": [pattern]})).await;
+        let v = c
+            .ok("debug_launch", json!({"command": cpp, "projectRoot": root}))
+            .await;
+        let id = v["sessionId"].as_str().unwrap().to_string();
+        c.wait_ended(&id).await;
+        let names: std::collections::HashSet<String> =
+            all(&c, &id, json!({"eventType": "function_enter"}))
+                .await
+                .iter()
+                .map(|e| e["function"].as_str().unwrap().to_string())
+                .collect();
+        assert!(names.contains(must_have), "{pattern}: {names:?}");
+        trace(&c, json!({"remove": [pattern]})).await;
+    }
+    // @usercode: the fixtures folder is the project; libstdc++ is not user code.
+    let rs = support::compile_with("trace_rust.rs", "rustc", &["-g", "--edition", "2021"]);
+    trace(&c, json!({"add": ["@usercode"]})).await;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .canonicalize()
+        .unwrap();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": rs, "projectRoot": fixtures}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_ended(&id).await;
+    let names: std::collections::HashSet<String> =
+        all(&c, &id, json!({"eventType": "function_enter"}))
+            .await
+            .iter()
+            .map(|e| e["function"].as_str().unwrap().to_string())
+            .collect();
+    assert!(
+        names.contains("trace_rust::parser::deep::validate"),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains("Square as trace_rust::Shape>::area")),
+        "{names:?}"
+    );
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("std::") || n.starts_with("core::") || n.starts_with("alloc::")),
+        "{names:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_errors_are_actionable() {
+    let env = Env::new();
+    let c = env.client().await;
+    let r = c.reply("debug_trace", json!({"add": ["a***b"]})).await;
+    assert!(r.error_text().contains("INVALID_PATTERN") && r.error_text().contains("'**'"));
+    let r = c
+        .reply("debug_trace", json!({"sessionId": "nope", "add": ["x"]}))
+        .await;
+    assert!(r.error_text().contains("SESSION_NOT_FOUND"));
+    let r = c
+        .reply("debug_trace", json!({"add": ["x"], "watches": {}}))
+        .await;
+    assert!(
+        r.error_text().contains("unknown field `watches`"),
+        "not silently ignored: {}",
+        r.text
+    );
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"add": ["x"], "projectRoot": "relative"}),
+        )
+        .await;
+    assert!(r.error_text().contains("absolute"));
+    let (id, _) = c.launch(&fixture("output"), &[]).await;
+    c.wait_ended(&id).await;
+    let r = c
+        .reply("debug_trace", json!({"sessionId": id, "add": ["main"]}))
+        .await;
+    assert!(r.error_text().contains("PROCESS_EXITED"), "{}", r.text);
+    let r = c
+        .reply(
+            "debug_query",
+            json!({"sessionId": id, "returnValue": {"equals": [1]}}),
+        )
+        .await;
+    assert!(r.error_text().contains("returnValue.equals"));
+    // Functions too small to patch are reported, not silently skipped.
+    let opt = support::compile_with("trace_c.c", "gcc", &["-g", "-O2"]);
+    let (id, _) = c.launch(&opt, &["100000000"]).await;
+    let t = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["add", "tiny_inline"]}),
+        )
+        .await;
+    let w = t["warnings"].to_string();
+    assert!(w.contains("tiny_inline inlined into"), "{w}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
