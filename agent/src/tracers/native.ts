@@ -12,8 +12,33 @@ export const RECORD_SIZE = 32;
 const RING_RECORDS = 1 << 18; // 8 MiB
 const CHUNK_RECORDS = 4096;
 const MAX_FUNCTIONS = 1 << 20;
-const SPIN_LIMIT = 20000; // sched_yield rounds before a full ring drops a record
+// How long a thread waits for room in a full ring before it drops its record:
+// slowing the program is better than losing calls, hanging it is not.
+const FULL_RING_WAIT_NS = 500_000_000;
 
+interface Runtime {
+    /** Kept referenced: a collected CModule frees the code the hooks call. */
+    module: CModule;
+    ring: NativePointer;
+    drops: NativePointer;
+    committed: NativeFunction<number, [number]>;
+    release: NativeFunction<void, [number]>;
+    callbacks: InvocationListenerCallbacks;
+}
+
+// Built on the first hook, so sessions that never trace pay nothing
+// (no TinyCC compile, no ring allocation) at launch.
+let rt: Runtime | null = null;
+
+function runtime(): Runtime {
+    if (rt === null) {
+        rt = createRuntime();
+        startDraining();
+    }
+    return rt;
+}
+
+function createRuntime(): Runtime {
 const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
 
@@ -57,11 +82,13 @@ static void put(GumInvocationContext *ic, guint32 kind, guint64 value) {
     /* Reserve a slot only when there is room: a reserved slot is always
        written, so the drainer never waits on a hole. */
     guint64 slot;
-    int spins = 0;
+    guint64 deadline = 0;
     for (;;) {
         slot = ring[0];
         if (slot - ring[1] >= CAP) {
-            if (++spins > ${SPIN_LIMIT}) { fetch_add(&drops[func % MAXF], 1); return; }
+            guint64 t = now();
+            if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
+            else if (t > deadline) { fetch_add(&drops[func % MAXF], 1); return; }
             sched_yield();
             continue;
         }
@@ -109,9 +136,15 @@ void release(guint32 n) {
     sched_yield: Module.findGlobalExportByName("sched_yield")!,
 });
 
-const committed = new NativeFunction(cm.committed, "uint32", ["uint32"], { exceptions: "propagate" });
-const release = new NativeFunction(cm.release, "void", ["uint32"]);
-const callbacks = { onEnter: cm.on_enter, onLeave: cm.on_leave } as unknown as InvocationListenerCallbacks;
+return {
+    module: cm,
+    ring,
+    drops,
+    committed: new NativeFunction(cm.committed, "uint32", ["uint32"]),
+    release: new NativeFunction(cm.release, "void", ["uint32"]),
+    callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave } as unknown as InvocationListenerCallbacks,
+};
+}
 
 const listeners = new Map<number, InvocationListener>();
 const reportedDrops = new Map<number, number>();
@@ -136,6 +169,7 @@ export function updateHooks(req: HookRequest): void {
     const installed: number[] = [];
     const failed: Array<[number, string]> = [];
     if (req.action === "add") {
+        const { callbacks } = runtime();
         const base = moduleBase(req.module);
         for (const [funcId, offset] of req.functions as Array<[number, number]>) {
             if (listeners.has(funcId)) { installed.push(funcId); continue; }
@@ -159,7 +193,7 @@ export function updateHooks(req: HookRequest): void {
     send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: listeners.size });
 }
 
-function dropDeltas(): Record<string, number> | undefined {
+function dropDeltas(drops: NativePointer): Record<string, number> | undefined {
     let out: Record<string, number> | undefined;
     for (const funcId of listeners.keys()) {
         const total = drops.add((funcId % MAX_FUNCTIONS) * 8).readU64().toNumber();
@@ -174,6 +208,8 @@ function dropDeltas(): Record<string, number> | undefined {
 
 /** Sends every committed record to the daemon. */
 export function drain(): void {
+    if (rt === null) return;
+    const { ring, committed, release, drops } = rt;
     for (;;) {
         const n = committed(CHUNK_RECORDS) as number;
         if (n === 0) break;
@@ -182,7 +218,7 @@ export function drain(): void {
         send({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
         release(n);
     }
-    const d = dropDeltas();
+    const d = dropDeltas(drops);
     if (d !== undefined) send({ type: "trace_drops", drops: d });
 }
 
@@ -190,6 +226,6 @@ let timer: ReturnType<typeof setInterval> | null = null;
 
 // Thread names are read by the daemon from /proc: enumerating threads from
 // here suspends them, and doing it periodically stalled traced programs.
-export function startDraining(): void {
+function startDraining(): void {
     if (timer === null) timer = setInterval(drain, 2);
 }

@@ -49,6 +49,97 @@ fn baseline_flood(exe: &std::path::Path, mb: u64) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// Wall time of one traced (or untraced) run of hot_loop with `n` calls, in
+/// seconds, and the events it stored.
+async fn strobe_run(
+    c: &support::Client,
+    exe: &std::path::Path,
+    n: u64,
+    traced: bool,
+) -> (f64, u64) {
+    if traced {
+        c.ok("debug_trace", json!({"add": ["tiny"]})).await;
+    }
+    let t = Instant::now();
+    let v = c
+        .ok("debug_launch", json!({"command": exe, "projectRoot": exe.parent().unwrap(), "env": {"HOT_LOOP_N": n.to_string()}}))
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    let secs = t.elapsed().as_secs_f64();
+    if traced {
+        c.ok("debug_trace", json!({"remove": ["tiny"]})).await;
+    }
+    let stored = st["events"]["stored"].as_u64().unwrap();
+    assert_eq!(st["events"]["dropped"], 0, "lossless: {st}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    (secs, stored)
+}
+
+fn timed(cmd: &mut Command) -> f64 {
+    let t = Instant::now();
+    // frida-trace exits non-zero when its target ends ("Process terminated").
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    t.elapsed().as_secs_f64()
+}
+
+/// Per-call cost of tracing a tiny function: Strobe vs frida-trace vs none.
+async fn trace_overhead(c: &support::Client) {
+    let n: u64 = std::env::var("STROBE_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let exe = support::compile_with("hot_loop.c", "gcc", &["-g", "-O0", "-rdynamic"]);
+    let bare = |calls: u64| timed(Command::new(&exe).env("HOT_LOOP_N", calls.to_string()));
+    let base = (bare(n) - bare(1)).max(0.0) / n as f64;
+
+    let (t1, _) = strobe_run(c, &exe, 1, true).await;
+    let (tn, stored) = strobe_run(c, &exe, n, true).await;
+    assert_eq!(
+        stored,
+        2 * n + 2,
+        "every call stored (enter + exit), plus the output line and the exit event"
+    );
+    let strobe = (tn - t1) / n as f64;
+
+    let venv = support::venv();
+    let ft = venv.join("bin/frida-trace");
+    let ft_n = (n / 10).max(1000);
+    let ft_line = if ft.is_file() {
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let run = |calls: u64| {
+            timed(
+                Command::new(&ft)
+                    .args(["-f"])
+                    .arg(&exe)
+                    .args(["-i", "tiny", "-o"])
+                    .arg(out.path())
+                    .env("HOT_LOOP_N", calls.to_string()),
+            )
+        };
+        let per = (run(ft_n) - run(1)) / ft_n as f64;
+        format!(
+            "{:>9.0} ns  ({}x strobe; {ft_n} calls, JS handler per call)",
+            per * 1e9,
+            (per / strobe).round()
+        )
+    } else {
+        "not measured: pip install frida-tools into STROBE_VENV (./dev bench does)".to_string()
+    };
+    println!("per-call cost of tracing a tiny function ({n} calls, enter + exit, lossless)");
+    println!("  uninstrumented:  {:>9.1} ns", base * 1e9);
+    println!(
+        "  strobe:          {:>9.0} ns  ({} events stored, 0 dropped)",
+        strobe * 1e9,
+        stored
+    );
+    println!("  frida-trace:     {ft_line}");
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let runs: usize = std::env::var("STROBE_BENCH_RUNS")
@@ -108,6 +199,8 @@ async fn main() {
         "  ratio:                                        {:>9.0}x",
         s / b
     );
+
+    trace_overhead(&c).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;

@@ -477,6 +477,7 @@ impl SessionManager {
         );
         let (mgr, l) = (self.clone(), live.clone());
         std::thread::spawn(move || mgr.watchdog(&l, timeout));
+        self.pool.refill(&python);
 
         Ok(LaunchResponse {
             session_id: id.clone(),
@@ -701,6 +702,27 @@ impl SessionManager {
     }
 
     fn fail_session(&self, live: &Arc<Live>, reason: String) {
+        // Claim the end first: the first reported cause (a hung bridge, say)
+        // is the one kept, not the consequences of cleaning it up.
+        {
+            let mut life = live.life.lock().expect("lifecycle lock");
+            if life.ended {
+                return;
+            }
+            life.state = Some(SessionState::Failed);
+            life.reason = Some(reason.clone());
+            life.ended = true;
+            life.ended_at = Some(unix_millis());
+            let _ = self.store.update_session(
+                live.key,
+                SessionUpdate {
+                    status: Some("failed".into()),
+                    ended_at: life.ended_at,
+                    end_reason: Some(reason.clone()),
+                    ..Default::default()
+                },
+            );
+        }
         tracing::warn!("session {} failed: {reason}", live.id);
         // The bridge is dead or hung: the target it launched must not run on
         // unobserved. Only signal it while it is provably the same process
@@ -713,25 +735,7 @@ impl SessionManager {
         if let Some(c) = live.capture.lock().expect("capture lock").take() {
             c.finish(OUTPUT_GRACE);
         }
-        let mut life = live.life.lock().expect("lifecycle lock");
-        if life.ended {
-            return;
-        }
-        life.state = Some(SessionState::Failed);
-        life.reason = Some(reason.clone());
-        life.ended = true;
-        life.ended_at = Some(unix_millis());
-        let _ = self.store.update_session(
-            live.key,
-            SessionUpdate {
-                status: Some("failed".into()),
-                ended_at: life.ended_at,
-                end_reason: Some(reason),
-                ..Default::default()
-            },
-        );
         let _ = self.store.flush();
-        drop(life);
         live.ended.notify_all();
     }
 

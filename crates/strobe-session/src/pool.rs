@@ -32,16 +32,24 @@ impl BridgePool {
         Bridge::start(python, work_dir, &log, READY_TIMEOUT)
     }
 
+    /// Starts a bridge and lets it pay Frida's first-attach cost up front.
+    fn start_warm(work_dir: &Path, logs_dir: &Path, python: &Path) -> Result<Bridge, BridgeError> {
+        let b = Self::start(work_dir, logs_dir, python)?;
+        if let Err(e) = b.request("warm", serde_json::json!({}), READY_TIMEOUT) {
+            tracing::debug!("bridge warm-up failed (the launch will just be slower): {e}");
+        }
+        Ok(b)
+    }
+
     /// A ready bridge for `python`: the spare if it matches and is healthy,
-    /// else a new one. A new spare is started in the background.
+    /// else a new one. The caller refills the pool once its launch is done,
+    /// so starting the next spare does not compete with the launch for CPU.
     pub fn take(&self, python: &Path) -> Result<Bridge, BridgeError> {
         let spare = self.spare.lock().expect("pool lock").take();
-        let bridge = match spare {
-            Some((p, b)) if p == python && b.gone_reason().is_none() => b,
-            _ => Self::start(&self.work_dir, &self.logs_dir, python)?,
-        };
-        self.refill(python);
-        Ok(bridge)
+        match spare {
+            Some((p, b)) if p == python && b.gone_reason().is_none() => Ok(b),
+            _ => Self::start(&self.work_dir, &self.logs_dir, python),
+        }
     }
 
     /// Starts a spare in the background if there is none.
@@ -56,7 +64,7 @@ impl BridgePool {
             if spare.lock().expect("pool lock").is_some() {
                 return;
             }
-            match Self::start(&work, &logs, &python) {
+            match Self::start_warm(&work, &logs, &python) {
                 Ok(b) => {
                     let mut slot = spare.lock().expect("pool lock");
                     if slot.is_none() {
