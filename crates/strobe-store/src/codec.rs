@@ -34,9 +34,42 @@ pub struct ChunkSummary {
     pub pid_min: u32,
     /// Largest pid.
     pub pid_max: u32,
+    /// Events per (function id, kind), for function events; sorted.
+    pub func_counts: Vec<(u32, u8, u32)>,
 }
 
 impl ChunkSummary {
+    /// `func_counts` as stored: varint triples.
+    pub fn func_counts_blob(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.func_counts.len() * 4);
+        for (f, k, c) in &self.func_counts {
+            put_varint(&mut out, *f as u64);
+            out.push(*k);
+            put_varint(&mut out, *c as u64);
+        }
+        out
+    }
+
+    /// Parses the stored `func_counts` blob (empty on malformed input).
+    pub fn parse_func_counts(blob: &[u8]) -> Vec<(u32, u8, u32)> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < blob.len() {
+            let Ok(f) = get_varint(blob, &mut pos) else {
+                return Vec::new();
+            };
+            let Some(&k) = blob.get(pos) else {
+                return Vec::new();
+            };
+            pos += 1;
+            let Ok(c) = get_varint(blob, &mut pos) else {
+                return Vec::new();
+            };
+            out.push((f as u32, k, c as u32));
+        }
+        out
+    }
+
     /// `kind_counts` as stored: little-endian u32s.
     pub fn kind_counts_blob(&self) -> Vec<u8> {
         self.kind_counts
@@ -61,6 +94,7 @@ pub struct ChunkBuilder {
     data: Vec<u8>,
     summary: ChunkSummary,
     last_ts: u64,
+    funcs: std::collections::HashMap<(u32, u8), u32>,
 }
 
 impl ChunkBuilder {
@@ -77,8 +111,10 @@ impl ChunkBuilder {
                 kind_counts: [0; KIND_SLOTS],
                 pid_min: u32::MAX,
                 pid_max: 0,
+                func_counts: Vec::new(),
             },
             last_ts: 0,
+            funcs: std::collections::HashMap::new(),
         }
     }
 
@@ -92,6 +128,9 @@ impl ChunkBuilder {
         s.kind_counts[h.kind as usize % KIND_SLOTS] += 1;
         s.pid_min = s.pid_min.min(h.pid);
         s.pid_max = s.pid_max.max(h.pid);
+        if h.func_id != 0 {
+            *self.funcs.entry((h.func_id, h.kind)).or_default() += 1;
+        }
 
         let d = &mut self.data;
         d.push(h.kind);
@@ -129,7 +168,14 @@ impl ChunkBuilder {
     }
 
     /// Seals the chunk.
-    pub fn finish(self) -> (ChunkSummary, Vec<u8>) {
+    pub fn finish(mut self) -> (ChunkSummary, Vec<u8>) {
+        let mut fc: Vec<(u32, u8, u32)> = self
+            .funcs
+            .into_iter()
+            .map(|((f, k), c)| (f, k, c))
+            .collect();
+        fc.sort_unstable();
+        self.summary.func_counts = fc;
         (self.summary, self.data)
     }
 }
@@ -282,6 +328,11 @@ mod tests {
         }
         let counts = ChunkSummary::parse_kind_counts(&summary.kind_counts_blob());
         assert_eq!(counts, summary.kind_counts);
+        assert_eq!(summary.func_counts, vec![(42, 4, 1)]);
+        assert_eq!(
+            ChunkSummary::parse_func_counts(&summary.func_counts_blob()),
+            summary.func_counts
+        );
     }
 
     #[test]

@@ -53,11 +53,10 @@ impl ReturnValueFilter {
 }
 
 impl EventFilter {
-    /// True when only kind/time/pid conditions are present, which chunk
-    /// summaries can answer exactly.
+    /// True when only kind/time/pid/function conditions are present, which
+    /// chunk summaries can answer exactly.
     fn summary_answerable(&self) -> bool {
         self.min_duration_ns.is_none()
-            && self.func_ids.is_none()
             && self.tids.is_none()
             && self.payload_contains.is_none()
             && self.return_value.is_none()
@@ -139,6 +138,7 @@ struct ChunkMeta {
     pid_min: u32,
     pid_max: u32,
     kind_counts: [u32; codec::KIND_SLOTS],
+    func_counts: Vec<(u32, u8, u32)>,
 }
 
 pub(crate) fn run(
@@ -171,7 +171,7 @@ fn run_in_snapshot(
         .pid
         .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
     let mut stmt = conn.prepare_cached(
-        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts FROM chunks
+        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts, func_counts FROM chunks
          WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
            AND pid_max >= ?5 AND pid_min <= ?6
          ORDER BY first_seq",
@@ -187,6 +187,11 @@ fn run_in_snapshot(
                 pid_min: r.get(4)?,
                 pid_max: r.get(5)?,
                 kind_counts: ChunkSummary::parse_kind_counts(&blob),
+                func_counts: if filter.func_ids.is_some() {
+                    ChunkSummary::parse_func_counts(&r.get::<_, Vec<u8>>(7)?)
+                } else {
+                    Vec::new()
+                },
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -243,6 +248,15 @@ fn summary_count(filter: &EventFilter, m: &ChunkMeta) -> Option<u64> {
         return None;
     }
     let mask = filter.kinds.unwrap_or(u32::MAX);
+    if let Some(funcs) = &filter.func_ids {
+        return Some(
+            m.func_counts
+                .iter()
+                .filter(|(f, k, _)| funcs.contains(f) && mask & (1 << (*k as u32 % 32)) != 0)
+                .map(|(_, _, c)| *c as u64)
+                .sum(),
+        );
+    }
     Some(
         m.kind_counts
             .iter()

@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     kind_counts  BLOB NOT NULL,
     pid_min      INTEGER NOT NULL,
     pid_max      INTEGER NOT NULL,
+    func_counts  BLOB NOT NULL,
     data         BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_session ON chunks(session, first_seq);

@@ -597,8 +597,8 @@ impl Writer {
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
-                                     pid_min, pid_max, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                     pid_min, pid_max, func_counts, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?;
             let mut delete = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
             let mut counters = tx.prepare_cached(
@@ -618,6 +618,7 @@ impl Writer {
                         summary.kind_counts_blob(),
                         summary.pid_min,
                         summary.pid_max,
+                        summary.func_counts_blob(),
                         data
                     ])?;
                     let bytes = data.len() as u64;

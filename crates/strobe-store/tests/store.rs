@@ -287,3 +287,60 @@ fn partial_chunks_become_visible_without_flush() {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+#[test]
+fn function_filters_count_from_summaries_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let key = new_session(&store, "f", 10_000_000);
+    let mut b = EventBatch::default();
+    for i in 0..30_000u64 {
+        let kind = if i % 2 == 0 {
+            EventKind::FunctionEnter
+        } else {
+            EventKind::FunctionExit
+        };
+        b.push(
+            EventHeader {
+                ts_ns: i,
+                kind: kind as u8,
+                func_id: (i / 2 % 7) as u32 + 1,
+                pid: 1,
+                tid: 1,
+                ..Default::default()
+            },
+            &[],
+        );
+    }
+    store.append(key, b).unwrap();
+    store.flush().unwrap();
+    let funcs = std::collections::HashSet::from([3u32, 5]);
+    let filter = EventFilter {
+        kinds: Some(EventKind::FunctionExit.bit()),
+        func_ids: Some(funcs.clone()),
+        ..Default::default()
+    };
+    let r = store
+        .query(
+            key,
+            &filter,
+            QueryPage {
+                offset: 0,
+                limit: 10,
+            },
+        )
+        .unwrap();
+    let expected = (0..30_000u64)
+        .filter(|i| i % 2 == 1 && funcs.contains(&((i / 2 % 7) as u32 + 1)))
+        .count() as u64;
+    assert_eq!(r.total_count, expected);
+    assert!(
+        r.chunks_counted > 0,
+        "chunks outside the page were counted from their summaries"
+    );
+    assert!(r.events.iter().all(
+        |e| e.header.kind == EventKind::FunctionExit as u8 && funcs.contains(&e.header.func_id)
+    ));
+    // The call tree linked each exit to its enter's parent and gave it a duration.
+    assert!(r.events.iter().all(|e| e.header.duration_ns == 1));
+}
