@@ -256,6 +256,13 @@ async fn session_and_query_arguments_are_validated() {
         &["unknown field"],
     )
     .await;
+    expect_error(
+        &c,
+        "debug_query",
+        q(json!({"function": {"matches": "(a{1000}){1000}"}})),
+        &["VALIDATION_ERROR", "size limit"],
+    )
+    .await;
     // Valid but exotic filters answer normally.
     let v = c
         .ok(

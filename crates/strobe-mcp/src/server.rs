@@ -397,8 +397,8 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         let f = p.function.unwrap_or_default();
         let file = p.source_file.unwrap_or_default();
         let re = match &f.matches {
-            Some(m) => Some(regex::Regex::new(m).map_err(|e| {
-                ToolError::validation(format!("'function.matches' is not a valid regex: {e}"))
+            Some(m) => Some(regex::RegexBuilder::new(m).size_limit(1 << 20).build().map_err(|e| {
+                ToolError::validation(format!("'function.matches' is not a usable regex (invalid, or over the 1 MiB compiled-size limit; the engine is linear-time): {e}"))
             })?),
             None => None,
         };
