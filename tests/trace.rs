@@ -96,6 +96,30 @@ async fn pending_patterns_are_hooked_before_main_with_call_tree() {
     assert_eq!(slow.len(), 1, "the outermost call is the slowest");
     let zero = all(&c, &id, json!({"eventType": "function_exit", "function": {"equals": "fib"}, "returnValue": {"isNull": true}})).await;
     assert_eq!(zero.len(), 34, "fib(0) is reached 34 times in fib(10)");
+    // One small response says what ran.
+    let agg = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "aggregate": "function"}),
+        )
+        .await;
+    let rows = agg["functions"].as_array().unwrap();
+    assert_eq!(agg["totalFunctions"], 2);
+    let fib = rows.iter().find(|r| r["function"] == "fib").unwrap();
+    assert_eq!(
+        (fib["calls"].as_u64(), fib["returns"].as_u64()),
+        (Some(177), Some(177))
+    );
+    assert_eq!(fib["returnedZero"], 34);
+    assert!(fib["maxDurationNs"].as_u64().unwrap() >= fib["meanDurationNs"].as_u64().unwrap());
+    assert_eq!(rows[0]["function"], "fib", "slowest total first");
+    let r = c
+        .reply(
+            "debug_query",
+            json!({"sessionId": id, "aggregate": "thread"}),
+        )
+        .await;
+    assert!(r.error_text().contains("\"function\""));
     trace(&c, json!({"remove": ["fib", "add"]})).await;
 }
 

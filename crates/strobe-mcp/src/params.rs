@@ -131,6 +131,10 @@ pub struct QueryParams {
     /// Include every field (thread, pid, raw bytes, flags) instead of the summary form.
     #[serde(default)]
     pub verbose: bool,
+    /// Summarize instead of listing events: "function" returns one row per traced function
+    /// (calls, returns, total/mean/max duration, returns of 0 and -1), slowest total first;
+    /// limit/offset page through the rows and the other filters still apply.
+    pub aggregate: Option<String>,
 }
 
 /// `debug_trace` arguments.

@@ -338,6 +338,60 @@ fn raw_value(v: &Value) -> Option<u64> {
     }
 }
 
+fn aggregate_by_function(
+    mgr: &SessionManager,
+    session: &str,
+    filter: &EventFilter,
+    offset: usize,
+    limit: usize,
+) -> Result<(Value, String), ToolError> {
+    let stats = mgr.aggregate_functions(session, filter)?;
+    let total = stats.len();
+    let page: Vec<_> = stats.into_iter().skip(offset).take(limit).collect();
+    let ids: Vec<u32> = page.iter().map(|s| s.func_id).collect();
+    let names: std::collections::HashMap<u32, strobe_store::FunctionRow> = mgr
+        .function_rows(session, &ids)?
+        .into_iter()
+        .map(|f| (f.func_id, f))
+        .collect();
+    let mut text = format!(
+        "{} of {total} traced functions (slowest total first, offset {offset})",
+        page.len()
+    );
+    let rows: Vec<Value> = page
+        .iter()
+        .map(|s| {
+            let f = names.get(&s.func_id);
+            let name = f.map_or("?", |f| f.name.as_str());
+            let mean = s.total_duration_ns.checked_div(s.returns).unwrap_or(0);
+            text.push_str(&format!(
+                "\n{name}: {} calls, total {} ns, mean {mean} ns, max {} ns",
+                s.calls, s.total_duration_ns, s.max_duration_ns
+            ));
+            json!({
+                "function": name,
+                "sourceFile": f.and_then(|f| f.file.clone()),
+                "line": f.and_then(|f| f.line),
+                "calls": s.calls,
+                "returns": s.returns,
+                "totalDurationNs": s.total_duration_ns,
+                "meanDurationNs": mean,
+                "maxDurationNs": s.max_duration_ns,
+                "returnedZero": s.returned_zero,
+                "returnedMinusOne": s.returned_minus_one,
+            })
+        })
+        .collect();
+    let truncated = offset + rows.len() < total;
+    if truncated {
+        text.push_str("\n(more functions with a larger offset)");
+    }
+    Ok((
+        json!({ "aggregate": "function", "functions": rows, "totalFunctions": total, "hasMore": truncated }),
+        text,
+    ))
+}
+
 fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), ToolError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=MAX_LIMIT).contains(&limit) {
@@ -434,6 +488,14 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
             equals,
             is_null: rv.is_null,
         });
+    }
+    if let Some(mode) = &p.aggregate {
+        if mode != "function" {
+            return Err(ToolError::validation(format!(
+                "'aggregate' {mode:?} is not supported; use \"function\" (one row per traced function)"
+            )));
+        }
+        return aggregate_by_function(mgr, &p.session_id, &filter, offset as usize, limit as usize);
     }
     let result = mgr.query(
         &p.session_id,

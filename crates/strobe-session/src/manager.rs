@@ -1222,6 +1222,19 @@ impl SessionManager {
         self.store.thread_ids(key, pred).map_err(store_err)
     }
 
+    /// Per-function statistics of a session (aggregate queries).
+    pub fn aggregate_functions(
+        &self,
+        id: &str,
+        filter: &EventFilter,
+    ) -> Result<Vec<strobe_store::FunctionStats>, ToolError> {
+        let key = self.key_of(id)?;
+        self.store.flush().map_err(store_err)?;
+        self.store
+            .aggregate_functions(key, filter)
+            .map_err(store_err)
+    }
+
     /// Timestamp of the newest stored event of a session (0 if none); the
     /// reference point of relative times such as `"-5s"`.
     pub fn latest_ts(&self, id: &str) -> Result<u64, ToolError> {

@@ -25,6 +25,6 @@ mod sessions;
 mod writer;
 
 pub use error::StoreError;
-pub use query::{EventFilter, QueryPage, QueryResult, ReturnValueFilter};
+pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
 pub use writer::{PurgeReport, Store};

@@ -161,40 +161,7 @@ fn run_in_snapshot(
     filter: &EventFilter,
     page: QueryPage,
 ) -> Result<QueryResult, StoreError> {
-    let from = filter.time_from.unwrap_or(0).min(i64::MAX as u64) as i64;
-    let to = filter
-        .time_to
-        .unwrap_or(i64::MAX as u64)
-        .min(i64::MAX as u64) as i64;
-    let mask = filter.kinds.unwrap_or(u32::MAX) as i64;
-    let (pid_lo, pid_hi) = filter
-        .pid
-        .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts, func_counts FROM chunks
-         WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
-           AND pid_max >= ?5 AND pid_min <= ?6
-         ORDER BY first_seq",
-    )?;
-    let metas = stmt
-        .query_map(params![session, from, to, mask, pid_lo, pid_hi], |r| {
-            let blob: Vec<u8> = r.get(6)?;
-            Ok(ChunkMeta {
-                id: r.get(0)?,
-                first_seq: r.get::<_, i64>(1)? as u64,
-                ts_min: r.get::<_, i64>(2)? as u64,
-                ts_max: r.get::<_, i64>(3)? as u64,
-                pid_min: r.get(4)?,
-                pid_max: r.get(5)?,
-                kind_counts: ChunkSummary::parse_kind_counts(&blob),
-                func_counts: if filter.func_ids.is_some() {
-                    ChunkSummary::parse_func_counts(&r.get::<_, Vec<u8>>(7)?)
-                } else {
-                    Vec::new()
-                },
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let metas = candidate_chunks(conn, session, filter)?;
 
     let window_start = page.offset;
     let window_end = page.offset.saturating_add(page.limit as u64);
@@ -234,6 +201,122 @@ fn run_in_snapshot(
     }
     out.has_more = page.offset + (out.events.len() as u64) < out.total_count;
     Ok(out)
+}
+
+/// Chunks whose summaries do not rule the filter out, in sequence order.
+fn candidate_chunks(
+    conn: &Connection,
+    session: i64,
+    filter: &EventFilter,
+) -> Result<Vec<ChunkMeta>, StoreError> {
+    let from = filter.time_from.unwrap_or(0).min(i64::MAX as u64) as i64;
+    let to = filter
+        .time_to
+        .unwrap_or(i64::MAX as u64)
+        .min(i64::MAX as u64) as i64;
+    let mask = filter.kinds.unwrap_or(u32::MAX) as i64;
+    let (pid_lo, pid_hi) = filter
+        .pid
+        .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts, func_counts FROM chunks
+         WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
+           AND pid_max >= ?5 AND pid_min <= ?6
+         ORDER BY first_seq",
+    )?;
+    let metas: Vec<ChunkMeta> = stmt
+        .query_map(params![session, from, to, mask, pid_lo, pid_hi], |r| {
+            let blob: Vec<u8> = r.get(6)?;
+            Ok(ChunkMeta {
+                id: r.get(0)?,
+                first_seq: r.get::<_, i64>(1)? as u64,
+                ts_min: r.get::<_, i64>(2)? as u64,
+                ts_max: r.get::<_, i64>(3)? as u64,
+                pid_min: r.get(4)?,
+                pid_max: r.get(5)?,
+                kind_counts: ChunkSummary::parse_kind_counts(&blob),
+                func_counts: if filter.func_ids.is_some() {
+                    ChunkSummary::parse_func_counts(&r.get::<_, Vec<u8>>(7)?)
+                } else {
+                    Vec::new()
+                },
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+
+    Ok(metas)
+}
+
+/// Per-function statistics over a session (aggregate query mode).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FunctionStats {
+    /// The function.
+    pub func_id: u32,
+    /// Calls entered.
+    pub calls: u64,
+    /// Calls that returned.
+    pub returns: u64,
+    /// Sum of durations of returned calls.
+    pub total_duration_ns: u64,
+    /// Longest returned call.
+    pub max_duration_ns: u64,
+    /// Returns whose raw value was 0 (NULL, false, 0).
+    pub returned_zero: u64,
+    /// Returns whose raw value was -1 as a 32- or 64-bit integer.
+    pub returned_minus_one: u64,
+}
+
+/// Aggregates function events matching `filter` per function.
+pub(crate) fn aggregate(
+    conn: &Connection,
+    session: i64,
+    filter: &EventFilter,
+) -> Result<Vec<FunctionStats>, StoreError> {
+    let tx = conn.unchecked_transaction()?;
+    let metas = candidate_chunks(&tx, session, filter)?;
+    let mut stats: std::collections::HashMap<u32, FunctionStats> = std::collections::HashMap::new();
+    let enter = strobe_core::EventKind::FunctionEnter as u8;
+    let exit = strobe_core::EventKind::FunctionExit as u8;
+    {
+        let mut data_stmt = tx.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;
+        for m in metas {
+            let data: Vec<u8> = data_stmt.query_row([m.id], |r| r.get(0))?;
+            codec::decode(&data, m.first_seq, |_, h, payload| {
+                if h.func_id != 0
+                    && (h.kind == enter || h.kind == exit)
+                    && filter.matches(&h, payload)
+                {
+                    let s = stats.entry(h.func_id).or_insert_with(|| FunctionStats {
+                        func_id: h.func_id,
+                        ..Default::default()
+                    });
+                    if h.kind == enter {
+                        s.calls += 1;
+                    } else {
+                        s.returns += 1;
+                        s.total_duration_ns += h.duration_ns;
+                        s.max_duration_ns = s.max_duration_ns.max(h.duration_ns);
+                        s.returned_zero += (h.value == 0) as u64;
+                        s.returned_minus_one +=
+                            (h.value == u64::MAX || h.value as u32 == u32::MAX) as u64;
+                    }
+                }
+                true
+            })
+            .map_err(|reason| StoreError::Corrupt {
+                chunk: m.id,
+                reason,
+            })?;
+        }
+    }
+    tx.finish()?;
+    let mut v: Vec<FunctionStats> = stats.into_values().collect();
+    v.sort_by(|a, b| {
+        b.total_duration_ns
+            .cmp(&a.total_duration_ns)
+            .then(b.calls.cmp(&a.calls))
+    });
+    Ok(v)
 }
 
 /// Number of matching events when the summary alone decides it.

@@ -311,6 +311,15 @@ impl Store {
         })
     }
 
+    /// Per-function call statistics of one session's committed events.
+    pub fn aggregate_functions(
+        &self,
+        key: i64,
+        filter: &EventFilter,
+    ) -> Result<Vec<crate::FunctionStats>, StoreError> {
+        self.with_reader(|c| query::aggregate(c, key, filter))
+    }
+
     /// Runs a query over one session's committed events.
     pub fn query(
         &self,
