@@ -59,7 +59,7 @@ async fn pending_patterns_are_hooked_before_main_with_call_tree() {
         first["sourceFile"].as_str().unwrap().rsplit('/').next(),
         Some("trace_c.c")
     );
-    assert_eq!(first["line"], 9);
+    assert_eq!(first["line"], 11);
     assert_eq!(adds[1]["eventType"], "function_exit");
     assert!(adds[1]["durationNs"].as_u64().unwrap() > 0);
 
@@ -340,7 +340,7 @@ async fn trace_errors_are_actionable() {
     assert!(r.error_text().contains("returnValue.equals"));
     // Functions too small to patch are reported, not silently skipped.
     let opt = support::compile_with("trace_c.c", "gcc", &["-g", "-O2"]);
-    let (id, _) = c.launch(&opt, &["100000000"]).await;
+    let (id, _) = c.launch(&opt, &["3", "30"]).await;
     let t = c
         .ok(
             "debug_trace",
@@ -351,4 +351,90 @@ async fn trace_errors_are_actionable() {
     assert!(w.contains("tiny_inline inlined into"), "{w}");
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shared_libraries_and_dlopen_are_traced() {
+    let env = Env::new();
+    let c = env.client().await;
+    let lib = support::compile_with("libtracelib.c", "gcc", &["-g", "-shared", "-fPIC"]);
+    let plugin = support::compile_with("libtraceplugin.c", "gcc", &["-g", "-shared", "-fPIC"]);
+    // Link against the built library by path; rpath finds it at run time.
+    let dir = lib.parent().unwrap().to_path_buf();
+    let linked = dir.join("libtracelib.so");
+    if !linked.exists() {
+        std::fs::copy(&lib, &linked).unwrap();
+    }
+    let exe = support::compile_with(
+        "trace_dl.c",
+        "gcc",
+        &[
+            "-g",
+            "-O0",
+            "-L",
+            dir.to_str().unwrap(),
+            "-Wl,-rpath",
+            dir.to_str().unwrap(),
+            "--",
+            "-ltracelib",
+            "-ldl",
+        ],
+    );
+    // Pending: a library linked at start and a plugin loaded later.
+    trace(&c, json!({"add": ["lib_scale", "plugin_entry"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": [plugin, "0"], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    let exits = all(&c, &id, json!({"eventType": "function_exit"})).await;
+    let got: Vec<(String, String)> = exits
+        .iter()
+        .map(|e| {
+            (
+                e["function"].as_str().unwrap().to_string(),
+                e["returnValueRaw"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("lib_scale".into(), "0x29".into()),
+            ("plugin_entry".into(), "0x65".into()),
+            ("plugin_entry".into(), "0x66".into())
+        ],
+        "calls into the linked library and the dlopen'ed plugin, from the first call on"
+    );
+    assert!(
+        exits[1]["sourceFile"]
+            .as_str()
+            .unwrap()
+            .ends_with("libtraceplugin.c")
+    );
+    trace(&c, json!({"remove": ["lib_scale", "plugin_entry"]})).await;
+
+    // Live: a pattern added while running also covers a library loaded afterwards.
+    let (id, _) = c.launch(&exe, &[plugin.to_str().unwrap(), "1500"]).await;
+    let t = trace(
+        &c,
+        json!({"sessionId": id, "add": ["plugin_entry", "lib_*"]}),
+    )
+    .await;
+    assert_eq!(
+        t["hookedFunctions"], 1,
+        "lib_scale now; the plugin is not loaded yet: {t}"
+    );
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    let n = all(
+        &c,
+        &id,
+        json!({"eventType": "function_enter", "function": {"equals": "plugin_entry"}}),
+    )
+    .await
+    .len();
+    assert_eq!(n, 2);
 }

@@ -3,7 +3,7 @@
 // output by content hash, so an edited source is never shadowed by a stale build.
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
-import { drain, updateHooks, HookRequest } from "./tracers/native.js";
+import { drain, updateHooks, watchModules, HookRequest } from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
 // their own recv() calls; everything else arrives here.
@@ -18,6 +18,7 @@ function listen(): void {
 }
 
 installLifecycleHooks(drain);
+watchModules();
 listen();
 rpc.exports = { dispose: drain };
 send_({ type: "agent_loaded", pid: Process.id, arch: Process.arch, platform: Process.platform });

@@ -70,7 +70,8 @@ pub fn fixture_with(name: &str, flags: &[&str]) -> PathBuf {
 }
 
 /// Builds `tests/fixtures/<file>` with `compiler` (gcc, g++, rustc) and `flags`,
-/// once per content and flags.
+/// once per content and flags. Flags after a `"--"` go after the source file
+/// (libraries to link).
 pub fn compile_with(file: &str, compiler: &str, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
@@ -93,11 +94,13 @@ pub fn compile_with(file: &str, compiler: &str, flags: &[&str]) -> PathBuf {
             std::process::id(),
             std::thread::current().id()
         ));
+        let split = flags.iter().position(|f| *f == "--").unwrap_or(flags.len());
         let st = Command::new(compiler)
-            .args(flags)
+            .args(&flags[..split])
             .arg("-o")
             .arg(&tmp)
             .arg(&src)
+            .args(flags.get(split + 1..).unwrap_or_default())
             .status()
             .expect("compiler runs");
         assert!(st.success(), "{compiler} failed for {}", src.display());

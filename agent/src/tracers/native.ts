@@ -154,7 +154,12 @@ export interface HookRequest {
     action: "add" | "remove";
     module?: string;
     functions: Array<[number, number]> | number[];
+    /** True while patterns are active: libraries loaded later must then be
+     *  checked (and hooked) before their code runs. */
+    watchLibraries?: boolean;
 }
+
+let watchLibraries = false;
 
 function moduleBase(path: string | undefined): NativePointer | null {
     if (path === undefined) return Process.mainModule.base;
@@ -166,6 +171,7 @@ function moduleBase(path: string | undefined): NativePointer | null {
 
 /** Installs or removes hooks; answers with what happened to each function. */
 export function updateHooks(req: HookRequest): void {
+    if (req.watchLibraries !== undefined) watchLibraries = req.watchLibraries;
     const installed: number[] = [];
     const failed: Array<[number, string]> = [];
     if (req.action === "add") {
@@ -220,6 +226,27 @@ export function drain(): void {
     }
     const d = dropDeltas(drops);
     if (d !== undefined) send({ type: "trace_drops", drops: d });
+}
+
+/** Reports the loaded images, and from then on every newly loaded one; while
+ *  patterns are active the loading thread waits for the daemon's hooks so
+ *  that a library's functions are traced from their first call. */
+export function watchModules(): void {
+    let initial = true;
+    const report = (m: Module) => {
+        if (initial || !m.path.startsWith("/")) return;
+        if (!watchLibraries) {
+            send({ type: "module_loaded", path: m.path, wait: false });
+            return;
+        }
+        const op = recv("module-hooks", (msg: HookRequest) => updateHooks({ ...msg, action: "add", id: 0 }));
+        send({ type: "module_loaded", path: m.path, wait: true });
+        op.wait();
+    };
+    Process.attachModuleObserver({ onAdded: report });
+    initial = false;
+    const paths = Process.enumerateModules().map(m => m.path).filter(p => p.startsWith("/"));
+    send({ type: "modules", paths });
 }
 
 let timer: ReturnType<typeof setInterval> | null = null;

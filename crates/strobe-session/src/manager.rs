@@ -201,6 +201,8 @@ struct Live {
     next_request: AtomicU64,
     /// Threads whose names were looked up.
     known_threads: Mutex<std::collections::HashSet<u32>>,
+    /// Images (executable and libraries) the agent reported as loaded.
+    modules: Mutex<Vec<String>>,
 }
 
 impl Live {
@@ -222,6 +224,8 @@ pub struct SessionManager {
     launch_lock: Mutex<()>,
     /// Patterns staged by debug_trace without a session, for the next launch.
     pending: Mutex<Vec<strobe_symbols::Pattern>>,
+    /// Itself, for work handed to other threads.
+    me: std::sync::Weak<SessionManager>,
 }
 
 fn store_err(e: strobe_store::StoreError) -> ToolError {
@@ -252,12 +256,13 @@ impl SessionManager {
             }
         }
         let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
-        Ok(Arc::new(Self {
+        Ok(Arc::new_cyclic(|me| Self {
             home,
             store,
             pool,
             live: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
+            me: me.clone(),
             launch_lock: Mutex::new(()),
         }))
     }
@@ -419,6 +424,7 @@ impl SessionManager {
             replies: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             known_threads: Mutex::new(std::collections::HashSet::new()),
+            modules: Mutex::new(Vec::new()),
         });
         self.live
             .lock()
@@ -609,11 +615,42 @@ impl SessionManager {
                 };
                 let _ = self.store.record_dropped(live.key, total);
             }
-            Some("hooks_updated") => {
-                if let Some(id) = payload["id"].as_u64()
-                    && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
-                {
-                    let _ = tx.send(payload.clone());
+            Some("hooks_updated") => match payload["id"].as_u64() {
+                // Hooks installed for a library loaded later (no request waits).
+                Some(0) => {
+                    let (ok, bad) = hook_outcome(payload);
+                    if let Some(t) = live.tracer.lock().expect("tracer lock").as_mut() {
+                        t.applied(&ok, &bad, &[]);
+                    }
+                }
+                Some(id) => {
+                    if let Some(tx) = live.replies.lock().expect("replies lock").remove(&id) {
+                        let _ = tx.send(payload.clone());
+                    }
+                }
+                None => {}
+            },
+            Some("modules") => {
+                let paths: Vec<String> = payload["paths"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                live.modules.lock().expect("modules lock").extend(paths);
+            }
+            Some("module_loaded") => {
+                let path = payload["path"].as_str().unwrap_or_default().to_string();
+                if payload["wait"] == true {
+                    // Resolving may take a while: never in the event loop.
+                    if let Some(me) = self.me.upgrade() {
+                        let l = live.clone();
+                        std::thread::spawn(move || me.on_library_loaded(&l, &path));
+                    }
+                } else {
+                    live.modules.lock().expect("modules lock").push(path);
                 }
             }
             Some("agent_loaded") => {}
@@ -984,6 +1021,12 @@ impl SessionManager {
         let answer = sent.ok().and_then(|()| rx.recv_timeout(timeout).ok());
         live.replies.lock().expect("replies lock").remove(&id);
         answer.ok_or_else(|| {
+            if live.life.lock().expect("lifecycle lock").ended {
+                return ToolError::new(
+                    ErrorCode::ProcessExited,
+                    format!("the program of session '{}' ended before its agent could answer; its events can still be queried", live.id),
+                );
+            }
             ToolError::new(
                 ErrorCode::FridaAttachFailed,
                 format!(
@@ -1005,18 +1048,7 @@ impl SessionManager {
     ) -> Result<ApplyResult, ToolError> {
         let mut guard = live.tracer.lock().expect("tracer lock");
         if guard.is_none() {
-            let resolver =
-                DwarfResolver::open(Path::new(&live.binary_path), Some(&self.symbol_cache_dir()))
-                    .map_err(|e| {
-                    ToolError::new(
-                        ErrorCode::ValidationError,
-                        format!("cannot read the symbols of the program: {e}"),
-                    )
-                })?;
-            *guard = Some(Tracer::new(
-                Arc::new(resolver),
-                Path::new(&live.project_root),
-            ));
+            *guard = Some(self.new_tracer(live)?);
         }
         let tracer = guard.as_mut().expect("just set");
         let plan = tracer.plan(add, remove);
@@ -1028,43 +1060,35 @@ impl SessionManager {
         let mut warnings = plan.warnings;
         let mut installed = Vec::new();
         let mut failed: Vec<(u32, String)> = Vec::new();
-        if !plan.to_hook.is_empty() {
-            let functions: Vec<Value> = plan
-                .to_hook
-                .iter()
-                .map(|(id, _, off)| json!([id, off]))
-                .collect();
-            let r = self.agent_request(
-                live,
-                json!({"type": "hooks", "action": "add", "functions": functions}),
-                timeout,
-            )?;
-            installed = r["installed"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_u64().map(|v| v as u32))
-                        .collect()
-                })
-                .unwrap_or_default();
-            failed = r["failed"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|f| {
-                            Some((
-                                f[0].as_u64()? as u32,
-                                f[1].as_str().unwrap_or("?").to_string(),
-                            ))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+        let watch = tracer.has_patterns();
+        // One request per image; always at least one, which also tells the
+        // agent whether libraries loaded later need checking.
+        let mut groups: Vec<(Option<String>, Vec<Value>)> = Vec::new();
+        for (id, module, off) in &plan.to_hook {
+            let m = module.to_string_lossy().into_owned();
+            let key = (m != live.binary_path).then_some(m);
+            match groups.iter_mut().find(|g| g.0 == key) {
+                Some(g) => g.1.push(json!([id, off])),
+                None => groups.push((key, vec![json!([id, off])])),
+            }
+        }
+        if groups.is_empty() {
+            groups.push((None, Vec::new()));
+        }
+        for (module, functions) in groups {
+            let mut req = json!({"type": "hooks", "action": "add", "functions": functions, "watchLibraries": watch});
+            if let Some(m) = module {
+                req["module"] = json!(m);
+            }
+            let r = self.agent_request(live, req, timeout)?;
+            let (ok, bad) = hook_outcome(&r);
+            installed.extend(ok);
+            failed.extend(bad);
         }
         if !plan.to_unhook.is_empty() {
             self.agent_request(
                 live,
-                json!({"type": "hooks", "action": "remove", "functions": plan.to_unhook}),
+                json!({"type": "hooks", "action": "remove", "functions": plan.to_unhook, "watchLibraries": watch}),
                 timeout,
             )?;
         }
@@ -1094,6 +1118,81 @@ impl SessionManager {
             warnings,
             drops,
         })
+    }
+
+    /// A tracer over the program and the libraries it has loaded.
+    fn new_tracer(&self, live: &Live) -> Result<Tracer, ToolError> {
+        // The agent reports the loaded images while it loads; at launch that
+        // message may still be on its way through the event thread.
+        for _ in 0..200 {
+            if !live.modules.lock().expect("modules lock").is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let cache = self.symbol_cache_dir();
+        let main =
+            DwarfResolver::open(Path::new(&live.binary_path), Some(&cache)).map_err(|e| {
+                ToolError::new(
+                    ErrorCode::ValidationError,
+                    format!("cannot read the symbols of the program: {e}"),
+                )
+            })?;
+        let mut modules = vec![Arc::new(main)];
+        let libs: Vec<String> = live.modules.lock().expect("modules lock").clone();
+        for lib in libs {
+            if lib == live.binary_path || !Path::new(&lib).is_file() {
+                continue;
+            }
+            match DwarfResolver::open(Path::new(&lib), Some(&cache)) {
+                Ok(r) => modules.push(Arc::new(r)),
+                Err(e) => tracing::debug!("not tracing into {lib}: {e}"),
+            }
+        }
+        Ok(Tracer::new(modules, Path::new(&live.project_root)))
+    }
+
+    /// A library was loaded while patterns are active and the loading thread
+    /// waits: hook what the patterns match in it, then let it go on.
+    fn on_library_loaded(&self, live: &Live, path: &str) {
+        let mut reply = json!({"type": "module-hooks", "module": path, "functions": []});
+        let resolver = DwarfResolver::open(Path::new(path), Some(&self.symbol_cache_dir()));
+        // The tracer may be busy applying a debug_trace call that itself waits
+        // on the agent; never wait on it for long while the program is blocked.
+        let mut guard = None;
+        for _ in 0..100 {
+            if let Ok(g) = live.tracer.try_lock() {
+                guard = Some(g);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        match (resolver, guard) {
+            (Ok(r), Some(mut g)) => {
+                if let Some(t) = g.as_mut().filter(|t| !t.has_module(Path::new(path))) {
+                    let plan = t.add_module(Arc::new(r));
+                    if !plan.new_rows.is_empty() {
+                        let _ = self.store.register_functions(live.key, plan.new_rows);
+                    }
+                    let functions: Vec<Value> = plan
+                        .to_hook
+                        .iter()
+                        .map(|(id, _, off)| json!([id, off]))
+                        .collect();
+                    reply["functions"] = json!(functions);
+                }
+            }
+            (Err(e), _) => tracing::debug!("not tracing into {path}: {e}"),
+            (_, None) => tracing::warn!(
+                "session {}: {path} loaded while tracing was being changed; it is not traced",
+                live.id
+            ),
+        }
+        live.modules
+            .lock()
+            .expect("modules lock")
+            .push(path.to_string());
+        let _ = live.bridge.post(reply.to_string().as_bytes(), &[]);
     }
 
     /// `debug_trace`: with a session, changes its hooks live; without one,
@@ -1265,6 +1364,32 @@ impl SessionManager {
     pub fn venv_path(&self, settings: &Settings) -> PathBuf {
         FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv()).venv
     }
+}
+
+/// Installed ids and failures from an agent's `hooks_updated` answer.
+fn hook_outcome(r: &Value) -> (Vec<u32>, Vec<(u32, String)>) {
+    let installed = r["installed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64().map(|v| v as u32))
+                .collect()
+        })
+        .unwrap_or_default();
+    let failed = r["failed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| {
+                    Some((
+                        f[0].as_u64()? as u32,
+                        f[1].as_str().unwrap_or("?").to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (installed, failed)
 }
 
 /// What applying pattern changes did.

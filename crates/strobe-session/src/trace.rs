@@ -57,12 +57,17 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
-/// Tracing state of one session.
+/// Tracing state of one session: the images it resolves against (the
+/// executable first, then shared libraries, including ones loaded later with
+/// dlopen), the active patterns, and which functions are hooked.
 pub struct Tracer {
-    resolver: Arc<DwarfResolver>,
+    modules: Vec<Arc<DwarfResolver>>,
     project_root: PathBuf,
     patterns: Vec<Pattern>,
-    ids: HashMap<usize, u32>,
+    /// (module index, function index) → function id.
+    ids: HashMap<(usize, usize), u32>,
+    /// function id → (module index, function index).
+    by_id: Vec<(usize, usize)>,
     hooked: BTreeSet<u32>,
     failed: HashMap<u32, String>,
     drops: HashMap<u32, u64>,
@@ -72,13 +77,14 @@ pub struct Tracer {
 pub const BROAD_PATTERN: usize = 1000;
 
 impl Tracer {
-    /// A tracer resolving against `resolver`.
-    pub fn new(resolver: Arc<DwarfResolver>, project_root: &Path) -> Self {
+    /// A tracer resolving against `modules` (the executable first).
+    pub fn new(modules: Vec<Arc<DwarfResolver>>, project_root: &Path) -> Self {
         Self {
-            resolver,
+            modules,
             project_root: project_root.to_path_buf(),
             patterns: Vec::new(),
             ids: HashMap::new(),
+            by_id: Vec::new(),
             hooked: BTreeSet::new(),
             failed: HashMap::new(),
             drops: HashMap::new(),
@@ -95,15 +101,27 @@ impl Tracer {
         self.hooked.len()
     }
 
+    /// True when `path` is one of the images already known.
+    pub fn has_module(&self, path: &Path) -> bool {
+        self.modules.iter().any(|m| m.index().path == path)
+    }
+
+    /// Adds an image loaded after tracing started (dlopen) and plans hooks
+    /// for the active patterns in it.
+    pub fn add_module(&mut self, module: Arc<DwarfResolver>) -> Plan {
+        self.modules.push(module);
+        let m = self.modules.len() - 1;
+        self.plan_modules(&[], m..m + 1)
+    }
+
     /// Applies added and removed patterns; returns what to change in the agent.
     pub fn plan(&mut self, add: &[Pattern], remove: &[String]) -> Plan {
-        let mut plan = Plan::default();
+        let mut warnings = Vec::new();
         for r in remove {
             let before = self.patterns.len();
             self.patterns.retain(|p| p.text() != *r);
             if self.patterns.len() == before {
-                plan.warnings
-                    .push(format!("pattern {r:?} was not active; nothing removed"));
+                warnings.push(format!("pattern {r:?} was not active; nothing removed"));
             }
         }
         for p in add {
@@ -111,65 +129,83 @@ impl Tracer {
                 self.patterns.push(p.clone());
             }
         }
-        let index = self.resolver.index();
+        let mut plan = self.plan_modules(add, 0..self.modules.len());
+        plan.warnings.splice(0..0, warnings);
+        plan
+    }
+
+    fn plan_modules(&mut self, fresh: &[Pattern], modules: std::ops::Range<usize>) -> Plan {
+        let mut plan = Plan::default();
         let mut wanted: BTreeSet<u32> = BTreeSet::new();
-        for p in &self.patterns {
-            let res = self.resolver.resolve_pattern(p, &self.project_root);
-            let fresh = add.contains(p);
-            if fresh && res.targets.is_empty() {
-                if res.inlined_only.is_empty() {
+        let all_modules = modules.start == 0 && modules.end == self.modules.len();
+        for p in self.patterns.clone() {
+            let is_fresh = fresh.contains(&p);
+            let mut hits = 0;
+            let mut inlined = Vec::new();
+            for m in modules.clone() {
+                let resolver = self.modules[m].clone();
+                let res = resolver.resolve_pattern(&p, &self.project_root);
+                hits += res.targets.len();
+                inlined.extend(res.inlined_only);
+                for t in res.targets {
+                    let id = self.id_for(m, t.function, &mut plan.new_rows);
+                    wanted.insert(id);
+                    if !self.hooked.contains(&id)
+                        && !self.failed.contains_key(&id)
+                        && !plan.to_hook.iter().any(|h| h.0 == id)
+                    {
+                        plan.to_hook
+                            .push((id, t.module.to_path_buf(), t.entry_offset));
+                    }
+                }
+            }
+            if is_fresh {
+                if hits == 0 && inlined.is_empty() {
                     plan.warnings.push(format!(
-                        "pattern {:?} matched no function in {}; check the spelling with a wider pattern \
-                         (e.g. \"ns::*\", \"**::name\" or \"@file:part.c\") and that the program was built with -g",
-                        p.text(),
-                        index.path.display()
+                        "pattern {:?} matched no function in the program or its loaded libraries; check the spelling \
+                         with a wider pattern (e.g. \"ns::*\", \"**::name\" or \"@file:part.c\") and that it was built with -g \
+                         (libraries loaded later with dlopen are matched when they load)",
+                        p.text()
+                    ));
+                } else if hits > BROAD_PATTERN {
+                    plan.warnings.push(format!(
+                        "pattern {:?} matched {hits} functions; expect many events (narrow it if queries get noisy)",
+                        p.text()
                     ));
                 }
-            } else if fresh && res.targets.len() > BROAD_PATTERN {
-                plan.warnings.push(format!(
-                    "pattern {:?} matched {} functions; expect many events (narrow it if queries get noisy)",
-                    p.text(),
-                    res.targets.len()
-                ));
-            }
-            if fresh {
-                for m in res.inlined_only.iter().take(10) {
-                    plan.warnings.push(m.clone());
-                }
-            }
-            for t in res.targets {
-                let next = self.ids.len() as u32 + 1;
-                let id = *self.ids.entry(t.function).or_insert_with(|| {
-                    let f = &index.functions[t.function];
-                    plan.new_rows.push(FunctionRow {
-                        func_id: next,
-                        name: f.name.clone(),
-                        name_raw: f.name_raw.clone(),
-                        file: f.file.clone(),
-                        line: f.line,
-                    });
-                    next
-                });
-                wanted.insert(id);
-                if !self.hooked.contains(&id)
-                    && !self.failed.contains_key(&id)
-                    && !plan.to_hook.iter().any(|h| h.0 == id)
-                {
-                    plan.to_hook
-                        .push((id, t.module.to_path_buf(), t.entry_offset));
-                }
+                plan.warnings.extend(inlined.into_iter().take(10));
             }
         }
         plan.matched = wanted.len();
-        plan.to_unhook = self
-            .hooked
-            .iter()
-            .copied()
-            .filter(|id| !wanted.contains(id))
-            .collect();
-        // Failed hooks of functions no longer wanted may be retried later.
-        self.failed.retain(|id, _| wanted.contains(id));
+        if all_modules {
+            plan.to_unhook = self
+                .hooked
+                .iter()
+                .copied()
+                .filter(|id| !wanted.contains(id))
+                .collect();
+            // Failed hooks of functions no longer wanted may be retried later.
+            self.failed.retain(|id, _| wanted.contains(id));
+        }
         plan
+    }
+
+    fn id_for(&mut self, module: usize, function: usize, new_rows: &mut Vec<FunctionRow>) -> u32 {
+        if let Some(id) = self.ids.get(&(module, function)) {
+            return *id;
+        }
+        let id = self.by_id.len() as u32 + 1;
+        self.ids.insert((module, function), id);
+        self.by_id.push((module, function));
+        let f = &self.modules[module].index().functions[function];
+        new_rows.push(FunctionRow {
+            func_id: id,
+            name: f.name.clone(),
+            name_raw: f.name_raw.clone(),
+            file: f.file.clone(),
+            line: f.line,
+        });
+        id
     }
 
     /// Records what the agent installed and what failed.
@@ -185,8 +221,13 @@ impl Tracer {
 
     /// Name of a function id (for messages).
     pub fn name_of(&self, id: u32) -> Option<&str> {
-        let idx = self.ids.iter().find(|(_, v)| **v == id).map(|(k, _)| *k)?;
-        Some(self.resolver.index().functions[idx].name.as_str())
+        let (m, f) = *self.by_id.get(id.checked_sub(1)? as usize)?;
+        Some(self.modules[m].index().functions[f].name.as_str())
+    }
+
+    /// True when any pattern is active (libraries loaded later must be checked).
+    pub fn has_patterns(&self) -> bool {
+        !self.patterns.is_empty()
     }
 
     /// Adds per-function drop counts reported by the agent; returns the total added.

@@ -49,7 +49,7 @@ fn c_at_o0_has_names_files_lines_and_offsets() {
             "{:?}",
             add.file
         );
-        assert_eq!(add.line, Some(9));
+        assert_eq!(add.line, Some(11));
         assert!(!add.from_symtab);
         assert!(add.size() > 0);
         for f in [
@@ -213,7 +213,7 @@ fn compressed_split_and_symtab_only_images() {
     let tmp = tempfile::tempdir().unwrap();
     let z = build(tmp.path(), "gcc", "trace_c.c", "cz", &["-g", "-gz"]);
     let idx = build_index(&z).unwrap();
-    assert_eq!(get(&idx, "add").line, Some(9), "compressed debug sections");
+    assert_eq!(get(&idx, "add").line, Some(11), "compressed debug sections");
 
     let split = build(tmp.path(), "gcc", "trace_c.c", "csplit", &["-g"]);
     let dbg = tmp.path().join("csplit.debug");
@@ -248,7 +248,7 @@ fn compressed_split_and_symtab_only_images() {
         Some(dbg.as_path()),
         "found through .gnu_debuglink"
     );
-    assert_eq!(get(&idx, "add").line, Some(9));
+    assert_eq!(get(&idx, "add").line, Some(11));
 
     let bare = build(tmp.path(), "gcc", "trace_c.c", "cbare", &["-O0"]);
     let idx = build_index(&bare).unwrap();
