@@ -111,7 +111,9 @@ async fn proxy_restarts_a_killed_daemon_and_fails_calls_in_flight() {
         "{err}"
     );
     // The next call reaches a fresh daemon transparently.
-    let list = c.ok("debug_session", json!({"action": "list"})).await;
+    let list = c
+        .ok_after_daemon_restart("debug_session", json!({"action": "list"}))
+        .await;
     assert!(list["sessions"].is_array());
     let second = env.daemon_pid().unwrap();
     assert_ne!(first, second);
@@ -132,7 +134,12 @@ async fn killed_daemon_takes_its_targets_down_and_keeps_their_data() {
         wait_until(Duration::from_secs(10), || !alive(target)),
         "orphaned target {target} was not stopped"
     );
-    let s = c.status(&id).await;
+    let s = c
+        .ok_after_daemon_restart(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
     assert_eq!(s["state"], "stopped");
     assert_eq!(s["retained"], true);
     assert!(s["reason"].as_str().unwrap().contains("daemon ended"));
@@ -206,7 +213,12 @@ async fn sigterm_stops_sessions_and_flushes() {
     );
     assert!(!alive(target), "its target was stopped");
     // The connected proxy brings up a fresh daemon, which sees the old session.
-    let s = c.status(&id).await;
+    let s = c
+        .ok_after_daemon_restart(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
     assert_ne!(env.daemon_pid(), Some(pid));
     assert_eq!(s["state"], "stopped");
     assert_eq!(s["retained"], true);
@@ -245,7 +257,12 @@ async fn kill_9_mid_write_leaves_a_database_that_opens() {
             .unwrap();
         assert!(chunks > 0, "committed chunks survive");
     }
-    let s = c.status(&id).await;
+    let s = c
+        .ok_after_daemon_restart(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
     assert_eq!(s["retained"], true);
     let q = c
         .ok("debug_query", json!({"sessionId": id, "limit": 1}))

@@ -296,6 +296,28 @@ impl Client {
         )
     }
 
+    /// Like [`Client::ok`], but a call that was in flight while the daemon died
+    /// (the proxy answers it with an error by design) is retried once the
+    /// proxy has brought a new daemon up.
+    pub async fn ok_after_daemon_restart(&self, tool: &str, args: Value) -> Value {
+        for _ in 0..50 {
+            match self.raw(tool, args.clone()).await {
+                Ok(r) if r.is_error != Some(true) => {
+                    return r.structured_content.unwrap_or(Value::Null);
+                }
+                Ok(r) => panic!("{tool} failed: {:?}", r.content),
+                Err(e) => {
+                    assert!(
+                        e.to_string().contains("daemon exited"),
+                        "unexpected transport error: {e}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        panic!("{tool} kept failing after the daemon restart");
+    }
+
     pub async fn status(&self, id: &str) -> Value {
         self.ok(
             "debug_session",
