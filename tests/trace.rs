@@ -438,3 +438,58 @@ async fn shared_libraries_and_dlopen_are_traced() {
     .len();
     assert_eq!(n, 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hot_functions_are_sampled_unless_told_not_to() {
+    let env = Env::with_settings(json!({"events.maxPerSession": 5_000_000}));
+    let c = env.client().await;
+    let exe = support::compile_with("hot_loop.c", "gcc", &["-g", "-O0", "-rdynamic"]);
+    let root = exe.parent().unwrap();
+    let run =
+        |n: u64| json!({"command": exe, "projectRoot": root, "env": {"HOT_LOOP_N": n.to_string()}});
+    // Default: a function called over 100k times a second is sampled.
+    trace(&c, json!({"add": ["tiny"]})).await;
+    let v = c.ok("debug_launch", run(3_000_000)).await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_ended(&id).await;
+    let enters = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_enter", "offset": 1000, "limit": 5}),
+        )
+        .await;
+    let total = enters["totalCount"].as_u64().unwrap();
+    assert!(
+        total > 1000 && total < 3_000_000,
+        "sampled: {total} of 3000000 calls recorded"
+    );
+    // The first window (100 ms) is recorded in full; later calls are sampled.
+    let last = c
+        .ok("debug_query", json!({"sessionId": id, "eventType": "function_enter", "offset": total - 1, "limit": 1}))
+        .await;
+    assert_eq!(last["events"][0]["sampled"], true, "{last}");
+    let exits = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_exit", "limit": 1}),
+        )
+        .await;
+    assert_eq!(
+        exits["totalCount"].as_u64().unwrap(),
+        total,
+        "an exit is recorded for every recorded enter"
+    );
+    // sampling: false records every call.
+    trace(&c, json!({"sampling": false})).await;
+    let v = c.ok("debug_launch", run(500_000)).await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_ended(&id).await;
+    let enters = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_enter", "limit": 1}),
+        )
+        .await;
+    assert_eq!(enters["totalCount"], 500_000);
+    assert!(enters["events"][0].get("sampled").is_none());
+}

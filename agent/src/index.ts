@@ -17,8 +17,8 @@ function listen(): void {
     });
 }
 
-installLifecycleHooks(drain);
+installLifecycleHooks(() => drain(true));
 watchModules();
 listen();
-rpc.exports = { dispose: drain };
+rpc.exports = { dispose: () => drain(true) };
 send_({ type: "agent_loaded", pid: Process.id, arch: Process.arch, platform: Process.platform });

@@ -11,7 +11,10 @@
 export const RECORD_SIZE = 32;
 const RING_RECORDS = 1 << 18; // 8 MiB
 const CHUNK_RECORDS = 4096;
-const MAX_FUNCTIONS = 1 << 20;
+const MAX_FUNCTIONS = 1 << 18;
+// Hot-function sampling: call rates are measured per function over windows
+// of this length; above the threshold only 1 in N calls is recorded.
+const WINDOW_NS = 100_000_000;
 // How long a thread waits for room in a full ring before it drops its record:
 // slowing the program is better than losing calls, hanging it is not.
 const FULL_RING_WAIT_NS = 500_000_000;
@@ -20,6 +23,10 @@ interface Runtime {
     /** Kept referenced: a collected CModule frees the code the hooks call. */
     module: CModule;
     ring: NativePointer;
+    /** Per function: window start, calls in window, record 1 in `every`, tick. */
+    fstate: NativePointer;
+    /** [0] calls per window above which a function is sampled, [1] sampling on. */
+    config: NativePointer;
     drops: NativePointer;
     committed: NativeFunction<number, [number]>;
     release: NativeFunction<void, [number]>;
@@ -41,6 +48,10 @@ function runtime(): Runtime {
 function createRuntime(): Runtime {
 const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
+const fstate = Memory.alloc(MAX_FUNCTIONS * 32);
+const config = Memory.alloc(16);
+config.writeU64(10_000);
+config.add(8).writeU64(1);
 
 const cm = new CModule(`
 #include <gum/guminterceptor.h>
@@ -48,6 +59,8 @@ const cm = new CModule(`
 
 extern volatile guint64 ring[];
 extern volatile guint64 drops[];
+extern volatile guint64 fstate[];
+extern volatile guint64 config[];
 extern int gettid(void);
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
@@ -57,6 +70,9 @@ extern int sched_yield(void);
 
 typedef struct { guint64 ts; guint32 func; guint32 tid; guint64 value; guint32 kind; guint32 pad; } Rec;
 typedef struct { guint32 tid; } ThreadState;
+typedef struct { guint32 record; guint32 sampled; } CallState;
+typedef struct { guint64 window; guint64 calls; guint64 every; guint64 tick; } FuncState;
+#define SAMPLED 0x100u
 
 static inline guint64 fetch_add(volatile guint64 *p, guint64 v) {
     __asm__ volatile("lock; xaddq %0, %1" : "+r"(v), "+m"(*p) :: "memory");
@@ -75,10 +91,9 @@ static inline guint64 now(void) {
     return (guint64)t.s * 1000000000ULL + (guint64)t.ns;
 }
 
-static void put(GumInvocationContext *ic, guint32 kind, guint64 value) {
+static void put(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 value, guint64 ts) {
     ThreadState *st = gum_invocation_context_get_listener_thread_data(ic, sizeof(ThreadState));
     if (st->tid == 0) st->tid = (guint32)gettid();
-    guint32 func = (guint32)(gsize)gum_invocation_context_get_listener_function_data(ic);
     /* Reserve a slot only when there is room: a reserved slot is always
        written, so the drainer never waits on a hole. */
     guint64 slot;
@@ -95,15 +110,42 @@ static void put(GumInvocationContext *ic, guint32 kind, guint64 value) {
         if (cas(&ring[0], slot, slot + 1)) break;
     }
     Rec *r = (Rec *)((char *)ring + 64) + (slot % CAP);
-    r->ts = now();
+    r->ts = ts;
     r->func = func;
     r->tid = st->tid;
     r->value = value;
     *(volatile guint32 *)&r->kind = kind;
 }
 
-void on_enter(GumInvocationContext *ic) { put(ic, 1, (guint64)(gsize)gum_invocation_context_get_nth_argument(ic, 0)); }
-void on_leave(GumInvocationContext *ic) { put(ic, 2, (guint64)(gsize)gum_invocation_context_get_return_value(ic)); }
+/* Decides, once per call, whether it is recorded (sampling of hot functions);
+   the exit of a call follows its enter's decision. Counters are racy on
+   purpose: rates only need to be approximate. */
+void on_enter(GumInvocationContext *ic) {
+    guint32 func = (guint32)(gsize)gum_invocation_context_get_listener_function_data(ic);
+    CallState *cs = gum_invocation_context_get_listener_invocation_data(ic, sizeof(CallState));
+    FuncState *fs = (FuncState *)fstate + (func % MAXF);
+    guint64 t = now();
+    if (t - fs->window >= ${WINDOW_NS}ULL) {
+        guint64 calls = fs->calls;
+        fs->window = t;
+        fs->calls = 0;
+        if (config[1] && calls > config[0]) fs->every = calls / config[0] + 1;
+        else if (!config[1] || calls * (fs->every ? fs->every : 1) < config[0] / 2) fs->every = 0;
+    }
+    fs->calls++;
+    guint64 every = fs->every;
+    cs->sampled = every > 1;
+    cs->record = every <= 1 || (fs->tick++ % every) == 0;
+    if (cs->record)
+        put(ic, func, 1 | (cs->sampled ? SAMPLED : 0), (guint64)(gsize)gum_invocation_context_get_nth_argument(ic, 0), t);
+}
+
+void on_leave(GumInvocationContext *ic) {
+    CallState *cs = gum_invocation_context_get_listener_invocation_data(ic, sizeof(CallState));
+    if (!cs->record) return;
+    guint32 func = (guint32)(gsize)gum_invocation_context_get_listener_function_data(ic);
+    put(ic, func, 2 | (cs->sampled ? SAMPLED : 0), (guint64)(gsize)gum_invocation_context_get_return_value(ic), now());
+}
 
 /* Records committed contiguously from the tail, at most max, not crossing the ring's end. */
 guint32 committed(guint32 max) {
@@ -131,6 +173,8 @@ void release(guint32 n) {
 `, {
     ring,
     drops,
+    fstate,
+    config,
     gettid: Module.findGlobalExportByName("gettid")!,
     clock_gettime: Module.findGlobalExportByName("clock_gettime")!,
     sched_yield: Module.findGlobalExportByName("sched_yield")!,
@@ -139,6 +183,8 @@ void release(guint32 n) {
 return {
     module: cm,
     ring,
+    fstate,
+    config,
     drops,
     committed: new NativeFunction(cm.committed, "uint32", ["uint32"]),
     release: new NativeFunction(cm.release, "void", ["uint32"]),
@@ -157,6 +203,9 @@ export interface HookRequest {
     /** True while patterns are active: libraries loaded later must then be
      *  checked (and hooked) before their code runs. */
     watchLibraries?: boolean;
+    /** Hot-function sampling on/off, and the rate above which it starts. */
+    sampling?: boolean;
+    hotCallsPerSecond?: number;
 }
 
 let watchLibraries = false;
@@ -175,7 +224,11 @@ export function updateHooks(req: HookRequest): void {
     const installed: number[] = [];
     const failed: Array<[number, string]> = [];
     if (req.action === "add") {
-        const { callbacks } = runtime();
+        const { callbacks, config } = runtime();
+        if (req.sampling !== undefined) config.add(8).writeU64(req.sampling ? 1 : 0);
+        if (req.hotCallsPerSecond !== undefined) {
+            config.writeU64(Math.max(1, Math.round(req.hotCallsPerSecond * WINDOW_NS / 1e9)));
+        }
         const base = moduleBase(req.module);
         for (const [funcId, offset] of req.functions as Array<[number, number]>) {
             if (listeners.has(funcId)) { installed.push(funcId); continue; }
@@ -212,8 +265,27 @@ function dropDeltas(drops: NativePointer): Record<string, number> | undefined {
     return out;
 }
 
-/** Sends every committed record to the daemon. */
-export function drain(): void {
+const reportedSampling = new Map<number, number>();
+
+/** Reports functions whose sampling changed (1 in `every` calls recorded; 0 = all). */
+function reportSampling(fstate: NativePointer): void {
+    const changes: Array<[number, number]> = [];
+    for (const funcId of listeners.keys()) {
+        const every = fstate.add((funcId % MAX_FUNCTIONS) * 32 + 16).readU64().toNumber();
+        const shown = every > 1 ? every : 0;
+        if ((reportedSampling.get(funcId) ?? 0) !== shown) {
+            reportedSampling.set(funcId, shown);
+            changes.push([funcId, shown]);
+        }
+    }
+    if (changes.length > 0) send({ type: "sampling", changes });
+}
+
+let drains = 0;
+
+/** Sends every committed record to the daemon; drop counts and sampling
+ *  changes are reported every 50th call and on a `full` drain (exit, crash). */
+export function drain(full = false): void {
     if (rt === null) return;
     const { ring, committed, release, drops } = rt;
     for (;;) {
@@ -224,8 +296,10 @@ export function drain(): void {
         send({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
         release(n);
     }
+    if (!full && ++drains % 50 !== 0) return;
     const d = dropDeltas(drops);
     if (d !== undefined) send({ type: "trace_drops", drops: d });
+    reportSampling(rt.fstate);
 }
 
 /** Reports the loaded images, and from then on every newly loaded one; while
@@ -254,5 +328,5 @@ let timer: ReturnType<typeof setInterval> | null = null;
 // Thread names are read by the daemon from /proc: enumerating threads from
 // here suspends them, and doing it periodically stalled traced programs.
 function startDraining(): void {
-    if (timer === null) timer = setInterval(drain, 2);
+    if (timer === null) timer = setInterval(() => drain(), 2);
 }

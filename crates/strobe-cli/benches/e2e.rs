@@ -58,7 +58,8 @@ async fn strobe_run(
     traced: bool,
 ) -> (f64, u64) {
     if traced {
-        c.ok("debug_trace", json!({"add": ["tiny"]})).await;
+        c.ok("debug_trace", json!({"add": ["tiny"], "sampling": false}))
+            .await;
     }
     let t = Instant::now();
     let v = c

@@ -76,6 +76,8 @@ impl EventKind {
 pub const FLAG_PARTIAL_LINE: u8 = 1;
 /// Flag: the payload is a JSON document.
 pub const FLAG_JSON: u8 = 2;
+/// Flag: the call was recorded by hot-function sampling (not every call is).
+pub const FLAG_SAMPLED: u8 = 4;
 
 /// Fixed-size part of an event. Payload bytes live in the batch's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -27,6 +27,8 @@ pub struct Settings {
     /// `bridge.requestTimeoutMs`: how long a Frida bridge may take to answer before it is
     /// declared hung and its session failed.
     pub bridge_request_timeout_ms: u64,
+    /// `trace.hotCallsPerSecond`: a traced function called more often than this is sampled.
+    pub hot_calls_per_second: u64,
     /// `frida.venv`: the Python venv holding the pinned `frida` (None = `$STROBE_HOME/venv`).
     pub frida_venv: Option<PathBuf>,
 }
@@ -40,6 +42,7 @@ impl Default for Settings {
             retention_days: 7,
             max_total_bytes: 10 * 1024 * 1024 * 1024,
             bridge_request_timeout_ms: 30_000,
+            hot_calls_per_second: 100_000,
             frida_venv: None,
         }
     }
@@ -64,6 +67,12 @@ impl std::fmt::Display for SettingsWarning {
 type IntField = (&'static str, fn(&mut Settings) -> &mut u64, u64, u64);
 
 const INT_FIELDS: &[IntField] = &[
+    (
+        "trace.hotCallsPerSecond",
+        |s| &mut s.hot_calls_per_second,
+        1_000,
+        100_000_000,
+    ),
     (
         "events.maxPerSession",
         |s| &mut s.max_events_per_session,

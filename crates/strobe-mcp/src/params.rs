@@ -152,4 +152,8 @@ pub struct TraceParams {
     pub remove: Vec<String>,
     /// Absolute project root, for settings when no session is given.
     pub project_root: Option<String>,
+    /// Hot-function sampling (default true): functions called more than
+    /// `trace.hotCallsPerSecond` times a second record only 1 call in N, marked
+    /// `sampled: true`. false records every call, slowing the program instead.
+    pub sampling: Option<bool>,
 }

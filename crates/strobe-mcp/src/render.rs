@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
-use strobe_core::event::{Event, EventKind, FLAG_JSON, FLAG_PARTIAL_LINE};
+use strobe_core::event::{Event, EventKind, FLAG_JSON, FLAG_PARTIAL_LINE, FLAG_SAMPLED};
 use strobe_store::FunctionRow;
 
 /// Renders one event. Summary form by default; `verbose` adds every field.
@@ -50,6 +50,9 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>) -> Value {
                 None => {
                     o.insert("functionId".into(), json!(e.header.func_id));
                 }
+            }
+            if e.header.flags & FLAG_SAMPLED != 0 {
+                o.insert("sampled".into(), json!(true));
             }
             // Raw register values until typed serialization from DWARF lands.
             if k == EventKind::FunctionExit {

@@ -278,8 +278,16 @@ impl StrobeServer {
             None => self.settings(p.project_root.as_deref().map(Path::new)),
         };
         let mgr = self.mgr.clone();
-        let r = blocking(move || mgr.trace(p.session_id.as_deref(), &p.add, &p.remove, &settings))
-            .await;
+        let r = blocking(move || {
+            mgr.trace(
+                p.session_id.as_deref(),
+                &p.add,
+                &p.remove,
+                p.sampling,
+                &settings,
+            )
+        })
+        .await;
         Ok(match r {
             Ok(mut resp) => {
                 resp.warnings.extend(warnings);

@@ -224,6 +224,8 @@ pub struct SessionManager {
     launch_lock: Mutex<()>,
     /// Patterns staged by debug_trace without a session, for the next launch.
     pending: Mutex<Vec<strobe_symbols::Pattern>>,
+    /// Sampling choice staged with them.
+    pending_sampling: Mutex<Option<bool>>,
     /// Itself, for work handed to other threads.
     me: std::sync::Weak<SessionManager>,
 }
@@ -262,6 +264,7 @@ impl SessionManager {
             pool,
             live: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
+            pending_sampling: Mutex::new(None),
             me: me.clone(),
             launch_lock: Mutex::new(()),
         }))
@@ -449,7 +452,8 @@ impl SessionManager {
             });
             None
         } else {
-            match self.apply_patterns(&live, &pending, &[], timeout) {
+            let sampling = *self.pending_sampling.lock().expect("pending lock");
+            match self.apply_patterns(&live, &pending, &[], sampling, settings) {
                 Ok(r) => {
                     warnings = r.warnings;
                     Some(pending.len() as u32)
@@ -630,6 +634,19 @@ impl SessionManager {
                 }
                 None => {}
             },
+            Some("sampling") => {
+                let changes: Vec<(u32, u64)> = payload["changes"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|c| Some((c[0].as_u64()? as u32, c[1].as_u64()?)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let Some(t) = live.tracer.lock().expect("tracer lock").as_mut() {
+                    t.set_sampling(&changes);
+                }
+            }
             Some("modules") => {
                 let paths: Vec<String> = payload["paths"]
                     .as_array()
@@ -1044,13 +1061,18 @@ impl SessionManager {
         live: &Live,
         add: &[strobe_symbols::Pattern],
         remove: &[String],
-        timeout: Duration,
+        sampling: Option<bool>,
+        settings: &Settings,
     ) -> Result<ApplyResult, ToolError> {
+        let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
         let mut guard = live.tracer.lock().expect("tracer lock");
         if guard.is_none() {
             *guard = Some(self.new_tracer(live)?);
         }
         let tracer = guard.as_mut().expect("just set");
+        if let Some(on) = sampling {
+            tracer.sampling = on;
+        }
         let plan = tracer.plan(add, remove);
         if !plan.new_rows.is_empty() {
             self.store
@@ -1076,7 +1098,10 @@ impl SessionManager {
             groups.push((None, Vec::new()));
         }
         for (module, functions) in groups {
-            let mut req = json!({"type": "hooks", "action": "add", "functions": functions, "watchLibraries": watch});
+            let mut req = json!({
+                "type": "hooks", "action": "add", "functions": functions, "watchLibraries": watch,
+                "sampling": tracer.sampling, "hotCallsPerSecond": settings.hot_calls_per_second,
+            });
             if let Some(m) = module {
                 req["module"] = json!(m);
             }
@@ -1111,12 +1136,27 @@ impl SessionManager {
             .into_iter()
             .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
             .collect();
+        let sampled: Vec<trace::SampledFunction> = tracer
+            .sampled()
+            .into_iter()
+            .map(|(function, one_in)| trace::SampledFunction { function, one_in })
+            .collect();
+        if !sampled.is_empty() {
+            warnings.push(format!(
+                "{} hot function(s) (over {} calls/s) are sampled: only 1 in N calls is recorded and those \
+                 events carry sampled: true (see sampledFunctions). Narrow the pattern, or pass sampling: false \
+                 to record every call at the cost of slowing the program.",
+                sampled.len(),
+                settings.hot_calls_per_second
+            ));
+        }
         Ok(ApplyResult {
             matched: plan.matched,
             hooked: tracer.hooked_count(),
             patterns: tracer.patterns(),
             warnings,
             drops,
+            sampled,
         })
     }
 
@@ -1202,6 +1242,7 @@ impl SessionManager {
         session_id: Option<&str>,
         add: &[String],
         remove: &[String],
+        sampling: Option<bool>,
         settings: &Settings,
     ) -> Result<TraceResponse, ToolError> {
         let mut parsed = Vec::new();
@@ -1211,6 +1252,9 @@ impl SessionManager {
             parsed.push(p);
         }
         let Some(id) = session_id else {
+            if sampling.is_some() {
+                *self.pending_sampling.lock().expect("pending lock") = sampling;
+            }
             let mut pending = self.pending.lock().expect("pending lock");
             let mut warnings = Vec::new();
             for r in remove {
@@ -1234,6 +1278,7 @@ impl SessionManager {
                 warnings,
                 event_limit: settings.max_events_per_session,
                 dropped_events: Vec::new(),
+                sampled_functions: Vec::new(),
                 status: "Staged: these patterns are hooked before main() at the next debug_launch. \
                          Recommended instead: launch without patterns, read stderr/stdout, then add \
                          patterns to the running session with sessionId."
@@ -1255,8 +1300,7 @@ impl SessionManager {
                 ),
             ));
         }
-        let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
-        let r = self.apply_patterns(&live, &parsed, remove, timeout)?;
+        let r = self.apply_patterns(&live, &parsed, remove, sampling, settings)?;
         let status = if r.hooked == 0 && !r.patterns.is_empty() {
             "No function is hooked: the patterns matched nothing hookable (see warnings). Check names with a \
              wider pattern such as \"**::name\" or \"@file:part.c\"; functions inlined by the optimizer \
@@ -1282,6 +1326,7 @@ impl SessionManager {
             event_limit: settings.max_events_per_session,
             status,
             dropped_events: r.drops,
+            sampled_functions: r.sampled,
         })
     }
 
@@ -1399,6 +1444,7 @@ struct ApplyResult {
     patterns: Vec<String>,
     warnings: Vec<String>,
     drops: Vec<trace::FunctionDrops>,
+    sampled: Vec<trace::SampledFunction>,
 }
 
 /// Start time of `pid` (clock ticks since boot, /proc/PID/stat field 22):

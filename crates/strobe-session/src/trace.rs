@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strobe_core::event::{EventBatch, EventHeader, EventKind};
+use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_SAMPLED};
 use strobe_store::FunctionRow;
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 use strobe_symbols::{Pattern, SymbolResolver};
@@ -20,15 +20,22 @@ pub fn decode_records(data: &[u8], origin_ns: u64, pid: u32, batch: &mut EventBa
     for rec in data.chunks_exact(RECORD_SIZE) {
         let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
         let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
-        let kind = match u32_at(24) {
+        let raw_kind = u32_at(24);
+        let kind = match raw_kind & 0xff {
             1 => EventKind::FunctionEnter,
             2 => EventKind::FunctionExit,
             _ => continue,
+        };
+        let flags = if raw_kind & 0x100 != 0 {
+            FLAG_SAMPLED
+        } else {
+            0
         };
         batch.push(
             EventHeader {
                 ts_ns: u64_at(0).saturating_sub(origin_ns),
                 kind: kind as u8,
+                flags,
                 pid,
                 func_id: u32_at(8),
                 tid: u32_at(12),
@@ -71,6 +78,10 @@ pub struct Tracer {
     hooked: BTreeSet<u32>,
     failed: HashMap<u32, String>,
     drops: HashMap<u32, u64>,
+    /// Functions being sampled: id → 1 in N calls recorded.
+    sampled: HashMap<u32, u64>,
+    /// Hot-function sampling allowed (debug_trace `sampling`).
+    pub sampling: bool,
 }
 
 /// Functions above this count make a pattern "broad": the response says so.
@@ -88,7 +99,31 @@ impl Tracer {
             hooked: BTreeSet::new(),
             failed: HashMap::new(),
             drops: HashMap::new(),
+            sampled: HashMap::new(),
+            sampling: true,
         }
+    }
+
+    /// Applies sampling changes reported by the agent: (id, 1 in N; 0 = every call).
+    pub fn set_sampling(&mut self, changes: &[(u32, u64)]) {
+        for (id, every) in changes {
+            if *every > 1 {
+                self.sampled.insert(*id, *every);
+            } else {
+                self.sampled.remove(id);
+            }
+        }
+    }
+
+    /// Functions being sampled now: (name, 1 in N), most sampled first.
+    pub fn sampled(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .sampled
+            .iter()
+            .map(|(id, n)| (self.name_of(*id).unwrap_or("?").to_string(), *n))
+            .collect();
+        v.sort_by_key(|e| std::cmp::Reverse(e.1));
+        v
     }
 
     /// Active patterns, as written.
@@ -277,6 +312,19 @@ pub struct TraceResponse {
     /// full, most first (absent when nothing was lost).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped_events: Vec<FunctionDrops>,
+    /// Hot functions recorded by sampling: their events carry `sampled: true`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sampled_functions: Vec<SampledFunction>,
+}
+
+/// A function recorded 1 call in `one_in`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampledFunction {
+    /// The function.
+    pub function: String,
+    /// One call in this many is recorded.
+    pub one_in: u64,
 }
 
 /// Events lost for one function.
