@@ -479,8 +479,35 @@ async fn hot_functions_are_sampled_unless_told_not_to() {
         total,
         "an exit is recorded for every recorded enter"
     );
+    trace(&c, json!({"remove": ["tiny"]})).await;
+
+    // Live: a later debug_trace call reports which functions are sampled
+    // (and is not held up by the agent's steady stream of reports).
+    let v = c.ok("debug_launch", run(50_000_000)).await;
+    let live_id = v["sessionId"].as_str().unwrap().to_string();
+    trace(&c, json!({"sessionId": live_id, "add": ["tiny"]})).await;
+    let mut report = json!(null);
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        report = trace(&c, json!({"sessionId": live_id})).await;
+        if report["sampledFunctions"].is_array() {
+            break;
+        }
+    }
+    assert_eq!(
+        report["sampledFunctions"][0]["function"], "tiny",
+        "{report}"
+    );
+    assert!(report["sampledFunctions"][0]["oneIn"].as_u64().unwrap() > 1);
+    assert!(report["warnings"].to_string().contains("sampling: false"));
+    c.ok(
+        "debug_session",
+        json!({"action": "stop", "sessionId": live_id}),
+    )
+    .await;
+
     // sampling: false records every call.
-    trace(&c, json!({"sampling": false})).await;
+    trace(&c, json!({"add": ["tiny"], "sampling": false})).await;
     let v = c.ok("debug_launch", run(500_000)).await;
     let id = v["sessionId"].as_str().unwrap().to_string();
     c.wait_ended(&id).await;

@@ -203,6 +203,8 @@ struct Live {
     known_threads: Mutex<std::collections::HashSet<u32>>,
     /// Images (executable and libraries) the agent reported as loaded.
     modules: Mutex<Vec<String>>,
+    /// Drops and sampling reported by the agent (see [`trace::TraceStats`]).
+    trace_stats: Mutex<trace::TraceStats>,
 }
 
 impl Live {
@@ -428,6 +430,7 @@ impl SessionManager {
             next_request: AtomicU64::new(1),
             known_threads: Mutex::new(std::collections::HashSet::new()),
             modules: Mutex::new(Vec::new()),
+            trace_stats: Mutex::new(trace::TraceStats::default()),
         });
         self.live
             .lock()
@@ -613,19 +616,24 @@ impl SessionManager {
                             .collect()
                     })
                     .unwrap_or_default();
-                let total = match live.tracer.lock().expect("tracer lock").as_mut() {
-                    Some(t) => t.add_drops(&deltas),
-                    None => deltas.values().sum(),
-                };
+                let total = live
+                    .trace_stats
+                    .lock()
+                    .expect("stats lock")
+                    .add_drops(&deltas);
                 let _ = self.store.record_dropped(live.key, total);
             }
             Some("hooks_updated") => match payload["id"].as_u64() {
                 // Hooks installed for a library loaded later (no request waits).
+                // Recorded from another thread: this one must never wait for the tracer.
                 Some(0) => {
                     let (ok, bad) = hook_outcome(payload);
-                    if let Some(t) = live.tracer.lock().expect("tracer lock").as_mut() {
-                        t.applied(&ok, &bad, &[]);
-                    }
+                    let l = live.clone();
+                    std::thread::spawn(move || {
+                        if let Some(t) = l.tracer.lock().expect("tracer lock").as_mut() {
+                            t.applied(&ok, &bad, &[]);
+                        }
+                    });
                 }
                 Some(id) => {
                     if let Some(tx) = live.replies.lock().expect("replies lock").remove(&id) {
@@ -643,9 +651,10 @@ impl SessionManager {
                             .collect()
                     })
                     .unwrap_or_default();
-                if let Some(t) = live.tracer.lock().expect("tracer lock").as_mut() {
-                    t.set_sampling(&changes);
-                }
+                live.trace_stats
+                    .lock()
+                    .expect("stats lock")
+                    .set_sampling(&changes);
             }
             Some("modules") => {
                 let paths: Vec<String> = payload["paths"]
@@ -1131,13 +1140,14 @@ impl SessionManager {
                 examples.join("; ")
             ));
         }
+        let stats = live.trace_stats.lock().expect("stats lock");
         let drops = tracer
-            .drops()
+            .drops(&stats)
             .into_iter()
             .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
             .collect();
         let sampled: Vec<trace::SampledFunction> = tracer
-            .sampled()
+            .sampled(&stats)
             .into_iter()
             .map(|(function, one_in)| trace::SampledFunction { function, one_in })
             .collect();

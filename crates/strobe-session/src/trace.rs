@@ -77,11 +77,41 @@ pub struct Tracer {
     by_id: Vec<(usize, usize)>,
     hooked: BTreeSet<u32>,
     failed: HashMap<u32, String>,
-    drops: HashMap<u32, u64>,
-    /// Functions being sampled: id → 1 in N calls recorded.
-    sampled: HashMap<u32, u64>,
     /// Hot-function sampling allowed (debug_trace `sampling`).
     pub sampling: bool,
+}
+
+/// What the agent reports about running hooks. Kept apart from [`Tracer`]
+/// (under its own lock) because the session's event thread updates it and
+/// must never wait for the tracer, which may be held by a debug_trace call
+/// that is itself waiting for the event thread to deliver the agent's answer.
+#[derive(Debug, Default)]
+pub struct TraceStats {
+    drops: HashMap<u32, u64>,
+    sampled: HashMap<u32, u64>,
+}
+
+impl TraceStats {
+    /// Adds per-function drop counts; returns the total added.
+    pub fn add_drops(&mut self, deltas: &HashMap<u32, u64>) -> u64 {
+        let mut total = 0;
+        for (id, n) in deltas {
+            *self.drops.entry(*id).or_default() += n;
+            total += n;
+        }
+        total
+    }
+
+    /// Applies sampling changes: (id, 1 in N; 0 = every call).
+    pub fn set_sampling(&mut self, changes: &[(u32, u64)]) {
+        for (id, every) in changes {
+            if *every > 1 {
+                self.sampled.insert(*id, *every);
+            } else {
+                self.sampled.remove(id);
+            }
+        }
+    }
 }
 
 /// Functions above this count make a pattern "broad": the response says so.
@@ -98,32 +128,28 @@ impl Tracer {
             by_id: Vec::new(),
             hooked: BTreeSet::new(),
             failed: HashMap::new(),
-            drops: HashMap::new(),
-            sampled: HashMap::new(),
             sampling: true,
         }
     }
 
-    /// Applies sampling changes reported by the agent: (id, 1 in N; 0 = every call).
-    pub fn set_sampling(&mut self, changes: &[(u32, u64)]) {
-        for (id, every) in changes {
-            if *every > 1 {
-                self.sampled.insert(*id, *every);
-            } else {
-                self.sampled.remove(id);
-            }
-        }
-    }
-
-    /// Functions being sampled now: (name, 1 in N), most sampled first.
-    pub fn sampled(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = self
-            .sampled
+    /// Named (function, count) pairs from an id → count map, largest first.
+    fn named(&self, counts: &HashMap<u32, u64>) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = counts
             .iter()
             .map(|(id, n)| (self.name_of(*id).unwrap_or("?").to_string(), *n))
             .collect();
         v.sort_by_key(|e| std::cmp::Reverse(e.1));
         v
+    }
+
+    /// Functions being sampled now: (name, 1 in N), most sampled first.
+    pub fn sampled(&self, stats: &TraceStats) -> Vec<(String, u64)> {
+        self.named(&stats.sampled)
+    }
+
+    /// Functions that lost events, most first: (name, dropped).
+    pub fn drops(&self, stats: &TraceStats) -> Vec<(String, u64)> {
+        self.named(&stats.drops)
     }
 
     /// Active patterns, as written.
@@ -263,27 +289,6 @@ impl Tracer {
     /// True when any pattern is active (libraries loaded later must be checked).
     pub fn has_patterns(&self) -> bool {
         !self.patterns.is_empty()
-    }
-
-    /// Adds per-function drop counts reported by the agent; returns the total added.
-    pub fn add_drops(&mut self, deltas: &HashMap<u32, u64>) -> u64 {
-        let mut total = 0;
-        for (id, n) in deltas {
-            *self.drops.entry(*id).or_default() += n;
-            total += n;
-        }
-        total
-    }
-
-    /// Functions that lost events, most first: (name, dropped).
-    pub fn drops(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = self
-            .drops
-            .iter()
-            .map(|(id, n)| (self.name_of(*id).unwrap_or("?").to_string(), *n))
-            .collect();
-        v.sort_by_key(|e| std::cmp::Reverse(e.1));
-        v
     }
 }
 
