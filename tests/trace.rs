@@ -29,6 +29,15 @@ async fn all(c: &Client, id: &str, filter: Value) -> Vec<Value> {
     }
 }
 
+/// Names of every function entered in a session.
+async fn entered_functions(c: &Client, id: &str) -> std::collections::HashSet<String> {
+    all(c, id, json!({"eventType": "function_enter"}))
+        .await
+        .iter()
+        .map(|e| e["function"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pending_patterns_are_hooked_before_main_with_call_tree() {
     let env = Env::new();
@@ -252,12 +261,7 @@ async fn pattern_forms_on_cpp_and_rust() {
             .await;
         let id = v["sessionId"].as_str().unwrap().to_string();
         c.wait_ended(&id).await;
-        let names: std::collections::HashSet<String> =
-            all(&c, &id, json!({"eventType": "function_enter"}))
-                .await
-                .iter()
-                .map(|e| e["function"].as_str().unwrap().to_string())
-                .collect();
+        let names = entered_functions(&c, &id).await;
         assert!(names.contains(must_have), "{pattern}: {names:?}");
         trace(&c, json!({"remove": [pattern]})).await;
     }
@@ -276,12 +280,7 @@ async fn pattern_forms_on_cpp_and_rust() {
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
     c.wait_ended(&id).await;
-    let names: std::collections::HashSet<String> =
-        all(&c, &id, json!({"eventType": "function_enter"}))
-            .await
-            .iter()
-            .map(|e| e["function"].as_str().unwrap().to_string())
-            .collect();
+    let names = entered_functions(&c, &id).await;
     assert!(
         names.contains("trace_rust::parser::deep::validate"),
         "{names:?}"

@@ -36,37 +36,9 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// Like [`fixture`], with extra compiler flags (e.g. `-fsanitize=address`).
 pub fn fixture_with(name: &str, flags: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(format!("{name}.c"));
-    let text = std::fs::read(&src).unwrap_or_else(|e| panic!("fixture {}: {e}", src.display()));
-    let hash = text
-        .iter()
-        .chain(flags.join(" ").as_bytes())
-        .fold(0xcbf29ce484222325u64, |h, b| {
-            (h ^ *b as u64).wrapping_mul(0x100000001b3)
-        });
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}-{hash:016x}"));
-    if !out.is_file() {
-        let tmp = dir.join(format!(
-            "{name}.{}.{:?}.tmp",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let st = Command::new("gcc")
-            .args(["-g", "-O0"])
-            .args(flags)
-            .arg("-o")
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .expect("gcc runs");
-        assert!(st.success(), "gcc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
+    let mut all = vec!["-g", "-O0"];
+    all.extend_from_slice(flags);
+    compile_with(&format!("{name}.c"), "gcc", &all)
 }
 
 /// Builds `tests/fixtures/<file>` with `compiler` (gcc, g++, rustc) and `flags`,
