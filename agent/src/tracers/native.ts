@@ -91,7 +91,8 @@ static inline guint64 now(void) {
     return (guint64)t.s * 1000000000ULL + (guint64)t.ns;
 }
 
-static void put(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 value, guint64 ts) {
+/* Returns 0 when the record had to be dropped (ring full for too long). */
+static int put(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 value, guint64 ts) {
     ThreadState *st = gum_invocation_context_get_listener_thread_data(ic, sizeof(ThreadState));
     if (st->tid == 0) st->tid = (guint32)gettid();
     /* Reserve a slot only when there is room: a reserved slot is always
@@ -103,7 +104,7 @@ static void put(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 va
         if (slot - ring[1] >= CAP) {
             guint64 t = now();
             if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
-            else if (t > deadline) { fetch_add(&drops[func % MAXF], 1); return; }
+            else if (t > deadline) { fetch_add(&drops[func % MAXF], 1); return 0; }
             sched_yield();
             continue;
         }
@@ -114,7 +115,10 @@ static void put(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 va
     r->func = func;
     r->tid = st->tid;
     r->value = value;
+    /* The fields above must be in memory before the commit flag. */
+    __asm__ volatile("" ::: "memory");
     *(volatile guint32 *)&r->kind = kind;
+    return 1;
 }
 
 /* Decides, once per call, whether it is recorded (sampling of hot functions);
@@ -136,8 +140,9 @@ void on_enter(GumInvocationContext *ic) {
     guint64 every = fs->every;
     cs->sampled = every > 1;
     cs->record = every <= 1 || (fs->tick++ % every) == 0;
+    /* An enter that could not be recorded takes its exit with it. */
     if (cs->record)
-        put(ic, func, 1 | (cs->sampled ? SAMPLED : 0), (guint64)(gsize)gum_invocation_context_get_nth_argument(ic, 0), t);
+        cs->record = put(ic, func, 1 | (cs->sampled ? SAMPLED : 0), (guint64)(gsize)gum_invocation_context_get_nth_argument(ic, 0), t);
 }
 
 void on_leave(GumInvocationContext *ic) {
@@ -194,6 +199,8 @@ return {
 
 const listeners = new Map<number, InvocationListener>();
 const reportedDrops = new Map<number, number>();
+/** Every function ever hooked: drops of unhooked ones are still reported. */
+const everHooked = new Set<number>();
 
 export interface HookRequest {
     id: number;
@@ -236,6 +243,7 @@ export function updateHooks(req: HookRequest): void {
             try {
                 const l = Interceptor.attach(base.add(offset), callbacks, ptr(funcId));
                 listeners.set(funcId, l);
+                everHooked.add(funcId);
                 installed.push(funcId);
             } catch (e) {
                 failed.push([funcId, String((e as Error).message ?? e)]);
@@ -254,7 +262,7 @@ export function updateHooks(req: HookRequest): void {
 
 function dropDeltas(drops: NativePointer): Record<string, number> | undefined {
     let out: Record<string, number> | undefined;
-    for (const funcId of listeners.keys()) {
+    for (const funcId of everHooked) {
         const total = drops.add((funcId % MAX_FUNCTIONS) * 8).readU64().toNumber();
         const before = reportedDrops.get(funcId) ?? 0;
         if (total > before) {
@@ -283,17 +291,31 @@ function reportSampling(fstate: NativePointer): void {
 
 let drains = 0;
 
+// Flow control: trace chunks the daemon has not acknowledged yet. Past the
+// limit the ring is left to fill, so a slow daemon slows the traced threads
+// (and, past FULL_RING_WAIT_NS, drops counted records) instead of piling up
+// unsent messages in memory.
+const MAX_UNACKED_CHUNKS = 64;
+let unacked = 0;
+
+/** The daemon stored `n` more chunks. */
+export function onTraceAck(n: number): void {
+    unacked = Math.max(0, unacked - n);
+}
+
 /** Sends every committed record to the daemon; drop counts and sampling
  *  changes are reported every 50th call and on a `full` drain (exit, crash). */
 export function drain(full = false): void {
     if (rt === null) return;
     const { ring, committed, release, drops } = rt;
     for (;;) {
+        if (!full && unacked >= MAX_UNACKED_CHUNKS) break;
         const n = committed(CHUNK_RECORDS) as number;
         if (n === 0) break;
         const tail = ring.add(8).readU64().toNumber();
         const start = ring.add(64 + (tail % RING_RECORDS) * RECORD_SIZE);
         send({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
+        unacked++;
         release(n);
     }
     if (!full && ++drains % 50 !== 0) return;

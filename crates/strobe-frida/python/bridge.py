@@ -62,7 +62,10 @@ def notice(event, **fields):
 def recv_exact(n):
     buf = bytearray()
     while len(buf) < n:
-        part = chan.recv(n - len(buf))
+        try:
+            part = chan.recv(n - len(buf))
+        except OSError:
+            return None
         if not part:
             return None
         buf += part
@@ -181,6 +184,9 @@ class Bridge:
             pass
 
     def on_detached(self, reason, crash):
+        # Frida has reaped (or lost) the target: its pid may be reused by an
+        # unrelated process from now on, so it must never be signalled again.
+        self.pid = None
         details = None
         if crash is not None:
             details = {"summary": crash.summary, "report": crash.report}
@@ -199,6 +205,17 @@ class Bridge:
 
 def main():
     bridge = Bridge()
+    try:
+        serve(bridge)
+    finally:
+        # However the channel ended (daemon gone, broken pipe, a bug here),
+        # never leave a target we launched running unobserved.
+        bridge.kill_target()
+        log("bridge exiting")
+        os._exit(0)
+
+
+def serve(bridge):
     notice("ready", fridaVersion=frida.__version__, python=sys.executable, pid=os.getpid())
     while True:
         header = recv_exact(5)
@@ -230,11 +247,6 @@ def main():
         send_frame(RESPONSE, json.dumps(result).encode())
         if req.get("op") == "shutdown":
             break
-    # The daemon went away (or asked us to stop): never leave a target we
-    # launched running unobserved.
-    bridge.kill_target()
-    log("bridge exiting")
-    os._exit(0)
 
 
 if __name__ == "__main__":

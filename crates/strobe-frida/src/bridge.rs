@@ -2,13 +2,15 @@
 //!
 //! Threads: a reader thread owns the socket's read side and routes frames —
 //! responses to the waiting request, agent messages and notices to the
-//! session's event channel (bounded: a slow consumer back-pressures the
-//! bridge, nothing is dropped). Rule for consumers: the thread that drains
-//! [`Bridge::events`] must never wait on a [`Bridge::request`], or the two
-//! could wait on each other.
+//! session's event channel. That channel is unbounded so the reader never
+//! blocks: a response is never stuck behind queued events. Flow control is
+//! end to end instead — the agent keeps only a bounded number of trace
+//! chunks unacknowledged (see `trace-ack` in agent/src/tracers/native.ts).
+//! Rule for consumers: the thread that drains [`Bridge::events`] must never
+//! wait on a [`Bridge::request`], or the two could wait on each other.
 
 use crate::protocol::{self, MESSAGE, NOTICE, POST, REQUEST, RESPONSE};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, PipeReader};
@@ -214,7 +216,7 @@ impl Bridge {
 
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
         let gone = Arc::new(Mutex::new(None));
-        let (etx, erx) = bounded(1024);
+        let (etx, erx) = unbounded();
         let inner = Arc::new(Inner {
             writer: Mutex::new(ours),
             pending: pending.clone(),
@@ -289,15 +291,9 @@ impl Bridge {
             .expect("pending lock")
             .insert(id, tx);
         let payload = serde_json::to_vec(&fields).expect("JSON values serialize");
-        if let Err(e) = protocol::write_frame(
-            &mut *self.inner.writer.lock().expect("writer lock"),
-            REQUEST,
-            &payload,
-        ) {
+        if let Err(e) = self.write(REQUEST, &payload) {
             self.inner.pending.lock().expect("pending lock").remove(&id);
-            return Err(BridgeError::Gone(format!(
-                "cannot write to the bridge: {e}"
-            )));
+            return Err(e);
         }
         match rx.recv_timeout(timeout) {
             Ok(Ok(v)) => Ok(v),
@@ -322,13 +318,19 @@ impl Bridge {
 
     /// Posts a message to the agent (`recv()` in the agent); `json` is sent as is.
     pub fn post(&self, json: &[u8], data: &[u8]) -> Result<(), BridgeError> {
-        let payload = protocol::pack_pair(json, data);
-        protocol::write_frame(
-            &mut *self.inner.writer.lock().expect("writer lock"),
-            POST,
-            &payload,
-        )
-        .map_err(|e| BridgeError::Gone(format!("cannot write to the bridge: {e}")))
+        self.write(POST, &protocol::pack_pair(json, data))
+    }
+
+    /// Writes one frame. A failed or timed-out write may have left half a
+    /// frame in the stream, so the channel is shut down: the reader sees the
+    /// end, reports the bridge gone, and the session fails with that reason
+    /// instead of talking on over a corrupt stream.
+    fn write(&self, kind: u8, payload: &[u8]) -> Result<(), BridgeError> {
+        let mut w = self.inner.writer.lock().expect("writer lock");
+        protocol::write_frame(&mut *w, kind, payload).map_err(|e| {
+            let _ = w.shutdown(std::net::Shutdown::Both);
+            BridgeError::Gone(format!("cannot write to the bridge: {e}"))
+        })
     }
 
     /// Compiles the embedded agent if the cache does not hold this version yet.

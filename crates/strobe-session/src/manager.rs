@@ -476,18 +476,20 @@ impl SessionManager {
             return Err(ToolError::new(ErrorCode::FridaAttachFailed, e.to_string()));
         }
         {
+            // Under the lifecycle lock, and only if nothing ended the session
+            // meanwhile: a fast exit must not be overwritten with "running".
             let mut life = live.life.lock().expect("lifecycle lock");
             if life.state.is_none() {
                 life.state = Some(SessionState::Running);
+                let _ = self.store.update_session(
+                    key,
+                    SessionUpdate {
+                        status: Some("running".into()),
+                        ..Default::default()
+                    },
+                );
             }
         }
-        let _ = self.store.update_session(
-            key,
-            SessionUpdate {
-                status: Some("running".into()),
-                ..Default::default()
-            },
-        );
         let (mgr, l) = (self.clone(), live.clone());
         std::thread::spawn(move || mgr.watchdog(&l, timeout));
         self.pool.refill(&python);
@@ -606,6 +608,8 @@ impl SessionManager {
                 trace::decode_records(_data, live.origin_ns, live.pid, &mut batch);
                 self.name_new_threads(live, &batch);
                 let _ = self.store.append(live.key, batch);
+                // Flow control: the agent keeps a bounded number of chunks in flight.
+                let _ = live.bridge.post(br#"{"type":"trace-ack"}"#, &[]);
             }
             Some("trace_drops") => {
                 let deltas: HashMap<u32, u64> = payload["drops"]
