@@ -25,6 +25,8 @@ pub const PARTIAL_HOLD: Duration = Duration::from_millis(20);
 /// Longest line stored as one event; longer lines are split (flagged partial).
 pub const MAX_LINE: usize = 64 * 1024;
 const READ_SIZE: usize = 256 * 1024;
+/// Most bytes read from the pipes after capture was asked to stop.
+const FINAL_DRAIN_BYTES: usize = 64 << 20;
 
 struct Stream {
     pipe: Option<PipeReader>,
@@ -177,8 +179,33 @@ fn run(
             break;
         }
         if stop.load(Ordering::SeqCst) {
+            // Whatever is still in the pipes was written before the end:
+            // read it all (without waiting for writers that never close).
             let mut batch = EventBatch::default();
             for s in streams.iter_mut() {
+                if let Some(pipe) = s.pipe.take() {
+                    // SAFETY: fcntl on a valid, owned pipe descriptor.
+                    unsafe {
+                        let fd = pipe.as_raw_fd();
+                        let flags = libc::fcntl(fd, libc::F_GETFL);
+                        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+                    }
+                    let mut pipe = pipe;
+                    // Bounded: a grandchild may go on writing forever.
+                    let mut budget = FINAL_DRAIN_BYTES;
+                    while budget > 0 {
+                        match pipe.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(len) => {
+                                budget = budget.saturating_sub(len);
+                                let ts = monotonic_ns().saturating_sub(origin);
+                                split_lines(s, &buf[..len], pid, ts, &mut batch);
+                            }
+                            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                            Err(_) => break,
+                        }
+                    }
+                }
                 let ts = monotonic_ns().saturating_sub(origin);
                 flush_carry(s, pid, ts, &mut batch);
             }

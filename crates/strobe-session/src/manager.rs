@@ -205,6 +205,9 @@ struct Live {
     modules: Mutex<Vec<String>>,
     /// Drops and sampling reported by the agent (see [`trace::TraceStats`]).
     trace_stats: Mutex<trace::TraceStats>,
+    /// Hooks the agent installed on its own (libraries loaded later), not yet
+    /// recorded in the tracer.
+    late_hooks: Mutex<Vec<HookOutcome>>,
 }
 
 impl Live {
@@ -431,6 +434,7 @@ impl SessionManager {
             known_threads: Mutex::new(std::collections::HashSet::new()),
             modules: Mutex::new(Vec::new()),
             trace_stats: Mutex::new(trace::TraceStats::default()),
+            late_hooks: Mutex::new(Vec::new()),
         });
         self.live
             .lock()
@@ -438,10 +442,16 @@ impl SessionManager {
             .insert(id.clone(), live.clone());
         let events = bridge.events();
         let (mgr, l) = (self.clone(), live.clone());
-        std::thread::Builder::new()
+        if let Err(e) = std::thread::Builder::new()
             .name(format!("strobe-session-{pid}"))
             .spawn(move || mgr.event_loop(&l, events))
-            .map_err(|e| ToolError::internal(format!("cannot start the session thread: {e}")))?;
+        {
+            return Err(self.abandon_launch(
+                &live,
+                format!("cannot start the session thread: {e}"),
+                ErrorCode::InternalError,
+            ));
+        }
 
         // Pending patterns are hooked now, before the program's main runs.
         let pending: Vec<strobe_symbols::Pattern> =
@@ -462,18 +472,21 @@ impl SessionManager {
                     Some(pending.len() as u32)
                 }
                 Err(e) => {
-                    self.fail_session(
+                    return Err(self.abandon_launch(
                         &live,
                         format!("could not install the pending patterns: {}", e.message),
-                    );
-                    return Err(e);
+                        e.code,
+                    ));
                 }
             }
         };
 
         if let Err(e) = bridge.request("resume", json!({}), timeout) {
-            self.fail_session(&live, format!("could not resume the target: {e}"));
-            return Err(ToolError::new(ErrorCode::FridaAttachFailed, e.to_string()));
+            return Err(self.abandon_launch(
+                &live,
+                format!("could not resume the target: {e}"),
+                ErrorCode::FridaAttachFailed,
+            ));
         }
         {
             // Under the lifecycle lock, and only if nothing ended the session
@@ -506,6 +519,18 @@ impl SessionManager {
                  only if the output does not explain the problem."
             ),
         })
+    }
+
+    /// A launch that failed after the target was spawned: kill it (never
+    /// resumed), drop the bridge and the session, and say why.
+    fn abandon_launch(&self, live: &Arc<Live>, reason: String, code: ErrorCode) -> ToolError {
+        self.fail_session(live, reason.clone());
+        self.live.lock().expect("live lock").remove(&live.id);
+        let _ = self.store.delete_session(live.key);
+        ToolError::new(
+            code,
+            format!("{reason}; the launch was abandoned and the process killed"),
+        )
     }
 
     fn event_loop(&self, live: &Arc<Live>, events: crossbeam_channel::Receiver<BridgeEvent>) {
@@ -629,15 +654,13 @@ impl SessionManager {
             }
             Some("hooks_updated") => match payload["id"].as_u64() {
                 // Hooks installed for a library loaded later (no request waits).
-                // Recorded from another thread: this one must never wait for the tracer.
+                // Queued: this thread must never wait for the tracer; the next
+                // tracer user merges it, in order, before planning anything.
                 Some(0) => {
-                    let (ok, bad) = hook_outcome(payload);
-                    let l = live.clone();
-                    std::thread::spawn(move || {
-                        if let Some(t) = l.tracer.lock().expect("tracer lock").as_mut() {
-                            t.applied(&ok, &bad, &[]);
-                        }
-                    });
+                    live.late_hooks
+                        .lock()
+                        .expect("late hooks lock")
+                        .push(hook_outcome(payload));
                 }
                 Some(id) => {
                     if let Some(tx) = live.replies.lock().expect("replies lock").remove(&id) {
@@ -1083,6 +1106,7 @@ impl SessionManager {
             *guard = Some(self.new_tracer(live)?);
         }
         let tracer = guard.as_mut().expect("just set");
+        self.catch_up(live, tracer);
         if let Some(on) = sampling {
             tracer.sampling = on;
         }
@@ -1206,6 +1230,25 @@ impl SessionManager {
         Ok(Tracer::new(modules, Path::new(&live.project_root)))
     }
 
+    /// Brings the tracer up to date with what happened while it was busy:
+    /// hooks the agent installed for late libraries, and libraries that were
+    /// loaded while it could not take them in.
+    fn catch_up(&self, live: &Live, tracer: &mut Tracer) {
+        for (ok, bad) in live.late_hooks.lock().expect("late hooks lock").drain(..) {
+            tracer.applied(&ok, &bad, &[]);
+        }
+        let modules: Vec<String> = live.modules.lock().expect("modules lock").clone();
+        for m in modules {
+            let path = Path::new(&m);
+            if m != live.binary_path && path.is_file() && !tracer.has_module(path) {
+                match DwarfResolver::open(path, Some(&self.symbol_cache_dir())) {
+                    Ok(r) => tracer.push_module(Arc::new(r)),
+                    Err(e) => tracing::debug!("not tracing into {m}: {e}"),
+                }
+            }
+        }
+    }
+
     /// A library was loaded while patterns are active and the loading thread
     /// waits: hook what the patterns match in it, then let it go on.
     fn on_library_loaded(&self, live: &Live, path: &str) {
@@ -1223,6 +1266,11 @@ impl SessionManager {
         }
         match (resolver, guard) {
             (Ok(r), Some(mut g)) => {
+                if let Some(t) = g.as_mut() {
+                    for (ok, bad) in live.late_hooks.lock().expect("late hooks lock").drain(..) {
+                        t.applied(&ok, &bad, &[]);
+                    }
+                }
                 if let Some(t) = g.as_mut().filter(|t| !t.has_module(Path::new(path))) {
                     let plan = t.add_module(Arc::new(r));
                     if !plan.new_rows.is_empty() {
@@ -1425,8 +1473,11 @@ impl SessionManager {
     }
 }
 
+/// Function ids the agent installed, and those that failed with the reason.
+type HookOutcome = (Vec<u32>, Vec<(u32, String)>);
+
 /// Installed ids and failures from an agent's `hooks_updated` answer.
-fn hook_outcome(r: &Value) -> (Vec<u32>, Vec<(u32, String)>) {
+fn hook_outcome(r: &Value) -> HookOutcome {
     let installed = r["installed"]
         .as_array()
         .map(|a| {

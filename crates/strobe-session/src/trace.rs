@@ -167,6 +167,11 @@ impl Tracer {
         self.modules.iter().any(|m| m.index().path == path)
     }
 
+    /// Adds an image without planning hooks (the next [`Tracer::plan`] covers it).
+    pub fn push_module(&mut self, module: Arc<DwarfResolver>) {
+        self.modules.push(module);
+    }
+
     /// Adds an image loaded after tracing started (dlopen) and plans hooks
     /// for the active patterns in it.
     pub fn add_module(&mut self, module: Arc<DwarfResolver>) -> Plan {

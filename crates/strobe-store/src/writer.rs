@@ -602,6 +602,20 @@ impl Writer {
         if !self.sessions.values().any(|s| s.dirty) {
             return Ok(());
         }
+        // Two phases: write everything in one transaction from borrowed
+        // state, and change the in-memory state only once it committed. A
+        // failed commit (disk full, I/O) leaves the sealed chunks in place to
+        // be retried, and the counters keep matching the database.
+        struct Outcome {
+            key: i64,
+            added: Vec<(i64, u64, u64)>,
+            pop_existing: usize,
+            pop_added: usize,
+            event_count: u64,
+            evicted: u64,
+            stored_bytes: u64,
+        }
+        let mut outcomes = Vec::new();
         let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
@@ -615,8 +629,17 @@ impl Writer {
                         stored_bytes = ?6 WHERE key = ?1",
             )?;
             let mut pids = tx.prepare_cached("UPDATE sessions SET pids = ?2 WHERE key = ?1")?;
-            for (&key, s) in self.sessions.iter_mut().filter(|(_, s)| s.dirty) {
-                for (summary, data) in s.sealed.drain(..) {
+            for (&key, s) in self.sessions.iter().filter(|(_, s)| s.dirty) {
+                let mut o = Outcome {
+                    key,
+                    added: Vec::with_capacity(s.sealed.len()),
+                    pop_existing: 0,
+                    pop_added: 0,
+                    event_count: s.event_count,
+                    evicted: s.evicted,
+                    stored_bytes: s.stored_bytes,
+                };
+                for (summary, data) in &s.sealed {
                     insert.execute(params![
                         key,
                         summary.first_seq as i64,
@@ -631,39 +654,59 @@ impl Writer {
                         data
                     ])?;
                     let bytes = data.len() as u64;
-                    s.chunks
-                        .push_back((tx.last_insert_rowid(), summary.count as u64, bytes));
-                    s.event_count += summary.count as u64;
-                    s.stored_bytes += bytes;
+                    o.added
+                        .push((tx.last_insert_rowid(), summary.count as u64, bytes));
+                    o.event_count += summary.count as u64;
+                    o.stored_bytes += bytes;
                 }
-                while s.event_count > s.cap {
-                    let Some((id, n, bytes)) = s.chunks.pop_front() else {
+                // Evict oldest first: committed chunks, then the ones just added.
+                let mut oldest = s.chunks.iter().chain(o.added.iter());
+                while o.event_count > s.cap {
+                    let Some(&(id, n, bytes)) = oldest.next() else {
                         break;
                     };
                     delete.execute([id])?;
-                    s.event_count -= n;
-                    s.evicted += n;
-                    s.stored_bytes -= bytes;
+                    o.event_count -= n;
+                    o.evicted += n;
+                    o.stored_bytes -= bytes;
+                    if o.pop_existing < s.chunks.len() {
+                        o.pop_existing += 1;
+                    } else {
+                        o.pop_added += 1;
+                    }
                 }
                 counters.execute(params![
                     key,
-                    s.event_count as i64,
+                    o.event_count as i64,
                     s.next_seq as i64,
-                    s.evicted as i64,
+                    o.evicted as i64,
                     s.dropped as i64,
-                    s.stored_bytes as i64
+                    o.stored_bytes as i64
                 ])?;
                 if s.pids_dirty {
                     let list: Vec<String> = s.pids.iter().map(|p| p.to_string()).collect();
                     pids.execute(params![key, list.join(",")])?;
-                    s.pids_dirty = false;
                 }
-                s.stats.stored.store(s.event_count, Ordering::Relaxed);
-                s.stats.evicted.store(s.evicted, Ordering::Relaxed);
-                s.dirty = s.pending.is_some();
+                outcomes.push(o);
             }
         }
         tx.commit()?;
+        for o in outcomes {
+            let s = self
+                .sessions
+                .get_mut(&o.key)
+                .expect("outcomes are of known sessions");
+            s.sealed.clear();
+            s.chunks.drain(..o.pop_existing);
+            s.chunks.extend(o.added.into_iter().skip(o.pop_added));
+            s.event_count = o.event_count;
+            s.evicted = o.evicted;
+            s.stored_bytes = o.stored_bytes;
+            s.pids_dirty = false;
+            s.stats.stored.store(s.event_count, Ordering::Relaxed);
+            s.stats.evicted.store(s.evicted, Ordering::Relaxed);
+            s.dirty = s.pending.is_some();
+        }
         Ok(())
     }
 
