@@ -308,10 +308,17 @@ export function onTraceAck(n: number): void {
 export function drain(full = false): void {
     if (rt === null) return;
     const { ring, committed, release, drops } = rt;
+    // A full drain (exit, crash) also waits briefly for slots other threads
+    // have reserved but not yet written.
+    const deadline = Date.now() + 5;
     for (;;) {
         if (!full && unacked >= MAX_UNACKED_CHUNKS) break;
         const n = committed(CHUNK_RECORDS) as number;
-        if (n === 0) break;
+        if (n === 0) {
+            const pending = ring.readU64().compare(ring.add(8).readU64()) > 0;
+            if (full && pending && Date.now() < deadline) continue;
+            break;
+        }
         const tail = ring.add(8).readU64().toNumber();
         const start = ring.add(64 + (tail % RING_RECORDS) * RECORD_SIZE);
         send({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
