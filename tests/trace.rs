@@ -526,3 +526,38 @@ async fn hot_functions_are_sampled_unless_told_not_to() {
     assert_eq!(enters["totalCount"], 500_000);
     assert!(enters["events"][0].get("sampled").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_just_before_a_crash_are_kept() {
+    let env = Env::new();
+    let c = env.client().await;
+    trace(&c, json!({"add": ["write_through"]})).await;
+    let exe = fixture("crash");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["segv"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["state"], "crashed");
+    // The enter was still in the agent's ring when the fault hit: the crash
+    // handler flushed it before reporting the crash.
+    let all_events = all(&c, &id, json!({})).await;
+    let kinds: Vec<&str> = all_events
+        .iter()
+        .map(|e| e["eventType"].as_str().unwrap())
+        .collect();
+    let enter = kinds
+        .iter()
+        .position(|k| *k == "function_enter")
+        .expect("the call into write_through was kept");
+    let crash = kinds.iter().position(|k| *k == "crash").unwrap();
+    assert!(enter < crash, "{kinds:?}");
+    assert_eq!(all_events[enter]["function"], "write_through");
+    assert_eq!(
+        all_events[enter]["firstArgumentRaw"], "0x0",
+        "it was called with NULL"
+    );
+}
