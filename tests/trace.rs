@@ -246,6 +246,14 @@ async fn live_patterns_add_and_remove_hooks_on_threads() {
     );
     let s = c.status(&id).await;
     assert_eq!(s["events"]["dropped"], 0);
+    assert_eq!(
+        s["trace"]["hookedFunctions"], 2,
+        "status shows the tracing state: {s}"
+    );
+    assert_eq!(
+        s["trace"]["activePatterns"],
+        json!(["work", "middle", "no_such_function"])
+    );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }

@@ -151,6 +151,25 @@ pub struct SessionStatus {
     pub live: bool,
     /// Every pid that produced events.
     pub pids: Vec<u32>,
+    /// Tracing state of a live session (absent when nothing was ever traced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSummary>,
+}
+
+/// Tracing state shown by `debug_session status`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceSummary {
+    /// Patterns now active.
+    pub active_patterns: Vec<String>,
+    /// Functions hooked now.
+    pub hooked_functions: usize,
+    /// Hot functions recorded by sampling.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sampled_functions: Vec<trace::SampledFunction>,
+    /// Functions that lost events.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped_events: Vec<trace::FunctionDrops>,
 }
 
 /// `debug_session stop` result.
@@ -885,7 +904,29 @@ impl SessionManager {
             retained: false,
             live: true,
             pids: row.map(|r| r.pids).unwrap_or_else(|| vec![l.pid]),
+            trace: Self::trace_summary(l),
         }
+    }
+
+    /// The tracer's state, unless it is busy with a debug_trace call right now.
+    fn trace_summary(l: &Live) -> Option<TraceSummary> {
+        let guard = l.tracer.try_lock().ok()?;
+        let t = guard.as_ref()?;
+        let stats = l.trace_stats.lock().expect("stats lock");
+        Some(TraceSummary {
+            active_patterns: t.patterns(),
+            hooked_functions: t.hooked_count(),
+            sampled_functions: t
+                .sampled(&stats)
+                .into_iter()
+                .map(|(function, one_in)| trace::SampledFunction { function, one_in })
+                .collect(),
+            dropped_events: t
+                .drops(&stats)
+                .into_iter()
+                .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
+                .collect(),
+        })
     }
 
     fn status_of_row(row: strobe_store::SessionRow) -> SessionStatus {
@@ -908,6 +949,7 @@ impl SessionManager {
             retained: row.retained,
             live: false,
             pids: row.pids,
+            trace: None,
         }
     }
 
