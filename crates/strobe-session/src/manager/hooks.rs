@@ -1,0 +1,390 @@
+//! Tracing on a live session: patterns in, hooks out through the agent, and
+//! what the agent reports back (see `crate::trace` for the pure planning).
+
+use super::{ErrorCode, Live, SessionManager, store_err};
+use crate::trace::{self, TraceResponse, Tracer};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use strobe_core::{Settings, ToolError};
+use strobe_symbols::resolvers::dwarf::DwarfResolver;
+
+impl SessionManager {
+    pub(super) fn symbol_cache_dir(&self) -> PathBuf {
+        self.home.root().join("symbol-cache")
+    }
+
+    /// Sends a request to a session's agent and waits for its answer.
+    pub(super) fn agent_request(
+        &self,
+        live: &Live,
+        mut msg: Value,
+        timeout: Duration,
+    ) -> Result<Value, ToolError> {
+        let id = live.next_request.fetch_add(1, Ordering::Relaxed);
+        msg["id"] = json!(id);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        live.replies.lock().expect("replies lock").insert(id, tx);
+        let sent = live.bridge.post(msg.to_string().as_bytes(), &[]);
+        let answer = sent.ok().and_then(|()| rx.recv_timeout(timeout).ok());
+        live.replies.lock().expect("replies lock").remove(&id);
+        answer.ok_or_else(|| {
+            if live.life.lock().expect("lifecycle lock").ended {
+                return ToolError::new(
+                    ErrorCode::ProcessExited,
+                    format!("the program of session '{}' ended before its agent could answer; its events can still be queried", live.id),
+                );
+            }
+            ToolError::new(
+                ErrorCode::FridaAttachFailed,
+                format!(
+                    "the agent in session {} did not answer within {} ms (the process may have exited or be stopped)",
+                    live.id,
+                    timeout.as_millis()
+                ),
+            )
+        })
+    }
+
+    /// Resolves and applies pattern changes on a live session.
+    pub(super) fn apply_patterns(
+        &self,
+        live: &Live,
+        add: &[strobe_symbols::Pattern],
+        remove: &[String],
+        sampling: Option<bool>,
+        settings: &Settings,
+    ) -> Result<ApplyResult, ToolError> {
+        let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
+        let mut guard = live.tracer.lock().expect("tracer lock");
+        if guard.is_none() {
+            *guard = Some(self.new_tracer(live)?);
+        }
+        let tracer = guard.as_mut().expect("just set");
+        self.catch_up(live, tracer);
+        if let Some(on) = sampling {
+            tracer.sampling = on;
+        }
+        let plan = tracer.plan(add, remove);
+        if !plan.new_rows.is_empty() {
+            self.store
+                .register_functions(live.key, plan.new_rows.clone())
+                .map_err(store_err)?;
+        }
+        let mut warnings = plan.warnings;
+        let mut installed = Vec::new();
+        let mut failed: Vec<(u32, String)> = Vec::new();
+        let watch = tracer.has_patterns();
+        // One request per image; always at least one, which also tells the
+        // agent whether libraries loaded later need checking.
+        let mut groups: Vec<(Option<String>, Vec<Value>)> = Vec::new();
+        for (id, module, off) in &plan.to_hook {
+            let m = module.to_string_lossy().into_owned();
+            let key = (m != live.binary_path).then_some(m);
+            match groups.iter_mut().find(|g| g.0 == key) {
+                Some(g) => g.1.push(json!([id, off])),
+                None => groups.push((key, vec![json!([id, off])])),
+            }
+        }
+        if groups.is_empty() {
+            groups.push((None, Vec::new()));
+        }
+        for (module, functions) in groups {
+            let mut req = json!({
+                "type": "hooks", "action": "add", "functions": functions, "watchLibraries": watch,
+                "sampling": tracer.sampling, "hotCallsPerSecond": settings.hot_calls_per_second,
+            });
+            if let Some(m) = module {
+                req["module"] = json!(m);
+            }
+            let r = self.agent_request(live, req, timeout)?;
+            let (ok, bad) = hook_outcome(&r);
+            installed.extend(ok);
+            failed.extend(bad);
+        }
+        if !plan.to_unhook.is_empty() {
+            self.agent_request(
+                live,
+                json!({"type": "hooks", "action": "remove", "functions": plan.to_unhook, "watchLibraries": watch}),
+                timeout,
+            )?;
+        }
+        tracer.applied(&installed, &failed, &plan.to_unhook);
+        if !failed.is_empty() {
+            let examples: Vec<String> = failed
+                .iter()
+                .take(5)
+                .map(|(id, why)| format!("{} ({why})", tracer.name_of(*id).unwrap_or("?")))
+                .collect();
+            warnings.push(format!(
+                "{} matched functions could not be hooked, usually because they are too small to patch \
+                 (a few bytes, e.g. at -O2); trace their callers instead. Examples: {}",
+                failed.len(),
+                examples.join("; ")
+            ));
+        }
+        let stats = live.trace_stats.lock().expect("stats lock");
+        let drops = tracer
+            .drops(&stats)
+            .into_iter()
+            .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
+            .collect();
+        let sampled: Vec<trace::SampledFunction> = tracer
+            .sampled(&stats)
+            .into_iter()
+            .map(|(function, one_in)| trace::SampledFunction { function, one_in })
+            .collect();
+        if !sampled.is_empty() {
+            warnings.push(format!(
+                "{} hot function(s) (over {} calls/s) are sampled: only 1 in N calls is recorded and those \
+                 events carry sampled: true (see sampledFunctions). Narrow the pattern, or pass sampling: false \
+                 to record every call at the cost of slowing the program.",
+                sampled.len(),
+                settings.hot_calls_per_second
+            ));
+        }
+        Ok(ApplyResult {
+            matched: plan.matched,
+            hooked: tracer.hooked_count(),
+            patterns: tracer.patterns(),
+            warnings,
+            drops,
+            sampled,
+        })
+    }
+
+    /// A tracer over the program and the libraries it has loaded.
+    pub(super) fn new_tracer(&self, live: &Live) -> Result<Tracer, ToolError> {
+        // The agent reports the loaded images while it loads; at launch that
+        // message may still be on its way through the event thread.
+        for _ in 0..200 {
+            if !live.modules.lock().expect("modules lock").is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let cache = self.symbol_cache_dir();
+        let main =
+            DwarfResolver::open(Path::new(&live.binary_path), Some(&cache)).map_err(|e| {
+                ToolError::new(
+                    ErrorCode::ValidationError,
+                    format!("cannot read the symbols of the program: {e}"),
+                )
+            })?;
+        let mut modules = vec![Arc::new(main)];
+        let libs: Vec<String> = live.modules.lock().expect("modules lock").clone();
+        for lib in libs {
+            if lib == live.binary_path || !Path::new(&lib).is_file() {
+                continue;
+            }
+            match DwarfResolver::open(Path::new(&lib), Some(&cache)) {
+                Ok(r) => modules.push(Arc::new(r)),
+                Err(e) => tracing::debug!("not tracing into {lib}: {e}"),
+            }
+        }
+        Ok(Tracer::new(modules, Path::new(&live.project_root)))
+    }
+
+    /// Brings the tracer up to date with what happened while it was busy:
+    /// hooks the agent installed for late libraries, and libraries that were
+    /// loaded while it could not take them in.
+    pub(super) fn catch_up(&self, live: &Live, tracer: &mut Tracer) {
+        for (ok, bad) in live.late_hooks.lock().expect("late hooks lock").drain(..) {
+            tracer.applied(&ok, &bad, &[]);
+        }
+        let modules: Vec<String> = live.modules.lock().expect("modules lock").clone();
+        for m in modules {
+            let path = Path::new(&m);
+            if m != live.binary_path && path.is_file() && !tracer.has_module(path) {
+                match DwarfResolver::open(path, Some(&self.symbol_cache_dir())) {
+                    Ok(r) => tracer.push_module(Arc::new(r)),
+                    Err(e) => tracing::debug!("not tracing into {m}: {e}"),
+                }
+            }
+        }
+    }
+
+    /// A library was loaded while patterns are active and the loading thread
+    /// waits: hook what the patterns match in it, then let it go on.
+    pub(super) fn on_library_loaded(&self, live: &Live, path: &str) {
+        let mut reply = json!({"type": "module-hooks", "module": path, "functions": []});
+        let resolver = DwarfResolver::open(Path::new(path), Some(&self.symbol_cache_dir()));
+        // The tracer may be busy applying a debug_trace call that itself waits
+        // on the agent; never wait on it for long while the program is blocked.
+        let mut guard = None;
+        for _ in 0..100 {
+            if let Ok(g) = live.tracer.try_lock() {
+                guard = Some(g);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        match (resolver, guard) {
+            (Ok(r), Some(mut g)) => {
+                if let Some(t) = g.as_mut() {
+                    for (ok, bad) in live.late_hooks.lock().expect("late hooks lock").drain(..) {
+                        t.applied(&ok, &bad, &[]);
+                    }
+                }
+                if let Some(t) = g.as_mut().filter(|t| !t.has_module(Path::new(path))) {
+                    let plan = t.add_module(Arc::new(r));
+                    if !plan.new_rows.is_empty() {
+                        let _ = self.store.register_functions(live.key, plan.new_rows);
+                    }
+                    let functions: Vec<Value> = plan
+                        .to_hook
+                        .iter()
+                        .map(|(id, _, off)| json!([id, off]))
+                        .collect();
+                    reply["functions"] = json!(functions);
+                }
+            }
+            (Err(e), _) => tracing::debug!("not tracing into {path}: {e}"),
+            (_, None) => tracing::warn!(
+                "session {}: {path} loaded while tracing was being changed; it is not traced",
+                live.id
+            ),
+        }
+        live.modules
+            .lock()
+            .expect("modules lock")
+            .push(path.to_string());
+        let _ = live.bridge.post(reply.to_string().as_bytes(), &[]);
+    }
+
+    /// `debug_trace`: with a session, changes its hooks live; without one,
+    /// stages patterns for the next launch.
+    pub fn trace(
+        &self,
+        session_id: Option<&str>,
+        add: &[String],
+        remove: &[String],
+        sampling: Option<bool>,
+        settings: &Settings,
+    ) -> Result<TraceResponse, ToolError> {
+        let mut parsed = Vec::new();
+        for a in add {
+            let p = strobe_symbols::Pattern::parse(a)
+                .map_err(|e| ToolError::new(ErrorCode::InvalidPattern, e.to_string()))?;
+            parsed.push(p);
+        }
+        let Some(id) = session_id else {
+            if sampling.is_some() {
+                *self.pending_sampling.lock().expect("pending lock") = sampling;
+            }
+            let mut pending = self.pending.lock().expect("pending lock");
+            let mut warnings = Vec::new();
+            for r in remove {
+                let before = pending.len();
+                pending.retain(|p| p.text() != *r);
+                if pending.len() == before {
+                    warnings.push(format!("pattern {r:?} was not pending; nothing removed"));
+                }
+            }
+            for p in parsed {
+                if !pending.contains(&p) {
+                    pending.push(p);
+                }
+            }
+            return Ok(TraceResponse {
+                mode: "pending",
+                active_patterns: pending.iter().map(|p| p.text()).collect(),
+                hooked_functions: 0,
+                matched_functions: None,
+                active_watches: Vec::new(),
+                warnings,
+                event_limit: settings.max_events_per_session,
+                dropped_events: Vec::new(),
+                sampled_functions: Vec::new(),
+                status: "Staged: these patterns are hooked before main() at the next debug_launch. \
+                         Recommended instead: launch without patterns, read stderr/stdout, then add \
+                         patterns to the running session with sessionId."
+                    .into(),
+            });
+        };
+        let live = self.live(id).ok_or_else(|| match self.store.session(id) {
+            Ok(Some(_)) => ToolError::new(
+                ErrorCode::ProcessExited,
+                format!("session '{id}' is not running any more; its events can still be queried. Launch again to trace."),
+            ),
+            _ => ToolError::session_not_found(id),
+        })?;
+        if live.life.lock().expect("lifecycle lock").ended {
+            return Err(ToolError::new(
+                ErrorCode::ProcessExited,
+                format!(
+                    "the program of session '{id}' has ended; its events can still be queried. Launch again to trace."
+                ),
+            ));
+        }
+        let r = self.apply_patterns(&live, &parsed, remove, sampling, settings)?;
+        let status = if r.hooked == 0 && !r.patterns.is_empty() {
+            "No function is hooked: the patterns matched nothing hookable (see warnings). Check names with a \
+             wider pattern such as \"**::name\" or \"@file:part.c\"; functions inlined by the optimizer \
+             cannot be hooked (build with -O0 or trace the caller)."
+                .to_string()
+        } else if r.patterns.is_empty() {
+            "No patterns active; tracing is off.".to_string()
+        } else {
+            format!(
+                "Hooked {} function(s); their calls are recorded from now on. Query them with \
+                 debug_query {{sessionId: \"{id}\", eventType: \"function_exit\"}} (durations, returns) or \
+                 filter by function: {{function: {{contains: \"...\"}}}}.",
+                r.hooked
+            )
+        };
+        Ok(TraceResponse {
+            mode: "runtime",
+            active_patterns: r.patterns,
+            hooked_functions: r.hooked,
+            matched_functions: (r.matched != r.hooked).then_some(r.matched),
+            active_watches: Vec::new(),
+            warnings: r.warnings,
+            event_limit: settings.max_events_per_session,
+            status,
+            dropped_events: r.drops,
+            sampled_functions: r.sampled,
+        })
+    }
+}
+
+/// Function ids the agent installed, and those that failed with the reason.
+pub(super) type HookOutcome = (Vec<u32>, Vec<(u32, String)>);
+
+/// Installed ids and failures from an agent's `hooks_updated` answer.
+pub(super) fn hook_outcome(r: &Value) -> HookOutcome {
+    let installed = r["installed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64().map(|v| v as u32))
+                .collect()
+        })
+        .unwrap_or_default();
+    let failed = r["failed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| {
+                    Some((
+                        f[0].as_u64()? as u32,
+                        f[1].as_str().unwrap_or("?").to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (installed, failed)
+}
+
+/// What applying pattern changes did.
+pub(super) struct ApplyResult {
+    pub(super) matched: usize,
+    pub(super) hooked: usize,
+    pub(super) patterns: Vec<String>,
+    pub(super) warnings: Vec<String>,
+    pub(super) drops: Vec<trace::FunctionDrops>,
+    pub(super) sampled: Vec<trace::SampledFunction>,
+}
