@@ -40,13 +40,30 @@ async fn sessions_belong_to_the_daemon_not_the_connection() {
     let env = Env::new();
     let a = env.client().await;
     let (id, _) = a.launch(&fixture("sleeper"), &["20"]).await;
+    let first = env.daemon_pid();
     let b = env.client().await;
-    assert_eq!(env.daemon_pid(), env.daemon_pid(), "one daemon");
     let list = b.ok("debug_session", json!({"action": "list"})).await;
+    assert_eq!(
+        env.daemon_pid(),
+        first,
+        "the second client reached the same daemon"
+    );
     assert_eq!(list["sessions"][0]["sessionId"], id.as_str());
     drop(a);
-    let out = b.events(&id, Some("stdout")).await;
+    // The session outlives the first connection and keeps recording.
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        out = b.events(&id, Some("stdout")).await;
+        if out.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(out[0]["text"], "ready");
+    assert_eq!(
+        out[1]["text"], "tick 0",
+        "still recording after the first client left"
+    );
     b.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
