@@ -157,11 +157,6 @@ impl ChunkBuilder {
         self.summary.count == 0
     }
 
-    /// Encoded size so far.
-    pub fn byte_len(&self) -> usize {
-        self.data.len()
-    }
-
     /// True when the chunk should be sealed.
     pub fn is_full(&self, max_events: usize) -> bool {
         self.len() >= max_events || self.data.len() >= MAX_CHUNK_BYTES

@@ -144,11 +144,6 @@ impl Pattern {
             Pattern::File(part) => file.is_some_and(|f| f.contains(part.as_str())),
         }
     }
-
-    /// True for patterns that only constrain the name.
-    pub fn is_name_glob(&self) -> bool {
-        matches!(self, Pattern::Glob { .. })
-    }
 }
 
 fn flush(lit: &mut String, tokens: &mut Vec<Token>) {

@@ -10,7 +10,6 @@ use hooks::{HookOutcome, hook_outcome};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -295,11 +294,6 @@ impl SessionManager {
             me: me.clone(),
             launch_lock: Mutex::new(()),
         }))
-    }
-
-    /// The store (for the daemon's purge timer).
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 
     /// Starts a warm bridge in the background if Frida is installed.
@@ -1173,11 +1167,6 @@ impl SessionManager {
         }
         self.pool.drain();
         let _ = self.store.flush();
-    }
-
-    /// Where `strobe setup` installs Frida for this home and settings.
-    pub fn venv_path(&self, settings: &Settings) -> PathBuf {
-        FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv()).venv
     }
 }
 
