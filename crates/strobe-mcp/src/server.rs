@@ -329,6 +329,17 @@ impl StrobeServer {
     }
 }
 
+/// The distinct non-zero values of one id field over a page of events.
+fn distinct_nonzero(
+    events: &[strobe_core::Event],
+    field: impl Fn(&strobe_core::Event) -> u32,
+) -> Vec<u32> {
+    let mut ids: Vec<u32> = events.iter().map(field).filter(|id| *id != 0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 /// The raw 64-bit register form of a JSON value (integers two's-complement).
 fn raw_value(v: &Value) -> Option<u64> {
     match v {
@@ -514,28 +525,14 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         },
     )?;
     let status = mgr.status(&p.session_id)?;
-    let mut ids: Vec<u32> = result
-        .events
-        .iter()
-        .map(|e| e.header.func_id)
-        .filter(|id| *id != 0)
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
+    let ids = distinct_nonzero(&result.events, |e| e.header.func_id);
     let funcs: std::collections::HashMap<u32, strobe_store::FunctionRow> = mgr
         .function_rows(&p.session_id, &ids)?
         .into_iter()
         .map(|f| (f.func_id, f))
         .collect();
     let func_of = |e: &strobe_core::Event| funcs.get(&e.header.func_id);
-    let mut tids: Vec<u32> = result
-        .events
-        .iter()
-        .map(|e| e.header.tid)
-        .filter(|t| *t != 0)
-        .collect();
-    tids.sort_unstable();
-    tids.dedup();
+    let tids = distinct_nonzero(&result.events, |e| e.header.tid);
     let names: std::collections::HashMap<u32, String> = if p.verbose {
         mgr.thread_names(&p.session_id, &tids)?
             .into_iter()

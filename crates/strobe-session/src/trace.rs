@@ -142,14 +142,20 @@ impl Tracer {
         v
     }
 
-    /// Functions being sampled now: (name, 1 in N), most sampled first.
-    pub fn sampled(&self, stats: &TraceStats) -> Vec<(String, u64)> {
+    /// Functions being sampled now, most sampled first.
+    pub fn sampled(&self, stats: &TraceStats) -> Vec<SampledFunction> {
         self.named(&stats.sampled)
+            .into_iter()
+            .map(|(function, one_in)| SampledFunction { function, one_in })
+            .collect()
     }
 
-    /// Functions that lost events, most first: (name, dropped).
-    pub fn drops(&self, stats: &TraceStats) -> Vec<(String, u64)> {
+    /// Functions that lost events, most first.
+    pub fn drops(&self, stats: &TraceStats) -> Vec<FunctionDrops> {
         self.named(&stats.drops)
+            .into_iter()
+            .map(|(function, dropped)| FunctionDrops { function, dropped })
+            .collect()
     }
 
     /// Active patterns, as written.

@@ -126,16 +126,8 @@ impl SessionManager {
             ));
         }
         let stats = live.trace_stats.lock().expect("stats lock");
-        let drops = tracer
-            .drops(&stats)
-            .into_iter()
-            .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
-            .collect();
-        let sampled: Vec<trace::SampledFunction> = tracer
-            .sampled(&stats)
-            .into_iter()
-            .map(|(function, one_in)| trace::SampledFunction { function, one_in })
-            .collect();
+        let drops = tracer.drops(&stats);
+        let sampled: Vec<trace::SampledFunction> = tracer.sampled(&stats);
         if !sampled.is_empty() {
             warnings.push(format!(
                 "{} hot function(s) (over {} calls/s) are sampled: only 1 in N calls is recorded and those \

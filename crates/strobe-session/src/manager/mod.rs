@@ -591,7 +591,7 @@ impl SessionManager {
         let _ = self.store.append(live.key, batch);
     }
 
-    fn on_agent_message(&self, live: &Arc<Live>, text: &[u8], _data: &[u8]) {
+    fn on_agent_message(&self, live: &Arc<Live>, text: &[u8], data: &[u8]) {
         let msg: Value = match serde_json::from_slice(text) {
             Ok(v) => v,
             Err(e) => {
@@ -645,8 +645,8 @@ impl SessionManager {
                 let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
             }
             Some("trace") => {
-                let mut batch = EventBatch::with_capacity(_data.len() / trace::RECORD_SIZE, 0);
-                trace::decode_records(_data, live.origin_ns, live.pid, &mut batch);
+                let mut batch = EventBatch::with_capacity(data.len() / trace::RECORD_SIZE, 0);
+                trace::decode_records(data, live.origin_ns, live.pid, &mut batch);
                 self.name_new_threads(live, &batch);
                 let _ = self.store.append(live.key, batch);
                 // Flow control: the agent keeps a bounded number of chunks in flight.
@@ -913,16 +913,8 @@ impl SessionManager {
         Some(TraceSummary {
             active_patterns: t.patterns(),
             hooked_functions: t.hooked_count(),
-            sampled_functions: t
-                .sampled(&stats)
-                .into_iter()
-                .map(|(function, one_in)| trace::SampledFunction { function, one_in })
-                .collect(),
-            dropped_events: t
-                .drops(&stats)
-                .into_iter()
-                .map(|(function, dropped)| trace::FunctionDrops { function, dropped })
-                .collect(),
+            sampled_functions: t.sampled(&stats),
+            dropped_events: t.drops(&stats),
         })
     }
 
