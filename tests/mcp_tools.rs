@@ -115,8 +115,21 @@ async fn stop_retain_list_and_delete() {
     let env = Env::new();
     let c = env.client().await;
     let sleeper = fixture("sleeper");
-    let (kept, kept_pid) = c.launch(&sleeper, &["10"]).await;
-    let (gone, gone_pid) = c.launch(&sleeper, &["10"]).await;
+    // Ids carry the minute: if the two launches straddle a minute boundary
+    // there is no collision to see, so start over.
+    let mut attempt = 0;
+    let ((kept, kept_pid), (gone, gone_pid)) = loop {
+        let a = c.launch(&sleeper, &["10"]).await;
+        let b = c.launch(&sleeper, &["10"]).await;
+        attempt += 1;
+        if b.0 == format!("{}-2", a.0) || attempt == 3 {
+            break (a, b);
+        }
+        for id in [&a.0, &b.0] {
+            c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+                .await;
+        }
+    };
     assert_eq!(gone, format!("{kept}-2"), "collisions get a numeric suffix");
     assert!(support::wait_until(Duration::from_secs(10), || {
         std::path::Path::new(&format!("/proc/{kept_pid}")).exists()
