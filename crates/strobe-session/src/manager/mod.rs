@@ -27,6 +27,9 @@ use strobe_symbols::resolvers::dwarf::DwarfResolver;
 const STOP_WAIT: Duration = Duration::from_secs(5);
 /// How long output capture may keep draining after the target ended.
 const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+/// Least time a launch step (agent compile, spawn, resume) is given, whatever
+/// `bridge.requestTimeoutMs` says (that setting is for hang detection).
+const LAUNCH_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a live session's bridge is pinged to detect hangs.
 const WATCHDOG_PERIOD: Duration = Duration::from_secs(5);
 
@@ -339,6 +342,9 @@ impl SessionManager {
             .check()
             .map_err(|m| ToolError::new(ErrorCode::FridaUnavailable, m))?;
         let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
+        // Compiling the agent (first launch after an upgrade) and spawning are
+        // legitimately slower than the hang-detection limit on a loaded machine.
+        let launch_timeout = timeout.max(LAUNCH_STEP_TIMEOUT);
 
         let binary_name = binary
             .file_name()
@@ -384,7 +390,7 @@ impl SessionManager {
         };
         let bridge = Arc::new(self.pool.take(&python).map_err(|e| fail(bridge_err(e)))?);
         let agent_js = bridge
-            .ensure_agent(&self.home.agent_cache_dir(), timeout)
+            .ensure_agent(&self.home.agent_cache_dir(), launch_timeout)
             .map_err(|e| fail(bridge_err(e)))?;
         let output = bridge
             .take_output()
@@ -403,7 +409,7 @@ impl SessionManager {
                     cwd: Some(cwd),
                     agent_js,
                 },
-                timeout,
+                launch_timeout,
             )
             .map_err(|e| {
                 bridge.terminate();
@@ -497,7 +503,7 @@ impl SessionManager {
             }
         };
 
-        if let Err(e) = bridge.request("resume", json!({}), timeout) {
+        if let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
             return Err(self.abandon_launch(
                 &live,
                 format!("could not resume the target: {e}"),
