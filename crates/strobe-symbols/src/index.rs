@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the index's content or layout changes.
-pub const INDEX_FORMAT: u32 = 1;
+pub const INDEX_FORMAT: u32 = 2;
 
 /// A function with code in the image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,32 @@ pub struct FunctionSymbol {
     pub ranges: Vec<(u64, u64)>,
     /// True when only the ELF symbol table knew this function.
     pub from_symtab: bool,
+    /// The concrete `DW_TAG_subprogram` (parameters, return type), read on
+    /// demand through [`crate::DebugInfo`].
+    pub die: Option<DieRef>,
+}
+
+/// Where a DIE lives: its unit's offset in `.debug_info` and its offset in the unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DieRef {
+    /// Offset of the unit header in `.debug_info`.
+    pub unit: u64,
+    /// Offset of the DIE within its unit.
+    pub offset: u64,
+}
+
+/// A global or static variable with a fixed address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalSymbol {
+    /// Qualified name (`gCounter`, `ns::Class::member`, `main::calls` for a
+    /// function's static, Rust `crate::module::STATIC`).
+    pub name: String,
+    /// Address relative to the image's lowest load address.
+    pub offset: u64,
+    /// Source file of the declaration.
+    pub file: Option<String>,
+    /// The variable's DIE (its type), read through [`crate::DebugInfo`].
+    pub die: DieRef,
 }
 
 impl FunctionSymbol {
@@ -67,6 +93,8 @@ pub struct SymbolIndex {
     pub strings: Vec<String>,
     /// Where the DWARF came from (`None`: no DWARF, symbol table only).
     pub debug_file: Option<PathBuf>,
+    /// Globals and statics with fixed addresses, sorted by name.
+    pub globals: Vec<GlobalSymbol>,
 }
 
 /// An inlined call site with interned strings (indexes into `SymbolIndex::strings`).

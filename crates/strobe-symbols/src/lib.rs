@@ -7,12 +7,16 @@
 //! [`pattern`] parses and matches the pattern language (`*`, `**`,
 //! `@usercode`, `@file:`).
 
+pub mod debuginfo;
 pub mod index;
 pub mod pattern;
 pub mod resolvers;
+pub mod types;
 
-pub use index::{FunctionSymbol, InlinedCall, InlinedRef, SymbolIndex};
+pub use debuginfo::DebugInfo;
+pub use index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall, InlinedRef, SymbolIndex};
 pub use pattern::{Pattern, PatternError};
+pub use types::{Member, Signature, Type, TypeId, TypeTable};
 
 use std::path::Path;
 

@@ -272,3 +272,96 @@ fn the_cache_returns_the_same_index_and_notices_rebuilds() {
     let c = DwarfResolver::open(&exe, Some(&cache)).unwrap();
     assert_ne!(a.index(), c.index(), "a rebuilt binary is re-indexed");
 }
+
+#[test]
+fn signatures_types_globals_and_lines_are_read_on_demand() {
+    use strobe_symbols::{DebugInfo, Type};
+    let tmp = tempfile::tempdir().unwrap();
+    for flags in [&["-g", "-O0"][..], &["-gdwarf-4", "-O2"][..]] {
+        let exe = build(tmp.path(), "gcc", "typed.c", "typed", flags);
+        let idx = build_index(&exe).unwrap();
+        let mut di = DebugInfo::open(&idx).unwrap();
+
+        let sig = di.signature(get(&idx, "configure").die.unwrap()).unwrap();
+        let t = di.types();
+        let params: Vec<(String, String)> = sig
+            .params
+            .iter()
+            .map(|(n, ty)| (n.clone(), t.name(*ty)))
+            .collect();
+        assert_eq!(
+            params,
+            [
+                ("cfg".to_string(), "config *".to_string()),
+                ("label".into(), "char *".into()),
+                ("c".into(), "color".into()),
+                ("on".into(), "bool".into()),
+            ],
+            "{flags:?}"
+        );
+        assert_eq!(t.name(sig.ret.unwrap()), "int");
+        let Type::Pointer { target, .. } = t.get(sig.params[0].1) else {
+            panic!("cfg is not a pointer")
+        };
+        let Type::Struct { members, size, .. } = t.get(t.strip(*target)) else {
+            panic!("config is not a struct")
+        };
+        assert_eq!(*size, 40);
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "name", "level", "verbose", "tint", "weights", "flags", "mode"
+            ]
+        );
+        assert!(members[5].bits.is_some() && members[6].bits.is_some());
+        let Type::Enum { variants, .. } = t.get(t.strip(sig.params[2].1)) else {
+            panic!("color is not an enum")
+        };
+        assert!(variants.contains(&(4, "BLUE".to_string())));
+
+        // A self-referential type is tied to itself, not expanded forever.
+        let walk = di.signature(get(&idx, "walk").die.unwrap()).unwrap();
+        let t = di.types();
+        let Type::Pointer { target: node, .. } = t.get(walk.params[0].1) else {
+            panic!()
+        };
+        let Type::Struct { members, .. } = t.get(t.strip(*node)) else {
+            panic!()
+        };
+        assert_eq!(
+            t.get(members[1].ty),
+            &Type::Pointer {
+                target: *node,
+                reference: false
+            }
+        );
+
+        let mix = di.signature(get(&idx, "mix").die.unwrap()).unwrap();
+        let t = di.types();
+        let kinds: Vec<String> = mix.params.iter().map(|(_, ty)| t.name(*ty)).collect();
+        assert_eq!(kinds, ["double", "float", "int", "char"]);
+
+        // Globals with fixed addresses, and their types.
+        let g = idx.globals.iter().find(|g| g.name == "g_config").unwrap();
+        let ty = di.variable_type(g.die).unwrap();
+        assert_eq!(di.types().name(ty), "config");
+        assert!(idx.globals.iter().any(|g| g.name == "g_counter"));
+        assert!(idx.globals.iter().any(|g| g.name == "g_config_ptr"));
+
+        // Every address of a function maps to a line of its source file.
+        let touch = get(&idx, "touch");
+        let line = di.line_at(touch.entry_offset).unwrap();
+        assert!(line.file.ends_with("typed.c"), "{line:?}");
+        assert!((70..=73).contains(&line.line), "{flags:?} {line:?}");
+        let body = di.addresses_of_line("typed.c", 71);
+        assert!(!body.is_empty(), "{flags:?}: line 71 has code");
+        assert!(
+            touch
+                .ranges
+                .iter()
+                .any(|(a, b)| body.iter().any(|x| a <= x && x < b)),
+            "{flags:?}: line 71 lies in touch"
+        );
+    }
+}

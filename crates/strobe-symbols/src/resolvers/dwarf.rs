@@ -2,7 +2,7 @@
 //! files) with the ELF symbol table as a fallback, parsed per compilation
 //! unit in parallel and cached on disk.
 
-use crate::index::{FunctionSymbol, InlinedCall, SymbolIndex};
+use crate::index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall, SymbolIndex};
 use crate::pattern::Pattern;
 use crate::{Resolution, ResolvedTarget, SymbolResolver};
 use gimli::{AttributeValue, DwAt, EndianSlice, RunTimeEndian, UnitOffset};
@@ -216,17 +216,22 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
         .flatten()
         .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
 
-    let (mut functions, inlined, debug_file) = if has_dwarf(&obj) {
-        let (f, i) = parse_dwarf(&obj, path)?;
-        (f, i, Some(path.to_path_buf()))
+    let (mut functions, inlined, mut globals, debug_file) = if has_dwarf(&obj) {
+        let p = parse_dwarf(&obj, path)?;
+        (p.functions, p.inlined, p.globals, Some(path.to_path_buf()))
     } else if let Some(debug) = find_debug_file(&obj, path) {
         let ddata = map(&debug)?;
         let dobj = object::File::parse(&*ddata).map_err(fmt)?;
-        let (f, i) = parse_dwarf(&dobj, &debug)?;
-        (f, i, Some(debug))
+        let p = parse_dwarf(&dobj, &debug)?;
+        (p.functions, p.inlined, p.globals, Some(debug))
     } else {
-        (Vec::new(), Vec::new(), None)
+        (Vec::new(), Vec::new(), Vec::new(), None)
     };
+    for g in &mut globals {
+        g.offset = g.offset.wrapping_sub(load_bias);
+    }
+    globals.sort_by(|a, b| a.name.cmp(&b.name).then(a.offset.cmp(&b.offset)));
+    globals.dedup_by(|a, b| a.name == b.name && a.offset == b.offset);
 
     // The ELF symbol table covers code without DWARF (and stripped DWARF).
     let known: HashSet<u64> = functions.iter().map(|f| f.entry_offset).collect();
@@ -252,6 +257,7 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
             entry_offset: addr,
             ranges: vec![(addr, addr + sym.size())],
             from_symtab: true,
+            die: None,
         });
     }
     for f in &mut functions {
@@ -277,6 +283,7 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
         load_bias,
         functions,
         debug_file,
+        globals,
         ..Default::default()
     };
     index.set_inlined(inlined);
@@ -301,10 +308,15 @@ pub fn demangle(raw: &str) -> Option<String> {
 
 type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
 
-fn parse_dwarf(
-    obj: &object::File<'_>,
-    path: &Path,
-) -> Result<(Vec<FunctionSymbol>, Vec<InlinedCall>), SymbolError> {
+/// What the DWARF of one image holds, before relocation to load offsets.
+#[derive(Default)]
+struct Parsed {
+    functions: Vec<FunctionSymbol>,
+    inlined: Vec<InlinedCall>,
+    globals: Vec<GlobalSymbol>,
+}
+
+fn parse_dwarf(obj: &object::File<'_>, path: &Path) -> Result<Parsed, SymbolError> {
     let derr = |e: gimli::Error| SymbolError::Dwarf {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -331,19 +343,19 @@ fn parse_dwarf(
         .into_par_iter()
         .map(|h| parse_unit(&dwarf, h))
         .collect();
-    let mut functions = Vec::new();
-    let mut inlined = Vec::new();
+    let mut all = Parsed::default();
     for r in per_unit {
         match r {
-            Ok((f, i)) => {
-                functions.extend(f);
-                inlined.extend(i);
+            Ok(p) => {
+                all.functions.extend(p.functions);
+                all.inlined.extend(p.inlined);
+                all.globals.extend(p.globals);
             }
             // One bad unit must not hide the rest of the program.
             Err(e) => tracing::warn!("skipping a malformed DWARF unit in {}: {e}", path.display()),
         }
     }
-    Ok((functions, inlined))
+    Ok(all)
 }
 
 #[derive(Clone, Default)]
@@ -361,6 +373,7 @@ type InlineSite = (UnitOffset, Option<UnitOffset>, Option<String>, Option<u32>);
 
 struct Concrete {
     decl: UnitOffset,
+    die: UnitOffset,
     entry: u64,
     ranges: Vec<(u64, u64)>,
 }
@@ -368,7 +381,11 @@ struct Concrete {
 fn parse_unit(
     dwarf: &gimli::Dwarf<Slice<'_>>,
     header: gimli::UnitHeader<Slice<'_>>,
-) -> gimli::Result<(Vec<FunctionSymbol>, Vec<InlinedCall>)> {
+) -> gimli::Result<Parsed> {
+    let unit_start = header
+        .offset()
+        .as_debug_info_offset()
+        .map_or(u64::MAX, |o| o.0 as u64);
     let unit = dwarf.unit(header)?;
     let unit_ref = unit.unit_ref(dwarf);
     let comp_dir = unit.comp_dir.map(|d| d.to_string_lossy().into_owned());
@@ -379,6 +396,10 @@ fn parse_unit(
     let mut inlined: Vec<InlineSite> = Vec::new();
     let mut scopes: Vec<(isize, String)> = Vec::new();
     let mut funcs: Vec<(isize, UnitOffset)> = Vec::new();
+    // Every enclosing subprogram by name, to qualify function statics.
+    let mut fn_scopes: Vec<(isize, Option<String>)> = Vec::new();
+    let mut var_decls: HashMap<UnitOffset, String> = HashMap::new();
+    let mut globals: Vec<GlobalSymbol> = Vec::new();
     let mut depth = 0isize;
     let mut entries = unit.entries();
     while let Some((delta, entry)) = entries.next_dfs()? {
@@ -388,6 +409,9 @@ fn parse_unit(
         }
         while funcs.last().is_some_and(|(d, _)| *d >= depth) {
             funcs.pop();
+        }
+        while fn_scopes.last().is_some_and(|(d, _)| *d >= depth) {
+            fn_scopes.pop();
         }
         let tag = entry.tag();
         match tag {
@@ -413,6 +437,7 @@ fn parse_unit(
                         attr_string(&unit_ref, entry.attr_value(gimli::DW_AT_MIPS_linkage_name)?),
                     );
                 let qualified = name.map(|n| qualify(&scopes, &n));
+                fn_scopes.push((depth, qualified.clone()));
                 let refers_to = unit_offset(entry.attr_value(gimli::DW_AT_specification)?)
                     .or(unit_offset(entry.attr_value(gimli::DW_AT_abstract_origin)?));
                 let file = file_attr(entry.attr_value(gimli::DW_AT_decl_file)?, &files);
@@ -444,11 +469,55 @@ fn parse_unit(
                         .unwrap_or(ranges[0].0);
                     concrete.push(Concrete {
                         decl: entry.offset(),
+                        die: entry.offset(),
                         entry: entry_pc,
                         ranges,
                     });
                     funcs.push((depth, entry.offset()));
                 }
+            }
+            gimli::DW_TAG_variable | gimli::DW_TAG_member => {
+                let name = attr_string(&unit_ref, entry.attr_value(gimli::DW_AT_name)?);
+                // Declarations (extern variables, static class members) only
+                // lend their names to the definitions that refer to them.
+                if tag == gimli::DW_TAG_member
+                    || entry.attr_value(gimli::DW_AT_declaration)?.is_some()
+                {
+                    let is_static_member = tag == gimli::DW_TAG_variable
+                        || entry.attr_value(gimli::DW_AT_external)?.is_some();
+                    if let Some(n) = name
+                        && is_static_member
+                    {
+                        var_decls.insert(entry.offset(), qualify(&scopes, &n));
+                    }
+                    continue;
+                }
+                let Some(addr) =
+                    static_address(&unit_ref, entry.attr_value(gimli::DW_AT_location)?)
+                else {
+                    continue;
+                };
+                let qualified = match name {
+                    Some(n) => match fn_scopes.last() {
+                        Some((_, Some(f))) => format!("{f}::{n}"),
+                        _ => qualify(&scopes, &n),
+                    },
+                    None => match unit_offset(entry.attr_value(gimli::DW_AT_specification)?)
+                        .and_then(|o| var_decls.get(&o))
+                    {
+                        Some(n) => n.clone(),
+                        None => continue,
+                    },
+                };
+                globals.push(GlobalSymbol {
+                    name: qualified,
+                    offset: addr,
+                    file: file_attr(entry.attr_value(gimli::DW_AT_decl_file)?, &files),
+                    die: DieRef {
+                        unit: unit_start,
+                        offset: entry.offset().0 as u64,
+                    },
+                });
             }
             gimli::DW_TAG_inlined_subroutine => {
                 if let Some(origin) = unit_offset(entry.attr_value(gimli::DW_AT_abstract_origin)?) {
@@ -497,6 +566,10 @@ fn parse_unit(
             entry_offset: c.entry,
             ranges: c.ranges,
             from_symtab: false,
+            die: Some(DieRef {
+                unit: unit_start,
+                offset: c.die.0 as u64,
+            }),
         });
     }
     let calls = inlined
@@ -514,7 +587,32 @@ fn parse_unit(
             })
         })
         .collect();
-    Ok((out, calls))
+    Ok(Parsed {
+        functions: out,
+        inlined: calls,
+        globals,
+    })
+}
+
+/// The fixed address of a variable whose location is a single `DW_OP_addr`
+/// (or `DW_OP_addrx`); thread-locals and register/stack variables have none.
+fn static_address(
+    unit: &gimli::UnitRef<'_, Slice<'_>>,
+    loc: Option<AttributeValue<Slice<'_>>>,
+) -> Option<u64> {
+    let AttributeValue::Exprloc(expr) = loc? else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    let first = ops.next().ok()??;
+    if ops.next().ok()?.is_some() {
+        return None;
+    }
+    match first {
+        gimli::Operation::Address { address } => Some(address),
+        gimli::Operation::AddressIndex { index } => unit.address(index).ok(),
+        _ => None,
+    }
 }
 
 fn qualify(scopes: &[(isize, String)], name: &str) -> String {
@@ -537,14 +635,13 @@ fn unit_offset(v: Option<AttributeValue<Slice<'_>>>) -> Option<UnitOffset> {
     }
 }
 
-fn attr_string<'d>(
-    unit: &gimli::UnitRef<'_, Slice<'d>>,
-    v: Option<AttributeValue<Slice<'d>>>,
+pub(crate) fn attr_string<R: gimli::Reader>(
+    unit: &gimli::UnitRef<'_, R>,
+    v: Option<AttributeValue<R>>,
 ) -> Option<String> {
     let v = v?;
-    unit.attr_string(v)
-        .ok()
-        .map(|s| s.to_string_lossy().into_owned())
+    let s = unit.attr_string(v).ok()?;
+    Some(s.to_string_lossy().ok()?.into_owned())
 }
 
 trait AddrAttr<'d> {
@@ -566,7 +663,10 @@ impl<'d> AddrAttr<'d> for gimli::UnitRef<'_, Slice<'d>> {
     }
 }
 
-fn file_table(unit: &gimli::UnitRef<'_, Slice<'_>>, comp_dir: Option<&str>) -> Vec<Option<String>> {
+pub(crate) fn file_table<R: gimli::Reader>(
+    unit: &gimli::UnitRef<'_, R>,
+    comp_dir: Option<&str>,
+) -> Vec<Option<String>> {
     let Some(program) = unit.line_program.as_ref() else {
         return Vec::new();
     };
@@ -579,13 +679,13 @@ fn file_table(unit: &gimli::UnitRef<'_, Slice<'_>>, comp_dir: Option<&str>) -> V
         let Some(entry) = header.file(index) else {
             continue;
         };
-        let Some(name) = attr_string(unit, Some(entry.path_name())) else {
+        let Some(name) = attr_string(unit, Some(entry.path_name().clone())) else {
             continue;
         };
         let mut path = PathBuf::new();
         if let Some(dir) = entry
             .directory(header)
-            .and_then(|d| attr_string(unit, Some(d)))
+            .and_then(|d| attr_string(unit, Some(d.clone())))
         {
             if let Some(cd) = comp_dir
                 && !Path::new(&dir).is_absolute()
@@ -616,7 +716,10 @@ fn normalize(p: &Path) -> String {
     out.to_string_lossy().into_owned()
 }
 
-fn file_attr(v: Option<AttributeValue<Slice<'_>>>, files: &[Option<String>]) -> Option<String> {
+pub(crate) fn file_attr<R: gimli::Reader>(
+    v: Option<AttributeValue<R>>,
+    files: &[Option<String>],
+) -> Option<String> {
     let idx = match v? {
         AttributeValue::FileIndex(i) => i,
         other => other.udata_value()?,

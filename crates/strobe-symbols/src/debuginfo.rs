@@ -1,0 +1,632 @@
+//! DWARF details read on demand: signatures (parameter and return types),
+//! the types of globals, and line tables. The [`crate::SymbolIndex`] keeps
+//! only what pattern matching needs; this reopens the debug file when a
+//! function is actually hooked or an address needs a source line, so
+//! indexing stays fast for images with 100 k functions.
+
+use crate::index::{DieRef, SymbolIndex};
+use crate::resolvers::dwarf::{SymbolError, attr_string, file_table};
+use crate::types::{Member, Signature, Type, TypeId, TypeTable, VOID};
+use gimli::Reader;
+use gimli::{AttributeValue, DebugInfoOffset, EndianArcSlice, RunTimeEndian, UnitOffset};
+use object::{Object, ObjectSection};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+type R = EndianArcSlice<RunTimeEndian>;
+
+/// One decoded row of a line table.
+#[derive(Debug, Clone, Copy)]
+struct LineRow {
+    address: u64,
+    file: u32,
+    line: u32,
+    end_sequence: bool,
+}
+
+struct UnitData {
+    unit: gimli::Unit<R>,
+    files: Vec<Option<String>>,
+    rows: Option<Vec<LineRow>>,
+}
+
+/// Lazily read DWARF of one image. Types are interned into one
+/// [`TypeTable`] shared by every signature read from it.
+pub struct DebugInfo {
+    path: PathBuf,
+    dwarf: gimli::Dwarf<R>,
+    load_bias: u64,
+    units: HashMap<u64, UnitData>,
+    table: TypeTable,
+    type_ids: HashMap<(u64, u64), TypeId>,
+    /// Function code ranges (image offsets) → unit, for line lookups.
+    ranges: Vec<(u64, u64, u64)>,
+}
+
+/// A source position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    /// Source file (absolute when the DWARF says where it was compiled).
+    pub file: String,
+    /// Line number.
+    pub line: u32,
+}
+
+impl DebugInfo {
+    /// Opens the DWARF behind `index` (the image or its separate debug file).
+    pub fn open(index: &SymbolIndex) -> Result<DebugInfo, SymbolError> {
+        let Some(path) = index.debug_file.clone() else {
+            return Err(SymbolError::Format {
+                path: index.path.clone(),
+                reason: "the image has no DWARF debug info (build with -g)".into(),
+            });
+        };
+        let dwarf = load(&path)?;
+        let mut ranges: Vec<(u64, u64, u64)> = index
+            .functions
+            .iter()
+            .filter_map(|f| Some((f.ranges.clone(), f.die?.unit)))
+            .flat_map(|(rs, unit)| rs.into_iter().map(move |(a, b)| (a, b, unit)))
+            .collect();
+        ranges.sort_unstable();
+        Ok(DebugInfo {
+            path,
+            dwarf,
+            load_bias: index.load_bias,
+            units: HashMap::new(),
+            table: TypeTable::default(),
+            type_ids: HashMap::new(),
+            ranges,
+        })
+    }
+
+    /// Every type read so far.
+    pub fn types(&self) -> &TypeTable {
+        &self.table
+    }
+
+    fn err(&self, reason: impl std::fmt::Display) -> SymbolError {
+        SymbolError::Dwarf {
+            path: self.path.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn unit(&mut self, start: u64) -> Result<&mut UnitData, SymbolError> {
+        if !self.units.contains_key(&start) {
+            let header = self
+                .dwarf
+                .debug_info
+                .header_from_offset(DebugInfoOffset(start as usize))
+                .map_err(|e| self.err(e))?;
+            let unit = self.dwarf.unit(header).map_err(|e| self.err(e))?;
+            let unit_ref = unit.unit_ref(&self.dwarf);
+            let comp_dir = unit
+                .comp_dir
+                .as_ref()
+                .and_then(|d| d.to_string_lossy().ok().map(|s| s.into_owned()));
+            let files = file_table(&unit_ref, comp_dir.as_deref());
+            self.units.insert(
+                start,
+                UnitData {
+                    unit,
+                    files,
+                    rows: None,
+                },
+            );
+        }
+        Ok(self.units.get_mut(&start).expect("inserted above"))
+    }
+
+    /// Parameters and return type of the function whose concrete DIE is `die`.
+    pub fn signature(&mut self, die: DieRef) -> Result<Signature, SymbolError> {
+        self.unit(die.unit)?;
+        let mut sig = Signature::default();
+        // The return type lives on the declaration the concrete DIE refers to
+        // (specification / abstract origin) when not on the DIE itself.
+        let mut cur = Some(UnitOffset(die.offset as usize));
+        for _ in 0..4 {
+            let Some(off) = cur else { break };
+            let (ty, next) = {
+                let u = &self.units[&die.unit].unit;
+                let e = u.entry(off).map_err(|e| self.err(e))?;
+                let ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
+                let next = unit_ref(e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten()).or(
+                    unit_ref(e.attr_value(gimli::DW_AT_specification).ok().flatten()),
+                );
+                (ty, next)
+            };
+            if let Some(t) = ty {
+                sig.ret = Some(self.type_at(die.unit, t, 0));
+                break;
+            }
+            cur = next;
+        }
+        // Parameters: the concrete DIE's formal_parameter children, names and
+        // types taken from their abstract origins where the concrete copy lacks them.
+        let mut params: Vec<(Option<String>, Option<UnitOffset>)> = Vec::new();
+        {
+            let data = &self.units[&die.unit];
+            let u = &data.unit;
+            let uref = u.unit_ref(&self.dwarf);
+            let mut tree = u
+                .entries_tree(Some(UnitOffset(die.offset as usize)))
+                .map_err(|e| self.err(e))?;
+            let root = tree.root().map_err(|e| self.err(e))?;
+            let mut children = root.children();
+            while let Some(child) = children.next().map_err(|e| self.err(e))? {
+                let e = child.entry();
+                match e.tag() {
+                    gimli::DW_TAG_formal_parameter => {
+                        let mut name =
+                            attr_string(&uref, e.attr_value(gimli::DW_AT_name).ok().flatten());
+                        let mut ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
+                        let mut origin =
+                            unit_ref(e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten());
+                        for _ in 0..4 {
+                            if name.is_some() && ty.is_some() {
+                                break;
+                            }
+                            let Some(o) = origin else { break };
+                            let Ok(oe) = u.entry(o) else { break };
+                            name = name.or_else(|| {
+                                attr_string(&uref, oe.attr_value(gimli::DW_AT_name).ok().flatten())
+                            });
+                            ty = ty.or(unit_ref(oe.attr_value(gimli::DW_AT_type).ok().flatten()));
+                            origin = unit_ref(
+                                oe.attr_value(gimli::DW_AT_abstract_origin).ok().flatten(),
+                            );
+                        }
+                        params.push((name, ty));
+                    }
+                    gimli::DW_TAG_unspecified_parameters => sig.variadic = true,
+                    _ => {}
+                }
+            }
+        }
+        for (i, (name, ty)) in params.into_iter().enumerate() {
+            let id = match ty {
+                Some(t) => self.type_at(die.unit, t, 0),
+                None => VOID,
+            };
+            sig.params
+                .push((name.unwrap_or_else(|| format!("arg{i}")), id));
+        }
+        Ok(sig)
+    }
+
+    /// The type of the variable whose DIE is `die` (following its specification).
+    pub fn variable_type(&mut self, die: DieRef) -> Result<TypeId, SymbolError> {
+        self.unit(die.unit)?;
+        let mut cur = Some(UnitOffset(die.offset as usize));
+        for _ in 0..4 {
+            let Some(off) = cur else { break };
+            let (ty, next) = {
+                let u = &self.units[&die.unit].unit;
+                let e = u.entry(off).map_err(|e| self.err(e))?;
+                (
+                    unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten()),
+                    unit_ref(e.attr_value(gimli::DW_AT_specification).ok().flatten()).or(unit_ref(
+                        e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten(),
+                    )),
+                )
+            };
+            if let Some(t) = ty {
+                return Ok(self.type_at(die.unit, t, 0));
+            }
+            cur = next;
+        }
+        Ok(VOID)
+    }
+
+    /// The source line of an image offset (`None` outside code with line info).
+    pub fn line_at(&mut self, offset: u64) -> Option<SourceLine> {
+        let i = self.ranges.partition_point(|r| r.0 <= offset);
+        let unit = self.ranges[..i]
+            .iter()
+            .rev()
+            .take(64)
+            .find(|r| r.0 <= offset && offset < r.1)?
+            .2;
+        let address = offset.wrapping_add(self.load_bias);
+        let rows = self.rows(unit)?;
+        let mut best: Option<LineRow> = None;
+        let mut prev: Option<LineRow> = None;
+        for row in rows {
+            if let Some(p) = prev
+                && !p.end_sequence
+                && p.address <= address
+                && address < row.address
+                && best.is_none_or(|b| p.address >= b.address)
+            {
+                best = Some(p);
+            }
+            prev = Some(*row);
+        }
+        let best = best?;
+        let files = &self.units[&unit].files;
+        Some(SourceLine {
+            file: files.get(best.file as usize).cloned().flatten()?,
+            line: best.line,
+        })
+    }
+
+    /// Image offsets of the first statement of `line` in files ending with
+    /// `file` (one per place the line has code; empty when it has none).
+    pub fn addresses_of_line(&mut self, file: &str, line: u32) -> Vec<u64> {
+        let units: Vec<u64> = {
+            let mut u: Vec<u64> = self.ranges.iter().map(|r| r.2).collect();
+            u.sort_unstable();
+            u.dedup();
+            u
+        };
+        let mut out = Vec::new();
+        for unit in units {
+            let Some(rows) = self.rows(unit).map(<[LineRow]>::to_vec) else {
+                continue;
+            };
+            let files = &self.units[&unit].files;
+            let mut last_line_in_seq: Option<u32> = None;
+            for row in rows {
+                if row.end_sequence {
+                    last_line_in_seq = None;
+                    continue;
+                }
+                let matches_file = files
+                    .get(row.file as usize)
+                    .cloned()
+                    .flatten()
+                    .is_some_and(|f| f.ends_with(file));
+                if matches_file && row.line == line && last_line_in_seq != Some(line) {
+                    out.push(row.address.wrapping_sub(self.load_bias));
+                }
+                last_line_in_seq = Some(row.line);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn rows(&mut self, unit: u64) -> Option<&[LineRow]> {
+        let err_path = self.path.clone();
+        let data = self.unit(unit).ok()?;
+        if data.rows.is_none() {
+            let mut rows = Vec::new();
+            if let Some(program) = data.unit.line_program.clone() {
+                let mut it = program.rows();
+                loop {
+                    match it.next_row() {
+                        Ok(Some((_, row))) => rows.push(LineRow {
+                            address: row.address(),
+                            file: row.file_index() as u32,
+                            line: row.line().map_or(0, |l| l.get() as u32),
+                            end_sequence: row.end_sequence(),
+                        }),
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::warn!("bad line table in {}: {e}", err_path.display());
+                            break;
+                        }
+                    }
+                }
+            }
+            data.rows = Some(rows);
+        }
+        data.rows.as_deref()
+    }
+
+    /// Interns the type at `off` in `unit` (recursive types are tied through
+    /// a placeholder, so a linked-list node refers to itself by id).
+    fn type_at(&mut self, unit: u64, off: UnitOffset, depth: u32) -> TypeId {
+        let key = (unit, off.0 as u64);
+        if let Some(id) = self.type_ids.get(&key) {
+            return *id;
+        }
+        if depth > 64 {
+            return VOID;
+        }
+        let id = self.table.push(Type::Void);
+        self.type_ids.insert(key, id);
+        let t = self.read_type(unit, off, depth).unwrap_or(Type::Opaque {
+            name: "?".into(),
+            size: None,
+        });
+        self.table.set(id, t);
+        id
+    }
+
+    fn read_type(&mut self, unit: u64, off: UnitOffset, depth: u32) -> Option<Type> {
+        struct Raw {
+            tag: gimli::DwTag,
+            name: Option<String>,
+            size: Option<u64>,
+            encoding: Option<gimli::DwAte>,
+            target: Option<UnitOffset>,
+            declaration: bool,
+            pass_by_ref: bool,
+            children: Vec<Child>,
+        }
+        struct Child {
+            tag: gimli::DwTag,
+            name: Option<String>,
+            ty: Option<UnitOffset>,
+            offset: Option<u64>,
+            bit_offset: Option<u64>,
+            bit_size: Option<u64>,
+            is_static: bool,
+            value: Option<i64>,
+            count: Option<u64>,
+        }
+        let raw = {
+            let data = self.units.get(&unit)?;
+            let u = &data.unit;
+            let uref = u.unit_ref(&self.dwarf);
+            let mut tree = u.entries_tree(Some(off)).ok()?;
+            let root = tree.root().ok()?;
+            let e = root.entry();
+            let attr = |at| e.attr_value(at).ok().flatten();
+            let mut raw = Raw {
+                tag: e.tag(),
+                name: attr_string(&uref, attr(gimli::DW_AT_name)),
+                size: attr(gimli::DW_AT_byte_size).and_then(|v| v.udata_value()),
+                encoding: match attr(gimli::DW_AT_encoding) {
+                    Some(AttributeValue::Encoding(enc)) => Some(enc),
+                    _ => None,
+                },
+                target: unit_ref(attr(gimli::DW_AT_type)),
+                declaration: attr(gimli::DW_AT_declaration).is_some(),
+                pass_by_ref: matches!(
+                    attr(gimli::DW_AT_calling_convention),
+                    Some(AttributeValue::CallingConvention(
+                        gimli::DW_CC_pass_by_reference
+                    ))
+                ),
+                children: Vec::new(),
+            };
+            let mut children = root.children();
+            while let Ok(Some(child)) = children.next() {
+                let c = child.entry();
+                let cattr = |at| c.attr_value(at).ok().flatten();
+                let offset = match cattr(gimli::DW_AT_data_member_location) {
+                    Some(AttributeValue::Exprloc(expr)) => {
+                        let mut ops = expr.operations(u.encoding());
+                        match ops.next() {
+                            Ok(Some(gimli::Operation::PlusConstant { value })) => Some(value),
+                            _ => None,
+                        }
+                    }
+                    Some(v) => v.udata_value(),
+                    None => None,
+                };
+                let count = cattr(gimli::DW_AT_count)
+                    .and_then(|v| v.udata_value())
+                    .or_else(|| {
+                        cattr(gimli::DW_AT_upper_bound)
+                            .and_then(|v| v.udata_value().or(v.sdata_value().map(|s| s as u64)))
+                            .map(|ub| ub.wrapping_add(1))
+                    });
+                raw.children.push(Child {
+                    tag: c.tag(),
+                    name: attr_string(&uref, cattr(gimli::DW_AT_name)),
+                    ty: unit_ref(cattr(gimli::DW_AT_type)),
+                    offset,
+                    bit_offset: cattr(gimli::DW_AT_data_bit_offset).and_then(|v| v.udata_value()),
+                    bit_size: cattr(gimli::DW_AT_bit_size).and_then(|v| v.udata_value()),
+                    is_static: cattr(gimli::DW_AT_external).is_some()
+                        || cattr(gimli::DW_AT_declaration).is_some(),
+                    value: cattr(gimli::DW_AT_const_value)
+                        .and_then(|v| v.sdata_value().or(v.udata_value().map(|u| u as i64))),
+                    count,
+                });
+            }
+            raw
+        };
+        let name = |fallback: &str| raw.name.clone().unwrap_or_else(|| fallback.to_string());
+        let target = |me: &mut Self| match raw.target {
+            Some(t) => me.type_at(unit, t, depth + 1),
+            None => VOID,
+        };
+        Some(match raw.tag {
+            gimli::DW_TAG_base_type => {
+                let size = raw.size.unwrap_or(0).min(255) as u8;
+                match raw.encoding {
+                    Some(gimli::DW_ATE_boolean) => Type::Bool { size },
+                    Some(gimli::DW_ATE_float) => Type::Float {
+                        name: name("float"),
+                        size,
+                    },
+                    Some(
+                        enc @ (gimli::DW_ATE_signed
+                        | gimli::DW_ATE_signed_char
+                        | gimli::DW_ATE_unsigned
+                        | gimli::DW_ATE_unsigned_char
+                        | gimli::DW_ATE_UTF),
+                    ) => Type::Int {
+                        name: name("int"),
+                        size,
+                        signed: matches!(enc, gimli::DW_ATE_signed | gimli::DW_ATE_signed_char),
+                        is_char: matches!(
+                            enc,
+                            gimli::DW_ATE_signed_char
+                                | gimli::DW_ATE_unsigned_char
+                                | gimli::DW_ATE_UTF
+                        ),
+                    },
+                    _ => Type::Opaque {
+                        name: name("?"),
+                        size: raw.size,
+                    },
+                }
+            }
+            gimli::DW_TAG_pointer_type
+            | gimli::DW_TAG_reference_type
+            | gimli::DW_TAG_rvalue_reference_type => Type::Pointer {
+                target: target(self),
+                reference: raw.tag != gimli::DW_TAG_pointer_type,
+            },
+            gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type
+            | gimli::DW_TAG_atomic_type => {
+                let t = target(self);
+                Type::Typedef {
+                    name: self.table.name(t),
+                    target: t,
+                }
+            }
+            gimli::DW_TAG_typedef => Type::Typedef {
+                name: name("?"),
+                target: target(self),
+            },
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
+                if raw.declaration
+                    || raw
+                        .children
+                        .iter()
+                        .any(|c| c.tag == gimli::DW_TAG_variant_part)
+                {
+                    // Declarations have no layout; Rust enums' variant parts are
+                    // not modelled: both are shown as raw bytes.
+                    return Some(Type::Opaque {
+                        name: name("(anonymous)"),
+                        size: raw.size,
+                    });
+                }
+                let is_union = raw.tag == gimli::DW_TAG_union_type;
+                let mut members = Vec::new();
+                for c in &raw.children {
+                    let is_base = c.tag == gimli::DW_TAG_inheritance;
+                    if !(c.tag == gimli::DW_TAG_member || is_base) || c.is_static {
+                        continue;
+                    }
+                    let Some(ty) = c.ty else { continue };
+                    let ty = self.type_at(unit, ty, depth + 1);
+                    let (offset, bits) = match (c.bit_offset, c.bit_size) {
+                        (Some(bo), Some(bs)) => (bo / 8, Some(((bo % 8) as u32, bs as u32))),
+                        (None, Some(bs)) => (c.offset.unwrap_or(0), Some((0, bs as u32))),
+                        _ => (c.offset.unwrap_or(0), None),
+                    };
+                    let member_name = if is_base {
+                        format!("<{}>", self.table.name(ty))
+                    } else {
+                        c.name.clone().unwrap_or_else(|| "(anonymous)".into())
+                    };
+                    members.push(Member {
+                        name: member_name,
+                        offset,
+                        ty,
+                        bits,
+                    });
+                }
+                Type::Struct {
+                    name: name("(anonymous)"),
+                    size: raw.size.unwrap_or(0),
+                    members,
+                    is_union,
+                    by_reference: raw.pass_by_ref,
+                }
+            }
+            gimli::DW_TAG_enumeration_type => {
+                let signed = match raw.target {
+                    Some(_) => {
+                        let t = target(self);
+                        let t = self.table.strip(t);
+                        matches!(self.table.get(t), Type::Int { signed: true, .. })
+                    }
+                    None => true,
+                };
+                Type::Enum {
+                    name: name("(anonymous enum)"),
+                    size: raw.size.unwrap_or(4).min(255) as u8,
+                    signed,
+                    variants: raw
+                        .children
+                        .iter()
+                        .filter(|c| c.tag == gimli::DW_TAG_enumerator)
+                        .filter_map(|c| Some((c.value?, c.name.clone()?)))
+                        .collect(),
+                }
+            }
+            gimli::DW_TAG_array_type => {
+                let mut elem = target(self);
+                let counts: Vec<Option<u64>> = raw
+                    .children
+                    .iter()
+                    .filter(|c| c.tag == gimli::DW_TAG_subrange_type)
+                    .map(|c| c.count)
+                    .collect();
+                if counts.is_empty() {
+                    return Some(Type::Array { elem, count: None });
+                }
+                // int a[2][3] is an array of 2 arrays of 3.
+                for count in counts[1..].iter().rev() {
+                    elem = self.table.push(Type::Array {
+                        elem,
+                        count: *count,
+                    });
+                }
+                Type::Array {
+                    elem,
+                    count: counts[0],
+                }
+            }
+            gimli::DW_TAG_subroutine_type => Type::Function,
+            _ => Type::Opaque {
+                name: name("?"),
+                size: raw.size,
+            },
+        })
+    }
+}
+
+fn unit_ref(v: Option<AttributeValue<R>>) -> Option<UnitOffset> {
+    match v? {
+        AttributeValue::UnitRef(o) => Some(o),
+        _ => None,
+    }
+}
+
+fn load(path: &Path) -> Result<gimli::Dwarf<R>, SymbolError> {
+    let data = std::fs::read(path).map_err(|source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let obj = object::File::parse(&*data).map_err(|e| SymbolError::Format {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let endian = if obj.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let dwarf = gimli::Dwarf::load(|id: gimli::SectionId| -> Result<R, gimli::Error> {
+        let bytes: Arc<[u8]> = match obj.section_by_name(id.name()) {
+            Some(s) => Arc::from(s.uncompressed_data().unwrap_or_default().as_ref()),
+            None => Arc::from(&[][..]),
+        };
+        Ok(EndianArcSlice::new(bytes, endian))
+    })
+    .map_err(|e| SymbolError::Dwarf {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(dwarf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_image_without_dwarf_says_to_build_with_g() {
+        let idx = SymbolIndex {
+            path: "/bin/x".into(),
+            ..Default::default()
+        };
+        let e = DebugInfo::open(&idx).err().expect("no dwarf");
+        assert!(e.to_string().contains("-g"), "{e}");
+    }
+}
