@@ -13,6 +13,7 @@ mod manager;
 mod pool;
 pub mod trace;
 mod validate;
+pub mod values;
 
 pub use manager::{
     EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,

@@ -1,0 +1,1417 @@
+//! Typed arguments, return values and watches of traced calls.
+//!
+//! The agent's hook knows nothing about types. For each hooked function the
+//! daemon compiles the DWARF signature into a *capture plan*: a short list of
+//! memory reads ("follow the pointer in rdi, copy 40 bytes; follow the
+//! pointer at offset 0 of that block, read a C string"), which the agent's
+//! native code executes per call, copying the argument registers and the
+//! blocks into the trace record. All interpretation (System V x86-64 ABI
+//! classification, integer widths, enums, bitfields, strings, cycles) happens
+//! here, in the daemon, when records are decoded.
+//!
+//! Wire format of a plan (little-endian), read by agent/src/tracers/native.ts:
+//! `u16 enter nodes, u16 exit nodes, u16 stack bytes, u16 plan id` then
+//! 24-byte nodes `u8 src, u8 flags, u16 parent, u32 size, u64 arg, i64 addend`.
+//! Payload of an enter record: `u32 plan id, u32 length, 6 × u64 integer
+//! argument registers, 8 × u64 low halves of xmm0–7, stack bytes (from rsp+8),
+//! blocks`; of an exit record: `u32 plan id, u32 length, rax, rdx, xmm0,
+//! xmm1, blocks`. A block is `u64 address, u32 length, u32 status` + data
+//! padded to 8 bytes, one per node in plan order.
+
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use strobe_symbols::{Signature, Type, TypeId, TypeTable};
+
+/// Node source: an integer argument register (arg = 0..5 for rdi..r9).
+pub const SRC_GP: u8 = 0;
+/// Node source: the pointer stored at rsp+8+arg at entry.
+pub const SRC_STACK: u8 = 1;
+/// Node source: the pointer stored at offset `arg` of the parent's block.
+pub const SRC_FIELD: u8 = 2;
+/// Node source: the return register (arg 0 = rax, 1 = rdx).
+pub const SRC_RET: u8 = 3;
+/// Node source: an absolute address (`arg`); the block is read there.
+pub const SRC_ABS: u8 = 4;
+/// Read a NUL-terminated string of at most `size` bytes.
+pub const FLAG_CSTRING: u8 = 1;
+/// The byte count is the u64 right after the pointer (Rust `&str`), capped at `size`.
+pub const FLAG_LEN_NEXT: u8 = 2;
+/// No parent.
+pub const NO_PARENT: u16 = 0xffff;
+
+/// Strings are cut at this many bytes.
+pub const STRING_MAX: u32 = 1024;
+/// Arrays show at most this many elements.
+pub const ARRAY_MAX: u64 = 100;
+/// Largest block one node copies.
+pub const BLOCK_MAX: u64 = 4096;
+/// Stack bytes captured for arguments passed in memory.
+pub const STACK_MAX: u64 = 512;
+/// Nodes per function for arguments (watches add theirs on top).
+pub const ARG_NODES_MAX: usize = 64;
+/// Bytes of the fixed enter part: 6 GP + 8 SSE registers.
+const ENTER_REGS: usize = 14 * 8;
+/// Bytes of the fixed exit part: rax, rdx, xmm0, xmm1.
+const EXIT_REGS: usize = 4 * 8;
+
+/// Block status written by the agent.
+const ST_OK: u32 = 0;
+const ST_NULL: u32 = 1;
+const ST_UNREADABLE: u32 = 2;
+const ST_NO_PARENT: u32 = 3;
+const ST_CUT: u32 = 5;
+
+/// One memory read of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Node {
+    /// Where the address comes from (`SRC_*`).
+    pub src: u8,
+    /// `FLAG_*`.
+    pub flags: u8,
+    /// Parent node for `SRC_FIELD`.
+    pub parent: u16,
+    /// Bytes to copy (the cap for strings).
+    pub size: u32,
+    /// Register index, stack offset, field offset or absolute address.
+    pub arg: u64,
+    /// Added to the address before reading (`a->b.c` reads at `a + offset`).
+    pub addend: i64,
+}
+
+/// Where the bytes of a value live; decides which node dereferences each
+/// pointer inside it, identically when planning and when decoding.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    /// Passed in registers: per eightbyte, the GP register it came in.
+    Regs {
+        gp: [Option<u8>; 2],
+        ret: bool,
+        base: u64,
+    },
+    /// In the captured stack bytes at this offset.
+    Stack(u64),
+    /// In a node's block at this offset.
+    Block(u16, u64),
+    /// Nowhere a node can follow (e.g. an SSE register).
+    Nowhere,
+}
+
+impl Origin {
+    fn shift(self, off: u64) -> Origin {
+        match self {
+            Origin::Regs { gp, ret, base } => Origin::Regs {
+                gp,
+                ret,
+                base: base + off,
+            },
+            Origin::Stack(b) => Origin::Stack(b + off),
+            Origin::Block(n, b) => Origin::Block(n, b + off),
+            Origin::Nowhere => Origin::Nowhere,
+        }
+    }
+
+    /// The (parent, src, arg) key of a node reading through a pointer stored here.
+    fn key(self) -> Option<(u16, u8, u64)> {
+        match self {
+            Origin::Regs { gp, ret, base } => {
+                if base % 8 != 0 || base >= 16 {
+                    return None;
+                }
+                let r = gp[(base / 8) as usize]?;
+                Some(if ret {
+                    (NO_PARENT, SRC_RET, r as u64)
+                } else {
+                    (NO_PARENT, SRC_GP, r as u64)
+                })
+            }
+            Origin::Stack(b) => Some((NO_PARENT, SRC_STACK, b)),
+            Origin::Block(n, b) => Some((n, SRC_FIELD, b)),
+            Origin::Nowhere => None,
+        }
+    }
+}
+
+/// Where a parameter or the return value is, per the System V x86-64 ABI.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Loc {
+    /// In registers: per eightbyte, (is SSE, register index).
+    Regs([Option<(bool, u8)>; 2]),
+    /// In the captured stack bytes at this offset.
+    Stack(u64),
+    /// Passed by invisible reference (pointer in this GP register).
+    ByRef(u8),
+    /// Returned in memory: rax points at it on exit.
+    RetMemory,
+    /// Nothing to show (empty struct, void) or not captured.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Integer,
+    Sse,
+}
+
+/// How a watch's value is typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchType {
+    /// A DWARF type.
+    Typed(TypeId),
+    /// A hint for raw addresses: i8…u64, f32, f64, pointer.
+    Hint(String),
+}
+
+/// A watch, resolved to an address chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchSpec {
+    /// The label values are stored under.
+    pub label: String,
+    /// Chain of reads: the first absolute, each later one through the
+    /// pointer the previous read (at offset 0) returned, plus `addend`.
+    pub chain: Vec<(u64, i64)>,
+    /// Size of the final read.
+    pub size: u64,
+    /// Type of the final value.
+    pub ty: WatchType,
+}
+
+/// The compiled plan of one function.
+#[derive(Debug, Clone)]
+pub struct FunctionPlan {
+    /// Identifies this plan in records (plans change when watches do).
+    pub id: u16,
+    params: Vec<(String, TypeId, Loc)>,
+    ret: Option<(TypeId, Loc)>,
+    enter: Vec<Node>,
+    exit: Vec<Node>,
+    enter_keys: HashMap<(u16, u8, u64), u16>,
+    exit_keys: HashMap<(u16, u8, u64), u16>,
+    /// (label, final node index in enter, in exit, type).
+    watches: Vec<(String, u16, u16, WatchType)>,
+    stack_bytes: u64,
+    depth: u32,
+    /// Pointers left unfollowed because the node budget ran out.
+    pub truncated: bool,
+}
+
+struct Builder<'a> {
+    types: &'a TypeTable,
+    nodes: Vec<Node>,
+    keys: HashMap<(u16, u8, u64), u16>,
+    budget: usize,
+    truncated: bool,
+}
+
+impl Builder<'_> {
+    fn add(&mut self, key: (u16, u8, u64), flags: u8, size: u64) -> Option<u16> {
+        if let Some(n) = self.keys.get(&key) {
+            return Some(*n);
+        }
+        if self.nodes.len() >= self.budget {
+            self.truncated = true;
+            return None;
+        }
+        let idx = self.nodes.len() as u16;
+        self.nodes.push(Node {
+            src: key.1,
+            flags,
+            parent: key.0,
+            size: size.min(BLOCK_MAX) as u32,
+            arg: key.2,
+            addend: 0,
+        });
+        self.keys.insert(key, idx);
+        Some(idx)
+    }
+
+    /// Plans the reads a value of type `ty` stored at `origin` needs to be
+    /// shown to `depth` levels (struct nesting and pointer targets count).
+    fn value(&mut self, ty: TypeId, origin: Origin, depth: u32) {
+        let t = self.types;
+        let ty = t.strip(ty);
+        match t.get(ty) {
+            Type::Pointer { target, .. } => {
+                let Some(key) = origin.key() else { return };
+                let target = t.strip(*target);
+                match t.get(target) {
+                    Type::Int {
+                        size: 1,
+                        is_char: true,
+                        ..
+                    } => {
+                        self.add(key, FLAG_CSTRING, STRING_MAX as u64);
+                    }
+                    _ if depth == 0 => {}
+                    other => {
+                        let Some(size) = t.size_of(target).filter(|s| *s > 0) else {
+                            return;
+                        };
+                        if matches!(other, Type::Function | Type::Void) {
+                            return;
+                        }
+                        if let Some(n) = self.add(key, 0, size) {
+                            self.value(target, Origin::Block(n, 0), pointee_depth(other, depth));
+                        }
+                    }
+                }
+            }
+            Type::Struct { name, members, .. } => {
+                if depth == 0 {
+                    return;
+                }
+                if let Some((ptr_off, _)) = rust_str_fields(name, members) {
+                    if let Some(key) = origin.shift(ptr_off).key() {
+                        self.add(key, FLAG_LEN_NEXT, STRING_MAX as u64);
+                    }
+                    return;
+                }
+                for m in members.clone() {
+                    if m.bits.is_none() {
+                        self.value(m.ty, origin.shift(m.offset), depth - 1);
+                    }
+                }
+            }
+            Type::Array {
+                elem,
+                count: Some(n),
+            } => {
+                if depth == 0 || !has_pointers(t, *elem, 4) {
+                    return;
+                }
+                let Some(esize) = t.size_of(*elem).filter(|s| *s > 0) else {
+                    return;
+                };
+                for i in 0..(*n).min(ARRAY_MAX) {
+                    self.value(*elem, origin.shift(i * esize), depth - 1);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Depth left for a pointer's target: a struct or array behind a pointer is
+/// one level (its own), other targets cost one level for the hop.
+fn pointee_depth(target: &Type, depth: u32) -> u32 {
+    match target {
+        Type::Struct { .. } | Type::Array { .. } => depth,
+        _ => depth.saturating_sub(1),
+    }
+}
+
+fn has_pointers(t: &TypeTable, ty: TypeId, depth: u32) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    match t.get(t.strip(ty)) {
+        Type::Pointer { .. } => true,
+        Type::Struct { members, .. } => members.iter().any(|m| has_pointers(t, m.ty, depth - 1)),
+        Type::Array { elem, .. } => has_pointers(t, *elem, depth - 1),
+        _ => false,
+    }
+}
+
+/// Rust `&str`: (offset of data_ptr, offset of length).
+fn rust_str_fields(name: &str, members: &[strobe_symbols::Member]) -> Option<(u64, u64)> {
+    if name != "&str" && name != "&mut str" {
+        return None;
+    }
+    let p = members.iter().find(|m| m.name == "data_ptr")?;
+    let l = members.iter().find(|m| m.name == "length")?;
+    (l.offset == p.offset + 8).then_some((p.offset, l.offset))
+}
+
+/// Flattens scalar leaves (offset, size, is float) of a type, for ABI classification.
+fn leaves(
+    t: &TypeTable,
+    ty: TypeId,
+    base: u64,
+    out: &mut Vec<(u64, u64, bool)>,
+    depth: u32,
+) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    let ty = t.strip(ty);
+    match t.get(ty) {
+        Type::Struct { members, .. } => {
+            for m in members {
+                if !leaves(t, m.ty, base + m.offset, out, depth + 1) {
+                    return false;
+                }
+            }
+            true
+        }
+        Type::Array { elem, count } => {
+            let Some(es) = t.size_of(*elem).filter(|s| *s > 0) else {
+                return true;
+            };
+            for i in 0..count.unwrap_or(0).min(16) {
+                if !leaves(t, *elem, base + i * es, out, depth + 1) {
+                    return false;
+                }
+            }
+            true
+        }
+        Type::Float { size, .. } if *size > 8 => false,
+        Type::Float { size, .. } => {
+            out.push((base, *size as u64, true));
+            true
+        }
+        Type::Opaque { .. } | Type::Void | Type::Function | Type::Typedef { .. } => false,
+        _ => {
+            let size = t.size_of(ty).unwrap_or(8);
+            out.push((base, size, false));
+            true
+        }
+    }
+}
+
+/// System V classification: `None` = passed in memory.
+fn classify(t: &TypeTable, ty: TypeId) -> Option<Vec<Class>> {
+    let ty = t.strip(ty);
+    let size = t.size_of(ty)?;
+    if size == 0 {
+        return Some(Vec::new());
+    }
+    if size > 16 {
+        return None;
+    }
+    if let Type::Int { size: 16, .. } = t.get(ty) {
+        return Some(vec![Class::Integer, Class::Integer]);
+    }
+    let mut ls = Vec::new();
+    if !leaves(t, ty, 0, &mut ls, 0) {
+        return None;
+    }
+    let n = size.div_ceil(8) as usize;
+    let mut classes = vec![None; n];
+    for (off, sz, float) in ls {
+        if sz > 0 && off % sz != 0 {
+            return None; // unaligned member: memory
+        }
+        let i = (off / 8) as usize;
+        if i >= n {
+            continue;
+        }
+        let c = if float { Class::Sse } else { Class::Integer };
+        classes[i] = Some(match (classes[i], c) {
+            (Some(Class::Integer), _) | (_, Class::Integer) => Class::Integer,
+            _ => Class::Sse,
+        });
+    }
+    Some(
+        classes
+            .into_iter()
+            .map(|c| c.unwrap_or(Class::Sse))
+            .collect(),
+    )
+}
+
+fn by_reference(t: &TypeTable, ty: TypeId) -> bool {
+    matches!(
+        t.get(t.strip(ty)),
+        Type::Struct {
+            by_reference: true,
+            ..
+        }
+    )
+}
+
+impl FunctionPlan {
+    /// Compiles a signature (and the watches that apply) into a plan.
+    pub fn build(
+        id: u16,
+        sig: &Signature,
+        types: &TypeTable,
+        depth: u32,
+        watches: &[WatchSpec],
+    ) -> FunctionPlan {
+        let depth = depth.clamp(1, 10);
+        // Return value first: one returned in memory takes rdi.
+        let ret_loc = sig.ret.map(|r| {
+            if by_reference(types, r) {
+                return (r, Loc::RetMemory);
+            }
+            let loc = match classify(types, r) {
+                None => Loc::RetMemory,
+                Some(cs) if cs.is_empty() => Loc::None,
+                Some(cs) => {
+                    let (mut gi, mut si) = (0u8, 0u8);
+                    let mut regs = [None; 2];
+                    for (i, c) in cs.iter().enumerate().take(2) {
+                        regs[i] = Some(match c {
+                            Class::Integer => {
+                                gi += 1;
+                                (false, gi - 1)
+                            }
+                            Class::Sse => {
+                                si += 1;
+                                (true, si - 1)
+                            }
+                        });
+                    }
+                    Loc::Regs(regs)
+                }
+            };
+            (r, loc)
+        });
+        let (mut gp, mut sse, mut stack) = (0u8, 0u8, 0u64);
+        if matches!(ret_loc, Some((_, Loc::RetMemory))) {
+            gp = 1;
+        }
+        let mut params = Vec::new();
+        for (name, ty) in &sig.params {
+            let ty = *ty;
+            let loc = if by_reference(types, ty) {
+                if gp < 6 {
+                    gp += 1;
+                    Loc::ByRef(gp - 1)
+                } else {
+                    stack += 8;
+                    Loc::None
+                }
+            } else {
+                match classify(types, ty) {
+                    Some(cs) if cs.is_empty() => Loc::None,
+                    Some(cs) => {
+                        let need_gp = cs.iter().filter(|c| **c == Class::Integer).count() as u8;
+                        let need_sse = cs.len() as u8 - need_gp;
+                        if gp + need_gp <= 6 && sse + need_sse <= 8 {
+                            let mut regs = [None; 2];
+                            for (i, c) in cs.iter().enumerate().take(2) {
+                                regs[i] = Some(match c {
+                                    Class::Integer => {
+                                        gp += 1;
+                                        (false, gp - 1)
+                                    }
+                                    Class::Sse => {
+                                        sse += 1;
+                                        (true, sse - 1)
+                                    }
+                                });
+                            }
+                            Loc::Regs(regs)
+                        } else {
+                            let at = stack;
+                            stack += (cs.len() as u64) * 8;
+                            Loc::Stack(at)
+                        }
+                    }
+                    None => match types.size_of(ty) {
+                        Some(size) => {
+                            let at = stack;
+                            stack += size.div_ceil(8) * 8;
+                            Loc::Stack(at)
+                        }
+                        None => Loc::None,
+                    },
+                }
+            };
+            params.push((name.clone(), ty, loc));
+        }
+        let stack_bytes = stack.min(STACK_MAX);
+
+        let mut b = Builder {
+            types,
+            nodes: Vec::new(),
+            keys: HashMap::new(),
+            budget: ARG_NODES_MAX,
+            truncated: false,
+        };
+        for (_, ty, loc) in &params {
+            match *loc {
+                Loc::Regs(regs) => b.value(*ty, regs_origin(regs, false), depth),
+                Loc::Stack(off) if off + types.size_of(*ty).unwrap_or(0) <= stack_bytes => {
+                    b.value(*ty, Origin::Stack(off), depth)
+                }
+                Loc::ByRef(r) => {
+                    let size = types.size_of(*ty).unwrap_or(0);
+                    if let Some(n) = b.add((NO_PARENT, SRC_GP, r as u64), 0, size) {
+                        b.value(*ty, Origin::Block(n, 0), depth);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut enter = std::mem::take(&mut b.nodes);
+        let enter_keys = std::mem::take(&mut b.keys);
+        let mut truncated = b.truncated;
+
+        let mut x = Builder {
+            types,
+            nodes: Vec::new(),
+            keys: HashMap::new(),
+            budget: ARG_NODES_MAX,
+            truncated: false,
+        };
+        if let Some((ty, loc)) = ret_loc {
+            match loc {
+                Loc::Regs(regs) => x.value(ty, regs_origin(regs, true), depth),
+                Loc::RetMemory => {
+                    let size = types.size_of(ty).unwrap_or(0);
+                    if let Some(n) = x.add((NO_PARENT, SRC_RET, 0), 0, size) {
+                        x.value(ty, Origin::Block(n, 0), depth);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut exit = x.nodes;
+        let exit_keys = x.keys;
+        truncated |= x.truncated;
+
+        let mut plan_watches = Vec::new();
+        for w in watches {
+            let e = push_chain(&mut enter, w);
+            let x = push_chain(&mut exit, w);
+            plan_watches.push((w.label.clone(), e, x, w.ty.clone()));
+        }
+        FunctionPlan {
+            id,
+            params,
+            ret: ret_loc,
+            enter,
+            exit,
+            enter_keys,
+            exit_keys,
+            watches: plan_watches,
+            stack_bytes,
+            depth,
+            truncated,
+        }
+    }
+
+    /// The plan as the agent reads it.
+    pub fn wire(&self) -> Vec<u8> {
+        let mut w = Vec::with_capacity(8 + 24 * (self.enter.len() + self.exit.len()));
+        w.extend_from_slice(&(self.enter.len() as u16).to_le_bytes());
+        w.extend_from_slice(&(self.exit.len() as u16).to_le_bytes());
+        w.extend_from_slice(&(self.stack_bytes as u16).to_le_bytes());
+        w.extend_from_slice(&self.id.to_le_bytes());
+        for n in self.enter.iter().chain(&self.exit) {
+            w.push(n.src);
+            w.push(n.flags);
+            w.extend_from_slice(&n.parent.to_le_bytes());
+            w.extend_from_slice(&n.size.to_le_bytes());
+            w.extend_from_slice(&n.arg.to_le_bytes());
+            w.extend_from_slice(&n.addend.to_le_bytes());
+        }
+        w
+    }
+
+    /// Decodes an enter payload into `{"arguments": [...], "watchValues": {...}}`.
+    pub fn decode_enter(&self, types: &TypeTable, payload: &[u8]) -> Value {
+        let body = payload.get(8..).unwrap_or(&[]);
+        let regs = body.get(..ENTER_REGS).unwrap_or(&[]);
+        let stack_end = ENTER_REGS + self.stack_bytes.div_ceil(8) as usize * 8;
+        let stack = body
+            .get(ENTER_REGS..stack_end.min(body.len()))
+            .unwrap_or(&[]);
+        let blocks = parse_blocks(body.get(stack_end..).unwrap_or(&[]), self.enter.len());
+        let ctx = Ctx {
+            types,
+            nodes: &self.enter,
+            blocks: &blocks,
+            keys: &self.enter_keys,
+        };
+        let reg = |sse: bool, i: u8| -> [u8; 8] {
+            let o = if sse {
+                48 + i as usize * 8
+            } else {
+                i as usize * 8
+            };
+            regs.get(o..o + 8)
+                .and_then(|s| s.try_into().ok())
+                .unwrap_or([0; 8])
+        };
+        let mut args = Vec::new();
+        for (name, ty, loc) in &self.params {
+            let value = match *loc {
+                Loc::Regs(rs) => {
+                    let mut bytes = Vec::with_capacity(16);
+                    for r in rs.iter().flatten() {
+                        bytes.extend_from_slice(&reg(r.0, r.1));
+                    }
+                    ctx.render(
+                        *ty,
+                        &bytes,
+                        regs_origin(rs, false),
+                        self.depth,
+                        &mut Vec::new(),
+                    )
+                }
+                Loc::Stack(off) => {
+                    let size = types.size_of(*ty).unwrap_or(0) as usize;
+                    match stack.get(off as usize..off as usize + size) {
+                        Some(bytes) => {
+                            ctx.render(*ty, bytes, Origin::Stack(off), self.depth, &mut Vec::new())
+                        }
+                        None => {
+                            json!("<not captured: passed on the stack beyond the captured bytes>")
+                        }
+                    }
+                }
+                Loc::ByRef(r) => ctx.by_node(*ty, (NO_PARENT, SRC_GP, r as u64), self.depth),
+                Loc::RetMemory | Loc::None => Value::Null,
+            };
+            args.push(json!({"name": name, "type": types.name(*ty), "value": value}));
+        }
+        let mut out = Map::new();
+        out.insert("arguments".into(), Value::Array(args));
+        if let Some(w) = self.watch_values(types, &blocks, true) {
+            out.insert("watchValues".into(), w);
+        }
+        Value::Object(out)
+    }
+
+    /// Decodes an exit payload into `{"returnValue": …, "watchValues": {...}}`.
+    pub fn decode_exit(&self, types: &TypeTable, payload: &[u8]) -> Value {
+        let body = payload.get(8..).unwrap_or(&[]);
+        let regs = body.get(..EXIT_REGS).unwrap_or(&[]);
+        let blocks = parse_blocks(body.get(EXIT_REGS..).unwrap_or(&[]), self.exit.len());
+        let ctx = Ctx {
+            types,
+            nodes: &self.exit,
+            blocks: &blocks,
+            keys: &self.exit_keys,
+        };
+        let mut out = Map::new();
+        if let Some((ty, loc)) = self.ret {
+            let value = match loc {
+                Loc::Regs(rs) => {
+                    let mut bytes = Vec::with_capacity(16);
+                    for (sse, i) in rs.iter().flatten() {
+                        // rax, rdx, xmm0, xmm1
+                        let o = if *sse {
+                            16 + *i as usize * 8
+                        } else {
+                            *i as usize * 8
+                        };
+                        bytes.extend_from_slice(regs.get(o..o + 8).unwrap_or(&[0; 8]));
+                    }
+                    ctx.render(
+                        ty,
+                        &bytes,
+                        regs_origin(rs, true),
+                        self.depth,
+                        &mut Vec::new(),
+                    )
+                }
+                Loc::RetMemory => ctx.by_node(ty, (NO_PARENT, SRC_RET, 0), self.depth),
+                _ => Value::Null,
+            };
+            out.insert("returnValue".into(), value);
+        }
+        if let Some(w) = self.watch_values(types, &blocks, false) {
+            out.insert("watchValues".into(), w);
+        }
+        Value::Object(out)
+    }
+
+    fn watch_values(&self, types: &TypeTable, blocks: &[Block<'_>], enter: bool) -> Option<Value> {
+        if self.watches.is_empty() {
+            return None;
+        }
+        let (nodes, keys) = if enter {
+            (&self.enter, &self.enter_keys)
+        } else {
+            (&self.exit, &self.exit_keys)
+        };
+        let ctx = Ctx {
+            types,
+            nodes,
+            blocks,
+            keys,
+        };
+        let mut m = Map::new();
+        for (label, e, x, ty) in &self.watches {
+            let idx = if enter { *e } else { *x } as usize;
+            let v = match blocks.get(idx) {
+                Some(b) if b.status == ST_OK => match ty {
+                    WatchType::Typed(t) => {
+                        ctx.render(*t, b.data, Origin::Nowhere, 2, &mut vec![b.addr])
+                    }
+                    WatchType::Hint(h) => render_hint(h, b.data),
+                },
+                Some(b) => status_text(b.status, b.addr),
+                None => json!("<not captured: record truncated>"),
+            };
+            m.insert(label.clone(), v);
+        }
+        Some(Value::Object(m))
+    }
+}
+
+fn regs_origin(regs: [Option<(bool, u8)>; 2], ret: bool) -> Origin {
+    let gp = regs.map(|r| r.and_then(|(sse, i)| (!sse).then_some(i)));
+    Origin::Regs { gp, ret, base: 0 }
+}
+
+/// Appends a watch's chain of reads; returns the index of the final node.
+fn push_chain(nodes: &mut Vec<Node>, w: &WatchSpec) -> u16 {
+    let last = w.chain.len().saturating_sub(1);
+    let mut parent = NO_PARENT;
+    for (i, (arg, addend)) in w.chain.iter().enumerate() {
+        let size = if i == last { w.size.min(BLOCK_MAX) } else { 8 };
+        nodes.push(Node {
+            src: if i == 0 { SRC_ABS } else { SRC_FIELD },
+            flags: 0,
+            parent,
+            size: size as u32,
+            arg: if i == 0 { *arg } else { 0 },
+            addend: *addend,
+        });
+        parent = (nodes.len() - 1) as u16;
+    }
+    parent
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Block<'a> {
+    addr: u64,
+    status: u32,
+    data: &'a [u8],
+}
+
+fn parse_blocks(mut b: &[u8], n: usize) -> Vec<Block<'_>> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n && b.len() >= 16 {
+        let addr = u64::from_le_bytes(b[0..8].try_into().expect("8"));
+        let len = u32::from_le_bytes(b[8..12].try_into().expect("4")) as usize;
+        let status = u32::from_le_bytes(b[12..16].try_into().expect("4"));
+        let data = b.get(16..16 + len).unwrap_or(&[]);
+        out.push(Block { addr, status, data });
+        b = b.get(16 + len.div_ceil(8) * 8..).unwrap_or(&[]);
+    }
+    out
+}
+
+fn status_text(status: u32, addr: u64) -> Value {
+    match status {
+        ST_NULL => Value::Null,
+        ST_UNREADABLE => json!(format!("<unreadable {addr:#x}>")),
+        ST_NO_PARENT => json!("<not captured: the pointer before it was unreadable>"),
+        _ => json!(format!(
+            "<not captured: record size limit reached at {addr:#x}>"
+        )),
+    }
+}
+
+struct Ctx<'a> {
+    types: &'a TypeTable,
+    nodes: &'a [Node],
+    blocks: &'a [Block<'a>],
+    keys: &'a HashMap<(u16, u8, u64), u16>,
+}
+
+fn le(bytes: &[u8], size: usize) -> u64 {
+    let mut b = [0u8; 8];
+    let n = size.min(8).min(bytes.len());
+    b[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(b)
+}
+
+fn sign_extend(v: u64, size: usize) -> i64 {
+    if size >= 8 {
+        return v as i64;
+    }
+    let shift = 64 - size * 8;
+    ((v << shift) as i64) >> shift
+}
+
+fn float_json(f: f64) -> Value {
+    if f.is_finite() {
+        json!(f)
+    } else {
+        json!(f.to_string())
+    }
+}
+
+fn text(data: &[u8], cut: bool) -> Value {
+    let mut s = String::from_utf8_lossy(data).into_owned();
+    if cut {
+        s.push('…');
+    }
+    Value::String(s)
+}
+
+impl Ctx<'_> {
+    /// A value reached through the node at `key` (by-reference arguments,
+    /// structs returned in memory).
+    fn by_node(&self, ty: TypeId, key: (u16, u8, u64), depth: u32) -> Value {
+        let Some(idx) = self.keys.get(&key) else {
+            return json!(format!("<{}>", self.types.name(ty)));
+        };
+        match self.blocks.get(*idx as usize) {
+            Some(b) if b.status == ST_OK => {
+                self.render(ty, b.data, Origin::Block(*idx, 0), depth, &mut vec![b.addr])
+            }
+            Some(b) => status_text(b.status, b.addr),
+            None => json!("<not captured: record truncated>"),
+        }
+    }
+
+    fn render(
+        &self,
+        ty: TypeId,
+        bytes: &[u8],
+        origin: Origin,
+        depth: u32,
+        path: &mut Vec<u64>,
+    ) -> Value {
+        let t = self.types;
+        let sty = t.strip(ty);
+        match t.get(sty) {
+            Type::Void | Type::Function => json!(format!("{:#x}", le(bytes, 8))),
+            Type::Int {
+                size,
+                signed,
+                is_char,
+                ..
+            } => {
+                let size = *size as usize;
+                if size > 8 {
+                    let mut b = [0u8; 16];
+                    let n = bytes.len().min(16);
+                    b[..n].copy_from_slice(&bytes[..n]);
+                    return if *signed {
+                        json!(i128::from_le_bytes(b).to_string())
+                    } else {
+                        json!(u128::from_le_bytes(b).to_string())
+                    };
+                }
+                let raw = le(bytes, size);
+                let n = if *signed {
+                    sign_extend(raw, size)
+                } else {
+                    raw as i64
+                };
+                if *is_char && size == 1 {
+                    let c = raw as u8;
+                    if c.is_ascii_graphic() || c == b' ' {
+                        return json!(format!("'{}' ({n})", c as char));
+                    }
+                } else if *is_char
+                    && size == 4
+                    && let Some(c) = char::from_u32(raw as u32)
+                {
+                    return json!(c.to_string());
+                }
+                if *signed { json!(n) } else { json!(raw) }
+            }
+            Type::Float { size: 4, .. } => float_json(f32::from_bits(le(bytes, 4) as u32) as f64),
+            Type::Float { size: 8, .. } => float_json(f64::from_bits(le(bytes, 8))),
+            Type::Float { .. } => json!(format!("0x{}", hex(bytes))),
+            Type::Bool { size } => json!(le(bytes, *size as usize) != 0),
+            Type::Enum {
+                size,
+                signed,
+                variants,
+                ..
+            } => {
+                let raw = le(bytes, *size as usize);
+                let v = if *signed {
+                    sign_extend(raw, *size as usize)
+                } else {
+                    raw as i64
+                };
+                match variants.iter().find(|(val, _)| *val == v) {
+                    Some((_, name)) => json!(name),
+                    None => json!(v),
+                }
+            }
+            Type::Pointer { target, .. } => {
+                let addr = le(bytes, 8);
+                if addr == 0 {
+                    return Value::Null;
+                }
+                if path.contains(&addr) {
+                    return json!(format!("<circular ref to {addr:#x}>"));
+                }
+                let Some(idx) = origin.key().and_then(|k| self.keys.get(&k)) else {
+                    let target = t.strip(*target);
+                    return match t.get(target) {
+                        Type::Struct { name, .. } if depth == 0 => {
+                            json!(format!("<{name} * {addr:#x}: depth limit>"))
+                        }
+                        _ => json!(format!("{addr:#x}")),
+                    };
+                };
+                let Some(b) = self.blocks.get(*idx as usize) else {
+                    return json!(format!("{addr:#x}"));
+                };
+                if b.status != ST_OK && b.status != ST_CUT {
+                    return status_text(b.status, b.addr);
+                }
+                let node_flags = self.node_flags(*idx);
+                if node_flags & FLAG_CSTRING != 0 {
+                    return text(b.data, b.status == ST_CUT);
+                }
+                path.push(addr);
+                let pointee = pointee_depth(t.get(t.strip(*target)), depth);
+                let inner = self.render(*target, b.data, Origin::Block(*idx, 0), pointee, path);
+                path.pop();
+                match inner {
+                    Value::Object(mut m) => {
+                        let mut o = Map::new();
+                        o.insert("@addr".into(), json!(format!("{addr:#x}")));
+                        o.append(&mut m);
+                        Value::Object(o)
+                    }
+                    other => json!({"@addr": format!("{addr:#x}"), "*": other}),
+                }
+            }
+            Type::Struct {
+                name,
+                members,
+                size,
+                ..
+            } => {
+                if depth == 0 {
+                    return json!(format!("<{name}: depth limit>"));
+                }
+                if let Some((p, l)) = rust_str_fields(name, members) {
+                    let ptr = le(bytes.get(p as usize..).unwrap_or(&[]), 8);
+                    let len = le(bytes.get(l as usize..).unwrap_or(&[]), 8);
+                    let key = origin.shift(p).key();
+                    return match key
+                        .and_then(|k| self.keys.get(&k))
+                        .and_then(|i| self.blocks.get(*i as usize))
+                    {
+                        Some(b) if b.status == ST_OK || b.status == ST_CUT => {
+                            text(b.data, len > b.data.len() as u64)
+                        }
+                        Some(b) => status_text(b.status, b.addr),
+                        None => json!(format!("<&str {ptr:#x}, {len} bytes>")),
+                    };
+                }
+                let mut o = Map::new();
+                for m in members {
+                    let start = m.offset as usize;
+                    let msize = t.size_of(m.ty).unwrap_or(0) as usize;
+                    let v = if let Some((bit, nbits)) = m.bits {
+                        let raw = le(bytes.get(start..).unwrap_or(&[]), 8);
+                        let mask = if nbits >= 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << nbits) - 1
+                        };
+                        let v = (raw >> bit) & mask;
+                        match t.get(t.strip(m.ty)) {
+                            Type::Enum { .. } | Type::Bool { .. } => {
+                                self.render(m.ty, &v.to_le_bytes(), Origin::Nowhere, 0, path)
+                            }
+                            _ => json!(v),
+                        }
+                    } else if start + msize > bytes.len() || start + msize > *size as usize {
+                        json!("<not captured>")
+                    } else {
+                        self.render(
+                            m.ty,
+                            &bytes[start..start + msize],
+                            origin.shift(m.offset),
+                            depth - 1,
+                            path,
+                        )
+                    };
+                    o.insert(m.name.clone(), v);
+                }
+                Value::Object(o)
+            }
+            Type::Array { elem, count } => {
+                let Some(esize) = t.size_of(*elem).filter(|s| *s > 0) else {
+                    return json!(format!("<{}>", t.name(ty)));
+                };
+                let n = count.unwrap_or(0);
+                if matches!(
+                    t.get(t.strip(*elem)),
+                    Type::Int {
+                        size: 1,
+                        is_char: true,
+                        ..
+                    }
+                ) {
+                    let data = &bytes[..bytes.len().min(n as usize)];
+                    let end = data.iter().position(|c| *c == 0).unwrap_or(data.len());
+                    return text(&data[..end.min(STRING_MAX as usize)], false);
+                }
+                if depth == 0 {
+                    return json!(format!("<{}: depth limit>", t.name(ty)));
+                }
+                let mut items = Vec::new();
+                for i in 0..n.min(ARRAY_MAX) {
+                    let s = (i * esize) as usize;
+                    let Some(b) = bytes.get(s..s + esize as usize) else {
+                        break;
+                    };
+                    items.push(self.render(*elem, b, origin.shift(i * esize), depth - 1, path));
+                }
+                if n > ARRAY_MAX {
+                    items.push(json!(format!("… {} more", n - ARRAY_MAX)));
+                }
+                Value::Array(items)
+            }
+            Type::Typedef { .. } => Value::Null,
+            Type::Opaque { name, size } => {
+                if bytes.len() <= 16 && !bytes.is_empty() {
+                    json!(format!("<{name} 0x{}>", hex(bytes)))
+                } else {
+                    json!(format!(
+                        "<{name}, {} bytes>",
+                        size.unwrap_or(bytes.len() as u64)
+                    ))
+                }
+            }
+        }
+    }
+
+    fn node_flags(&self, idx: u16) -> u8 {
+        self.nodes.get(idx as usize).map_or(0, |n| n.flags)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().rev().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Renders a raw watch by its type hint.
+pub fn render_hint(hint: &str, b: &[u8]) -> Value {
+    match hint {
+        "i8" => json!(sign_extend(le(b, 1), 1)),
+        "u8" => json!(le(b, 1)),
+        "i16" => json!(sign_extend(le(b, 2), 2)),
+        "u16" => json!(le(b, 2)),
+        "i32" => json!(sign_extend(le(b, 4), 4)),
+        "u32" => json!(le(b, 4)),
+        "i64" => json!(le(b, 8) as i64),
+        "u64" => json!(le(b, 8)),
+        "f32" => float_json(f32::from_bits(le(b, 4) as u32) as f64),
+        "f64" => float_json(f64::from_bits(le(b, 8))),
+        _ => json!(format!("{:#x}", le(b, 8))),
+    }
+}
+
+/// Bytes a type hint reads; `None` for an unknown hint.
+pub fn hint_size(hint: &str) -> Option<u64> {
+    Some(match hint {
+        "i8" | "u8" => 1,
+        "i16" | "u16" => 2,
+        "i32" | "u32" | "f32" => 4,
+        "i64" | "u64" | "f64" | "pointer" => 8,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strobe_symbols::Member;
+
+    fn int(t: &mut TypeTable, name: &str, size: u8, signed: bool) -> TypeId {
+        t.push(Type::Int {
+            name: name.into(),
+            size,
+            signed,
+            is_char: name == "char",
+        })
+    }
+
+    fn ptr(t: &mut TypeTable, target: TypeId) -> TypeId {
+        t.push(Type::Pointer {
+            target,
+            reference: false,
+        })
+    }
+
+    fn member(name: &str, offset: u64, ty: TypeId) -> Member {
+        Member {
+            name: name.into(),
+            offset,
+            ty,
+            bits: None,
+        }
+    }
+
+    fn payload(regs: &[u64], stack: &[u8], blocks: &[(u64, u32, Vec<u8>)]) -> Vec<u8> {
+        let mut p = vec![0u8; 8];
+        for r in regs {
+            p.extend_from_slice(&r.to_le_bytes());
+        }
+        p.extend_from_slice(stack);
+        for (addr, status, data) in blocks {
+            p.extend_from_slice(&addr.to_le_bytes());
+            p.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            p.extend_from_slice(&status.to_le_bytes());
+            p.extend_from_slice(data);
+            p.resize(p.len().div_ceil(8) * 8, 0);
+        }
+        p
+    }
+
+    fn regs14(gp: &[u64], xmm: &[f64]) -> Vec<u64> {
+        let mut r = vec![0u64; 14];
+        r[..gp.len()].copy_from_slice(gp);
+        for (i, x) in xmm.iter().enumerate() {
+            r[6 + i] = x.to_bits();
+        }
+        r
+    }
+
+    #[test]
+    fn pointers_strings_enums_and_cycles() {
+        let mut t = TypeTable::default();
+        let i32t = int(&mut t, "int", 4, true);
+        let ch = int(&mut t, "char", 1, true);
+        let cstr = ptr(&mut t, ch);
+        let color = t.push(Type::Enum {
+            name: "color".into(),
+            size: 4,
+            signed: false,
+            variants: vec![(1, "RED".into()), (4, "BLUE".into())],
+        });
+        let node = t.push(Type::Void);
+        let node_ptr = ptr(&mut t, node);
+        t.set(
+            node,
+            Type::Struct {
+                name: "node".into(),
+                size: 16,
+                members: vec![member("value", 0, i32t), member("next", 8, node_ptr)],
+                is_union: false,
+                by_reference: false,
+            },
+        );
+        let sig = Signature {
+            params: vec![
+                ("head".into(), node_ptr),
+                ("label".into(), cstr),
+                ("c".into(), color),
+                ("bad".into(), cstr),
+            ],
+            ret: Some(i32t),
+            variadic: false,
+        };
+        let plan = FunctionPlan::build(1, &sig, &t, 3, &[]);
+        // head → node → node → node (depth 3), label, bad.
+        let srcs: Vec<(u8, u16, u64)> = plan
+            .enter
+            .iter()
+            .map(|n| (n.src, n.parent, n.arg))
+            .collect();
+        assert_eq!(
+            srcs,
+            [
+                (SRC_GP, NO_PARENT, 0),
+                (SRC_FIELD, 0, 8),
+                (SRC_FIELD, 1, 8),
+                (SRC_GP, NO_PARENT, 1),
+                (SRC_GP, NO_PARENT, 3)
+            ]
+        );
+        let node_bytes = |v: i32, next: u64| {
+            let mut b = v.to_le_bytes().to_vec();
+            b.extend_from_slice(&[0; 4]);
+            b.extend_from_slice(&next.to_le_bytes());
+            b
+        };
+        // a(0x100) -> b(0x200) -> a: a cycle.
+        let p = payload(
+            &regs14(&[0x100, 0x500, 4, 0x10], &[]),
+            &[],
+            &[
+                (0x100, ST_OK, node_bytes(1, 0x200)),
+                (0x200, ST_OK, node_bytes(2, 0x100)),
+                (0x100, ST_OK, node_bytes(1, 0x200)),
+                (0x500, ST_OK, b"tracer".to_vec()),
+                (0x10, ST_UNREADABLE, vec![]),
+            ],
+        );
+        let v = plan.decode_enter(&t, &p);
+        let args = &v["arguments"];
+        assert_eq!(args[0]["type"], "node *");
+        assert_eq!(args[0]["value"]["value"], 1);
+        assert_eq!(args[0]["value"]["@addr"], "0x100");
+        assert_eq!(args[0]["value"]["next"]["value"], 2);
+        assert_eq!(args[0]["value"]["next"]["next"], "<circular ref to 0x100>");
+        assert_eq!(args[1]["value"], "tracer");
+        assert_eq!(args[2]["value"], "BLUE");
+        assert_eq!(args[3]["value"], "<unreadable 0x10>");
+
+        // Exit: the int return value from rax.
+        let mut x = vec![0u8; 8];
+        x.extend_from_slice(&(-7i64 as u64).to_le_bytes());
+        x.extend_from_slice(&[0; 24]);
+        assert_eq!(plan.decode_exit(&t, &x)["returnValue"], -7);
+
+        // Depth 1: the pointer target is read, its own pointers are not.
+        let shallow = FunctionPlan::build(2, &sig, &t, 1, &[]);
+        assert_eq!(shallow.enter.len(), 3);
+    }
+
+    #[test]
+    fn abi_floats_small_structs_stack_and_memory_returns() {
+        let mut t = TypeTable::default();
+        let dbl = t.push(Type::Float {
+            name: "double".into(),
+            size: 8,
+        });
+        let flt = t.push(Type::Float {
+            name: "float".into(),
+            size: 4,
+        });
+        let long = int(&mut t, "long", 8, true);
+        let i32t = int(&mut t, "int", 4, true);
+        let vec2 = t.push(Type::Struct {
+            name: "vec2".into(),
+            size: 16,
+            members: vec![member("x", 0, dbl), member("y", 8, dbl)],
+            is_union: false,
+            by_reference: false,
+        });
+        let big = t.push(Type::Struct {
+            name: "big".into(),
+            size: 32,
+            members: vec![
+                member("a", 0, long),
+                member("b", 8, long),
+                member("c", 16, long),
+                member("d", 24, long),
+            ],
+            is_union: false,
+            by_reference: false,
+        });
+        // double mix(double a, float b, int n): xmm0, xmm1, rdi.
+        let mix = Signature {
+            params: vec![("a".into(), dbl), ("b".into(), flt), ("n".into(), i32t)],
+            ret: Some(dbl),
+            variadic: false,
+        };
+        let plan = FunctionPlan::build(1, &mix, &t, 3, &[]);
+        let mut regs = regs14(&[41], &[1.5]);
+        regs[7] = (2.0f32).to_bits() as u64;
+        let v = plan.decode_enter(&t, &payload(&regs, &[], &[]));
+        assert_eq!(v["arguments"][0]["value"], 1.5);
+        assert_eq!(v["arguments"][1]["value"], 2.0);
+        assert_eq!(v["arguments"][2]["value"], 41);
+        let mut x = vec![0u8; 24];
+        x.extend_from_slice(&3.25f64.to_bits().to_le_bytes());
+        x.extend_from_slice(&[0; 8]);
+        assert_eq!(plan.decode_exit(&t, &x)["returnValue"], 3.25);
+
+        // struct vec2 offset(struct vec2 v, double dx): v in xmm0+xmm1, dx in xmm2;
+        // returned in xmm0+xmm1.
+        let off = Signature {
+            params: vec![("v".into(), vec2), ("dx".into(), dbl)],
+            ret: Some(vec2),
+            variadic: false,
+        };
+        let plan = FunctionPlan::build(1, &off, &t, 3, &[]);
+        let v = plan.decode_enter(&t, &payload(&regs14(&[], &[1.0, 2.0, 0.25]), &[], &[]));
+        assert_eq!(v["arguments"][0]["value"], json!({"x": 1.0, "y": 2.0}));
+        assert_eq!(v["arguments"][1]["value"], 0.25);
+        let mut x = vec![0u8; 24];
+        x.extend_from_slice(&1.25f64.to_bits().to_le_bytes());
+        x.extend_from_slice(&1.75f64.to_bits().to_le_bytes());
+        assert_eq!(
+            plan.decode_exit(&t, &x)["returnValue"],
+            json!({"x": 1.25, "y": 1.75})
+        );
+
+        // long sum_big(struct big b, int scale): b on the stack, scale in rdi.
+        let sb = Signature {
+            params: vec![("b".into(), big), ("scale".into(), i32t)],
+            ret: Some(long),
+            variadic: false,
+        };
+        let plan = FunctionPlan::build(1, &sb, &t, 3, &[]);
+        assert_eq!(plan.stack_bytes, 32);
+        let stack: Vec<u8> = [1i64, 2, 3, 4]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let v = plan.decode_enter(&t, &payload(&regs14(&[2], &[]), &stack, &[]));
+        assert_eq!(
+            v["arguments"][0]["value"],
+            json!({"a": 1, "b": 2, "c": 3, "d": 4})
+        );
+        assert_eq!(v["arguments"][1]["value"], 2);
+
+        // struct big make(int): returned in memory; rdi is the hidden pointer,
+        // so the int is in rsi, and rax points at the result on exit.
+        let mk = Signature {
+            params: vec![("n".into(), i32t)],
+            ret: Some(big),
+            variadic: false,
+        };
+        let plan = FunctionPlan::build(1, &mk, &t, 3, &[]);
+        let v = plan.decode_enter(&t, &payload(&regs14(&[0x7000, 9], &[]), &[], &[]));
+        assert_eq!(v["arguments"][0]["value"], 9);
+        assert_eq!(plan.exit.len(), 1);
+        let mut x = vec![0u8; 8];
+        x.extend_from_slice(&0x7000u64.to_le_bytes());
+        x.extend_from_slice(&[0; 24]);
+        let body: Vec<u8> = [5i64, 6, 7, 8]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        x.extend_from_slice(&0x7000u64.to_le_bytes());
+        x.extend_from_slice(&32u32.to_le_bytes());
+        x.extend_from_slice(&0u32.to_le_bytes());
+        x.extend_from_slice(&body);
+        assert_eq!(
+            plan.decode_exit(&t, &x)["returnValue"],
+            json!({"a": 5, "b": 6, "c": 7, "d": 8})
+        );
+    }
+
+    #[test]
+    fn watches_read_chains_and_hints() {
+        let mut t = TypeTable::default();
+        let i32t = int(&mut t, "int", 4, true);
+        let w = [
+            WatchSpec {
+                label: "count".into(),
+                chain: vec![(0x1000, 0)],
+                size: 4,
+                ty: WatchType::Typed(i32t),
+            },
+            WatchSpec {
+                label: "cfg->level".into(),
+                chain: vec![(0x2000, 0), (0, 8)],
+                size: 4,
+                ty: WatchType::Typed(i32t),
+            },
+            WatchSpec {
+                label: "raw".into(),
+                chain: vec![(0x3000, 0)],
+                size: 2,
+                ty: WatchType::Hint("i16".into()),
+            },
+        ];
+        let sig = Signature::default();
+        let plan = FunctionPlan::build(1, &sig, &t, 3, &w);
+        assert_eq!(plan.enter.len(), 4);
+        assert_eq!(plan.enter[2].src, SRC_FIELD);
+        assert_eq!(plan.enter[2].addend, 8);
+        let p = payload(
+            &regs14(&[], &[]),
+            &[],
+            &[
+                (0x1000, ST_OK, 5i32.to_le_bytes().to_vec()),
+                (0x2000, ST_OK, 0x9000u64.to_le_bytes().to_vec()),
+                (0x9008, ST_OK, 3i32.to_le_bytes().to_vec()),
+                (0x3000, ST_OK, (-2i16).to_le_bytes().to_vec()),
+            ],
+        );
+        let v = plan.decode_enter(&t, &p);
+        assert_eq!(
+            v["watchValues"],
+            json!({"count": 5, "cfg->level": 3, "raw": -2})
+        );
+        // A record cut short marks the missing watches instead of failing.
+        let short = &p[..p.len() - 16];
+        let v = plan.decode_enter(&t, short);
+        assert_eq!(v["watchValues"]["raw"], "<not captured: record truncated>");
+    }
+}
