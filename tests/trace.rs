@@ -80,7 +80,11 @@ async fn pending_patterns_are_hooked_before_main_with_call_tree() {
     .await;
     assert_eq!(fib_enters.len(), 177, "fib(10) makes 177 calls, none lost");
     let top = &fib_enters[0];
-    assert_eq!(top["firstArgumentRaw"], "0xa");
+    assert_eq!(
+        top["arguments"],
+        json!([{"name": "n", "type": "int", "value": 10}]),
+        "typed from DWARF"
+    );
     assert!(
         top.get("parentEventId").is_none(),
         "the outer call has no traced parent"
@@ -325,10 +329,10 @@ async fn trace_errors_are_actionable() {
         .await;
     assert!(r.error_text().contains("SESSION_NOT_FOUND"));
     let r = c
-        .reply("debug_trace", json!({"add": ["x"], "watches": {}}))
+        .reply("debug_trace", json!({"add": ["x"], "watchez": {}}))
         .await;
     assert!(
-        r.error_text().contains("unknown field `watches`"),
+        r.error_text().contains("unknown field `watchez`"),
         "not silently ignored: {}",
         r.text
     );
@@ -410,16 +414,16 @@ async fn shared_libraries_and_dlopen_are_traced() {
         .map(|e| {
             (
                 e["function"].as_str().unwrap().to_string(),
-                e["returnValueRaw"].as_str().unwrap().to_string(),
+                e["returnValue"].to_string(),
             )
         })
         .collect();
     assert_eq!(
         got,
         [
-            ("lib_scale".into(), "0x29".into()),
-            ("plugin_entry".into(), "0x65".into()),
-            ("plugin_entry".into(), "0x66".into())
+            ("lib_scale".into(), "41".into()),
+            ("plugin_entry".into(), "101".into()),
+            ("plugin_entry".into(), "102".into())
         ],
         "calls into the linked library and the dlopen'ed plugin, from the first call on"
     );
@@ -565,7 +569,260 @@ async fn calls_just_before_a_crash_are_kept() {
     assert!(enter < crash, "{kinds:?}");
     assert_eq!(all_events[enter]["function"], "write_through");
     assert_eq!(
-        all_events[enter]["firstArgumentRaw"], "0x0",
+        all_events[enter]["arguments"][0]["value"],
+        Value::Null,
         "it was called with NULL"
     );
+}
+
+/// Events of one function (verbose), in order.
+async fn calls_of(c: &Client, id: &str, kind: &str, name: &str) -> Vec<Value> {
+    all(
+        c,
+        id,
+        json!({"eventType": kind, "function": {"equals": name}}),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_arguments_returns_and_watches_from_dwarf() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("typed");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["2", "2"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let t = trace(
+        &c,
+        json!({
+            "sessionId": id,
+            "add": ["configure", "mix", "offset", "sum_big", "walk", "describe", "find_config"],
+            "serializationDepth": 3,
+            "watches": {"add": [
+                {"variable": "g_counter"},
+                {"variable": "g_config_ptr->level", "label": "level"},
+                {"variable": "g_config.name"},
+                {"variable": "g_ratio", "on": ["touch"]}
+            ]}
+        }),
+    )
+    .await;
+    assert_eq!(
+        t["hookedFunctions"], 8,
+        "7 patterns + touch from the watch's on: {t}"
+    );
+    let watches: Vec<&str> = t["activeWatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(watches, ["g_counter", "level", "g_config.name", "g_ratio"]);
+    assert_eq!(t["activeWatches"][1]["type"], "int");
+    let ended = c.wait_ended(&id).await;
+    let out = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "verbose": true, "limit": 500}),
+        )
+        .await;
+    assert_eq!(ended["exitCode"], 0, "{ended} {out}");
+
+    let cfg = calls_of(&c, &id, "function_enter", "configure").await;
+    assert_eq!(cfg.len(), 2, "{cfg:?}");
+    let args = &cfg[0]["arguments"];
+    assert_eq!(args[0]["name"], "cfg");
+    assert_eq!(args[0]["type"], "config *");
+    let local = &args[0]["value"];
+    assert!(
+        local["@addr"].as_str().unwrap().starts_with("0x7f"),
+        "{local}"
+    );
+    assert_eq!(local["name"], "local");
+    assert_eq!(local["level"], 2);
+    assert_eq!(local["verbose"], false);
+    assert_eq!(local["tint"], "BLUE");
+    assert_eq!(local["weights"], json!([1, 2, 3]));
+    assert_eq!(
+        (local["flags"].clone(), local["mode"].clone()),
+        (json!(2), json!(9))
+    );
+    assert_eq!(args[1]["value"], "tracer");
+    assert_eq!(args[2]["value"], "RED");
+    assert_eq!(args[3]["value"], true);
+    // Watches: read at enter and exit of every traced function.
+    let w = &cfg[0]["watchValues"];
+    assert_eq!(w["level"], 3);
+    assert_eq!(w["g_config.name"], "global");
+    assert!(w.get("g_ratio").is_none(), "g_ratio is scoped to touch");
+    let cfg_exit = calls_of(&c, &id, "function_exit", "configure").await;
+    assert_eq!(cfg_exit[0]["returnValue"], 7, "strlen(\"tracer\") + RED");
+    assert_eq!(
+        cfg_exit[0]["watchValues"]["g_counter"].as_i64().unwrap(),
+        w["g_counter"].as_i64().unwrap() + 2,
+        "configure adds cfg->level to g_counter between enter and exit"
+    );
+    let touch = calls_of(&c, &id, "function_exit", "touch").await;
+    assert_eq!(touch.len(), 2);
+    assert_eq!(touch[0]["watchValues"]["g_ratio"], 1.0, "0.5 doubled");
+    assert_eq!(touch[1]["watchValues"]["g_ratio"], 2.0);
+
+    // Floats and chars in registers; doubles returned in xmm0.
+    let mix = calls_of(&c, &id, "function_enter", "mix").await;
+    let vals: Vec<&Value> = mix[1]["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["value"])
+        .collect();
+    assert_eq!(
+        vals,
+        [&json!(1.5), &json!(2.0), &json!(1), &json!("'x' (120)")]
+    );
+    let mix_exit = calls_of(&c, &id, "function_exit", "mix").await;
+    assert_eq!(mix_exit[1]["returnValue"], 124.0);
+
+    // Small structs in SSE registers, both ways; large ones on the stack.
+    let off = calls_of(&c, &id, "function_enter", "offset").await;
+    assert_eq!(off[0]["arguments"][0]["value"], json!({"x": 1.0, "y": 2.0}));
+    assert_eq!(off[0]["arguments"][1]["value"], 0.25);
+    let off_exit = calls_of(&c, &id, "function_exit", "offset").await;
+    assert_eq!(off_exit[0]["returnValue"], json!({"x": 1.25, "y": 1.75}));
+    let big = calls_of(&c, &id, "function_enter", "sum_big").await;
+    assert_eq!(
+        big[0]["arguments"][0]["value"],
+        json!({"a": 1, "b": 2, "c": 3, "d": 4})
+    );
+    assert_eq!(big[0]["arguments"][1]["value"], 2);
+
+    // A cyclic list: followed to the depth limit, the cycle marked.
+    let walk = calls_of(&c, &id, "function_enter", "walk").await;
+    let head = &walk[0]["arguments"][0]["value"];
+    assert_eq!(head["value"], 1);
+    assert_eq!(head["next"]["value"], 2);
+    assert_eq!(head["next"]["next"]["value"], 3);
+    assert_eq!(
+        head["next"]["next"]["next"],
+        json!(format!(
+            "<circular ref to {}>",
+            head["@addr"].as_str().unwrap()
+        ))
+    );
+
+    // Unions, unreadable pointers, C-string returns.
+    let desc = calls_of(&c, &id, "function_enter", "describe").await;
+    assert_eq!(desc[0]["arguments"][0]["value"]["i"], 42);
+    assert_eq!(desc[0]["arguments"][2]["value"], Value::Null);
+    assert_eq!(desc[1]["arguments"][2]["value"], "<unreadable 0x10>");
+    let positive = all(
+        &c,
+        &id,
+        json!({"eventType": "function_exit", "returnValue": {"equals": "no raw"}}),
+    )
+    .await;
+    assert_eq!(
+        positive.len(),
+        2,
+        "describe(u, 7, NULL) returns \"no raw\" each round"
+    );
+
+    // A returned pointer is followed; NULL is found by isNull.
+    let found = calls_of(&c, &id, "function_exit", "find_config").await;
+    assert_eq!(found[0]["returnValue"]["name"], "global");
+    assert_eq!(found[0]["returnValue"]["tint"], "GREEN");
+    let nulls = all(
+        &c,
+        &id,
+        json!({"eventType": "function_exit", "function": {"equals": "find_config"}, "returnValue": {"isNull": true}}),
+    )
+    .await;
+    assert_eq!(nulls.len(), 2, "find_config(9) returns NULL each round");
+
+    // The summary form stays small: scalar returns, no arguments.
+    let summary = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "function": {"equals": "mix"}, "eventType": "function_exit"}),
+        )
+        .await;
+    let e = &summary["events"][0];
+    assert_eq!(e["returnValue"], 123.0);
+    assert!(e.get("arguments").is_none() && e.get("watchValues").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_requests_are_validated() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("typed");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["1", "3"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    for (watch, needle) in [
+        (
+            json!({"variable": "no_such_global"}),
+            "no global or static variable",
+        ),
+        (json!({"variable": "g_config->level"}), "is not a pointer"),
+        (json!({"variable": "g_config.nope"}), "has no member"),
+        (json!({"variable": "a->b->c->d->e->f"}), "more than 4"),
+        (
+            json!({"address": "0x1000", "type": "u128"}),
+            "is not one of",
+        ),
+        (json!({"address": "zz"}), "hex address"),
+        (json!({"expr": "ptr(1).readU32()"}), "not supported"),
+        (json!({}), "needs 'variable'"),
+    ] {
+        let r = c
+            .reply(
+                "debug_trace",
+                json!({"sessionId": id, "watches": {"add": [watch]}}),
+            )
+            .await;
+        assert!(r.is_error, "{watch} must be refused");
+        assert!(
+            r.error_text().contains(needle),
+            "{watch}: {}",
+            r.error_text()
+        );
+    }
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "serializationDepth": 11}),
+        )
+        .await;
+    assert!(r.error_text().contains("1–10"));
+    // 32 watches work; the 33rd is refused with what to do.
+    let many: Vec<Value> = (0..32)
+        .map(|i| json!({"address": format!("{:#x}", 0x1000 + i * 8), "type": "u64", "label": format!("w{i}")}))
+        .collect();
+    let t = trace(
+        &c,
+        json!({"sessionId": id, "add": ["touch"], "watches": {"add": many}}),
+    )
+    .await;
+    assert_eq!(t["activeWatches"].as_array().unwrap().len(), 32);
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "watches": {"add": [{"address": "0x1000", "label": "w33"}]}}),
+        )
+        .await;
+    assert!(r.error_text().contains("at most 32"), "{}", r.error_text());
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    let touch = calls_of(&c, &id, "function_enter", "touch").await;
+    let w = touch[0]["watchValues"].as_object().unwrap();
+    assert_eq!(w.len(), 32, "all 32 watches are read in every call");
+    assert_eq!(w["w0"], "<unreadable 0x1000>");
 }

@@ -3,7 +3,7 @@
 // output by content hash, so an edited source is never shadowed by a stale build.
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
-import { drain, onTraceAck, updateHooks, watchModules, HookRequest } from "./tracers/native.js";
+import { drain, onTraceAck, updateHooks, updatePlans, watchModules, HookRequest, PlansRequest } from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
 // their own recv() calls; everything else arrives here.
@@ -11,6 +11,12 @@ function listen(): void {
     recv((msg: { type: string } & Record<string, unknown>) => {
         try {
             if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
+            else if (msg.type === "plans") updatePlans(msg as unknown as PlansRequest);
+            else if (msg.type === "module-base") {
+                const m = Process.findModuleByName(String(msg.path).split("/").pop()!);
+                const exact = Process.enumerateModules().find(x => x.path === msg.path) ?? m;
+                send({ type: "module_base", id: msg.id, base: exact ? exact.base.toString() : null });
+            }
             else if (msg.type === "trace-ack") onTraceAck(1);
         } finally {
             listen();

@@ -78,6 +78,10 @@ pub const FLAG_PARTIAL_LINE: u8 = 1;
 pub const FLAG_JSON: u8 = 2;
 /// Flag: the call was recorded by hot-function sampling (not every call is).
 pub const FLAG_SAMPLED: u8 = 4;
+/// The payload is the agent's binary capture of a traced call (registers and
+/// memory blocks, see strobe-session's `values`), decoded into typed values
+/// when queried: decoding at ingest would cap the event rate.
+pub const FLAG_CAPTURE: u8 = 8;
 
 /// Fixed-size part of an event. Payload bytes live in the batch's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -156,4 +156,46 @@ pub struct TraceParams {
     /// `trace.hotCallsPerSecond` times a second record only 1 call in N, marked
     /// `sampled: true`. false records every call, slowing the program instead.
     pub sampling: Option<bool>,
+    /// How deep typed arguments and return values are serialized: struct nesting
+    /// and pointer targets (1–10, default 3). Arrays show ≤100 elements, strings ≤1 KB.
+    pub serialization_depth: Option<u32>,
+    /// Variable watches, read at enter and exit of traced functions and shown as
+    /// `watchValues` on their events (verbose queries). At most 32 per session.
+    pub watches: Option<WatchChanges>,
+}
+
+/// Watches to add and remove.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WatchChanges {
+    /// Watches to add.
+    #[serde(default)]
+    pub add: Vec<WatchTargetParam>,
+    /// Labels of watches to remove.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// One watch: a global/static `variable` (with `.field` / `->field` steps, ≤4 `->`),
+/// or a raw `address` with a `type`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WatchTargetParam {
+    /// Global or static variable, optionally with member steps: "gCounter", "gConfig->level",
+    /// "ns::state.count", "main::calls" (a function's static).
+    pub variable: Option<String>,
+    /// Hex address of raw memory, e.g. "0x7ffd1234" (use with `type`).
+    pub address: Option<String>,
+    /// Type of `address`: i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 or pointer (default u64).
+    #[serde(rename = "type")]
+    pub type_hint: Option<String>,
+    /// Label the values are stored under (default: the variable or address).
+    pub label: Option<String>,
+    /// JavaScript expression (not supported by the native agent: the call answers with an
+    /// error naming the alternatives).
+    pub expr: Option<String>,
+    /// Function patterns the watch is read in ("audio::*"); those functions are traced too.
+    /// Omit to read it in every traced function.
+    #[serde(default)]
+    pub on: Vec<String>,
 }

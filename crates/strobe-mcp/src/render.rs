@@ -8,7 +8,7 @@ use strobe_store::FunctionRow;
 
 /// Renders one event. Summary form by default; `verbose` adds every field.
 /// `func` names the function of function events.
-pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>) -> Value {
+pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option<Value>) -> Value {
     let kind = e.kind();
     let mut o = Map::new();
     o.insert("id".into(), json!(e.seq));
@@ -54,18 +54,36 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>) -> Value {
             if e.header.flags & FLAG_SAMPLED != 0 {
                 o.insert("sampled".into(), json!(true));
             }
-            // Raw register values until typed serialization from DWARF lands.
             if k == EventKind::FunctionExit {
                 o.insert("durationNs".into(), json!(e.header.duration_ns));
-                o.insert(
-                    "returnValueRaw".into(),
-                    json!(format!("{:#x}", e.header.value)),
-                );
-            } else {
-                o.insert(
-                    "firstArgumentRaw".into(),
-                    json!(format!("{:#x}", e.header.value)),
-                );
+            }
+            // Typed values (from DWARF) when the function has them; functions
+            // without debug info or in light mode show the raw registers.
+            let typed: Option<serde_json::Map<String, Value>> = match typed {
+                Some(Value::Object(m)) => Some(m),
+                _ => None,
+            };
+            match typed {
+                Some(fields) => {
+                    for (key, v) in fields {
+                        // Summary keeps scalar return values; the rest is verbose.
+                        if verbose || (key == "returnValue" && !v.is_object() && !v.is_array()) {
+                            o.insert(key, v);
+                        }
+                    }
+                }
+                None if k == EventKind::FunctionExit => {
+                    o.insert(
+                        "returnValueRaw".into(),
+                        json!(format!("{:#x}", e.header.value)),
+                    );
+                }
+                None => {
+                    o.insert(
+                        "firstArgumentRaw".into(),
+                        json!(format!("{:#x}", e.header.value)),
+                    );
+                }
             }
         }
         _ if e.header.flags & FLAG_JSON != 0 => {
@@ -91,13 +109,30 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>) -> Value {
 }
 
 /// One line of the text rendering of an event (at most ~200 chars).
-pub fn event_line(e: &Event, func: Option<&FunctionRow>) -> String {
+pub fn event_line(e: &Event, func: Option<&FunctionRow>, typed: Option<Value>) -> String {
     let ms = e.header.ts_ns as f64 / 1e6;
     let kind = e.kind().map_or("unknown", EventKind::name);
     let name = func.map_or("?", |f| f.name.as_str());
-    let body = match e.kind() {
-        Some(EventKind::FunctionEnter) => format!("{name}(arg0={:#x})", e.header.value),
-        Some(EventKind::FunctionExit) => {
+    let body = match (e.kind(), typed) {
+        (Some(EventKind::FunctionEnter), Some(t)) => {
+            let args: Vec<String> = t["arguments"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|x| format!("{}={}", x["name"].as_str().unwrap_or("?"), x["value"]))
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("{name}({})", args.join(", "))
+        }
+        (Some(EventKind::FunctionExit), Some(t)) if t.get("returnValue").is_some() => {
+            format!(
+                "{name} -> {} in {} ns",
+                t["returnValue"], e.header.duration_ns
+            )
+        }
+        (Some(EventKind::FunctionEnter), _) => format!("{name}(arg0={:#x})", e.header.value),
+        (Some(EventKind::FunctionExit), _) => {
             format!(
                 "{name} -> {:#x} in {} ns",
                 e.header.value, e.header.duration_ns
@@ -142,6 +177,7 @@ mod tests {
             &ev(EventKind::Stderr, FLAG_PARTIAL_LINE, b"bad \xff byte"),
             false,
             None,
+            None,
         );
         assert_eq!(v["eventType"], "stderr");
         assert_eq!(v["nonUtf8"], true);
@@ -150,7 +186,7 @@ mod tests {
             .decode(v["bytesBase64"].as_str().unwrap())
             .unwrap();
         assert_eq!(raw, b"bad \xff byte");
-        let v = event(&ev(EventKind::Stdout, 0, b"ok"), true, None);
+        let v = event(&ev(EventKind::Stdout, 0, b"ok"), true, None, None);
         assert_eq!(v["text"], "ok");
         assert_eq!(v["pid"], 9);
         assert!(v.get("nonUtf8").is_none());
@@ -166,9 +202,10 @@ mod tests {
             ),
             false,
             None,
+            None,
         );
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
-        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None).len() < 210);
+        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None, None).len() < 210);
     }
 }

@@ -278,14 +278,29 @@ impl StrobeServer {
             None => self.settings(p.project_root.as_deref().map(Path::new)),
         };
         let mgr = self.mgr.clone();
+        let watches = p.watches.unwrap_or(crate::params::WatchChanges {
+            add: Vec::new(),
+            remove: Vec::new(),
+        });
+        let opts = strobe_session::trace::TraceOptions {
+            sampling: p.sampling,
+            serialization_depth: p.serialization_depth,
+            watch_add: watches
+                .add
+                .into_iter()
+                .map(|w| strobe_session::trace::WatchRequest {
+                    variable: w.variable,
+                    address: w.address,
+                    type_hint: w.type_hint,
+                    label: w.label,
+                    expr: w.expr,
+                    on: w.on,
+                })
+                .collect(),
+            watch_remove: watches.remove,
+        };
         let r = blocking(move || {
-            mgr.trace(
-                p.session_id.as_deref(),
-                &p.add,
-                &p.remove,
-                p.sampling,
-                &settings,
-            )
+            mgr.trace(p.session_id.as_deref(), &p.add, &p.remove, &opts, &settings)
         })
         .await;
         Ok(match r {
@@ -494,18 +509,31 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         filter.tids = Some(mgr.thread_ids(&p.session_id, |name| name.contains(needle.as_str()))?);
     }
     if let Some(rv) = p.return_value {
-        let equals = match &rv.equals {
-            None => None,
-            Some(v) => Some(raw_value(v).ok_or_else(|| {
-                ToolError::validation(format!(
-                    "'returnValue.equals' {v} cannot be compared with a raw return register: give an integer \
-                     (e.g. 0, -1, 42), a hex string (\"0x2a\") or a boolean"
-                ))
-            })?),
-        };
+        if rv
+            .equals
+            .as_ref()
+            .is_some_and(|v| v.is_object() || v.is_array())
+        {
+            return Err(ToolError::validation(
+                "'returnValue.equals' compares scalars: a number, string (also enum names and C strings), \
+                 boolean, null or hex string (\"0x2a\")",
+            ));
+        }
+        // Typed events compare the JSON value; events without types (no
+        // DWARF, light mode) compare the raw return register.
+        let typed: Option<strobe_store::query::TypedReturn> =
+            mgr.captures(&p.session_id).map(|caps| {
+                let f: strobe_store::query::TypedReturn = std::sync::Arc::new(move |h, payload| {
+                    let d = caps.read().ok()?;
+                    strobe_session::trace::typed_of(&d, h, payload)
+                });
+                f
+            });
         filter.return_value = Some(ReturnValueFilter {
-            equals,
+            equals: rv.equals.as_ref().and_then(raw_value),
+            equals_json: rv.equals.clone(),
             is_null: rv.is_null,
+            typed,
         });
     }
     if let Some(mode) = &p.aggregate {
@@ -532,6 +560,11 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         .map(|f| (f.func_id, f))
         .collect();
     let func_of = |e: &strobe_core::Event| funcs.get(&e.header.func_id);
+    let captures = mgr.captures(&p.session_id);
+    let typed_of = |e: &strobe_core::Event| {
+        let caps = captures.as_ref()?.read().ok()?;
+        strobe_session::trace::typed_values(&caps, e)
+    };
     let tids = distinct_nonzero(&result.events, |e| e.header.tid);
     let names: std::collections::HashMap<u32, String> = if p.verbose {
         mgr.thread_names(&p.session_id, &tids)?
@@ -544,7 +577,7 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         .events
         .iter()
         .map(|e| {
-            let mut v = render::event(e, p.verbose, func_of(e));
+            let mut v = render::event(e, p.verbose, func_of(e), typed_of(e));
             if let Some(n) = names.get(&e.header.tid) {
                 v["threadName"] = json!(n);
             }
@@ -586,7 +619,7 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     );
     for e in &result.events {
         text.push('\n');
-        text.push_str(&render::event_line(e, func_of(e)));
+        text.push_str(&render::event_line(e, func_of(e), typed_of(e)));
     }
     for n in notes {
         text.push_str(&format!("\nNote: {n}"));

@@ -1,36 +1,64 @@
 //! Function tracing for one session: patterns → functions → hooks in the
 //! agent, and the agent's binary trace records → timeline events.
 
+use crate::values::{FunctionPlan, WatchSpec, WatchType};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_SAMPLED};
+use strobe_core::event::{Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_SAMPLED};
 use strobe_store::FunctionRow;
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
-use strobe_symbols::{Pattern, SymbolResolver};
+use strobe_symbols::{DebugInfo, Pattern, SymbolResolver, Type, TypeTable};
 
-/// Size of one agent trace record (see agent/src/tracers/native.ts).
+/// Size of one agent trace record slot (see agent/src/tracers/native.ts).
 pub const RECORD_SIZE: usize = 32;
 
+/// A function's capture plan with the types it renders with.
+#[derive(Debug)]
+pub struct Decoder {
+    /// The plan the agent executes.
+    pub plan: FunctionPlan,
+    /// Types of the function's image (a snapshot taken when the plan was built).
+    pub types: Arc<TypeTable>,
+}
+
+/// Plans by (function id, plan id): records name the plan they were captured with.
+pub type Decoders = HashMap<(u32, u16), Arc<Decoder>>;
+
 /// Decodes agent records into events (timestamps rebased on the session
-/// clock); returns how many were decoded.
+/// clock). A record's capture (typed values) is stored as is, flagged
+/// [`FLAG_CAPTURE`]; [`typed_values`] renders it when queried. Returns how
+/// many events were decoded.
 pub fn decode_records(data: &[u8], origin_ns: u64, pid: u32, batch: &mut EventBatch) -> usize {
     let mut n = 0;
-    for rec in data.chunks_exact(RECORD_SIZE) {
+    let mut at = 0;
+    while at + RECORD_SIZE <= data.len() {
+        let rec = &data[at..at + RECORD_SIZE];
         let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
         let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
         let raw_kind = u32_at(24);
+        let extra = u32_at(28) as usize;
+        let payload_at = at + RECORD_SIZE;
+        at = payload_at + extra * RECORD_SIZE;
         let kind = match raw_kind & 0xff {
             1 => EventKind::FunctionEnter,
             2 => EventKind::FunctionExit,
             _ => continue,
         };
-        let flags = if raw_kind & 0x100 != 0 {
+        let mut flags = if raw_kind & 0x100 != 0 {
             FLAG_SAMPLED
         } else {
             0
         };
+        let mut payload = data.get(payload_at..at.min(data.len())).unwrap_or(&[]);
+        if payload.len() >= 8 {
+            let len = u32::from_le_bytes(payload[4..8].try_into().expect("4")) as usize;
+            payload = &payload[..len.min(payload.len())];
+            flags |= FLAG_CAPTURE;
+        } else {
+            payload = &[];
+        }
         batch.push(
             EventHeader {
                 ts_ns: u64_at(0).saturating_sub(origin_ns),
@@ -42,12 +70,115 @@ pub fn decode_records(data: &[u8], origin_ns: u64, pid: u32, batch: &mut EventBa
                 value: u64_at(16),
                 ..Default::default()
             },
-            &[],
+            payload,
         );
         n += 1;
     }
     n
 }
+
+/// Typed values of a traced call (`arguments` / `returnValue` /
+/// `watchValues`) from its stored capture; `None` when the event has no
+/// capture or its plan is unknown (e.g. recorded by an earlier daemon).
+pub fn typed_values(decoders: &Decoders, e: &Event) -> Option<serde_json::Value> {
+    typed_of(decoders, &e.header, &e.payload)
+}
+
+/// [`typed_values`] on a header and payload.
+pub fn typed_of(decoders: &Decoders, h: &EventHeader, payload: &[u8]) -> Option<serde_json::Value> {
+    if h.flags & FLAG_CAPTURE == 0 || payload.len() < 8 {
+        return None;
+    }
+    let plan_id = u32::from_le_bytes(payload[0..4].try_into().expect("4")) as u16;
+    let d = decoders.get(&(h.func_id, plan_id))?;
+    Some(if h.kind == EventKind::FunctionEnter as u8 {
+        d.plan.decode_enter(&d.types, payload)
+    } else {
+        d.plan.decode_exit(&d.types, payload)
+    })
+}
+
+/// Functions hooked in one change above this count are traced in light mode
+/// (name, timing, raw first argument and return register; no typed values).
+pub const LIGHT_MODE_ABOVE: usize = 5000;
+
+/// A watch as the agent asked for it, and what it resolved to.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    /// Label values are stored under.
+    pub label: String,
+    /// What was asked: the variable chain or the address.
+    pub target: WatchTarget,
+    /// Function patterns it is read in (empty: every traced function).
+    pub on: Vec<Pattern>,
+    /// The resolved read chain.
+    pub spec: WatchSpec,
+}
+
+/// What a watch reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WatchTarget {
+    /// A global/static, optionally followed by `.field` / `->field` steps.
+    Variable(String),
+    /// A raw address with a type hint.
+    Address {
+        /// The address.
+        address: u64,
+        /// The hint (i8…u64, f32, f64, pointer).
+        hint: String,
+    },
+}
+
+/// A watch in `debug_trace` responses.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveWatch {
+    /// Label.
+    pub label: String,
+    /// Variable (or address) read.
+    pub target: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Where it is read (empty: every traced function).
+    pub on: Vec<String>,
+}
+
+/// A watch as requested (validated by the session manager).
+#[derive(Debug, Clone, Default)]
+pub struct WatchRequest {
+    /// Global/static with optional `.field`/`->field` steps.
+    pub variable: Option<String>,
+    /// Raw hex address.
+    pub address: Option<String>,
+    /// Type hint for `address`.
+    pub type_hint: Option<String>,
+    /// Label (default: the variable or address).
+    pub label: Option<String>,
+    /// JavaScript expression (not supported by the native agent).
+    pub expr: Option<String>,
+    /// Function patterns the watch is read in.
+    pub on: Vec<String>,
+}
+
+/// Everything besides patterns that one `debug_trace` call may change.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOptions {
+    /// Hot-function sampling on/off.
+    pub sampling: Option<bool>,
+    /// Typed serialization depth (1–10).
+    pub serialization_depth: Option<u32>,
+    /// Watches to add.
+    pub watch_add: Vec<WatchRequest>,
+    /// Watch labels to remove.
+    pub watch_remove: Vec<String>,
+}
+
+/// Most watches per session.
+pub const MAX_WATCHES: usize = 32;
+/// Most `->` steps in a watch.
+pub const MAX_DEREFS: usize = 4;
 
 /// The functions a set of patterns resolved to, before hooking.
 #[derive(Debug, Default)]
@@ -79,6 +210,16 @@ pub struct Tracer {
     failed: HashMap<u32, String>,
     /// Hot-function sampling allowed (debug_trace `sampling`).
     pub sampling: bool,
+    /// Depth of typed argument serialization (1–10).
+    pub depth: u32,
+    /// Opened DWARF per module index (`None`: the image has none).
+    debug: HashMap<usize, Option<DebugInfo>>,
+    /// Current plan id per function.
+    plan_ids: HashMap<u32, u16>,
+    /// Active watches.
+    watches: Vec<Watch>,
+    /// Functions traced in light mode (no typed values).
+    light: BTreeSet<u32>,
 }
 
 /// What the agent reports about running hooks. Kept apart from [`Tracer`]
@@ -129,6 +270,11 @@ impl Tracer {
             hooked: BTreeSet::new(),
             failed: HashMap::new(),
             sampling: true,
+            depth: 3,
+            debug: HashMap::new(),
+            plan_ids: HashMap::new(),
+            watches: Vec::new(),
+            light: BTreeSet::new(),
         }
     }
 
@@ -210,7 +356,17 @@ impl Tracer {
         let mut plan = Plan::default();
         let mut wanted: BTreeSet<u32> = BTreeSet::new();
         let all_modules = modules.start == 0 && modules.end == self.modules.len();
-        for p in self.patterns.clone() {
+        // Functions a watch is scoped to are traced too: a watch is read at
+        // their enter and exit.
+        let mut all_patterns = self.patterns.clone();
+        for w in &self.watches {
+            for p in &w.on {
+                if !all_patterns.contains(p) {
+                    all_patterns.push(p.clone());
+                }
+            }
+        }
+        for p in all_patterns {
             let is_fresh = fresh.contains(&p);
             let mut hits = 0;
             let mut inlined = Vec::new();
@@ -297,10 +453,310 @@ impl Tracer {
         Some(self.modules[m].index().functions[f].name.as_str())
     }
 
-    /// True when any pattern is active (libraries loaded later must be checked).
+    /// True when any pattern (or watch scope) is active: libraries loaded
+    /// later must be checked.
     pub fn has_patterns(&self) -> bool {
-        !self.patterns.is_empty()
+        !self.patterns.is_empty() || self.watches.iter().any(|w| !w.on.is_empty())
     }
+
+    fn debug_info(&mut self, m: usize) -> Option<&mut DebugInfo> {
+        let modules = &self.modules;
+        self.debug
+            .entry(m)
+            .or_insert_with(|| DebugInfo::open(modules[m].index()).ok())
+            .as_mut()
+    }
+
+    /// Marks functions to trace in light mode (no typed values).
+    pub fn set_light(&mut self, ids: &[u32]) {
+        self.light.extend(ids.iter().copied());
+    }
+
+    /// Functions traced in light mode.
+    pub fn light_count(&self) -> usize {
+        self.light
+            .iter()
+            .filter(|id| self.hooked.contains(id))
+            .count()
+    }
+
+    /// Builds the capture plan of a function (its typed signature and the
+    /// watches that apply to it); `None` for light-mode functions and code
+    /// without DWARF, which are traced by name and timing only.
+    pub fn decoder_for(&mut self, id: u32) -> Option<Arc<Decoder>> {
+        if self.light.contains(&id) {
+            return None;
+        }
+        let (m, f) = *self.by_id.get(id.checked_sub(1)? as usize)?;
+        let func = self.modules[m].index().functions[f].clone();
+        let watches: Vec<WatchSpec> = self
+            .watches
+            .iter()
+            .filter(|w| {
+                w.on.is_empty()
+                    || w.on
+                        .iter()
+                        .any(|p| p.matches(&func.name, func.file.as_deref(), &self.project_root))
+            })
+            .map(|w| w.spec.clone())
+            .collect();
+        // Clones of compiler-specialized functions (.isra, .constprop, .part)
+        // do not follow the declared signature: only watches are read there.
+        let specialized = func.name_raw.as_deref().is_some_and(|n| {
+            n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
+        });
+        let depth = self.depth;
+        let next = self
+            .plan_ids
+            .get(&id)
+            .map_or(1, |p| p.wrapping_add(1).max(1));
+        let (sig, types) = match (func.die, specialized) {
+            (Some(die), false) => {
+                let di = self.debug_info(m)?;
+                let sig = di.signature(die).ok()?;
+                (sig, Arc::new(di.types().clone()))
+            }
+            _ if !watches.is_empty() => (Default::default(), Arc::new(TypeTable::default())),
+            _ => return None,
+        };
+        self.plan_ids.insert(id, next);
+        Some(Arc::new(Decoder {
+            plan: FunctionPlan::build(next, &sig, &types, depth, &watches),
+            types,
+        }))
+    }
+
+    /// Hooked functions that are not in light mode (their plans change with watches).
+    pub fn planned_functions(&self) -> Vec<u32> {
+        self.hooked
+            .iter()
+            .copied()
+            .filter(|id| !self.light.contains(id))
+            .collect()
+    }
+
+    /// Active watches, as shown in responses.
+    pub fn active_watches(&self) -> Vec<ActiveWatch> {
+        self.watches
+            .iter()
+            .map(|w| ActiveWatch {
+                label: w.label.clone(),
+                target: match &w.target {
+                    WatchTarget::Variable(v) => v.clone(),
+                    WatchTarget::Address { address, .. } => format!("{address:#x}"),
+                },
+                ty: match &w.spec.ty {
+                    WatchType::Typed(t, table) => table.name(*t),
+                    WatchType::Hint(h) => h.clone(),
+                },
+                on: w.on.iter().map(Pattern::text).collect(),
+            })
+            .collect()
+    }
+
+    /// Removes watches by label; returns the labels that were not active.
+    pub fn remove_watches(&mut self, labels: &[String]) -> Vec<String> {
+        let mut missing = Vec::new();
+        for l in labels {
+            let before = self.watches.len();
+            self.watches.retain(|w| &w.label != l);
+            if self.watches.len() == before {
+                missing.push(l.clone());
+            }
+        }
+        missing
+    }
+
+    /// Resolves and adds a watch. `base` gives the runtime load address of
+    /// an image (for globals of PIE executables and libraries).
+    pub fn add_watch(
+        &mut self,
+        label: Option<String>,
+        target: WatchTarget,
+        on: Vec<Pattern>,
+        base: &dyn Fn(&Path) -> Option<u64>,
+    ) -> Result<(), String> {
+        let label = label.unwrap_or_else(|| match &target {
+            WatchTarget::Variable(v) => v.clone(),
+            WatchTarget::Address { address, .. } => format!("{address:#x}"),
+        });
+        if self.watches.iter().any(|w| w.label == label) {
+            return Err(format!(
+                "a watch labelled {label:?} already exists; remove it first or pick another label"
+            ));
+        }
+        if self.watches.len() >= MAX_WATCHES {
+            return Err(format!(
+                "a session has at most {MAX_WATCHES} watches; remove some (watches.remove with their labels) first"
+            ));
+        }
+        let spec = match &target {
+            WatchTarget::Address { address, hint } => WatchSpec {
+                label: label.clone(),
+                chain: vec![(*address, 0)],
+                size: crate::values::hint_size(hint).ok_or_else(|| {
+                    format!("unknown type hint {hint:?}: use i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 or pointer")
+                })?,
+                ty: WatchType::Hint(hint.clone()),
+                string: false,
+            },
+            WatchTarget::Variable(expr) => self.resolve_variable(&label, expr, base)?,
+        };
+        self.watches.push(Watch {
+            label,
+            target,
+            on,
+            spec,
+        });
+        Ok(())
+    }
+
+    fn resolve_variable(
+        &mut self,
+        label: &str,
+        expr: &str,
+        base: &dyn Fn(&Path) -> Option<u64>,
+    ) -> Result<WatchSpec, String> {
+        let (name, steps) = parse_chain(expr)?;
+        let mut found = None;
+        for (m, module) in self.modules.iter().enumerate() {
+            let idx = module.index();
+            let exact = idx.globals.iter().find(|g| g.name == name);
+            let suffix = || {
+                let tail = format!("::{name}");
+                let mut it = idx.globals.iter().filter(|g| g.name.ends_with(&tail));
+                let first = it.next();
+                first.filter(|_| it.next().is_none())
+            };
+            if let Some(g) = exact.or_else(suffix) {
+                found = Some((m, g.clone()));
+                break;
+            }
+        }
+        let Some((m, g)) = found else {
+            return Err(format!(
+                "no global or static variable named {name:?} in the program or its loaded libraries                  (locals cannot be watched; the image must be built with -g). Use address + type for raw memory."
+            ));
+        };
+        let path = self.modules[m].index().path.clone();
+        let module_base = base(&path).ok_or_else(|| {
+            format!(
+                "cannot find where {} is loaded in the process (not in its /proc/PID/maps: {})",
+                path.display(),
+                base(Path::new("")).map_or("unreadable".to_string(), |n| format!("{n} mappings"))
+            )
+        })?;
+        let di = self
+            .debug_info(m)
+            .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
+        let mut ty = di.variable_type(g.die).map_err(|e| e.to_string())?;
+        let types = di.types().clone();
+        let mut chain = vec![(module_base + g.offset, 0i64)];
+        let mut offset: i64 = 0;
+        for (arrow, field) in &steps {
+            if *arrow {
+                let Type::Pointer { target, .. } = types.get(types.strip(ty)) else {
+                    return Err(format!(
+                        "'->{field}' in {expr:?}: {} is not a pointer",
+                        types.name(ty)
+                    ));
+                };
+                // Read the pointer itself, then continue from where it points.
+                let last = chain.last_mut().expect("chain starts non-empty");
+                last.1 += offset;
+                chain.push((0, 0));
+                offset = 0;
+                ty = *target;
+            }
+            let Type::Struct { members, .. } = types.get(types.strip(ty)) else {
+                return Err(format!(
+                    "'{field}' in {expr:?}: {} has no members",
+                    types.name(ty)
+                ));
+            };
+            let Some(mem) = members.iter().find(|mm| &mm.name == field) else {
+                let names: Vec<&str> = members.iter().map(|mm| mm.name.as_str()).collect();
+                return Err(format!(
+                    "{} has no member {field:?}; its members are {}",
+                    types.name(ty),
+                    names.join(", ")
+                ));
+            };
+            offset += mem.offset as i64;
+            ty = mem.ty;
+        }
+        chain.last_mut().expect("non-empty").1 += offset;
+        let size = types.size_of(ty).unwrap_or(8);
+        let string = match types.get(types.strip(ty)) {
+            Type::Pointer { target, .. } => matches!(
+                types.get(types.strip(*target)),
+                Type::Int {
+                    size: 1,
+                    is_char: true,
+                    ..
+                }
+            ),
+            _ => false,
+        };
+        Ok(WatchSpec {
+            label: label.to_string(),
+            chain,
+            size,
+            ty: WatchType::Typed(ty, Arc::new(types)),
+            string,
+        })
+    }
+}
+
+/// Splits `a->b.c` into `a` and [(is arrow, field)]; at most [`MAX_DEREFS`] arrows.
+pub fn parse_chain(expr: &str) -> Result<(String, Vec<(bool, String)>), String> {
+    let expr = expr.trim();
+    if expr.is_empty() || expr.len() > 256 {
+        return Err(
+            "a watch variable must be 1–256 characters, e.g. \"gCounter\" or \"gConfig->level\""
+                .into(),
+        );
+    }
+    let mut steps = Vec::new();
+    let mut rest = expr;
+    let first_end = rest
+        .char_indices()
+        .find(|(i, c)| *c == '.' || rest[*i..].starts_with("->"))
+        .map_or(rest.len(), |(i, _)| i);
+    let name = rest[..first_end].trim().to_string();
+    rest = &rest[first_end..];
+    while !rest.is_empty() {
+        let (arrow, after) = if let Some(r) = rest.strip_prefix("->") {
+            (true, r)
+        } else if let Some(r) = rest.strip_prefix('.') {
+            (false, r)
+        } else {
+            return Err(format!("cannot parse {expr:?} near {rest:?}"));
+        };
+        let end = after
+            .char_indices()
+            .find(|(i, c)| *c == '.' || after[*i..].starts_with("->"))
+            .map_or(after.len(), |(i, _)| i);
+        let field = after[..end].trim();
+        if field.is_empty() || !field.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(format!("bad member name {field:?} in {expr:?}"));
+        }
+        steps.push((arrow, field.to_string()));
+        rest = &after[end..];
+    }
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    {
+        return Err(format!("bad variable name {name:?} in {expr:?}"));
+    }
+    if steps.iter().filter(|s| s.0).count() > MAX_DEREFS {
+        return Err(format!(
+            "{expr:?} dereferences more than {MAX_DEREFS} pointers"
+        ));
+    }
+    Ok((name, steps))
 }
 
 /// `debug_trace` result.
@@ -316,8 +772,8 @@ pub struct TraceResponse {
     /// Functions the patterns matched, when different from hooked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_functions: Option<usize>,
-    /// Active watches (none yet).
-    pub active_watches: Vec<serde_json::Value>,
+    /// Active watches.
+    pub active_watches: Vec<ActiveWatch>,
     /// Problems worth knowing.
     pub warnings: Vec<String>,
     /// `events.maxPerSession` in force.
@@ -331,6 +787,9 @@ pub struct TraceResponse {
     /// Hot functions recorded by sampling: their events carry `sampled: true`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sampled_functions: Vec<SampledFunction>,
+    /// Functions traced in light mode (no typed values), when any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub light_mode_functions: Option<usize>,
 }
 
 /// A function recorded 1 call in `one_in`.

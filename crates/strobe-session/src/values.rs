@@ -155,8 +155,8 @@ enum Class {
 /// How a watch's value is typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchType {
-    /// A DWARF type.
-    Typed(TypeId),
+    /// A DWARF type, in the table of the image that declares the variable.
+    Typed(TypeId, std::sync::Arc<TypeTable>),
     /// A hint for raw addresses: i8…u64, f32, f64, pointer.
     Hint(String),
 }
@@ -173,6 +173,8 @@ pub struct WatchSpec {
     pub size: u64,
     /// Type of the final value.
     pub ty: WatchType,
+    /// The final value is a `char *`: the string it points to is read too.
+    pub string: bool,
 }
 
 /// The compiled plan of one function.
@@ -659,7 +661,7 @@ impl FunctionPlan {
         }
         let mut out = Map::new();
         out.insert("arguments".into(), Value::Array(args));
-        if let Some(w) = self.watch_values(types, &blocks, true) {
+        if let Some(w) = self.watch_values(&blocks, true) {
             out.insert("watchValues".into(), w);
         }
         Value::Object(out)
@@ -703,34 +705,34 @@ impl FunctionPlan {
             };
             out.insert("returnValue".into(), value);
         }
-        if let Some(w) = self.watch_values(types, &blocks, false) {
+        if let Some(w) = self.watch_values(&blocks, false) {
             out.insert("watchValues".into(), w);
         }
         Value::Object(out)
     }
 
-    fn watch_values(&self, types: &TypeTable, blocks: &[Block<'_>], enter: bool) -> Option<Value> {
+    fn watch_values(&self, blocks: &[Block<'_>], enter: bool) -> Option<Value> {
         if self.watches.is_empty() {
             return None;
         }
-        let (nodes, keys) = if enter {
-            (&self.enter, &self.enter_keys)
-        } else {
-            (&self.exit, &self.exit_keys)
-        };
-        let ctx = Ctx {
-            types,
-            nodes,
-            blocks,
-            keys,
-        };
         let mut m = Map::new();
         for (label, e, x, ty) in &self.watches {
             let idx = if enter { *e } else { *x } as usize;
+            let nodes = if enter { &self.enter } else { &self.exit };
+            let string = nodes.get(idx).is_some_and(|n| n.flags & FLAG_CSTRING != 0);
             let v = match blocks.get(idx) {
+                Some(b) if string && (b.status == ST_OK || b.status == ST_CUT) => {
+                    text(b.data, b.status == ST_CUT)
+                }
                 Some(b) if b.status == ST_OK => match ty {
-                    WatchType::Typed(t) => {
-                        ctx.render(*t, b.data, Origin::Nowhere, 2, &mut vec![b.addr])
+                    WatchType::Typed(t, table) => {
+                        let wctx = Ctx {
+                            types: table,
+                            nodes: &[],
+                            blocks: &[],
+                            keys: &HashMap::new(),
+                        };
+                        wctx.render(*t, b.data, Origin::Nowhere, 2, &mut vec![b.addr])
                     }
                     WatchType::Hint(h) => render_hint(h, b.data),
                 },
@@ -748,8 +750,25 @@ fn regs_origin(regs: [Option<(bool, u8)>; 2], ret: bool) -> Origin {
     Origin::Regs { gp, ret, base: 0 }
 }
 
-/// Appends a watch's chain of reads; returns the index of the final node.
+/// Appends a watch's chain of reads; returns the index of the final node
+/// (for a string watch, the node reading the string).
 fn push_chain(nodes: &mut Vec<Node>, w: &WatchSpec) -> u16 {
+    let last = push_reads(nodes, w);
+    if !w.string {
+        return last;
+    }
+    nodes.push(Node {
+        src: SRC_FIELD,
+        flags: FLAG_CSTRING,
+        parent: last,
+        size: STRING_MAX,
+        arg: 0,
+        addend: 0,
+    });
+    (nodes.len() - 1) as u16
+}
+
+fn push_reads(nodes: &mut Vec<Node>, w: &WatchSpec) -> u16 {
     let last = w.chain.len().saturating_sub(1);
     let mut parent = NO_PARENT;
     for (i, (arg, addend)) in w.chain.iter().enumerate() {
@@ -1374,19 +1393,22 @@ mod tests {
                 label: "count".into(),
                 chain: vec![(0x1000, 0)],
                 size: 4,
-                ty: WatchType::Typed(i32t),
+                ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone())),
+                string: false,
             },
             WatchSpec {
                 label: "cfg->level".into(),
                 chain: vec![(0x2000, 0), (0, 8)],
                 size: 4,
-                ty: WatchType::Typed(i32t),
+                ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone())),
+                string: false,
             },
             WatchSpec {
                 label: "raw".into(),
                 chain: vec![(0x3000, 0)],
                 size: 2,
                 ty: WatchType::Hint("i16".into()),
+                string: false,
             },
         ];
         let sig = Signature::default();

@@ -98,6 +98,8 @@ fn main() {
                 EventFilter {
                     kinds: Some(EventKind::FunctionExit.bit()),
                     return_value: Some(ReturnValueFilter {
+                        equals_json: None,
+                        typed: None,
                         equals: Some(3),
                         is_null: None,
                     }),

@@ -36,19 +36,61 @@ pub struct EventFilter {
     pub return_value: Option<ReturnValueFilter>,
 }
 
-/// Conditions on a function_exit event's return value (the raw return register).
-#[derive(Debug, Clone, Default)]
+/// Decodes an event's typed return value (see [`ReturnValueFilter::typed`]).
+pub type TypedReturn =
+    std::sync::Arc<dyn Fn(&EventHeader, &[u8]) -> Option<serde_json::Value> + Send + Sync>;
+
+/// Conditions on a function_exit event's return value: typed (decoded from
+/// the event's capture) when available, else the raw return register.
+#[derive(Clone, Default)]
 pub struct ReturnValueFilter {
-    /// Must equal this value.
+    /// Must equal this raw return register (events without typed values).
     pub equals: Option<u64>,
-    /// `Some(true)`: must be 0 / NULL; `Some(false)`: must not be.
+    /// Must equal this JSON value (events with typed values).
+    pub equals_json: Option<serde_json::Value>,
+    /// `Some(true)`: must be NULL/0/false; `Some(false)`: must not be.
     pub is_null: Option<bool>,
+    /// Renders an event's typed return value, when it has one.
+    pub typed: Option<TypedReturn>,
+}
+
+impl std::fmt::Debug for ReturnValueFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReturnValueFilter")
+            .field("equals", &self.equals)
+            .field("equals_json", &self.equals_json)
+            .field("is_null", &self.is_null)
+            .field("typed", &self.typed.is_some())
+            .finish()
+    }
 }
 
 impl ReturnValueFilter {
-    fn matches(&self, value: u64) -> bool {
-        self.equals.is_none_or(|e| e == value)
-            && self.is_null.is_none_or(|want| want == (value == 0))
+    fn matches(&self, h: &EventHeader, payload: &[u8]) -> bool {
+        let typed = self
+            .typed
+            .as_ref()
+            .and_then(|t| t(h, payload))
+            .and_then(|mut v| v.get_mut("returnValue").map(serde_json::Value::take));
+        if let Some(v) = typed {
+            let zero = v.is_null() || v == serde_json::json!(0) || v == serde_json::json!(false);
+            return match (&self.equals_json, self.equals) {
+                (Some(j), _) => numeric_eq(&v, j),
+                (None, Some(e)) => e == h.value,
+                (None, None) => true,
+            } && self.is_null.is_none_or(|want| want == zero);
+        }
+        (self.equals.is_some() || self.equals_json.is_none())
+            && self.equals.is_none_or(|e| e == h.value)
+            && self.is_null.is_none_or(|want| want == (h.value == 0))
+    }
+}
+
+/// JSON equality where numbers compare by value (42 == 42.0).
+fn numeric_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
     }
 }
 
@@ -90,7 +132,7 @@ impl EventFilter {
             return false;
         }
         if let Some(rv) = &self.return_value
-            && (h.kind != strobe_core::EventKind::FunctionExit as u8 || !rv.matches(h.value))
+            && (h.kind != strobe_core::EventKind::FunctionExit as u8 || !rv.matches(h, payload))
         {
             return false;
         }

@@ -2,7 +2,7 @@
 //! what the agent reports back (see `crate::trace` for the pure planning).
 
 use super::{ErrorCode, Live, SessionManager, store_err};
-use crate::trace::{self, TraceResponse, Tracer};
+use crate::trace::{self, TraceOptions, TraceResponse, Tracer, WatchTarget};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,13 +48,14 @@ impl SessionManager {
         })
     }
 
-    /// Resolves and applies pattern changes on a live session.
+    /// Resolves and applies pattern (and watch, sampling, depth) changes on
+    /// a live session.
     pub(super) fn apply_patterns(
         &self,
         live: &Live,
         add: &[strobe_symbols::Pattern],
         remove: &[String],
-        sampling: Option<bool>,
+        opts: &TraceOptions,
         settings: &Settings,
     ) -> Result<ApplyResult, ToolError> {
         let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
@@ -64,8 +65,44 @@ impl SessionManager {
         }
         let tracer = guard.as_mut().expect("just set");
         self.catch_up(live, tracer);
-        if let Some(on) = sampling {
+        if let Some(on) = opts.sampling {
             tracer.sampling = on;
+        }
+        let mut replan = false;
+        if let Some(d) = opts.serialization_depth
+            && d != tracer.depth
+        {
+            tracer.depth = d;
+            replan = true;
+        }
+        let mut warnings = Vec::new();
+        for missing in tracer.remove_watches(&opts.watch_remove) {
+            warnings.push(format!("watch {missing:?} was not active; nothing removed"));
+        }
+        replan |= !opts.watch_remove.is_empty();
+        let pid = live.pid;
+        // /proc/PID/maps first (no round trip); the agent knows too, and
+        // answers when the daemon may not read the target's maps.
+        let base = |path: &Path| {
+            module_base(pid, path).or_else(|| {
+                let r = self
+                    .agent_request(
+                        live,
+                        json!({"type": "module-base", "path": path.to_string_lossy()}),
+                        timeout,
+                    )
+                    .ok()?;
+                let hex = r["base"].as_str()?.trim_start_matches("0x");
+                u64::from_str_radix(hex, 16).ok()
+            })
+        };
+        for w in &opts.watch_add {
+            let target = watch_target(w)?;
+            let on = parse_patterns(&w.on)?;
+            tracer
+                .add_watch(w.label.clone(), target, on, &base)
+                .map_err(ToolError::validation)?;
+            replan = true;
         }
         let plan = tracer.plan(add, remove);
         if !plan.new_rows.is_empty() {
@@ -73,21 +110,51 @@ impl SessionManager {
                 .register_functions(live.key, plan.new_rows.clone())
                 .map_err(store_err)?;
         }
-        let mut warnings = plan.warnings;
+        warnings.extend(plan.warnings);
+        if plan.to_hook.len() > trace::LIGHT_MODE_ABOVE {
+            let ids: Vec<u32> = plan.to_hook.iter().map(|h| h.0).collect();
+            tracer.set_light(&ids);
+            warnings.push(format!(
+                "{} functions matched: they are traced in light mode (name, timing, thread, raw first argument \
+                 and return register; no typed arguments or watches). Narrow the pattern (under {}) for typed values.",
+                plan.to_hook.len(),
+                trace::LIGHT_MODE_ABOVE
+            ));
+        }
         let mut installed = Vec::new();
         let mut failed: Vec<(u32, String)> = Vec::new();
         let watch = tracer.has_patterns();
         // One request per image; always at least one, which also tells the
         // agent whether libraries loaded later need checking.
         let mut groups: Vec<(Option<String>, Vec<Value>)> = Vec::new();
+        let mut planned = 0usize;
         for (id, module, off) in &plan.to_hook {
             let m = module.to_string_lossy().into_owned();
             let key = (m != live.binary_path).then_some(m);
+            let target = match tracer.decoder_for(*id) {
+                Some(d) => {
+                    planned += 1;
+                    if d.plan.truncated {
+                        warnings.push(format!(
+                            "{}: arguments have more pointers than one call captures; some are shown as addresses",
+                            tracer.name_of(*id).unwrap_or("?")
+                        ));
+                    }
+                    let wire = d.plan.wire();
+                    live.decoders
+                        .write()
+                        .expect("decoders lock")
+                        .insert((*id, d.plan.id), d);
+                    json!([id, off, wire])
+                }
+                None => json!([id, off]),
+            };
             match groups.iter_mut().find(|g| g.0 == key) {
-                Some(g) => g.1.push(json!([id, off])),
-                None => groups.push((key, vec![json!([id, off])])),
+                Some(g) => g.1.push(target),
+                None => groups.push((key, vec![target])),
             }
         }
+        tracing::debug!("session {}: {planned} typed capture plans", live.id);
         if groups.is_empty() {
             groups.push((None, Vec::new()));
         }
@@ -111,7 +178,38 @@ impl SessionManager {
                 timeout,
             )?;
         }
+        let fresh: std::collections::HashSet<u32> = plan.to_hook.iter().map(|h| h.0).collect();
         tracer.applied(&installed, &failed, &plan.to_unhook);
+        if replan {
+            // Watches or depth changed: every other hooked function gets a new plan.
+            let mut plans = Vec::new();
+            for id in tracer.planned_functions() {
+                if fresh.contains(&id) {
+                    continue;
+                }
+                match tracer.decoder_for(id) {
+                    Some(d) => {
+                        let wire = d.plan.wire();
+                        live.decoders
+                            .write()
+                            .expect("decoders lock")
+                            .insert((id, d.plan.id), d);
+                        plans.push(json!([id, wire]));
+                    }
+                    None => plans.push(json!([id, null])),
+                }
+            }
+            if !plans.is_empty() {
+                self.agent_request(live, json!({"type": "plans", "plans": plans}), timeout)?;
+            }
+        }
+        if !tracer.active_watches().is_empty() && tracer.hooked_count() == 0 {
+            warnings.push(
+                "watches are read when traced functions enter and exit, and no function is traced: add a \
+                 pattern, or give the watch an `on` pattern"
+                    .into(),
+            );
+        }
         if !failed.is_empty() {
             let examples: Vec<String> = failed
                 .iter()
@@ -132,7 +230,8 @@ impl SessionManager {
             warnings.push(format!(
                 "{} hot function(s) (over {} calls/s) are sampled: only 1 in N calls is recorded and those \
                  events carry sampled: true (see sampledFunctions). Narrow the pattern, or pass sampling: false \
-                 to record every call at the cost of slowing the program.",
+                 to record every call at the cost of slowing the program (hot calls are then recorded without \
+                 typed values, by name, timing and raw registers).",
                 sampled.len(),
                 settings.hot_calls_per_second
             ));
@@ -141,6 +240,8 @@ impl SessionManager {
             matched: plan.matched,
             hooked: tracer.hooked_count(),
             patterns: tracer.patterns(),
+            watches: tracer.active_watches(),
+            light: tracer.light_count(),
             warnings,
             drops,
             sampled,
@@ -225,11 +326,20 @@ impl SessionManager {
                     if !plan.new_rows.is_empty() {
                         let _ = self.store.register_functions(live.key, plan.new_rows);
                     }
-                    let functions: Vec<Value> = plan
-                        .to_hook
-                        .iter()
-                        .map(|(id, _, off)| json!([id, off]))
-                        .collect();
+                    let mut functions: Vec<Value> = Vec::new();
+                    for (id, _, off) in &plan.to_hook {
+                        match t.decoder_for(*id) {
+                            Some(d) => {
+                                let wire = d.plan.wire();
+                                live.decoders
+                                    .write()
+                                    .expect("decoders lock")
+                                    .insert((*id, d.plan.id), d);
+                                functions.push(json!([id, off, wire]));
+                            }
+                            None => functions.push(json!([id, off])),
+                        }
+                    }
                     reply["functions"] = json!(functions);
                 }
             }
@@ -247,27 +357,83 @@ impl SessionManager {
     }
 
     /// `debug_trace`: with a session, changes its hooks live; without one,
-    /// stages patterns for the next launch.
+    /// stages patterns (and options, watches) for the next launch.
     pub fn trace(
         &self,
         session_id: Option<&str>,
         add: &[String],
         remove: &[String],
-        sampling: Option<bool>,
+        opts: &TraceOptions,
         settings: &Settings,
     ) -> Result<TraceResponse, ToolError> {
-        let mut parsed = Vec::new();
-        for a in add {
-            let p = strobe_symbols::Pattern::parse(a)
-                .map_err(|e| ToolError::new(ErrorCode::InvalidPattern, e.to_string()))?;
-            parsed.push(p);
+        let parsed = parse_patterns(add)?;
+        if let Some(d) = opts.serialization_depth
+            && !(1..=10).contains(&d)
+        {
+            return Err(ToolError::validation(format!(
+                "'serializationDepth' must be 1–10 (default 3), got {d}"
+            )));
+        }
+        for w in &opts.watch_add {
+            watch_target(w)?;
+            parse_patterns(&w.on)?;
+        }
+        if opts.watch_add.len() > trace::MAX_WATCHES {
+            return Err(ToolError::validation(format!(
+                "at most {} watches per session",
+                trace::MAX_WATCHES
+            )));
         }
         let Some(id) = session_id else {
-            if sampling.is_some() {
-                *self.pending_sampling.lock().expect("pending lock") = sampling;
+            let mut staged = self.pending_options.lock().expect("pending lock");
+            if opts.sampling.is_some() {
+                staged.sampling = opts.sampling;
             }
-            let mut pending = self.pending.lock().expect("pending lock");
+            if opts.serialization_depth.is_some() {
+                staged.serialization_depth = opts.serialization_depth;
+            }
             let mut warnings = Vec::new();
+            for l in &opts.watch_remove {
+                let before = staged.watch_add.len();
+                staged.watch_add.retain(|w| {
+                    w.label
+                        .as_ref()
+                        .or(w.variable.as_ref())
+                        .or(w.address.as_ref())
+                        != Some(l)
+                });
+                if staged.watch_add.len() == before {
+                    warnings.push(format!("watch {l:?} was not pending; nothing removed"));
+                }
+            }
+            staged.watch_add.extend(opts.watch_add.iter().cloned());
+            if staged.watch_add.len() > trace::MAX_WATCHES {
+                staged.watch_add.truncate(trace::MAX_WATCHES);
+                return Err(ToolError::validation(format!(
+                    "at most {} watches per session; the extra ones were not staged",
+                    trace::MAX_WATCHES
+                )));
+            }
+            let active_watches = staged
+                .watch_add
+                .iter()
+                .map(|w| trace::ActiveWatch {
+                    label: w
+                        .label
+                        .clone()
+                        .or(w.variable.clone())
+                        .or(w.address.clone())
+                        .unwrap_or_default(),
+                    target: w.variable.clone().or(w.address.clone()).unwrap_or_default(),
+                    ty: w
+                        .type_hint
+                        .clone()
+                        .unwrap_or_else(|| "(from debug info at launch)".into()),
+                    on: w.on.clone(),
+                })
+                .collect();
+            drop(staged);
+            let mut pending = self.pending.lock().expect("pending lock");
             for r in remove {
                 let before = pending.len();
                 pending.retain(|p| p.text() != *r);
@@ -285,11 +451,12 @@ impl SessionManager {
                 active_patterns: pending.iter().map(|p| p.text()).collect(),
                 hooked_functions: 0,
                 matched_functions: None,
-                active_watches: Vec::new(),
+                active_watches,
                 warnings,
                 event_limit: settings.max_events_per_session,
                 dropped_events: Vec::new(),
                 sampled_functions: Vec::new(),
+                light_mode_functions: None,
                 status: "Staged: these patterns are hooked before main() at the next debug_launch. \
                          Recommended instead: launch without patterns, read stderr/stdout, then add \
                          patterns to the running session with sessionId."
@@ -311,19 +478,20 @@ impl SessionManager {
                 ),
             ));
         }
-        let r = self.apply_patterns(&live, &parsed, remove, sampling, settings)?;
+        let r = self.apply_patterns(&live, &parsed, remove, opts, settings)?;
         let status = if r.hooked == 0 && !r.patterns.is_empty() {
             "No function is hooked: the patterns matched nothing hookable (see warnings). Check names with a \
              wider pattern such as \"**::name\" or \"@file:part.c\"; functions inlined by the optimizer \
              cannot be hooked (build with -O0 or trace the caller)."
                 .to_string()
-        } else if r.patterns.is_empty() {
+        } else if r.patterns.is_empty() && r.hooked == 0 {
             "No patterns active; tracing is off.".to_string()
         } else {
             format!(
-                "Hooked {} function(s); their calls are recorded from now on. Query them with \
-                 debug_query {{sessionId: \"{id}\", eventType: \"function_exit\"}} (durations, returns) or \
-                 filter by function: {{function: {{contains: \"...\"}}}}.",
+                "Hooked {} function(s); their calls are recorded from now on with typed arguments and return \
+                 values (verbose: true shows them). Query with debug_query {{sessionId: \"{id}\", eventType: \
+                 \"function_exit\"}} (durations, returns), filter by function {{function: {{contains: \"...\"}}}}, \
+                 or summarize with aggregate: \"function\".",
                 r.hooked
             )
         };
@@ -332,12 +500,13 @@ impl SessionManager {
             active_patterns: r.patterns,
             hooked_functions: r.hooked,
             matched_functions: (r.matched != r.hooked).then_some(r.matched),
-            active_watches: Vec::new(),
+            active_watches: r.watches,
             warnings: r.warnings,
             event_limit: settings.max_events_per_session,
             status,
             dropped_events: r.drops,
             sampled_functions: r.sampled,
+            light_mode_functions: (r.light > 0).then_some(r.light),
         })
     }
 }
@@ -377,6 +546,98 @@ pub(super) struct ApplyResult {
     pub(super) hooked: usize,
     pub(super) patterns: Vec<String>,
     pub(super) warnings: Vec<String>,
+    pub(super) watches: Vec<trace::ActiveWatch>,
+    pub(super) light: usize,
     pub(super) drops: Vec<trace::FunctionDrops>,
     pub(super) sampled: Vec<trace::SampledFunction>,
+}
+
+fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
+    texts
+        .iter()
+        .map(|t| {
+            strobe_symbols::Pattern::parse(t)
+                .map_err(|e| ToolError::new(ErrorCode::InvalidPattern, e.to_string()))
+        })
+        .collect()
+}
+
+/// Checks a watch request's fields and what it targets.
+pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolError> {
+    if w.expr.is_some() {
+        return Err(ToolError::validation(
+            "watch 'expr' (JavaScript expressions) is not supported by the native agent: use 'variable'              (a global or static, with '.field' and '->field' steps, e.g. \"gConfig->level\") or 'address' + 'type'              (e.g. {\"address\": \"0x4010\", \"type\": \"u32\"})",
+        ));
+    }
+    if let Some(l) = &w.label
+        && (l.is_empty() || l.len() > 256)
+    {
+        return Err(ToolError::validation(
+            "a watch 'label' must be 1–256 characters",
+        ));
+    }
+    match (&w.variable, &w.address) {
+        (Some(_), Some(_)) => Err(ToolError::validation(
+            "a watch has either 'variable' or 'address' (with 'type'), not both",
+        )),
+        (Some(v), None) => {
+            trace::parse_chain(v).map_err(ToolError::validation)?;
+            if w.type_hint.is_some() {
+                return Err(ToolError::validation(
+                    "'type' is only for 'address' watches; a variable's type comes from its debug info",
+                ));
+            }
+            Ok(WatchTarget::Variable(v.trim().to_string()))
+        }
+        (None, Some(a)) => {
+            let hex = a.trim().trim_start_matches("0x").trim_start_matches("0X");
+            let address = u64::from_str_radix(hex, 16).map_err(|_| {
+                ToolError::validation(format!(
+                    "watch 'address' {a:?} is not a hex address like \"0x7ffd1234\""
+                ))
+            })?;
+            let hint = w.type_hint.clone().unwrap_or_else(|| "u64".into());
+            if crate::values::hint_size(&hint).is_none() {
+                return Err(ToolError::validation(format!(
+                    "watch 'type' {hint:?} is not one of i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, pointer"
+                )));
+            }
+            Ok(WatchTarget::Address { address, hint })
+        }
+        (None, None) => Err(ToolError::validation(
+            "a watch needs 'variable' (e.g. \"gCounter\" or \"gConfig->level\") or 'address' + 'type'",
+        )),
+    }
+}
+
+/// Runtime base of an image in a process: the start of its lowest mapping.
+pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
+    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!("cannot read /proc/{pid}/maps: {e}");
+            return None;
+        }
+    };
+    if path.as_os_str().is_empty() {
+        // Diagnostics: how many mappings there are.
+        return Some(maps.lines().count() as u64);
+    }
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    tracing::debug!(
+        "maps of {pid}: {} lines, {} naming {name}",
+        maps.lines().count(),
+        maps.lines().filter(|l| l.contains(&name)).count()
+    );
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    maps.lines()
+        .filter(|l| {
+            // A file replaced on disk while mapped shows as "path (deleted)".
+            let fields: Vec<&str> = l.split_whitespace().skip(5).collect();
+            let mapped = fields.join(" ");
+            let p = mapped.strip_suffix(" (deleted)").unwrap_or(&mapped);
+            !p.is_empty() && (Path::new(p) == canonical || Path::new(p) == path)
+        })
+        .filter_map(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
+        .min()
 }

@@ -232,6 +232,9 @@ struct Live {
     /// Hooks the agent installed on its own (libraries loaded later), not yet
     /// recorded in the tracer.
     late_hooks: Mutex<Vec<HookOutcome>>,
+    /// Capture plans by (function, plan id), read by queries to render
+    /// typed values (shared with [`SessionManager::captures`]).
+    decoders: Arc<std::sync::RwLock<trace::Decoders>>,
 }
 
 impl Live {
@@ -253,8 +256,11 @@ pub struct SessionManager {
     launch_lock: Mutex<()>,
     /// Patterns staged by debug_trace without a session, for the next launch.
     pending: Mutex<Vec<strobe_symbols::Pattern>>,
-    /// Sampling choice staged with them.
-    pending_sampling: Mutex<Option<bool>>,
+    /// Options (sampling, depth, watches) staged with them.
+    pending_options: Mutex<trace::TraceOptions>,
+    /// Capture plans of every session of this daemon's life, by session id,
+    /// so typed values of ended sessions still render.
+    captures: Mutex<HashMap<String, Arc<std::sync::RwLock<trace::Decoders>>>>,
     /// Itself, for work handed to other threads.
     me: std::sync::Weak<SessionManager>,
 }
@@ -293,7 +299,8 @@ impl SessionManager {
             pool,
             live: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
-            pending_sampling: Mutex::new(None),
+            pending_options: Mutex::new(trace::TraceOptions::default()),
+            captures: Mutex::new(HashMap::new()),
             me: me.clone(),
             launch_lock: Mutex::new(()),
         }))
@@ -457,11 +464,16 @@ impl SessionManager {
             modules: Mutex::new(Vec::new()),
             trace_stats: Mutex::new(trace::TraceStats::default()),
             late_hooks: Mutex::new(Vec::new()),
+            decoders: Arc::new(std::sync::RwLock::new(HashMap::new())),
         });
         self.live
             .lock()
             .expect("live lock")
             .insert(id.clone(), live.clone());
+        self.captures
+            .lock()
+            .expect("captures lock")
+            .insert(id.clone(), live.decoders.clone());
         let events = bridge.events();
         let (mgr, l) = (self.clone(), live.clone());
         if let Err(e) = std::thread::Builder::new()
@@ -478,8 +490,9 @@ impl SessionManager {
         // Pending patterns are hooked now, before the program's main runs.
         let pending: Vec<strobe_symbols::Pattern> =
             self.pending.lock().expect("pending lock").clone();
+        let pending_options = self.pending_options.lock().expect("pending lock").clone();
         let mut warnings = Vec::new();
-        let pending_applied = if pending.is_empty() {
+        let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Index the binary in the background so a first debug_trace is quick.
             let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
             std::thread::spawn(move || {
@@ -487,8 +500,7 @@ impl SessionManager {
             });
             None
         } else {
-            let sampling = *self.pending_sampling.lock().expect("pending lock");
-            match self.apply_patterns(&live, &pending, &[], sampling, settings) {
+            match self.apply_patterns(&live, &pending, &[], &pending_options, settings) {
                 Ok(r) => {
                     warnings = r.warnings;
                     Some(pending.len() as u32)
@@ -673,6 +685,13 @@ impl SessionManager {
                     .expect("stats lock")
                     .add_drops(&deltas);
                 let _ = self.store.record_dropped(live.key, total);
+            }
+            Some("plans_updated" | "module_base") => {
+                if let Some(id) = payload["id"].as_u64()
+                    && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
+                {
+                    let _ = tx.send(payload.clone());
+                }
             }
             Some("hooks_updated") => match payload["id"].as_u64() {
                 // Hooks installed for a library loaded later (no request waits).
@@ -1065,7 +1084,18 @@ impl SessionManager {
             .session(id)
             .map_err(store_err)?
             .ok_or_else(|| ToolError::session_not_found(id))?;
+        self.captures.lock().expect("captures lock").remove(id);
         self.store.delete_session(row.key).map_err(store_err)
+    }
+
+    /// The capture plans of a session (typed values of its events), if this
+    /// daemon recorded it.
+    pub fn captures(&self, id: &str) -> Option<Arc<std::sync::RwLock<trace::Decoders>>> {
+        self.captures
+            .lock()
+            .expect("captures lock")
+            .get(id)
+            .cloned()
     }
 
     fn key_of(&self, id: &str) -> Result<i64, ToolError> {
