@@ -298,6 +298,7 @@ impl StrobeServer {
                 })
                 .collect(),
             watch_remove: watches.remove,
+            lenient_watches: false,
         };
         let r = blocking(move || {
             mgr.trace(p.session_id.as_deref(), &p.add, &p.remove, &opts, &settings)

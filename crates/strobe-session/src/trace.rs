@@ -173,6 +173,9 @@ pub struct TraceOptions {
     pub watch_add: Vec<WatchRequest>,
     /// Watch labels to remove.
     pub watch_remove: Vec<String>,
+    /// Watches that do not resolve become warnings instead of errors (staged
+    /// watches applied at launch must not stop a program they do not fit).
+    pub lenient_watches: bool,
 }
 
 /// Most watches per session.

@@ -99,10 +99,13 @@ impl SessionManager {
         for w in &opts.watch_add {
             let target = watch_target(w)?;
             let on = parse_patterns(&w.on)?;
-            tracer
-                .add_watch(w.label.clone(), target, on, &base)
-                .map_err(ToolError::validation)?;
-            replan = true;
+            match tracer.add_watch(w.label.clone(), target, on, &base) {
+                Ok(()) => replan = true,
+                Err(e) if opts.lenient_watches => {
+                    warnings.push(format!("staged watch not applied: {e}"))
+                }
+                Err(e) => return Err(ToolError::validation(e)),
+            }
         }
         let plan = tracer.plan(add, remove);
         if !plan.new_rows.is_empty() {

@@ -490,7 +490,8 @@ impl SessionManager {
         // Pending patterns are hooked now, before the program's main runs.
         let pending: Vec<strobe_symbols::Pattern> =
             self.pending.lock().expect("pending lock").clone();
-        let pending_options = self.pending_options.lock().expect("pending lock").clone();
+        let mut pending_options = self.pending_options.lock().expect("pending lock").clone();
+        pending_options.lenient_watches = true;
         let mut warnings = Vec::new();
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Index the binary in the background so a first debug_trace is quick.
