@@ -766,7 +766,7 @@ async fn watch_requests_are_validated() {
     let v = c
         .ok(
             "debug_launch",
-            json!({"command": exe, "args": ["1", "3"], "projectRoot": exe.parent().unwrap()}),
+            json!({"command": exe, "args": ["1", "120"], "projectRoot": exe.parent().unwrap()}),
         )
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
@@ -806,23 +806,31 @@ async fn watch_requests_are_validated() {
         )
         .await;
     assert!(r.error_text().contains("1–10"));
-    // 32 watches work; the 33rd is refused with what to do.
+    // The program sleeps 120 s: stop it (its events stay queryable).
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+
+    // 32 watches work (staged, so the calls cannot be missed); the 33rd is
+    // refused with what to do.
     let many: Vec<Value> = (0..32)
         .map(|i| json!({"address": format!("{:#x}", 0x1000 + i * 8), "type": "u64", "label": format!("w{i}")}))
         .collect();
-    let t = trace(
-        &c,
-        json!({"sessionId": id, "add": ["touch"], "watches": {"add": many}}),
-    )
-    .await;
+    let t = trace(&c, json!({"add": ["touch"], "watches": {"add": many}})).await;
     assert_eq!(t["activeWatches"].as_array().unwrap().len(), 32);
     let r = c
         .reply(
             "debug_trace",
-            json!({"sessionId": id, "watches": {"add": [{"address": "0x1000", "label": "w33"}]}}),
+            json!({"watches": {"add": [{"address": "0x1000", "label": "w33"}]}}),
         )
         .await;
     assert!(r.error_text().contains("at most 32"), "{}", r.error_text());
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["1"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
     assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
     let touch = calls_of(&c, &id, "function_enter", "touch").await;
     let w = touch[0]["watchValues"].as_object().unwrap();
