@@ -509,9 +509,11 @@ async fn hot_functions_are_sampled_unless_told_not_to() {
 
     // Live: a later debug_trace call reports which functions are sampled
     // (and is not held up by the agent's steady stream of reports).
+    // Staged so the hook is in before the loop starts (uninstrumented, the
+    // loop may finish before a live debug_trace arrives on a loaded machine).
+    trace(&c, json!({"add": ["tiny"]})).await;
     let v = c.ok("debug_launch", run(50_000_000)).await;
     let live_id = v["sessionId"].as_str().unwrap().to_string();
-    trace(&c, json!({"sessionId": live_id, "add": ["tiny"]})).await;
     let mut report = json!(null);
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
