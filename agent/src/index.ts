@@ -13,9 +13,10 @@ function listen(): void {
             if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
             else if (msg.type === "plans") updatePlans(msg as unknown as PlansRequest);
             else if (msg.type === "module-base") {
-                const m = Process.findModuleByName(String(msg.path).split("/").pop()!);
-                const exact = Process.enumerateModules().find(x => x.path === msg.path) ?? m;
-                send({ type: "module_base", id: msg.id, base: exact ? exact.base.toString() : null });
+                const path = String(msg.path);
+                const m = Process.enumerateModules().find(x => x.path === path)
+                    ?? Process.findModuleByName(path.split("/").pop()!);
+                send({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
             }
             else if (msg.type === "trace-ack") onTraceAck(1);
         } finally {

@@ -217,6 +217,8 @@ pub struct Tracer {
     pub depth: u32,
     /// Opened DWARF per module index (`None`: the image has none).
     debug: HashMap<usize, Option<DebugInfo>>,
+    /// Latest shared copy of each module's type table (see `types_snapshot`).
+    snapshots: HashMap<usize, Arc<TypeTable>>,
     /// Current plan id per function.
     plan_ids: HashMap<u32, u16>,
     /// Active watches.
@@ -275,6 +277,7 @@ impl Tracer {
             sampling: true,
             depth: 3,
             debug: HashMap::new(),
+            snapshots: HashMap::new(),
             plan_ids: HashMap::new(),
             watches: Vec::new(),
             light: BTreeSet::new(),
@@ -470,6 +473,19 @@ impl Tracer {
             .as_mut()
     }
 
+    /// The types read so far from module `m`, shared by every plan built
+    /// since the table last grew (it only ever grows, so equal length means
+    /// equal content).
+    fn types_snapshot(&mut self, m: usize) -> Option<Arc<TypeTable>> {
+        let table = self.debug.get(&m)?.as_ref()?.types();
+        if let Some(snap) = self.snapshots.get(&m).filter(|s| s.len() == table.len()) {
+            return Some(snap.clone());
+        }
+        let snap = Arc::new(table.clone());
+        self.snapshots.insert(m, snap.clone());
+        Some(snap)
+    }
+
     /// Marks functions to trace in light mode (no typed values).
     pub fn set_light(&mut self, ids: &[u32]) {
         self.light.extend(ids.iter().copied());
@@ -515,9 +531,8 @@ impl Tracer {
             .map_or(1, |p| p.wrapping_add(1).max(1));
         let (sig, types) = match (func.die, specialized) {
             (Some(die), false) => {
-                let di = self.debug_info(m)?;
-                let sig = di.signature(die).ok()?;
-                (sig, Arc::new(di.types().clone()))
+                let sig = self.debug_info(m)?.signature(die).ok()?;
+                (sig, self.types_snapshot(m)?)
             }
             _ if !watches.is_empty() => (Default::default(), Arc::new(TypeTable::default())),
             _ => return None,
@@ -644,16 +659,17 @@ impl Tracer {
         let path = self.modules[m].index().path.clone();
         let module_base = base(&path).ok_or_else(|| {
             format!(
-                "cannot find where {} is loaded in the process (not in its /proc/PID/maps: {})",
-                path.display(),
-                base(Path::new("")).map_or("unreadable".to_string(), |n| format!("{n} mappings"))
+                "cannot find where {} is loaded in the process (neither its /proc/PID/maps nor the agent know it)",
+                path.display()
             )
         })?;
         let di = self
             .debug_info(m)
             .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
         let mut ty = di.variable_type(g.die).map_err(|e| e.to_string())?;
-        let types = di.types().clone();
+        let types = self
+            .types_snapshot(m)
+            .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
         let mut chain = vec![(module_base + g.offset, 0i64)];
         let mut offset: i64 = 0;
         for (arrow, field) in &steps {
@@ -705,7 +721,7 @@ impl Tracer {
             label: label.to_string(),
             chain,
             size,
-            ty: WatchType::Typed(ty, Arc::new(types)),
+            ty: WatchType::Typed(ty, types),
             string,
         })
     }

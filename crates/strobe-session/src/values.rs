@@ -267,7 +267,7 @@ impl Builder<'_> {
                     }
                     return;
                 }
-                for m in members.clone() {
+                for m in members {
                     if m.bits.is_none() {
                         self.value(m.ty, origin.shift(m.offset), depth - 1);
                     }

@@ -134,20 +134,15 @@ impl SessionManager {
         for (id, module, off) in &plan.to_hook {
             let m = module.to_string_lossy().into_owned();
             let key = (m != live.binary_path).then_some(m);
-            let target = match tracer.decoder_for(*id) {
-                Some(d) => {
+            let target = match register_plan(live, tracer, *id) {
+                Some((wire, truncated)) => {
                     planned += 1;
-                    if d.plan.truncated {
+                    if truncated {
                         warnings.push(format!(
                             "{}: arguments have more pointers than one call captures; some are shown as addresses",
                             tracer.name_of(*id).unwrap_or("?")
                         ));
                     }
-                    let wire = d.plan.wire();
-                    live.decoders
-                        .write()
-                        .expect("decoders lock")
-                        .insert((*id, d.plan.id), d);
                     json!([id, off, wire])
                 }
                 None => json!([id, off]),
@@ -190,15 +185,8 @@ impl SessionManager {
                 if fresh.contains(&id) {
                     continue;
                 }
-                match tracer.decoder_for(id) {
-                    Some(d) => {
-                        let wire = d.plan.wire();
-                        live.decoders
-                            .write()
-                            .expect("decoders lock")
-                            .insert((id, d.plan.id), d);
-                        plans.push(json!([id, wire]));
-                    }
+                match register_plan(live, tracer, id) {
+                    Some((wire, _)) => plans.push(json!([id, wire])),
                     None => plans.push(json!([id, null])),
                 }
             }
@@ -331,15 +319,8 @@ impl SessionManager {
                     }
                     let mut functions: Vec<Value> = Vec::new();
                     for (id, _, off) in &plan.to_hook {
-                        match t.decoder_for(*id) {
-                            Some(d) => {
-                                let wire = d.plan.wire();
-                                live.decoders
-                                    .write()
-                                    .expect("decoders lock")
-                                    .insert((*id, d.plan.id), d);
-                                functions.push(json!([id, off, wire]));
-                            }
+                        match register_plan(live, t, *id) {
+                            Some((wire, _)) => functions.push(json!([id, off, wire])),
                             None => functions.push(json!([id, off])),
                         }
                     }
@@ -555,6 +536,19 @@ pub(super) struct ApplyResult {
     pub(super) sampled: Vec<trace::SampledFunction>,
 }
 
+/// Builds a function's capture plan and registers it for decoding; returns
+/// the plan's bytes for the agent and whether pointers were left unfollowed
+/// (`None`: traced by name and timing only).
+fn register_plan(live: &Live, tracer: &mut Tracer, id: u32) -> Option<(Vec<u8>, bool)> {
+    let d = tracer.decoder_for(id)?;
+    let out = (d.plan.wire(), d.plan.truncated);
+    live.decoders
+        .write()
+        .expect("decoders lock")
+        .insert((id, d.plan.id), d);
+    Some(out)
+}
+
 fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
     texts
         .iter()
@@ -622,10 +616,6 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
             return None;
         }
     };
-    if path.as_os_str().is_empty() {
-        // Diagnostics: how many mappings there are.
-        return Some(maps.lines().count() as u64);
-    }
     let name = path.file_name()?.to_string_lossy().into_owned();
     tracing::debug!(
         "maps of {pid}: {} lines, {} naming {name}",
