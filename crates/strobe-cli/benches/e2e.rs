@@ -108,6 +108,34 @@ async fn trace_overhead(c: &support::Client) {
     );
     let strobe = (tn - t1) / n as f64;
 
+    // Typed capture on every call: with sampling off, calls above
+    // trace.hotCallsPerSecond are recorded without typed values, so this
+    // home raises the threshold above the traced loop's rate.
+    let typed_env = Env::with_settings(json!({
+        "events.maxPerSession": 10_000_000,
+        "trace.hotCallsPerSecond": 100_000_000
+    }));
+    let tc = typed_env.client().await;
+    let (tt1, _) = strobe_run(&tc, &exe, 1, true).await;
+    let (ttn, typed_stored) = strobe_run(&tc, &exe, n, true).await;
+    assert_eq!(typed_stored, 2 * n + 2, "every typed call stored");
+    let typed = (ttn - tt1) / n as f64;
+    // And the values really were typed (checked on a short run).
+    tc.ok("debug_trace", json!({"add": ["tiny"], "sampling": false}))
+        .await;
+    let v = tc
+        .ok("debug_launch", json!({"command": exe, "projectRoot": exe.parent().unwrap(), "env": {"HOT_LOOP_N": "3"}}))
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    tc.wait_ended(&id).await;
+    let q = tc
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_enter", "verbose": true, "limit": 1}),
+        )
+        .await;
+    assert_eq!(q["events"][0]["arguments"][0]["name"], "x", "{q}");
+
     let venv = support::venv();
     let ft = venv.join("bin/frida-trace");
     let ft_n = (n / 10).max(1000);
@@ -138,6 +166,10 @@ async fn trace_overhead(c: &support::Client) {
         "  strobe:          {:>9.0} ns  ({} events stored, 0 dropped)",
         strobe * 1e9,
         stored
+    );
+    println!(
+        "  strobe, typed:   {:>9.0} ns  (arguments + return value captured every call)",
+        typed * 1e9
     );
     println!("  frida-trace:     {ft_line}");
 }
