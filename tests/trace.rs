@@ -306,11 +306,11 @@ async fn pattern_forms_on_cpp_and_rust() {
         )
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
-    c.wait_ended(&id).await;
+    let st = c.wait_ended(&id).await;
     let names = entered_functions(&c, &id).await;
     assert!(
         names.contains("trace_rust::parser::deep::validate"),
-        "{names:?}"
+        "{names:?} {st}"
     );
     assert!(
         names
