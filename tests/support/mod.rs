@@ -49,8 +49,12 @@ pub fn compile_with(file: &str, compiler: &str, flags: &[&str]) -> PathBuf {
         .join("../../tests/fixtures")
         .join(file);
     let text = std::fs::read(&src).unwrap_or_else(|e| panic!("fixture {}: {e}", src.display()));
+    // The source path is part of the key: debug info records it, and
+    // @usercode / file filters must see this checkout's path even when the
+    // target dir is shared (CI caches it across clones).
     let hash = text
         .iter()
+        .chain(src.as_os_str().as_encoded_bytes())
         .chain(compiler.as_bytes())
         .chain(flags.join(" ").as_bytes())
         .fold(0xcbf29ce484222325u64, |h, b| {
