@@ -281,15 +281,26 @@ async fn pattern_forms_on_cpp_and_rust() {
         ("audio::**", "audio::Mixer::mix"),
         ("@file:trace_cpp", "main"),
         ("audio::clamp_value<*>", "audio::clamp_value<float>"),
+        ("audio::io::*", "audio::io::open_device"),
     ] {
         trace(&c, json!({"add": [pattern]})).await;
         let v = c
             .ok("debug_launch", json!({"command": cpp, "projectRoot": root}))
             .await;
         let id = v["sessionId"].as_str().unwrap().to_string();
-        c.wait_ended(&id).await;
+        let st = c.wait_ended(&id).await;
         let names = entered_functions(&c, &id).await;
         assert!(names.contains(must_have), "{pattern}: {names:?}");
+        // Exceptions thrown through traced functions reach their handlers.
+        assert_eq!(st["exitCode"], 0, "{pattern}: {st}");
+        let out = c.events(&id, Some("stdout")).await;
+        assert!(
+            out[0]["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("opened=2 failed=2"),
+            "{pattern}: {out:?}"
+        );
         trace(&c, json!({"remove": [pattern]})).await;
     }
     // @usercode: the fixtures folder is the project; libstdc++ is not user code.
@@ -318,6 +329,14 @@ async fn pattern_forms_on_cpp_and_rust() {
             .any(|n| n.contains("Square as trace_rust::Shape>::area")),
         "{names:?}"
     );
+    // A panic unwinds through traced functions to catch_unwind.
+    assert!(
+        names.contains("trace_rust::parser::deep::checked_div"),
+        "{names:?}"
+    );
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let out = c.events(&id, Some("stdout")).await;
+    assert_eq!(out[0]["text"], "3 1 9 9 caught=1", "{out:?}");
     assert!(
         !names
             .iter()

@@ -1,7 +1,14 @@
-// The native tracer: hooks functions with Interceptor.attach and CModule
-// callbacks that write fixed 32-byte records into a shared MPSC ring; the
-// JS side drains the ring in chunks and sends them as binary data. No JS
-// runs per call, and the thread id is cached per thread (no gettid per call).
+// The native tracer. Each traced function is redirected with
+// Interceptor.replaceFast to a 24-byte stub that loads the function's state
+// and jumps to one shared hook (machine code written below): the hook saves
+// the argument registers, calls the CModule's fast_enter (which writes a
+// 32-byte record into a shared MPSC ring), copies the stack arguments and
+// calls the original function through its trampoline, then calls fast_leave
+// with the return registers. The original return address stays on the
+// stack and the hook has unwind info (registered with __register_frame), so
+// C++ exceptions and Rust panics unwind through traced functions. The JS
+// side drains the ring in chunks and sends them as binary data. No JS runs
+// per call, and the thread id is cached per thread (no gettid per call).
 //
 // Record layout (little-endian), decoded by crates/strobe-session/src/trace.rs:
 //   u64 timestamp (CLOCK_MONOTONIC ns) | u32 function id | u32 thread id
@@ -28,16 +35,19 @@ interface Runtime {
     /** Kept referenced: a collected CModule frees the code the hooks call. */
     module: CModule;
     ring: NativePointer;
-    /** Per function: window start, calls in window, record 1 in `every`, tick. */
+    /** Per function (64 bytes): window start, calls in window, record 1 in
+     *  `every`, tick, hot, original's trampoline, stack bytes to copy, id. */
     fstate: NativePointer;
-    /** [0] calls per window above which a function is sampled, [1] sampling on, [2] pid. */
+    /** [0] calls per window above which a function is sampled, [1] sampling
+     *  on, [2] pid, [3] pthread key of the per-thread state. */
     config: NativePointer;
     drops: NativePointer;
     /** Per function: its capture plan, or NULL (name and timing only). */
     plans: NativePointer;
+    /** The shared hook every stub jumps to. */
+    hook: NativePointer;
     committed: NativeFunction<number, [number]>;
     release: NativeFunction<void, [number]>;
-    callbacks: InvocationListenerCallbacks;
 }
 
 // Built on the first hook, so sessions that never trace pay nothing
@@ -52,11 +62,17 @@ function runtime(): Runtime {
     return rt;
 }
 
+// FuncState field offsets the hook's machine code reads.
+const FSTATE_SIZE = 64;
+const FSTATE_TRAMPOLINE = 40;
+const FSTATE_COPY = 48;
+const FSTATE_ID = 56;
+
 function createRuntime(): Runtime {
 const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
-const fstate = Memory.alloc(MAX_FUNCTIONS * 64);
-const config = Memory.alloc(24);
+const fstate = Memory.alloc(MAX_FUNCTIONS * FSTATE_SIZE);
+const config = Memory.alloc(32);
 // CModule globals are not writable (its image is mapped read+execute): the
 // process id the hooks need is passed in config[2].
 config.add(16).writeU64(Process.id);
@@ -65,7 +81,6 @@ config.writeU64(10_000);
 config.add(8).writeU64(1);
 
 const cm = new CModule(`
-#include <gum/guminterceptor.h>
 #include <glib.h>
 
 extern volatile guint64 ring[];
@@ -74,7 +89,11 @@ extern volatile guint64 fstate[];
 extern volatile guint64 config[];
 extern volatile guint64 plans[];
 extern int gettid(void);
+extern void *calloc(gsize, gsize);
 extern void *malloc(gsize);
+extern void free(void *);
+extern void *pthread_getspecific(unsigned int);
+extern int pthread_setspecific(unsigned int, const void *);
 extern long process_vm_readv(int, void *, unsigned long, void *, unsigned long, unsigned long);
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
@@ -83,9 +102,13 @@ extern int sched_yield(void);
 #define MAXF ${MAX_FUNCTIONS}U
 
 typedef struct { guint64 ts; guint32 func; guint32 tid; guint64 value; guint32 kind; guint32 extra; } Rec;
-typedef struct { guint32 tid; guint8 *scratch; } ThreadState;
+typedef struct { guint32 tid; guint32 busy; guint8 *scratch; } ThreadState;
 typedef struct { guint16 record; guint16 typed; guint32 sampled; } CallState;
-typedef struct { guint64 window; guint64 calls; guint64 every; guint64 tick; guint64 hot; guint64 pad[3]; } FuncState;
+typedef struct { guint64 window; guint64 calls; guint64 every; guint64 tick; guint64 hot; guint64 trampoline; guint64 copy; guint64 id; } FuncState;
+/* Saved by the hook at entry: rdi, rsi, rdx, rcx, r8, r9, rax, r10, xmm0-7. */
+typedef struct { guint64 gp[6]; guint64 rax; guint64 r10; guint64 xmm[8][2]; } Regs;
+/* Saved by the hook at exit. */
+typedef struct { guint64 rax; guint64 rdx; guint64 xmm0[2]; guint64 xmm1[2]; } RetRegs;
 typedef struct { guint8 src; guint8 flags; guint16 parent; guint32 size; guint64 arg; gint64 addend; } Node;
 typedef struct { guint16 n_enter; guint16 n_exit; guint16 stack_bytes; guint16 id; } PlanHeader;
 #define SAMPLED 0x100u
@@ -110,10 +133,25 @@ static inline guint64 now(void) {
     return (guint64)t.s * 1000000000ULL + (guint64)t.ns;
 }
 
-static ThreadState *thread_state(GumInvocationContext *ic) {
-    ThreadState *st = gum_invocation_context_get_listener_thread_data(ic, sizeof(ThreadState));
-    if (st->tid == 0) st->tid = (guint32)gettid();
+/* The calling thread's state, created on its first traced call and freed
+   by thread_gone (the pthread key's destructor) when the thread ends. */
+static ThreadState *thread_state(void) {
+    unsigned int key = (unsigned int)config[3];
+    ThreadState *st = pthread_getspecific(key);
+    if (st == NULL) {
+        st = calloc(1, sizeof(ThreadState));
+        if (st == NULL) return NULL;
+        st->tid = (guint32)gettid();
+        pthread_setspecific(key, st);
+    }
     return st;
+}
+
+void thread_gone(void *p) {
+    ThreadState *st = p;
+    if (st == NULL) return;
+    free(st->scratch);
+    free(st);
 }
 
 /* Reserves 1 + extra slots, never across the ring's end (a padding record
@@ -154,8 +192,9 @@ static int put(ThreadState *st, guint32 func, guint32 kind, guint64 value, guint
     if (!reserve(func, extra, &slot)) return 0;
     Rec *r = (Rec *)((char *)ring + 64) + (slot % CAP);
     if (len) {
-        guint8 *dst = (guint8 *)(r + 1);
-        for (guint32 i = 0; i < len; i++) dst[i] = payload[i];
+        guint64 *dst = (guint64 *)(r + 1);
+        const guint64 *src = (const guint64 *)payload;
+        for (guint32 i = 0; i < (len + 7) / 8; i++) dst[i] = src[i];
     }
     r->ts = ts;
     r->func = func;
@@ -195,16 +234,11 @@ static guint32 safe_read(guint8 *dst, guint64 addr, guint32 len, int cstring, in
     return done;
 }
 
-static guint64 gp_arg(GumCpuContext *c, guint64 i) {
-    switch (i) {
-        case 0: return c->rdi; case 1: return c->rsi; case 2: return c->rdx;
-        case 3: return c->rcx; case 4: return c->r8; default: return c->r9;
-    }
-}
-
 /* Executes plan nodes: one block (u64 addr, u32 len, u32 status, data
-   padded to 8) per node, appended at out[pos]. */
-static guint32 run_nodes(const Node *nodes, guint32 n, GumCpuContext *c, guint8 *out, guint32 pos) {
+   padded to 8) per node, appended at out[pos]. gp: the six argument
+   registers (NULL at exit); rax/rdx: return registers; stack: where the
+   caller put the stack arguments. */
+static guint32 run_nodes(const Node *nodes, guint32 n, const guint64 *gp, guint64 rax, guint64 rdx, guint64 stack, guint8 *out, guint32 pos) {
     guint32 offs[MAX_NODES];
     guint32 lens[MAX_NODES];
     if (n > MAX_NODES) n = MAX_NODES;
@@ -213,12 +247,13 @@ static guint32 run_nodes(const Node *nodes, guint32 n, GumCpuContext *c, guint8 
         guint64 addr = 0, len_hint = nd->size;
         guint32 status = 0;
         int have = 1;
-        guint64 stack = c->rsp + 8;
         switch (nd->src) {
-            case 0:
-                addr = gp_arg(c, nd->arg);
-                if ((nd->flags & 2) && nd->arg < 5) { guint64 l = gp_arg(c, nd->arg + 1); if (l < len_hint) len_hint = l; }
+            case 0: {
+                guint64 a = nd->arg < 5 ? nd->arg : 5;
+                addr = gp ? gp[a] : 0;
+                if ((nd->flags & 2) && gp && nd->arg < 5) { guint64 l = gp[nd->arg + 1]; if (l < len_hint) len_hint = l; }
                 break;
+            }
             case 1: {
                 int f; guint64 v = 0;
                 if (safe_read((guint8 *)&v, stack + nd->arg, 8, 0, &f) != 8) { have = 0; status = 2; }
@@ -234,7 +269,7 @@ static guint32 run_nodes(const Node *nodes, guint32 n, GumCpuContext *c, guint8 
                 if ((nd->flags & 2) && lens[p] >= nd->arg + 16) { guint64 l = *(const guint64 *)(pd + 8); if (l < len_hint) len_hint = l; }
                 break;
             }
-            case 3: addr = nd->arg == 0 ? c->rax : c->rdx; break;
+            case 3: addr = nd->arg == 0 ? rax : rdx; break;
             default: addr = nd->arg; break;
         }
         if (have) addr += (guint64)nd->addend;
@@ -269,54 +304,52 @@ static guint8 *scratch_of(ThreadState *st) {
     return st->scratch;
 }
 
-static int put_enter(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 ts, int typed) {
-    ThreadState *st = thread_state(ic);
-    GumCpuContext *c = ic->cpu_context;
+static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, int typed, const Regs *r, guint64 stack) {
     const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func % MAXF] : NULL;
-    if (plan == NULL) return put(st, func, kind, c->rdi, ts, NULL, 0);
-    guint8 *out = scratch_of(st);
-    if (out == NULL) return put(st, func, kind, c->rdi, ts, NULL, 0);
+    guint8 *out = plan ? scratch_of(st) : NULL;
+    if (out == NULL) return put(st, func, kind, r->gp[0], ts, NULL, 0);
     guint64 *regs = (guint64 *)(out + 8);
-    regs[0] = c->rdi; regs[1] = c->rsi; regs[2] = c->rdx;
-    regs[3] = c->rcx; regs[4] = c->r8; regs[5] = c->r9;
-    for (int i = 0; i < 8; i++) regs[6 + i] = *(const guint64 *)c->xmm[i].q;
+    for (int i = 0; i < 6; i++) regs[i] = r->gp[i];
+    for (int i = 0; i < 8; i++) regs[6 + i] = r->xmm[i][0];
     guint32 pos = 8 + 14 * 8;
     guint32 sb = (plan->stack_bytes + 7u) & ~7u;
     if (sb) {
         int f;
-        guint32 got = safe_read(out + pos, c->rsp + 8, sb, 0, &f);
+        guint32 got = safe_read(out + pos, stack, sb, 0, &f);
         for (guint32 i = got; i < sb; i++) out[pos + i] = 0;
         pos += sb;
     }
-    pos = run_nodes((const Node *)(plan + 1), plan->n_enter, c, out, pos);
+    pos = run_nodes((const Node *)(plan + 1), plan->n_enter, r->gp, 0, 0, stack, out, pos);
     *(guint32 *)out = plan->id;
     *(guint32 *)(out + 4) = pos;
-    return put(st, func, kind, c->rdi, ts, out, pos);
+    return put(st, func, kind, r->gp[0], ts, out, pos);
 }
 
-static void put_exit(GumInvocationContext *ic, guint32 func, guint32 kind, guint64 ts, int typed) {
-    ThreadState *st = thread_state(ic);
-    GumCpuContext *c = ic->cpu_context;
+static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, int typed, const RetRegs *r) {
     const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func % MAXF] : NULL;
     guint8 *out = plan ? scratch_of(st) : NULL;
-    if (out == NULL) { put(st, func, kind, c->rax, ts, NULL, 0); return; }
+    if (out == NULL) { put(st, func, kind, r->rax, ts, NULL, 0); return; }
     guint64 *regs = (guint64 *)(out + 8);
-    regs[0] = c->rax; regs[1] = c->rdx;
-    regs[2] = *(const guint64 *)c->xmm[0].q; regs[3] = *(const guint64 *)c->xmm[1].q;
+    regs[0] = r->rax; regs[1] = r->rdx;
+    regs[2] = r->xmm0[0]; regs[3] = r->xmm1[0];
     guint32 pos = 8 + 4 * 8;
-    pos = run_nodes((const Node *)(plan + 1) + plan->n_enter, plan->n_exit, c, out, pos);
+    pos = run_nodes((const Node *)(plan + 1) + plan->n_enter, plan->n_exit, NULL, r->rax, r->rdx, 0, out, pos);
     *(guint32 *)out = plan->id;
     *(guint32 *)(out + 4) = pos;
-    put(st, func, kind, c->rax, ts, out, pos);
+    put(st, func, kind, r->rax, ts, out, pos);
 }
 
-/* Decides, once per call, whether it is recorded (sampling of hot functions);
-   the exit of a call follows its enter's decision. Counters are racy on
-   purpose: rates only need to be approximate. */
-void on_enter(GumInvocationContext *ic) {
-    guint32 func = (guint32)(gsize)gum_invocation_context_get_listener_function_data(ic);
-    CallState *cs = gum_invocation_context_get_listener_invocation_data(ic, sizeof(CallState));
-    FuncState *fs = (FuncState *)fstate + (func % MAXF);
+/* Called by the hook before the original function runs. Decides, once per
+   call, whether it is recorded (sampling of hot functions); the exit of a
+   call follows its enter's decision. Counters are racy on purpose: rates
+   only need to be approximate. A traced function called from this code
+   itself (busy) runs untraced. */
+void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
+    cs->record = 0;
+    ThreadState *st = thread_state();
+    if (st == NULL || st->busy) return;
+    st->busy = 1;
+    guint32 func = (guint32)fs->id;
     guint64 t = now();
     if (t - fs->window >= ${WINDOW_NS}ULL) {
         guint64 calls = fs->calls;
@@ -332,18 +365,23 @@ void on_enter(GumInvocationContext *ic) {
     fs->calls++;
     guint64 every = fs->every;
     cs->sampled = every > 1;
-    cs->record = every <= 1 || (fs->tick++ % every) == 0;
-    /* An enter that could not be recorded takes its exit with it. */
+    int record = every <= 1 || (fs->tick++ % every) == 0;
     cs->typed = !fs->hot;
-    if (cs->record)
-        cs->record = put_enter(ic, func, 1 | (cs->sampled ? SAMPLED : 0), t, cs->typed);
+    /* An enter that could not be recorded takes its exit with it. */
+    if (record)
+        record = put_enter(st, func, 1 | (cs->sampled ? SAMPLED : 0), t, cs->typed, r, stack);
+    cs->record = (guint16)record;
+    st->busy = 0;
 }
 
-void on_leave(GumInvocationContext *ic) {
-    CallState *cs = gum_invocation_context_get_listener_invocation_data(ic, sizeof(CallState));
+/* Called by the hook after the original function returned. */
+void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
     if (!cs->record) return;
-    guint32 func = (guint32)(gsize)gum_invocation_context_get_listener_function_data(ic);
-    put_exit(ic, func, 2 | (cs->sampled ? SAMPLED : 0), now(), cs->typed);
+    ThreadState *st = thread_state();
+    if (st == NULL) return;
+    st->busy = 1;
+    put_exit(st, (guint32)fs->id, 2 | (cs->sampled ? SAMPLED : 0), now(), cs->typed, r);
+    st->busy = 0;
 }
 
 /* Slots of whole records committed contiguously from the tail, at most
@@ -380,11 +418,23 @@ void release(guint32 n) {
     config,
     plans,
     gettid: Module.findGlobalExportByName("gettid")!,
+    calloc: Module.findGlobalExportByName("calloc")!,
     malloc: Module.findGlobalExportByName("malloc")!,
+    free: Module.findGlobalExportByName("free")!,
+    pthread_getspecific: Module.findGlobalExportByName("pthread_getspecific")!,
+    pthread_setspecific: Module.findGlobalExportByName("pthread_setspecific")!,
     process_vm_readv: Module.findGlobalExportByName("process_vm_readv")!,
     clock_gettime: Module.findGlobalExportByName("clock_gettime")!,
     sched_yield: Module.findGlobalExportByName("sched_yield")!,
 });
+
+const keyCreate = new NativeFunction(Module.findGlobalExportByName("pthread_key_create")!, "int", ["pointer", "pointer"]);
+const key = Memory.alloc(8);
+if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
+config.add(24).writeU64(key.readU32());
+
+const hook = writeHook(cm.fast_enter, cm.fast_leave);
+registerUnwindInfo();
 
 return {
     module: cm,
@@ -393,20 +443,345 @@ return {
     config,
     drops,
     plans,
+    hook,
     committed: new NativeFunction(cm.committed, "uint32", ["uint32"]),
     release: new NativeFunction(cm.release, "void", ["uint32"]),
-    callbacks: { onEnter: cm.on_enter, onLeave: cm.on_leave } as unknown as InvocationListenerCallbacks,
 };
 }
 
-const listeners = new Map<number, InvocationListener>();
+// ---------------------------------------------------------------------------
+// The shared hook, in machine code. Entered from a function's stub with r11 =
+// its FuncState; the stack is exactly as the caller left it.
+//
+//   push rbp; mov rbp, rsp; push rbx; sub rsp, 232    frame; rbx = FuncState
+//   save rdi..r9, rax (vararg count), r10, xmm0-7      Regs at rbp-240
+//   fast_enter(fs, &regs, rbp+16 (stack args), &callstate at rbp-48)
+//   sub rsp, fs->copy; copy the caller's stack args   the original sees them
+//   restore the registers; call fs->trampoline         where it expects them
+//   save rax, rdx, xmm0, xmm1; fast_leave(fs, &ret, &callstate); restore
+//   lea rsp, [rbp-8]; pop rbx; pop rbp; ret
+//
+// Copying the stack arguments (rather than swapping the return address, as
+// Interceptor.attach does) keeps the real return address where unwinders
+// look for it; the hook's own frame is described by hand-written .eh_frame
+// data below.
+// ---------------------------------------------------------------------------
+
+const HOOK_SAVE = [
+    0x48, 0x89, 0x3c, 0x24, //             mov [rsp], rdi
+    0x48, 0x89, 0x74, 0x24, 0x08, //       mov [rsp+8], rsi
+    0x48, 0x89, 0x54, 0x24, 0x10, //       mov [rsp+16], rdx
+    0x48, 0x89, 0x4c, 0x24, 0x18, //       mov [rsp+24], rcx
+    0x4c, 0x89, 0x44, 0x24, 0x20, //       mov [rsp+32], r8
+    0x4c, 0x89, 0x4c, 0x24, 0x28, //       mov [rsp+40], r9
+    0x48, 0x89, 0x44, 0x24, 0x30, //       mov [rsp+48], rax
+    0x4c, 0x89, 0x54, 0x24, 0x38, //       mov [rsp+56], r10
+    0xf3, 0x0f, 0x7f, 0x44, 0x24, 0x40, // movdqu [rsp+64], xmm0
+    0xf3, 0x0f, 0x7f, 0x4c, 0x24, 0x50, // movdqu [rsp+80], xmm1
+    0xf3, 0x0f, 0x7f, 0x54, 0x24, 0x60, // movdqu [rsp+96], xmm2
+    0xf3, 0x0f, 0x7f, 0x5c, 0x24, 0x70, // movdqu [rsp+112], xmm3
+    0xf3, 0x0f, 0x7f, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00, // movdqu [rsp+128], xmm4
+    0xf3, 0x0f, 0x7f, 0xac, 0x24, 0x90, 0x00, 0x00, 0x00, // movdqu [rsp+144], xmm5
+    0xf3, 0x0f, 0x7f, 0xb4, 0x24, 0xa0, 0x00, 0x00, 0x00, // movdqu [rsp+160], xmm6
+    0xf3, 0x0f, 0x7f, 0xbc, 0x24, 0xb0, 0x00, 0x00, 0x00, // movdqu [rsp+176], xmm7
+];
+
+const HOOK_RESTORE = [
+    0x48, 0x8b, 0xbd, 0x10, 0xff, 0xff, 0xff, // mov rdi, [rbp-240]
+    0x48, 0x8b, 0xb5, 0x18, 0xff, 0xff, 0xff, // mov rsi, [rbp-232]
+    0x48, 0x8b, 0x95, 0x20, 0xff, 0xff, 0xff, // mov rdx, [rbp-224]
+    0x48, 0x8b, 0x8d, 0x28, 0xff, 0xff, 0xff, // mov rcx, [rbp-216]
+    0x4c, 0x8b, 0x85, 0x30, 0xff, 0xff, 0xff, // mov r8, [rbp-208]
+    0x4c, 0x8b, 0x8d, 0x38, 0xff, 0xff, 0xff, // mov r9, [rbp-200]
+    0x48, 0x8b, 0x85, 0x40, 0xff, 0xff, 0xff, // mov rax, [rbp-192]
+    0x4c, 0x8b, 0x95, 0x48, 0xff, 0xff, 0xff, // mov r10, [rbp-184]
+    0xf3, 0x0f, 0x6f, 0x85, 0x50, 0xff, 0xff, 0xff, // movdqu xmm0, [rbp-176]
+    0xf3, 0x0f, 0x6f, 0x8d, 0x60, 0xff, 0xff, 0xff, // movdqu xmm1, [rbp-160]
+    0xf3, 0x0f, 0x6f, 0x95, 0x70, 0xff, 0xff, 0xff, // movdqu xmm2, [rbp-144]
+    0xf3, 0x0f, 0x6f, 0x9d, 0x80, 0xff, 0xff, 0xff, // movdqu xmm3, [rbp-128]
+    0xf3, 0x0f, 0x6f, 0xa5, 0x90, 0xff, 0xff, 0xff, // movdqu xmm4, [rbp-112]
+    0xf3, 0x0f, 0x6f, 0xad, 0xa0, 0xff, 0xff, 0xff, // movdqu xmm5, [rbp-96]
+    0xf3, 0x0f, 0x6f, 0xb5, 0xb0, 0xff, 0xff, 0xff, // movdqu xmm6, [rbp-80]
+    0xf3, 0x0f, 0x6f, 0xbd, 0xc0, 0xff, 0xff, 0xff, // movdqu xmm7, [rbp-64]
+];
+
+function u64Bytes(p: NativePointer): number[] {
+    const b = new Array<number>(8);
+    let v = p;
+    for (let i = 0; i < 8; i++) {
+        b[i] = v.and(0xff).toInt32();
+        v = v.shr(8);
+    }
+    return b;
+}
+
+/** Where the hook's code lives, and its length (for the unwind info). */
+let hookCode: { start: NativePointer; length: number } | null = null;
+
+function writeHook(enter: NativePointer, leave: NativePointer): NativePointer {
+    const code: number[] = [
+        0x55, //                               push rbp
+        0x48, 0x89, 0xe5, //                   mov rbp, rsp
+        0x53, //                               push rbx
+        0x48, 0x81, 0xec, 0xe8, 0x00, 0x00, 0x00, // sub rsp, 232
+        ...HOOK_SAVE,
+        0x4c, 0x89, 0xdb, //                   mov rbx, r11
+        0x48, 0x89, 0xdf, //                   mov rdi, rbx
+        0x48, 0x89, 0xe6, //                   mov rsi, rsp
+        0x48, 0x8d, 0x55, 0x10, //             lea rdx, [rbp+16]
+        0x48, 0x8d, 0x8c, 0x24, 0xc0, 0x00, 0x00, 0x00, // lea rcx, [rsp+192]
+        0x48, 0xb8, ...u64Bytes(enter), //    mov rax, fast_enter
+        0xff, 0xd0, //                         call rax
+        0x48, 0x8b, 0x4b, FSTATE_COPY, //      mov rcx, [rbx+copy]
+        0x48, 0x29, 0xcc, //                   sub rsp, rcx
+        0x48, 0x89, 0xe7, //                   mov rdi, rsp
+        0x48, 0x8d, 0x75, 0x10, //             lea rsi, [rbp+16]
+        0xf3, 0xa4, //                         rep movsb
+        ...HOOK_RESTORE,
+        0xff, 0x53, FSTATE_TRAMPOLINE, //      call [rbx+trampoline]
+        0x48, 0x8d, 0xa5, 0x10, 0xff, 0xff, 0xff, // lea rsp, [rbp-240]
+        0x48, 0x89, 0x04, 0x24, //             mov [rsp], rax
+        0x48, 0x89, 0x54, 0x24, 0x08, //       mov [rsp+8], rdx
+        0xf3, 0x0f, 0x7f, 0x44, 0x24, 0x10, // movdqu [rsp+16], xmm0
+        0xf3, 0x0f, 0x7f, 0x4c, 0x24, 0x20, // movdqu [rsp+32], xmm1
+        0x48, 0x89, 0xdf, //                   mov rdi, rbx
+        0x48, 0x89, 0xe6, //                   mov rsi, rsp
+        0x48, 0x8d, 0x94, 0x24, 0xc0, 0x00, 0x00, 0x00, // lea rdx, [rsp+192]
+        0x48, 0xb8, ...u64Bytes(leave), //    mov rax, fast_leave
+        0xff, 0xd0, //                         call rax
+        0x48, 0x8b, 0x04, 0x24, //             mov rax, [rsp]
+        0x48, 0x8b, 0x54, 0x24, 0x08, //       mov rdx, [rsp+8]
+        0xf3, 0x0f, 0x6f, 0x44, 0x24, 0x10, // movdqu xmm0, [rsp+16]
+        0xf3, 0x0f, 0x6f, 0x4c, 0x24, 0x20, // movdqu xmm1, [rsp+32]
+        0x48, 0x8d, 0x65, 0xf8, //             lea rsp, [rbp-8]
+        0x5b, //                               pop rbx
+        0x5d, //                               pop rbp
+        0xc3, //                               ret
+    ];
+    const start = Memory.alloc(Process.pageSize);
+    start.writeByteArray(code);
+    Memory.protect(start, Process.pageSize, "r-x");
+    hookCode = { start, length: code.length };
+    return start;
+}
+
+// Stubs (24 bytes: mov r11, FuncState; jmp [rip]; hook address) and
+// relocated prologues live in pages within reach of a 5-byte jump from the
+// functions they serve. The pages stay writable and executable so that more
+// can be added while other threads run through their neighbours.
+const STUB_SIZE = 24;
+const NEAR_REACH = 0x6000_0000; // 1.5 GiB, well inside a rel32 jump
+interface NearPage { base: NativePointer; used: number }
+const nearPages: NearPage[] = [];
+const stubs = new Map<number, NativePointer>();
+
+function within(a: NativePointer, b: NativePointer, distance: number): boolean {
+    const d = a.compare(b) >= 0 ? a.sub(b) : b.sub(a);
+    return d.compare(ptr(distance)) < 0;
+}
+
+/** `size` bytes (8-aligned) of executable memory near `target`. */
+function nearAlloc(target: NativePointer, size: number): NativePointer {
+    const need = Math.ceil(size / 8) * 8;
+    let page = nearPages.find(p => p.used + need <= Process.pageSize && within(p.base, target, NEAR_REACH));
+    if (page === undefined) {
+        const base = Memory.alloc(Process.pageSize, { near: target, maxDistance: NEAR_REACH });
+        Memory.protect(base, Process.pageSize, "rwx");
+        page = { base, used: 0 };
+        nearPages.push(page);
+    }
+    const p = page.base.add(page.used);
+    page.used += need;
+    return p;
+}
+
+function stubFor(funcId: number, target: NativePointer): NativePointer {
+    const existing = stubs.get(funcId);
+    if (existing !== undefined && within(existing, target, NEAR_REACH)) return existing;
+    const { fstate, hook } = runtime();
+    const stub = nearAlloc(target, STUB_SIZE);
+    const fs = fstate.add((funcId % MAX_FUNCTIONS) * FSTATE_SIZE);
+    stub.writeByteArray([
+        0x49, 0xbb, ...u64Bytes(fs), //             mov r11, fs
+        0xff, 0x25, 0, 0, 0, 0, ...u64Bytes(hook), // jmp [rip]
+    ]);
+    stubs.set(funcId, stub);
+    return stub;
+}
+
+/**
+ * True when some jump or call in the function's first `extent` bytes lands
+ * strictly inside its first `n` bytes (which the redirection overwrites).
+ * A cheap scan of every byte offset for rel8/rel32 branch encodings rules
+ * most functions out; a hit there is confirmed by decoding instructions.
+ */
+function branchesIntoPrologue(target: NativePointer, extent: number, n: number): boolean {
+    const code = new Uint8Array(target.readByteArray(extent)!);
+    const lands = (from: number, rel: number) => {
+        const dest = from + rel;
+        return dest > 0 && dest < n;
+    };
+    const rel32 = (i: number) => code[i] | (code[i + 1] << 8) | (code[i + 2] << 16) | (code[i + 3] << 24);
+    const rel8 = (i: number) => (code[i] << 24) >> 24;
+    let suspect = false;
+    for (let i = 0; i < extent && !suspect; i++) {
+        const b = code[i];
+        suspect =
+            ((b === 0xeb || (b >= 0x70 && b <= 0x7f) || (b >= 0xe0 && b <= 0xe3)) && i + 1 < extent && lands(i + 2, rel8(i + 1))) ||
+            ((b === 0xe8 || b === 0xe9) && i + 4 < extent && lands(i + 5, rel32(i + 1))) ||
+            (b === 0x0f && i + 5 < extent && code[i + 1] >= 0x80 && code[i + 1] <= 0x8f && lands(i + 6, rel32(i + 2)));
+    }
+    if (!suspect) return false;
+    const end = target.add(extent);
+    const first = target.add(1);
+    const last = target.add(n);
+    let at = target;
+    try {
+        while (at.compare(end) < 0) {
+            const insn = Instruction.parse(at) as X86Instruction;
+            if (insn.groups.includes("jump") || insn.groups.includes("call")) {
+                const op = insn.operands[0];
+                if (op !== undefined && op.type === "imm") {
+                    const dest = ptr(op.value.toString());
+                    if (dest.compare(first) >= 0 && dest.compare(last) < 0) return true;
+                }
+            }
+            at = insn.next;
+        }
+    } catch (e) {
+        return true; // undecodable bytes: do not guess
+    }
+    return false;
+}
+
+/** Functions redirected by redirectNear: their original first bytes. */
+const nearRedirects = new Map<string, number[]>();
+
+/**
+ * Redirects a function with a 5-byte jump to its nearby stub, and returns
+ * the trampoline that runs the displaced instructions and continues in the
+ * original. Only 5 bytes are displaced (replaceFast takes 16), so small
+ * functions can be traced, and a call among them is re-created so that the
+ * callee returns into the original function rather than the trampoline:
+ * unwinding through that call keeps working. Throws when it cannot be done
+ * safely (under 5 bytes of code, or a jump landing inside those bytes).
+ */
+function redirectNear(target: NativePointer, stub: NativePointer, extent: number, trampolineSlot: NativePointer): NativePointer {
+    const tramp = nearAlloc(target, 64);
+    const w = new X86Writer(tramp, { pc: tramp });
+    const rl = new X86Relocator(target, w);
+    const insns: Instruction[] = [];
+    let n = 0;
+    while (n < 5) {
+        const next = rl.readOne();
+        if (next === 0 || (rl.eoi && next < 5)) throw new Error("too small to hook (under 5 bytes of code)");
+        insns.push(Instruction.parse(target.add(n)));
+        n = next;
+    }
+    if (branchesIntoPrologue(target, Math.max(extent, n), n)) {
+        throw new Error("a jump lands inside its first instructions; cannot hook");
+    }
+    for (const insn of insns) {
+        const op = (insn as X86Instruction).operands[0];
+        if (insn.mnemonic === "call" && op !== undefined && op.type === "imm") {
+            // call rel32 → push the original return address; jmp callee.
+            rl.skipOne();
+            const ret = u64Bytes(insn.next);
+            w.putBytes([
+                0x48, 0x8d, 0x64, 0x24, 0xf8, //           lea rsp, [rsp-8]
+                0xc7, 0x04, 0x24, ...ret.slice(0, 4), //    mov dword [rsp], lo
+                0xc7, 0x44, 0x24, 0x04, ...ret.slice(4), // mov dword [rsp+4], hi
+                0xff, 0x25, 0, 0, 0, 0, ...u64Bytes(ptr(op.value.toString())), // jmp [rip]
+            ]);
+        } else {
+            rl.writeOne();
+        }
+    }
+    if (!rl.eoi) w.putJmpAddress(target.add(n));
+    w.flush();
+    nearRedirects.set(target.toString(), Array.from(new Uint8Array(target.readByteArray(n)!)));
+    // The jump is live as soon as it is written: the hook must already know
+    // where the original continues.
+    trampolineSlot.writePointer(tramp);
+    Memory.patchCode(target, n, code => {
+        const cw = new X86Writer(code, { pc: target });
+        cw.putJmpAddress(stub);
+        while (cw.offset < n) cw.putNop();
+        cw.flush();
+    });
+    return tramp;
+}
+
+/** Undoes a redirection (either kind). */
+function unredirect(target: NativePointer): void {
+    const orig = nearRedirects.get(target.toString());
+    if (orig === undefined) {
+        Interceptor.revert(target);
+        return;
+    }
+    nearRedirects.delete(target.toString());
+    Memory.patchCode(target, orig.length, code => code.writeByteArray(orig));
+}
+
+// Unwind info (.eh_frame: one CIE, one FDE, a terminator) for the hook, so
+// that C++ exceptions, Rust panics and backtraces pass through it. Registered
+// with libgcc's __register_frame, which programs that unwind have loaded; a
+// program that loads it later gets it registered then (see onModuleLoaded).
+let unwindRegistered = false;
+
+function registerUnwindInfo(): void {
+    if (unwindRegistered || hookCode === null) return;
+    const register = Module.findGlobalExportByName("__register_frame");
+    if (register === null) return;
+    const { start, length } = hookCode;
+    const cie = [
+        20, 0, 0, 0, //          length
+        0, 0, 0, 0, //           CIE id
+        1, //                    version
+        0x7a, 0x52, 0, //        augmentation "zR"
+        1, //                    code alignment
+        0x78, //                 data alignment -8
+        16, //                   return address: r16 (rip)
+        1, 0x00, //              augmentation data: FDE pointers absolute
+        0x0c, 7, 8, //           DW_CFA_def_cfa rsp+8
+        0x90, 1, //              DW_CFA_offset rip at cfa-8
+        0, 0, //                 padding
+    ];
+    const epilogue = length - 1 - 5; // from after `push rbx` to before `ret`
+    const fde = [
+        44, 0, 0, 0, //          length
+        28, 0, 0, 0, //          distance back to the CIE
+        ...u64Bytes(start), //   first address
+        ...u64Bytes(ptr(length)), // range
+        0, //                    augmentation data: none
+        0x41, 0x0e, 16, //       after push rbp: cfa = rsp+16
+        0x86, 2, //              rbp at cfa-16
+        0x43, 0x0d, 6, //        after mov rbp, rsp: cfa = rbp+16
+        0x41, 0x83, 3, //        after push rbx: rbx at cfa-24
+        0x04, epilogue & 0xff, (epilogue >> 8) & 0xff, 0, 0, // before ret:
+        0x0c, 7, 8, //           cfa = rsp+8
+        0, 0, 0, 0, //           padding
+    ];
+    const frame = Memory.alloc(cie.length + fde.length + 4);
+    frame.writeByteArray([...cie, ...fde, 0, 0, 0, 0]);
+    new NativeFunction(register, "void", ["pointer"])(frame);
+    keepAlive.push(frame);
+    unwindRegistered = true;
+}
+
+const keepAlive: NativePointer[] = [];
+
+/** Functions currently redirected to the hook: id → address. */
+const replaced = new Map<number, NativePointer>();
 const reportedDrops = new Map<number, number>();
 /** Every function ever hooked: drops of unhooked ones are still reported. */
 const everHooked = new Set<number>();
 
-/** A function to hook: id, entry offset in its module, and optionally its
- *  capture plan (bytes; see crates/strobe-session/src/values.rs). */
-type HookTarget = [number, number] | [number, number, number[] | null];
+/** A function to hook: id, entry offset in its module, its capture plan
+ *  (bytes, see crates/strobe-session/src/values.rs; null: name and timing
+ *  only), how many bytes of stack arguments a call passes at most, and
+ *  the bytes of code from the entry to the end of its range (0: unknown). */
+type HookTarget = [number, number, number[] | null, number, number];
 
 export interface HookRequest {
     id: number;
@@ -472,20 +847,38 @@ export function updateHooks(req: HookRequest): void {
     const installed: number[] = [];
     const failed: Array<[number, string]> = [];
     if (req.action === "add") {
-        const { callbacks, config } = runtime();
+        const { config, fstate } = runtime();
         if (req.sampling !== undefined) config.add(8).writeU64(req.sampling ? 1 : 0);
         if (req.hotCallsPerSecond !== undefined) {
             config.writeU64(Math.max(1, Math.round(req.hotCallsPerSecond * WINDOW_NS / 1e9)));
         }
         const base = moduleBase(req.module);
-        for (const target of req.functions as HookTarget[]) {
-            const [funcId, offset] = target;
-            if (target.length > 2) setPlan(funcId, target[2] as number[] | null);
-            if (listeners.has(funcId)) { installed.push(funcId); continue; }
+        for (const [funcId, offset, plan, copy, extent] of req.functions as HookTarget[]) {
+            setPlan(funcId, plan);
+            if (replaced.has(funcId)) { installed.push(funcId); continue; }
             if (base === null) { failed.push([funcId, `module ${req.module} is not loaded`]); continue; }
+            const fs = fstate.add((funcId % MAX_FUNCTIONS) * FSTATE_SIZE);
+            fs.add(FSTATE_ID).writeU64(funcId);
+            fs.add(FSTATE_COPY).writeU64(Math.ceil(copy / 16) * 16);
+            const target = base.add(offset);
             try {
-                const l = Interceptor.attach(base.add(offset), callbacks, ptr(funcId));
-                listeners.set(funcId, l);
+                // replaceFast's redirection goes live at the flush below,
+                // after the trampoline is stored where the hook reads it.
+                const stub = stubFor(funcId, target);
+                let trampoline: NativePointer;
+                try {
+                    if (extent === 0) throw new Error("its code size is unknown");
+                    trampoline = redirectNear(target, stub, extent, fs.add(FSTATE_TRAMPOLINE));
+                } catch (nearError) {
+                    // Frida's own redirection: 16 bytes, its own checks.
+                    try {
+                        trampoline = Interceptor.replaceFast(target, stub);
+                    } catch (e) {
+                        throw new Error(`${(nearError as Error).message}; Frida could not redirect it either (${(e as Error).message})`);
+                    }
+                }
+                fs.add(FSTATE_TRAMPOLINE).writePointer(trampoline);
+                replaced.set(funcId, target);
                 everHooked.add(funcId);
                 installed.push(funcId);
             } catch (e) {
@@ -495,13 +888,14 @@ export function updateHooks(req: HookRequest): void {
         Interceptor.flush();
     } else {
         for (const funcId of req.functions as number[]) {
-            listeners.get(funcId)?.detach();
-            listeners.delete(funcId);
+            const target = replaced.get(funcId);
+            if (target !== undefined) unredirect(target);
+            replaced.delete(funcId);
             if (livePlans.has(funcId)) setPlan(funcId, null);
         }
         Interceptor.flush();
     }
-    send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: listeners.size });
+    send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: replaced.size });
 }
 
 function dropDeltas(drops: NativePointer): Record<string, number> | undefined {
@@ -522,7 +916,7 @@ const reportedSampling = new Map<number, number>();
 /** Reports functions whose sampling changed (1 in `every` calls recorded; 0 = all). */
 function reportSampling(fstate: NativePointer): void {
     const changes: Array<[number, number]> = [];
-    for (const funcId of listeners.keys()) {
+    for (const funcId of replaced.keys()) {
         const every = fstate.add((funcId % MAX_FUNCTIONS) * 64 + 16).readU64().toNumber();
         const shown = every > 1 ? every : 0;
         if ((reportedSampling.get(funcId) ?? 0) !== shown) {
@@ -581,6 +975,8 @@ export function drain(full = false): void {
 export function watchModules(): void {
     let initial = true;
     const report = (m: Module) => {
+        // libgcc (the unwinder) may arrive after the hook was written.
+        if (!unwindRegistered && rt !== null) registerUnwindInfo();
         if (initial || !m.path.startsWith("/")) return;
         if (!watchLibraries) {
             send({ type: "module_loaded", path: m.path, wait: false });

@@ -102,6 +102,13 @@ pub fn typed_of(decoders: &Decoders, h: &EventHeader, payload: &[u8]) -> Option<
 /// (name, timing, raw first argument and return register; no typed values).
 pub const LIGHT_MODE_ABOVE: usize = 5000;
 
+/// Stack bytes the hook copies for a function whose signature is unknown:
+/// 32 argument slots.
+pub const STACK_COPY_UNKNOWN: u32 = 256;
+
+/// Most stack bytes the hook copies per call.
+const STACK_COPY_MAX: u64 = 64 * 1024;
+
 /// A watch as the agent asked for it, and what it resolved to.
 #[derive(Debug, Clone)]
 pub struct Watch {
@@ -497,6 +504,65 @@ impl Tracer {
             .iter()
             .filter(|id| self.hooked.contains(id))
             .count()
+    }
+
+    /// Bytes of code from function `id`'s entry to the end of the address
+    /// range that holds it (0 when unknown): the agent checks that no jump
+    /// lands inside the bytes it overwrites.
+    pub fn entry_extent(&self, id: u32) -> u64 {
+        let Some(&(m, f)) = id.checked_sub(1).and_then(|i| self.by_id.get(i as usize)) else {
+            return 0;
+        };
+        let func = &self.modules[m].index().functions[f];
+        func.ranges
+            .iter()
+            .find(|(lo, hi)| (*lo..*hi).contains(&func.entry_offset))
+            .map_or(0, |(_, hi)| hi - func.entry_offset)
+    }
+
+    /// How many bytes of the caller's stack the agent's hook copies for a
+    /// call of function `id` (see agent/src/tracers/native.ts): an upper
+    /// bound of the bytes its arguments can occupy on the stack under any
+    /// x86-64 calling convention (System V for C/C++, Rust's own), because
+    /// copying too little would corrupt the call. Unknown, specialized
+    /// (`.isra`, `.constprop`) and variadic signatures get a generous window.
+    /// `None`: the arguments may take more than 64 KiB of stack, which the
+    /// hook does not copy (such a function is not hooked).
+    pub fn stack_copy_bytes(&mut self, id: u32) -> Option<u32> {
+        if self.light.contains(&id) {
+            return Some(STACK_COPY_UNKNOWN);
+        }
+        let Some(&(m, f)) = id.checked_sub(1).and_then(|i| self.by_id.get(i as usize)) else {
+            return Some(STACK_COPY_UNKNOWN);
+        };
+        let func = &self.modules[m].index().functions[f];
+        let specialized = func.name_raw.as_deref().is_some_and(|n| {
+            n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
+        });
+        let Some(die) = func.die.filter(|_| !specialized) else {
+            return Some(STACK_COPY_UNKNOWN);
+        };
+        let Some(info) = self.debug_info(m) else {
+            return Some(STACK_COPY_UNKNOWN);
+        };
+        let Ok(sig) = info.signature(die) else {
+            return Some(STACK_COPY_UNKNOWN);
+        };
+        let types = info.types();
+        let mut bound = 0u64;
+        for (_, ty) in &sig.params {
+            let Some(size) = types.size_of(*ty) else {
+                return Some(STACK_COPY_UNKNOWN);
+            };
+            // Every argument on the stack, each in 8-byte slots, 16-byte
+            // aligned ones possibly after a padding slot.
+            bound += size.div_ceil(8) * 8 + if size >= 16 { 8 } else { 0 };
+        }
+        if sig.variadic {
+            bound += u64::from(STACK_COPY_UNKNOWN);
+        }
+        let bytes = bound.div_ceil(16) * 16;
+        (bytes <= STACK_COPY_MAX).then_some(bytes as u32)
     }
 
     /// Builds the capture plan of a function (its typed signature and the

@@ -134,18 +134,23 @@ impl SessionManager {
         for (id, module, off) in &plan.to_hook {
             let m = module.to_string_lossy().into_owned();
             let key = (m != live.binary_path).then_some(m);
-            let target = match register_plan(live, tracer, *id) {
-                Some((wire, truncated)) => {
-                    planned += 1;
-                    if truncated {
-                        warnings.push(format!(
-                            "{}: arguments have more pointers than one call captures; some are shown as addresses",
-                            tracer.name_of(*id).unwrap_or("?")
-                        ));
+            let target = match hook_target(live, tracer, *id, *off) {
+                Ok((target, planned_with)) => {
+                    if let Some(truncated) = planned_with {
+                        planned += 1;
+                        if truncated {
+                            warnings.push(format!(
+                                "{}: arguments have more pointers than one call captures; some are shown as addresses",
+                                tracer.name_of(*id).unwrap_or("?")
+                            ));
+                        }
                     }
-                    json!([id, off, wire])
+                    target
                 }
-                None => json!([id, off]),
+                Err(why) => {
+                    failed.push((*id, why));
+                    continue;
+                }
             };
             match groups.iter_mut().find(|g| g.0 == key) {
                 Some(g) => g.1.push(target),
@@ -318,12 +323,14 @@ impl SessionManager {
                         let _ = self.store.register_functions(live.key, plan.new_rows);
                     }
                     let mut functions: Vec<Value> = Vec::new();
+                    let mut unhookable = Vec::new();
                     for (id, _, off) in &plan.to_hook {
-                        match register_plan(live, t, *id) {
-                            Some((wire, _)) => functions.push(json!([id, off, wire])),
-                            None => functions.push(json!([id, off])),
+                        match hook_target(live, t, *id, *off) {
+                            Ok((target, _)) => functions.push(target),
+                            Err(why) => unhookable.push((*id, why)),
                         }
                     }
+                    t.applied(&[], &unhookable, &[]);
                     reply["functions"] = json!(functions);
                 }
             }
@@ -534,6 +541,27 @@ pub(super) struct ApplyResult {
     pub(super) light: usize,
     pub(super) drops: Vec<trace::FunctionDrops>,
     pub(super) sampled: Vec<trace::SampledFunction>,
+}
+
+/// What the agent needs to hook function `id` at `off` in its image:
+/// `[id, off, plan or null, stack bytes to copy, code bytes from the entry]`,
+/// and, when it has a
+/// capture plan, whether that plan left pointers unfollowed.
+fn hook_target(
+    live: &Live,
+    tracer: &mut Tracer,
+    id: u32,
+    off: u64,
+) -> Result<(Value, Option<bool>), String> {
+    let copy = tracer.stack_copy_bytes(id).ok_or_else(|| {
+        "its arguments may take more than 64 KiB of stack, more than the hook copies per call"
+            .to_string()
+    })?;
+    let extent = tracer.entry_extent(id);
+    Ok(match register_plan(live, tracer, id) {
+        Some((wire, truncated)) => (json!([id, off, wire, copy, extent]), Some(truncated)),
+        None => (json!([id, off, null, copy, extent]), None),
+    })
 }
 
 /// Builds a function's capture plan and registers it for decoding; returns
