@@ -70,6 +70,9 @@ const FSTATE_ID = 56;
 
 function createRuntime(): Runtime {
 const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
+// Touch every page now: first-touch page faults inside traced calls cost
+// more than the record itself (a few µs each in a VM).
+for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize) ring.add(off).writeU8(0);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
 const fstate = Memory.alloc(MAX_FUNCTIONS * FSTATE_SIZE);
 const config = Memory.alloc(32);
@@ -98,6 +101,8 @@ extern long process_vm_readv(int, void *, unsigned long, void *, unsigned long, 
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
 
+/* Both powers of two: masks, not divisions (TinyCC does not turn a
+   modulo into a mask, and a 64-bit division costs tens of cycles). */
 #define CAP ${RING_RECORDS}ULL
 #define MAXF ${MAX_FUNCTIONS}U
 
@@ -160,13 +165,13 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
     guint64 deadline = 0;
     for (;;) {
         guint64 slot = ring[0];
-        guint64 idx = slot % CAP;
+        guint64 idx = slot & (CAP - 1);
         int wrap = idx + 1 + extra > CAP;
         guint64 need = wrap ? CAP - idx : 1 + extra;
         if (slot + need - ring[1] > CAP) {
             guint64 t = now();
             if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
-            else if (t > deadline) { fetch_add(&drops[func % MAXF], 1); return 0; }
+            else if (t > deadline) { fetch_add(&drops[func & (MAXF - 1)], 1); return 0; }
             sched_yield();
             continue;
         }
@@ -185,12 +190,12 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
 
 /* Returns 0 when the record had to be dropped (ring full for too long). */
 static int put(ThreadState *st, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
-    guint64 extra = (len + 31) / 32;
+    guint64 extra = (len + 31) >> 5;
     guint64 slot;
     /* Reserve only when there is room: a reserved slot is always written,
        so the drainer never waits on a hole. */
     if (!reserve(func, extra, &slot)) return 0;
-    Rec *r = (Rec *)((char *)ring + 64) + (slot % CAP);
+    Rec *r = (Rec *)((char *)ring + 64) + (slot & (CAP - 1));
     if (len) {
         guint64 *dst = (guint64 *)(r + 1);
         const guint64 *src = (const guint64 *)payload;
@@ -305,7 +310,7 @@ static guint8 *scratch_of(ThreadState *st) {
 }
 
 static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, int typed, const Regs *r, guint64 stack) {
-    const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func % MAXF] : NULL;
+    const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
     guint8 *out = plan ? scratch_of(st) : NULL;
     if (out == NULL) return put(st, func, kind, r->gp[0], ts, NULL, 0);
     guint64 *regs = (guint64 *)(out + 8);
@@ -326,7 +331,7 @@ static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, in
 }
 
 static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, int typed, const RetRegs *r) {
-    const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func % MAXF] : NULL;
+    const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
     guint8 *out = plan ? scratch_of(st) : NULL;
     if (out == NULL) { put(st, func, kind, r->rax, ts, NULL, 0); return; }
     guint64 *regs = (guint64 *)(out + 8);
@@ -391,8 +396,8 @@ guint32 committed(guint32 max) {
     guint32 n = 0;
     while (n < max) {
         guint64 slot = tail + n;
-        if (n > 0 && slot % CAP == 0) break;
-        Rec *r = (Rec *)((char *)ring + 64) + (slot % CAP);
+        if (n > 0 && (slot & (CAP - 1)) == 0) break;
+        Rec *r = (Rec *)((char *)ring + 64) + (slot & (CAP - 1));
         if (*(volatile guint32 *)&r->kind == 0) break;
         __asm__ volatile("" ::: "memory");
         guint32 size = 1 + r->extra;
@@ -406,7 +411,7 @@ guint32 committed(guint32 max) {
 void release(guint32 n) {
     guint64 tail = ring[1];
     for (guint32 i = 0; i < n; i++) {
-        Rec *r = (Rec *)((char *)ring + 64) + ((tail + i) % CAP);
+        Rec *r = (Rec *)((char *)ring + 64) + ((tail + i) & (CAP - 1));
         *(volatile guint32 *)&r->kind = 0;
     }
     ring[1] = tail + n;
