@@ -777,6 +777,28 @@ async fn typed_arguments_returns_and_watches_from_dwarf() {
     let e = &summary["events"][0];
     assert_eq!(e["returnValue"], 123.0);
     assert!(e.get("arguments").is_none() && e.get("watchValues").is_none());
+
+    // Plans are stored with the session: after the daemon dies (even
+    // SIGKILL) the next daemon renders the same typed values.
+    let before = all(&c, &id, json!({"eventType": "function_enter"})).await;
+    support::signal(env.daemon_pid().unwrap(), 9);
+    let after_restart = c
+        .ok_after_daemon_restart(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_enter", "limit": 500, "verbose": true}),
+        )
+        .await;
+    let after = all(&c, &id, json!({"eventType": "function_enter"})).await;
+    assert_eq!(after_restart["events"][0], before[0]);
+    assert_eq!(after.len(), before.len());
+    for (a, b) in after.iter().zip(&before) {
+        assert_eq!(a["arguments"], b["arguments"], "{a} vs {b}");
+        assert_eq!(a["watchValues"], b["watchValues"], "{a} vs {b}");
+    }
+    assert!(
+        after.iter().any(|e| e["arguments"][0]["value"].is_object()),
+        "structs are still decoded"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,12 +2,12 @@
 //! agent, and the agent's binary trace records → timeline events.
 
 use crate::values::{FunctionPlan, WatchSpec, WatchType};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use strobe_core::event::{Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_SAMPLED};
-use strobe_store::FunctionRow;
+use strobe_store::{CaptureBlob, FunctionRow};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 use strobe_symbols::{DebugInfo, Pattern, SymbolResolver, Type, TypeTable};
 
@@ -21,10 +21,105 @@ pub struct Decoder {
     pub plan: FunctionPlan,
     /// Types of the function's image (a snapshot taken when the plan was built).
     pub types: Arc<TypeTable>,
+    /// The image's index in the tracer (`None`: no DWARF signature, the
+    /// plan only reads watches).
+    pub module: Option<u32>,
 }
 
 /// Plans by (function id, plan id): records name the plan they were captured with.
 pub type Decoders = HashMap<(u32, u16), Arc<Decoder>>;
+
+/// [`CaptureBlob`] kind of an image's type table (id = image index).
+pub const BLOB_TYPES: u32 = 1;
+/// [`CaptureBlob`] kind of a plan (id = function id, sub = plan id).
+pub const BLOB_PLAN: u32 = 2;
+
+#[derive(Serialize, Deserialize)]
+struct StoredDecoder {
+    module: Option<u32>,
+    plan: crate::values::StoredPlan,
+}
+
+/// Blobs that store `decoders` with their session: each plan, and the type
+/// table of each image in `tables` (the latest, complete snapshot: tables
+/// only grow, so a type id a plan took from an earlier snapshot means the
+/// same type in a later one).
+pub fn decoders_to_blobs(
+    decoders: &[(u32, Arc<Decoder>)],
+    tables: &[(u32, Arc<TypeTable>)],
+) -> Vec<CaptureBlob> {
+    let mut out = Vec::new();
+    for (m, table) in tables {
+        match serde_json::to_vec(&**table) {
+            Ok(body) => out.push(CaptureBlob {
+                kind: BLOB_TYPES,
+                id: *m,
+                sub: 0,
+                body,
+            }),
+            Err(e) => tracing::warn!("type table of image {m} not stored: {e}"),
+        }
+    }
+    for (func, d) in decoders {
+        let stored = StoredDecoder {
+            module: d.module,
+            plan: d.plan.to_stored(),
+        };
+        match serde_json::to_vec(&stored) {
+            Ok(body) => out.push(CaptureBlob {
+                kind: BLOB_PLAN,
+                id: *func,
+                sub: u32::from(d.plan.id),
+                body,
+            }),
+            Err(e) => tracing::warn!("capture plan of function {func} not stored: {e}"),
+        }
+    }
+    out
+}
+
+/// Rebuilds a session's decoders from its stored blobs; plans whose type
+/// tables are missing or unreadable are left out (their events show raw
+/// registers).
+pub fn decoders_from_blobs(blobs: &[CaptureBlob]) -> Decoders {
+    let mut tables: HashMap<u32, Arc<TypeTable>> = HashMap::new();
+    for b in blobs.iter().filter(|b| b.kind == BLOB_TYPES) {
+        match serde_json::from_slice::<TypeTable>(&b.body) {
+            Ok(t) => {
+                tables.insert(b.id, Arc::new(t));
+            }
+            Err(e) => tracing::warn!("stored type table {} unreadable: {e}", b.id),
+        }
+    }
+    let empty = Arc::new(TypeTable::default());
+    let mut out = Decoders::new();
+    for b in blobs.iter().filter(|b| b.kind == BLOB_PLAN) {
+        let Ok(stored) = serde_json::from_slice::<StoredDecoder>(&b.body) else {
+            tracing::warn!("stored capture plan of function {} unreadable", b.id);
+            continue;
+        };
+        let types = match stored.module {
+            Some(m) => match tables.get(&m) {
+                Some(t) => t.clone(),
+                None => continue,
+            },
+            None => empty.clone(),
+        };
+        let Some(plan) = FunctionPlan::from_stored(stored.plan, &|m| tables.get(&m).cloned())
+        else {
+            continue;
+        };
+        out.insert(
+            (b.id, plan.id),
+            Arc::new(Decoder {
+                plan,
+                types,
+                module: stored.module,
+            }),
+        );
+    }
+    out
+}
 
 /// Decodes agent records into events (timestamps rebased on the session
 /// clock). A record's capture (typed values) is stored as is, flagged
@@ -493,6 +588,11 @@ impl Tracer {
         Some(snap)
     }
 
+    /// The current (complete) type table of image `m`, for storing.
+    pub fn latest_types(&mut self, m: u32) -> Option<Arc<TypeTable>> {
+        self.types_snapshot(m as usize)
+    }
+
     /// Marks functions to trace in light mode (no typed values).
     pub fn set_light(&mut self, ids: &[u32]) {
         self.light.extend(ids.iter().copied());
@@ -603,10 +703,12 @@ impl Tracer {
             _ if !watches.is_empty() => (Default::default(), Arc::new(TypeTable::default())),
             _ => return None,
         };
+        let module = func.die.filter(|_| !specialized).map(|_| m as u32);
         self.plan_ids.insert(id, next);
         Some(Arc::new(Decoder {
             plan: FunctionPlan::build(next, &sig, &types, depth, &watches),
             types,
+            module,
         }))
     }
 
@@ -630,7 +732,7 @@ impl Tracer {
                     WatchTarget::Address { address, .. } => format!("{address:#x}"),
                 },
                 ty: match &w.spec.ty {
-                    WatchType::Typed(t, table) => table.name(*t),
+                    WatchType::Typed(t, table, _) => table.name(*t),
                     WatchType::Hint(h) => h.clone(),
                 },
                 on: w.on.iter().map(Pattern::text).collect(),
@@ -787,7 +889,7 @@ impl Tracer {
             label: label.to_string(),
             chain,
             size,
-            ty: WatchType::Typed(ty, types),
+            ty: WatchType::Typed(ty, types, m as u32),
             string,
         })
     }

@@ -18,6 +18,7 @@
 //! xmm1, blocks`. A block is `u64 address, u32 length, u32 status` + data
 //! padded to 8 bytes, one per node in plan order.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use strobe_symbols::{Signature, Type, TypeId, TypeTable};
@@ -62,7 +63,7 @@ const ST_NO_PARENT: u32 = 3;
 const ST_CUT: u32 = 5;
 
 /// One memory read of a plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Node {
     /// Where the address comes from (`SRC_*`).
     pub src: u8,
@@ -132,7 +133,7 @@ impl Origin {
 }
 
 /// Where a parameter or the return value is, per the System V x86-64 ABI.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 enum Loc {
     /// In registers: per eightbyte, (is SSE, register index).
     Regs([Option<(bool, u8)>; 2]),
@@ -155,8 +156,9 @@ enum Class {
 /// How a watch's value is typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchType {
-    /// A DWARF type, in the table of the image that declares the variable.
-    Typed(TypeId, std::sync::Arc<TypeTable>),
+    /// A DWARF type, in the table of the image that declares the variable
+    /// (the image's index in the session's tracer, for storing the plan).
+    Typed(TypeId, std::sync::Arc<TypeTable>, u32),
     /// A hint for raw addresses: i8…u64, f32, f64, pointer.
     Hint(String),
 }
@@ -194,6 +196,98 @@ pub struct FunctionPlan {
     depth: u32,
     /// Pointers left unfollowed because the node budget ran out.
     pub truncated: bool,
+}
+
+/// A [`FunctionPlan`] as stored with its session: watch types name their
+/// image by index instead of holding its type table.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StoredPlan {
+    id: u16,
+    params: Vec<(String, TypeId, Loc)>,
+    ret: Option<(TypeId, Loc)>,
+    enter: Vec<Node>,
+    exit: Vec<Node>,
+    enter_keys: Vec<((u16, u8, u64), u16)>,
+    exit_keys: Vec<((u16, u8, u64), u16)>,
+    watches: Vec<(String, u16, u16, StoredWatchType)>,
+    stack_bytes: u64,
+    depth: u32,
+    truncated: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum StoredWatchType {
+    Typed(TypeId, u32),
+    Hint(String),
+}
+
+impl FunctionPlan {
+    /// The plan in its stored form.
+    pub fn to_stored(&self) -> StoredPlan {
+        StoredPlan {
+            id: self.id,
+            params: self.params.clone(),
+            ret: self.ret,
+            enter: self.enter.clone(),
+            exit: self.exit.clone(),
+            enter_keys: self.enter_keys.iter().map(|(k, v)| (*k, *v)).collect(),
+            exit_keys: self.exit_keys.iter().map(|(k, v)| (*k, *v)).collect(),
+            watches: self
+                .watches
+                .iter()
+                .map(|(label, e, x, ty)| {
+                    let ty = match ty {
+                        WatchType::Typed(t, _, module) => StoredWatchType::Typed(*t, *module),
+                        WatchType::Hint(h) => StoredWatchType::Hint(h.clone()),
+                    };
+                    (label.clone(), *e, *x, ty)
+                })
+                .collect(),
+            stack_bytes: self.stack_bytes,
+            depth: self.depth,
+            truncated: self.truncated,
+        }
+    }
+
+    /// Images whose type tables this plan's watches render with.
+    pub fn watch_modules(&self) -> Vec<u32> {
+        self.watches
+            .iter()
+            .filter_map(|(_, _, _, ty)| match ty {
+                WatchType::Typed(_, _, m) => Some(*m),
+                WatchType::Hint(_) => None,
+            })
+            .collect()
+    }
+
+    /// Rebuilds a stored plan; `table` gives an image's type table by index
+    /// (`None` when the store lacks it: the plan cannot be used).
+    pub fn from_stored(
+        s: StoredPlan,
+        table: &dyn Fn(u32) -> Option<std::sync::Arc<TypeTable>>,
+    ) -> Option<FunctionPlan> {
+        let mut watches = Vec::with_capacity(s.watches.len());
+        for (label, e, x, ty) in s.watches {
+            let ty = match ty {
+                StoredWatchType::Typed(t, module) => WatchType::Typed(t, table(module)?, module),
+                StoredWatchType::Hint(h) => WatchType::Hint(h),
+            };
+            watches.push((label, e, x, ty));
+        }
+        Some(FunctionPlan {
+            id: s.id,
+            params: s.params,
+            ret: s.ret,
+            enter: s.enter,
+            exit: s.exit,
+            enter_keys: s.enter_keys.into_iter().collect(),
+            exit_keys: s.exit_keys.into_iter().collect(),
+            watches,
+            stack_bytes: s.stack_bytes,
+            depth: s.depth,
+            truncated: s.truncated,
+        })
+    }
 }
 
 struct Builder<'a> {
@@ -725,7 +819,7 @@ impl FunctionPlan {
                     text(b.data, b.status == ST_CUT)
                 }
                 Some(b) if b.status == ST_OK => match ty {
-                    WatchType::Typed(t, table) => {
+                    WatchType::Typed(t, table, _) => {
                         let wctx = Ctx {
                             types: table,
                             nodes: &[],
@@ -1393,14 +1487,14 @@ mod tests {
                 label: "count".into(),
                 chain: vec![(0x1000, 0)],
                 size: 4,
-                ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone())),
+                ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone()), 0),
                 string: false,
             },
             WatchSpec {
                 label: "cfg->level".into(),
                 chain: vec![(0x2000, 0), (0, 8)],
                 size: 4,
-                ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone())),
+                ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone()), 0),
                 string: false,
             },
             WatchSpec {

@@ -26,5 +26,5 @@ mod writer;
 
 pub use error::StoreError;
 pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
-pub use sessions::{FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
+pub use sessions::{CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
 pub use writer::{PurgeReport, Store};

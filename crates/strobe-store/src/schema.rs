@@ -54,6 +54,14 @@ CREATE TABLE IF NOT EXISTS functions (
     line      INTEGER,
     PRIMARY KEY (session, func_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS captures (
+    session   INTEGER NOT NULL,
+    kind      INTEGER NOT NULL,
+    id        INTEGER NOT NULL,
+    sub       INTEGER NOT NULL,
+    body      BLOB NOT NULL,
+    PRIMARY KEY (session, kind, id, sub)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS threads (
     session   INTEGER NOT NULL,
     pid       INTEGER NOT NULL,

@@ -185,3 +185,18 @@ pub struct FunctionRow {
     /// Declaration line.
     pub line: Option<u32>,
 }
+
+/// One opaque record of how a session's captured values decode (the
+/// session layer decides what `kind`, `id` and `sub` mean; a blob with the
+/// same three replaces the earlier one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureBlob {
+    /// What the blob is.
+    pub kind: u32,
+    /// First part of its key.
+    pub id: u32,
+    /// Second part of its key.
+    pub sub: u32,
+    /// The serialized content.
+    pub body: Vec<u8>,
+}

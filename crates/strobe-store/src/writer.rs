@@ -5,7 +5,9 @@ use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
 use crate::query::{self, EventFilter, QueryPage, QueryResult};
 use crate::schema;
-use crate::sessions::{self, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
+use crate::sessions::{
+    self, CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
+};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rusqlite::{Connection, params};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -30,6 +32,7 @@ type Reply<T> = Sender<Result<T, StoreError>>;
 
 enum Msg {
     Create(NewSession, Reply<(i64, Arc<SessionStats>)>),
+    Captures(i64, Vec<CaptureBlob>),
     Update(i64, SessionUpdate),
     SetCap(i64, u64),
     Append(i64, EventBatch),
@@ -128,6 +131,33 @@ impl Store {
         self.tx
             .send(Msg::Functions(key, rows))
             .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Stores (or replaces) opaque blobs describing how a session's captured
+    /// values decode, so that a later daemon can still render them. The
+    /// store does not look inside; see `strobe-session`'s capture plans.
+    pub fn put_captures(&self, key: i64, blobs: Vec<CaptureBlob>) -> Result<(), StoreError> {
+        self.tx
+            .send(Msg::Captures(key, blobs))
+            .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Every capture blob of a session.
+    pub fn captures(&self, key: i64) -> Result<Vec<CaptureBlob>, StoreError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT kind, id, sub, body FROM captures WHERE session = ?1 ORDER BY kind, id, sub",
+            )?;
+            let rows = stmt.query_map([key], |r| {
+                Ok(CaptureBlob {
+                    kind: r.get(0)?,
+                    id: r.get(1)?,
+                    sub: r.get(2)?,
+                    body: r.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
     }
 
     /// Records thread names of process `pid` (for `threadName` filters).
@@ -462,6 +492,11 @@ impl Writer {
                     tracing::error!("registering threads failed: {e}");
                 }
             }
+            Msg::Captures(key, blobs) => {
+                if let Err(e) = self.insert_captures(key, &blobs) {
+                    tracing::error!("storing capture plans failed: {e}");
+                }
+            }
             Msg::Functions(key, rows) => {
                 if let Err(e) = self.insert_functions(key, &rows) {
                     tracing::error!("registering functions failed: {e}");
@@ -532,6 +567,20 @@ impl Writer {
             },
         );
         Ok((key, stats))
+    }
+
+    fn insert_captures(&mut self, key: i64, blobs: &[CaptureBlob]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO captures (session, kind, id, sub, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for b in blobs {
+                stmt.execute(params![key, b.kind, b.id, b.sub, b.body])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     fn insert_functions(&mut self, key: i64, rows: &[FunctionRow]) -> Result<(), StoreError> {
@@ -717,6 +766,7 @@ impl Writer {
         tx.execute("DELETE FROM chunks WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM functions WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM threads WHERE session = ?1", [key])?;
+        tx.execute("DELETE FROM captures WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM sessions WHERE key = ?1", [key])?;
         tx.commit()?;
         Ok(())

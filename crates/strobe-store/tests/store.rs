@@ -344,3 +344,45 @@ fn function_filters_count_from_summaries_exactly() {
     // The call tree linked each exit to its enter's parent and gave it a duration.
     assert!(r.events.iter().all(|e| e.header.duration_ns == 1));
 }
+
+#[test]
+fn capture_blobs_are_replaced_by_key_read_back_and_deleted_with_the_session() {
+    use strobe_store::CaptureBlob;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let a = new_session(&store, "a", 1000);
+    let b = new_session(&store, "b", 1000);
+    let blob = |kind, id, sub, body: &str| CaptureBlob {
+        kind,
+        id,
+        sub,
+        body: body.as_bytes().to_vec(),
+    };
+    store
+        .put_captures(
+            a,
+            vec![blob(1, 0, 0, "types v1"), blob(2, 7, 1, "plan 7.1")],
+        )
+        .unwrap();
+    store.put_captures(b, vec![blob(2, 7, 1, "other")]).unwrap();
+    // The same (kind, id, sub) replaces: a type table that grew.
+    store
+        .put_captures(
+            a,
+            vec![blob(1, 0, 0, "types v2"), blob(2, 7, 2, "plan 7.2")],
+        )
+        .unwrap();
+    store.flush().unwrap();
+    let got = store.captures(a).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            blob(1, 0, 0, "types v2"),
+            blob(2, 7, 1, "plan 7.1"),
+            blob(2, 7, 2, "plan 7.2")
+        ]
+    );
+    store.delete_session(a).unwrap();
+    assert!(store.captures(a).unwrap().is_empty());
+    assert_eq!(store.captures(b).unwrap().len(), 1);
+}

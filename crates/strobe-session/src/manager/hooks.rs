@@ -199,6 +199,7 @@ impl SessionManager {
                 self.agent_request(live, json!({"type": "plans", "plans": plans}), timeout)?;
             }
         }
+        save_captures(&self.store, live, tracer);
         if !tracer.active_watches().is_empty() && tracer.hooked_count() == 0 {
             warnings.push(
                 "watches are read when traced functions enter and exit, and no function is traced: add a \
@@ -332,6 +333,7 @@ impl SessionManager {
                     }
                     t.applied(&[], &unhookable, &[]);
                     reply["functions"] = json!(functions);
+                    save_captures(&self.store, live, t);
                 }
             }
             (Err(e), _) => tracing::debug!("not tracing into {path}: {e}"),
@@ -573,8 +575,50 @@ fn register_plan(live: &Live, tracer: &mut Tracer, id: u32) -> Option<(Vec<u8>, 
     live.decoders
         .write()
         .expect("decoders lock")
-        .insert((id, d.plan.id), d);
+        .insert((id, d.plan.id), d.clone());
+    live.unsaved
+        .lock()
+        .expect("unsaved lock")
+        .plans
+        .push((id, d));
     Some(out)
+}
+
+/// Stores the plans registered since the last call, with the type tables of
+/// their images where those grew, so that the session's typed values can be
+/// rendered by a later daemon too. Called once per change of hooks or plans
+/// (not per plan: a table is written whole, at most once per change).
+pub(super) fn save_captures(store: &strobe_store::Store, live: &Live, tracer: &mut Tracer) {
+    let (plans, grown) = {
+        let mut unsaved = live.unsaved.lock().expect("unsaved lock");
+        let plans = std::mem::take(&mut unsaved.plans);
+        if plans.is_empty() {
+            return;
+        }
+        let mut modules: Vec<u32> = plans
+            .iter()
+            .flat_map(|(_, d)| d.module.into_iter().chain(d.plan.watch_modules()))
+            .collect();
+        modules.sort_unstable();
+        modules.dedup();
+        let mut grown = Vec::new();
+        for m in modules {
+            if let Some(t) = tracer.latest_types(m)
+                && unsaved.table_lens.get(&m).is_none_or(|len| *len < t.len())
+            {
+                unsaved.table_lens.insert(m, t.len());
+                grown.push((m, t));
+            }
+        }
+        (plans, grown)
+    };
+    let blobs = trace::decoders_to_blobs(&plans, &grown);
+    if let Err(e) = store.put_captures(live.key, blobs) {
+        tracing::warn!(
+            "session {}: capture plans not stored ({e}); typed values will show only while this daemon runs",
+            live.id
+        );
+    }
 }
 
 fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {

@@ -235,6 +235,16 @@ struct Live {
     /// Capture plans by (function, plan id), read by queries to render
     /// typed values (shared with [`SessionManager::captures`]).
     decoders: Arc<std::sync::RwLock<trace::Decoders>>,
+    /// What of the capture plans is not stored yet (see `hooks::save_captures`).
+    unsaved: Mutex<UnsavedCaptures>,
+}
+
+/// Plans registered since they were last stored, and the length of each
+/// image's type table when it was last stored.
+#[derive(Default)]
+struct UnsavedCaptures {
+    plans: Vec<(u32, Arc<trace::Decoder>)>,
+    table_lens: HashMap<u32, usize>,
 }
 
 impl Live {
@@ -465,6 +475,7 @@ impl SessionManager {
             trace_stats: Mutex::new(trace::TraceStats::default()),
             late_hooks: Mutex::new(Vec::new()),
             decoders: Arc::new(std::sync::RwLock::new(HashMap::new())),
+            unsaved: Mutex::new(UnsavedCaptures::default()),
         });
         self.live
             .lock()
@@ -1089,14 +1100,31 @@ impl SessionManager {
         self.store.delete_session(row.key).map_err(store_err)
     }
 
-    /// The capture plans of a session (typed values of its events), if this
-    /// daemon recorded it.
+    /// The capture plans of a session (typed values of its events): those
+    /// in memory, else those stored with it (a session an earlier daemon
+    /// recorded), loaded once.
     pub fn captures(&self, id: &str) -> Option<Arc<std::sync::RwLock<trace::Decoders>>> {
+        if let Some(c) = self.captures.lock().expect("captures lock").get(id) {
+            return Some(c.clone());
+        }
+        let key = self.store.session(id).ok()??.key;
+        let blobs = match self.store.captures(key) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("reading the capture plans of {id}: {e}");
+                return None;
+            }
+        };
+        let decoders = trace::decoders_from_blobs(&blobs);
+        if decoders.is_empty() {
+            return None;
+        }
+        let shared = Arc::new(std::sync::RwLock::new(decoders));
         self.captures
             .lock()
             .expect("captures lock")
-            .get(id)
-            .cloned()
+            .insert(id.to_string(), shared.clone());
+        Some(shared)
     }
 
     fn key_of(&self, id: &str) -> Result<i64, ToolError> {
