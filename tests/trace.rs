@@ -346,6 +346,101 @@ async fn pattern_forms_on_cpp_and_rust() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn optimized_cpp_and_rust_are_traced_with_typed_arguments() {
+    let env = Env::new();
+    let c = env.client().await;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .canonicalize()
+        .unwrap();
+    // -O2 -g C++: inlined helpers vanish, the noinline ones keep typed
+    // parameters (DWARF locations differ from -O0), and exceptions still
+    // unwind through the hooks.
+    let cpp = support::compile_with("trace_cpp.cpp", "g++", &["-g", "-O2"]);
+    trace(&c, json!({"add": ["audio::io::*"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": cpp, "projectRoot": fixtures}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let out = c.events(&id, Some("stdout")).await;
+    assert!(
+        out[0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("opened=2 failed=2"),
+        "{out:?}"
+    );
+    let opens = calls_of(&c, &id, "function_enter", "audio::io::open_device").await;
+    let ids: Vec<&Value> = opens.iter().map(|e| &e["arguments"][0]["value"]).collect();
+    assert_eq!(ids, [0, 1, 2, 3], "{opens:?}");
+    assert_eq!(opens[0]["arguments"][0]["name"], "id");
+    let exits = calls_of(&c, &id, "function_exit", "audio::io::open_device").await;
+    let returns: Vec<&Value> = exits.iter().map(|e| &e["returnValue"]).collect();
+    assert_eq!(
+        returns,
+        [0, 20],
+        "the throwing calls never return: {exits:?}"
+    );
+    trace(&c, json!({"remove": ["audio::io::*"]})).await;
+
+    // Rust at opt-level 2: typed arguments of non-inlined functions, and a
+    // panic unwinding through a traced function to catch_unwind.
+    let rs = support::compile_with(
+        "trace_rust.rs",
+        "rustc",
+        &["-g", "-C", "opt-level=2", "--edition", "2021"],
+    );
+    trace(&c, json!({"add": ["trace_rust::parser::deep::*"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": rs, "projectRoot": fixtures}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let out = c.events(&id, Some("stdout")).await;
+    assert_eq!(out[0]["text"], "3 1 9 9 caught=1", "{out:?}");
+    let validate = calls_of(
+        &c,
+        &id,
+        "function_enter",
+        "trace_rust::parser::deep::validate",
+    )
+    .await;
+    let ns: Vec<&Value> = validate
+        .iter()
+        .map(|e| &e["arguments"][0]["value"])
+        .collect();
+    assert_eq!(ns, [5, 2, 5], "{validate:?}");
+    let divs = calls_of(
+        &c,
+        &id,
+        "function_enter",
+        "trace_rust::parser::deep::checked_div",
+    )
+    .await;
+    let args: Vec<(&Value, &Value)> = divs
+        .iter()
+        .map(|e| (&e["arguments"][0]["value"], &e["arguments"][1]["value"]))
+        .collect();
+    assert_eq!(
+        args,
+        [
+            (&json!(6), &json!(0)),
+            (&json!(6), &json!(1)),
+            (&json!(6), &json!(2))
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn trace_errors_are_actionable() {
     let env = Env::new();
     let c = env.client().await;

@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use strobe_symbols::{Signature, Type, TypeId, TypeTable};
+use strobe_symbols::{EntryLoc, Signature, Type, TypeId, TypeTable};
 
 /// Node source: an integer argument register (arg = 0..5 for rdi..r9).
 pub const SRC_GP: u8 = 0;
@@ -145,6 +145,10 @@ enum Loc {
     RetMemory,
     /// Nothing to show (empty struct, void) or not captured.
     None,
+    /// A constant the compiler propagated into the function (DWARF).
+    Const(i64),
+    /// Not available at entry (DWARF: removed by the optimizer).
+    OptimizedOut,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +200,21 @@ pub struct FunctionPlan {
     depth: u32,
     /// Pointers left unfollowed because the node budget ran out.
     pub truncated: bool,
+}
+
+/// The argument register a DWARF x86-64 register number names, as
+/// (is SSE, index): rdi, rsi, rdx, rcx, r8, r9 and xmm0-7 are captured.
+fn dwarf_arg_register(r: u16) -> Option<(bool, u8)> {
+    match r {
+        5 => Some((false, 0)),
+        4 => Some((false, 1)),
+        1 => Some((false, 2)),
+        2 => Some((false, 3)),
+        8 => Some((false, 4)),
+        9 => Some((false, 5)),
+        17..=24 => Some((true, (r - 17) as u8)),
+        _ => None,
+    }
 }
 
 /// A [`FunctionPlan`] as stored with its session: watch types name their
@@ -525,7 +544,8 @@ impl FunctionPlan {
     ) -> FunctionPlan {
         let depth = depth.clamp(1, 10);
         // Return value first: one returned in memory takes rdi.
-        let ret_loc = sig.ret.map(|r| {
+        // A `nocall` function may not return what its type says.
+        let ret_loc = sig.ret.filter(|_| !sig.nocall).map(|r| {
             if by_reference(types, r) {
                 return (r, Loc::RetMemory);
             }
@@ -603,6 +623,21 @@ impl FunctionPlan {
                         None => Loc::None,
                     },
                 }
+            };
+            // Optimized code: the DWARF location at entry wins over the
+            // calling convention (arguments the compiler dropped or moved).
+            let dwarf = sig.entry_locs.get(params.len()).copied();
+            let loc = match dwarf {
+                Some(EntryLoc::Register(r)) if types.size_of(ty).is_some_and(|s| s <= 8) => {
+                    match dwarf_arg_register(r) {
+                        Some(reg) => Loc::Regs([Some(reg), None]),
+                        None => Loc::OptimizedOut,
+                    }
+                }
+                Some(EntryLoc::Const(v)) => Loc::Const(v),
+                Some(EntryLoc::OptimizedOut) => Loc::OptimizedOut,
+                _ if sig.nocall => Loc::OptimizedOut,
+                _ => loc,
             };
             params.push((name.clone(), ty, loc));
         }
@@ -749,6 +784,17 @@ impl FunctionPlan {
                     }
                 }
                 Loc::ByRef(r) => ctx.by_node(*ty, (NO_PARENT, SRC_GP, r as u64), self.depth),
+                Loc::Const(v) => {
+                    let size = types.size_of(*ty).unwrap_or(8).min(8) as usize;
+                    ctx.render(
+                        *ty,
+                        &v.to_le_bytes()[..size],
+                        Origin::Nowhere,
+                        self.depth,
+                        &mut Vec::new(),
+                    )
+                }
+                Loc::OptimizedOut => json!("<optimized out>"),
                 Loc::RetMemory | Loc::None => Value::Null,
             };
             args.push(json!({"name": name, "type": types.name(*ty), "value": value}));
@@ -1304,6 +1350,7 @@ mod tests {
             ],
             ret: Some(i32t),
             variadic: false,
+            ..Default::default()
         };
         let plan = FunctionPlan::build(1, &sig, &t, 3, &[]);
         // head → node → node → node (depth 3), label, bad.
@@ -1399,6 +1446,7 @@ mod tests {
             params: vec![("a".into(), dbl), ("b".into(), flt), ("n".into(), i32t)],
             ret: Some(dbl),
             variadic: false,
+            ..Default::default()
         };
         let plan = FunctionPlan::build(1, &mix, &t, 3, &[]);
         let mut regs = regs14(&[41], &[1.5]);
@@ -1418,6 +1466,7 @@ mod tests {
             params: vec![("v".into(), vec2), ("dx".into(), dbl)],
             ret: Some(vec2),
             variadic: false,
+            ..Default::default()
         };
         let plan = FunctionPlan::build(1, &off, &t, 3, &[]);
         let v = plan.decode_enter(&t, &payload(&regs14(&[], &[1.0, 2.0, 0.25]), &[], &[]));
@@ -1436,6 +1485,7 @@ mod tests {
             params: vec![("b".into(), big), ("scale".into(), i32t)],
             ret: Some(long),
             variadic: false,
+            ..Default::default()
         };
         let plan = FunctionPlan::build(1, &sb, &t, 3, &[]);
         assert_eq!(plan.stack_bytes, 32);
@@ -1456,6 +1506,7 @@ mod tests {
             params: vec![("n".into(), i32t)],
             ret: Some(big),
             variadic: false,
+            ..Default::default()
         };
         let plan = FunctionPlan::build(1, &mk, &t, 3, &[]);
         let v = plan.decode_enter(&t, &payload(&regs14(&[0x7000, 9], &[]), &[], &[]));

@@ -6,7 +6,7 @@
 
 use crate::index::{DieRef, SymbolIndex};
 use crate::resolvers::dwarf::{SymbolError, attr_string, file_table};
-use crate::types::{Member, Signature, Type, TypeId, TypeTable, VOID};
+use crate::types::{EntryLoc, Member, Signature, Type, TypeId, TypeTable, VOID};
 use gimli::Reader;
 use gimli::{AttributeValue, DebugInfoOffset, EndianArcSlice, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection};
@@ -154,11 +154,17 @@ impl DebugInfo {
                 .entries_tree(Some(UnitOffset(die.offset as usize)))
                 .map_err(|e| self.err(e))?;
             let root = tree.root().map_err(|e| self.err(e))?;
+            let entry_pc = self.entry_pc(u, root.entry());
+            sig.nocall = matches!(
+                root.entry().attr_value(gimli::DW_AT_calling_convention),
+                Ok(Some(AttributeValue::CallingConvention(gimli::DW_CC_nocall)))
+            );
             let mut children = root.children();
             while let Some(child) = children.next().map_err(|e| self.err(e))? {
                 let e = child.entry();
                 match e.tag() {
                     gimli::DW_TAG_formal_parameter => {
+                        sig.entry_locs.push(self.entry_loc(u, e, entry_pc));
                         let mut name =
                             attr_string(&uref, e.attr_value(gimli::DW_AT_name).ok().flatten());
                         let mut ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
@@ -194,6 +200,65 @@ impl DebugInfo {
                 .push((name.unwrap_or_else(|| format!("arg{i}")), id));
         }
         Ok(sig)
+    }
+
+    /// The address a function is entered at (DWARF address space): its
+    /// `low_pc`, `entry_pc`, or the start of its first range.
+    fn entry_pc(&self, u: &gimli::Unit<R>, e: &gimli::DebuggingInformationEntry<R>) -> Option<u64> {
+        for attr in [gimli::DW_AT_entry_pc, gimli::DW_AT_low_pc] {
+            if let Ok(Some(v)) = e.attr_value(attr)
+                && let Ok(Some(a)) = self.dwarf.attr_address(u, v)
+            {
+                return Some(a);
+            }
+        }
+        let mut ranges = self.dwarf.die_ranges(u, e).ok()?;
+        ranges.next().ok().flatten().map(|r| r.begin)
+    }
+
+    /// Where a formal parameter is at the function's entry.
+    fn entry_loc(
+        &self,
+        u: &gimli::Unit<R>,
+        e: &gimli::DebuggingInformationEntry<R>,
+        entry_pc: Option<u64>,
+    ) -> EntryLoc {
+        let single_register = |expr: gimli::Expression<R>| {
+            let mut ops = expr.operations(u.encoding());
+            match (ops.next(), ops.next()) {
+                (Ok(Some(gimli::Operation::Register { register })), Ok(None)) => {
+                    EntryLoc::Register(register.0)
+                }
+                _ => EntryLoc::Unknown,
+            }
+        };
+        match e.attr_value(gimli::DW_AT_location) {
+            Ok(Some(AttributeValue::Exprloc(expr))) => return single_register(expr),
+            Ok(Some(v)) => {
+                let (Some(pc), Ok(Some(mut list))) = (entry_pc, self.dwarf.attr_locations(u, v))
+                else {
+                    return EntryLoc::Unknown;
+                };
+                while let Ok(Some(entry)) = list.next() {
+                    if (entry.range.begin..entry.range.end).contains(&pc) {
+                        return single_register(entry.data);
+                    }
+                }
+                // Described, but not where the function starts.
+                return EntryLoc::OptimizedOut;
+            }
+            _ => {}
+        }
+        match e.attr_value(gimli::DW_AT_const_value) {
+            Ok(Some(AttributeValue::Sdata(v))) => EntryLoc::Const(v),
+            Ok(Some(AttributeValue::Udata(v))) => EntryLoc::Const(v as i64),
+            Ok(Some(AttributeValue::Data1(v))) => EntryLoc::Const(i64::from(v)),
+            Ok(Some(AttributeValue::Data2(v))) => EntryLoc::Const(i64::from(v)),
+            Ok(Some(AttributeValue::Data4(v))) => EntryLoc::Const(i64::from(v)),
+            Ok(Some(AttributeValue::Data8(v))) => EntryLoc::Const(v as i64),
+            Ok(Some(_)) => EntryLoc::Unknown,
+            _ => EntryLoc::OptimizedOut,
+        }
     }
 
     /// The type of the variable whose DIE is `die` (following its specification).

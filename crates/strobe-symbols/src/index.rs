@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the index's content or layout changes.
-pub const INDEX_FORMAT: u32 = 2;
+pub const INDEX_FORMAT: u32 = 3;
 
 /// A function with code in the image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

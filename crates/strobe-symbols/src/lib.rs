@@ -16,7 +16,7 @@ pub mod types;
 pub use debuginfo::DebugInfo;
 pub use index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall, InlinedRef, SymbolIndex};
 pub use pattern::{Pattern, PatternError};
-pub use types::{Member, Signature, Type, TypeId, TypeTable};
+pub use types::{EntryLoc, Member, Signature, Type, TypeId, TypeTable};
 
 use std::path::Path;
 

@@ -114,6 +114,30 @@ pub struct Signature {
     pub ret: Option<TypeId>,
     /// Ends in `...`.
     pub variadic: bool,
+    /// Where each parameter is when the function is entered, as far as the
+    /// DWARF says (optimized code describes it; `-O0` code only describes
+    /// stack slots valid after the prologue, read as `Unknown`); one per
+    /// parameter, empty when not read.
+    #[serde(default)]
+    pub entry_locs: Vec<EntryLoc>,
+    /// `DW_CC_nocall`: the compiler changed how the function is called
+    /// (arguments dropped or moved, return value removed); only
+    /// `entry_locs` can be trusted.
+    #[serde(default)]
+    pub nocall: bool,
+}
+
+/// Where a parameter is at a function's entry, per its DWARF location.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryLoc {
+    /// Nothing usable said: follow the calling convention.
+    Unknown,
+    /// In this register (DWARF x86-64 numbering: 5 = rdi, 4 = rsi, …, 17 = xmm0).
+    Register(u16),
+    /// A constant the compiler propagated into the function.
+    Const(i64),
+    /// Not available at entry (removed by the optimizer).
+    OptimizedOut,
 }
 
 /// Interned types; id 0 is always `void`.

@@ -112,6 +112,24 @@ fn cpp_names_are_fully_qualified_without_parameters() {
         for want in ["audio::dsp::LowPass::process", "main"] {
             assert!(n.contains(&want), "{opt}: {want} missing from {n:?}");
         }
+        // At -O2 the throwing path of open_device is split into
+        // `open_device.cold`: part of the function (its DWARF ranges), not a
+        // second entry point to hook.
+        let opens: Vec<_> = idx
+            .functions
+            .iter()
+            .filter(|f| f.name == "audio::io::open_device")
+            .collect();
+        assert_eq!(opens.len(), 1, "{opt}: {opens:?}");
+        assert!(
+            idx.functions
+                .iter()
+                .all(|f| !f.name_raw.as_deref().unwrap_or("").contains(".cold")),
+            "{opt}: a .cold block is listed as a function"
+        );
+        if opt == "-O2" {
+            assert!(opens[0].ranges.len() >= 2, "hot and cold ranges: {opens:?}");
+        }
         if opt == "-O0" {
             for want in [
                 "audio::Mixer::mix",
@@ -300,6 +318,16 @@ fn signatures_types_globals_and_lines_are_read_on_demand() {
             "{flags:?}"
         );
         assert_eq!(t.name(sig.ret.unwrap()), "int");
+        // Where each parameter is at entry: -O0 only describes stack slots
+        // (valid after the prologue); -O2 says rdi, rsi, rdx, rcx.
+        use strobe_symbols::EntryLoc;
+        let want = if flags.contains(&"-O0") {
+            vec![EntryLoc::Unknown; 4]
+        } else {
+            [5, 4, 1, 2].map(EntryLoc::Register).to_vec()
+        };
+        assert_eq!(sig.entry_locs, want, "{flags:?}");
+        assert!(!sig.nocall);
         let Type::Pointer { target, .. } = t.get(sig.params[0].1) else {
             panic!("cfg is not a pointer")
         };

@@ -234,7 +234,19 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
     globals.dedup_by(|a, b| a.name == b.name && a.offset == b.offset);
 
     // The ELF symbol table covers code without DWARF (and stripped DWARF).
+    // Symbols inside a DWARF function's ranges are parts of it, not entry
+    // points: `f.cold` blocks the compiler split off (jumped to, never
+    // called; hooking one as a function would corrupt its frame).
     let known: HashSet<u64> = functions.iter().map(|f| f.entry_offset).collect();
+    let mut dwarf_ranges: Vec<(u64, u64)> = functions
+        .iter()
+        .flat_map(|f| f.ranges.iter().copied())
+        .collect();
+    dwarf_ranges.sort_unstable();
+    let inside_dwarf = |addr: u64| {
+        let i = dwarf_ranges.partition_point(|r| r.0 <= addr);
+        dwarf_ranges[..i].iter().rev().take(64).any(|r| addr < r.1)
+    };
     let mut symtab: Vec<_> = obj.symbols().collect();
     if symtab.is_empty() {
         symtab = obj.dynamic_symbols().collect();
@@ -245,10 +257,13 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
             continue;
         }
         let addr = sym.address();
-        if known.contains(&addr) || !seen.insert(addr) {
+        if known.contains(&addr) || inside_dwarf(addr) || !seen.insert(addr) {
             continue;
         }
         let Ok(raw) = sym.name() else { continue };
+        if raw.ends_with(".cold") || raw.contains(".cold.") {
+            continue;
+        }
         functions.push(FunctionSymbol {
             name: demangle(raw).unwrap_or_else(|| raw.to_string()),
             name_raw: Some(raw.to_string()),
