@@ -872,6 +872,26 @@ async fn typed_arguments_returns_and_watches_from_dwarf() {
     let e = &summary["events"][0];
     assert_eq!(e["returnValue"], 123.0);
     assert!(e.get("arguments").is_none() && e.get("watchValues").is_none());
+    // Every response says what it left out.
+    let page = summary["events"].as_array().unwrap().len();
+    assert_eq!(summary["truncated"]["valuesOmitted"], page, "{summary}");
+    let one = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "function": {"equals": "describe"}, "eventType": "function_enter", "verbose": true, "limit": 1, "offset": 1}),
+        )
+        .await;
+    let t = &one["truncated"];
+    assert_eq!(t["notCaptured"], 1, "the unreadable pointer: {one}");
+    assert_eq!(
+        t["moreEvents"],
+        one["totalCount"].as_u64().unwrap() - 2,
+        "{one}"
+    );
+    assert!(
+        t.get("valuesOmitted").is_none(),
+        "verbose shows values: {one}"
+    );
 
     // Plans are stored with the session: after the daemon dies (even
     // SIGKILL) the next daemon renders the same typed values.

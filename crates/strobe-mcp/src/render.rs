@@ -3,7 +3,9 @@
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
-use strobe_core::event::{Event, EventKind, FLAG_JSON, FLAG_PARTIAL_LINE, FLAG_SAMPLED};
+use strobe_core::event::{
+    Event, EventKind, FLAG_CAPTURE, FLAG_JSON, FLAG_PARTIAL_LINE, FLAG_SAMPLED,
+};
 use strobe_store::FunctionRow;
 
 /// Renders one event. Summary form by default; `verbose` adds every field.
@@ -152,6 +154,167 @@ pub fn event_line(e: &Event, func: Option<&FunctionRow>, typed: Option<Value>) -
     line
 }
 
+/// What one `debug_query` page left out, so that an agent never mistakes a
+/// partial answer for a complete one.
+#[derive(Debug, Default, PartialEq)]
+pub struct Truncation {
+    /// Matching events after this page.
+    pub more_events: u64,
+    /// Oldest events evicted by `events.maxPerSession` (whole session).
+    pub evicted: u64,
+    /// Events dropped before the store (whole session).
+    pub dropped: u64,
+    /// Events on this page recorded by sampling (1 call in N).
+    pub sampled: usize,
+    /// Events on this page whose typed values were left out (summary form).
+    pub values_omitted: usize,
+    /// Values on this page cut at `serializationDepth`.
+    pub depth_limited: usize,
+    /// Strings on this page cut at 1 KiB.
+    pub long_strings: usize,
+    /// Arrays on this page cut at 100 elements.
+    pub long_arrays: usize,
+    /// Values on this page that were not captured (unreadable or over the
+    /// per-call capture budget).
+    pub not_captured: usize,
+}
+
+impl Truncation {
+    /// Inspects a rendered page (`rendered[i]` is `events[i]`).
+    pub fn of_page(
+        events: &[Event],
+        rendered: &[Value],
+        verbose: bool,
+        offset: u64,
+        total: u64,
+        evicted: u64,
+        dropped: u64,
+    ) -> Truncation {
+        let mut t = Truncation {
+            more_events: total.saturating_sub(offset + events.len() as u64),
+            evicted,
+            dropped,
+            ..Default::default()
+        };
+        for (e, v) in events.iter().zip(rendered) {
+            if e.header.flags & FLAG_SAMPLED != 0 {
+                t.sampled += 1;
+            }
+            if !verbose && e.header.flags & FLAG_CAPTURE != 0 {
+                t.values_omitted += 1;
+            }
+            for key in ["arguments", "returnValue", "watchValues"] {
+                if let Some(x) = v.get(key) {
+                    t.scan(x);
+                }
+            }
+        }
+        t
+    }
+
+    fn scan(&mut self, v: &Value) {
+        match v {
+            Value::String(s) => {
+                if s.ends_with(": depth limit>") {
+                    self.depth_limited += 1;
+                } else if s.starts_with("<not captured") || s.starts_with("<unreadable ") {
+                    self.not_captured += 1;
+                } else if s.starts_with("… ") && s.ends_with(" more") {
+                    self.long_arrays += 1;
+                } else if s.ends_with('…') {
+                    self.long_strings += 1;
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| self.scan(x)),
+            Value::Object(o) => o.values().for_each(|x| self.scan(x)),
+            _ => {}
+        }
+    }
+
+    /// The `truncated` object of the response (empty when nothing was left
+    /// out) and a one-line summary for the text form.
+    pub fn report(&self, cut_lines: usize) -> (Value, Option<String>) {
+        let mut obj = serde_json::Map::new();
+        let mut said = Vec::new();
+        let mut put = |key: &str, n: u64, what: String| {
+            if n > 0 {
+                obj.insert(key.into(), json!(n));
+                said.push(what);
+            }
+        };
+        put(
+            "moreEvents",
+            self.more_events,
+            format!(
+                "{} more matching events (page with offset)",
+                self.more_events
+            ),
+        );
+        put(
+            "evictedEvents",
+            self.evicted,
+            format!(
+                "{} oldest events evicted (events.maxPerSession)",
+                self.evicted
+            ),
+        );
+        put(
+            "droppedEvents",
+            self.dropped,
+            format!("{} events dropped before the store", self.dropped),
+        );
+        put(
+            "sampledEvents",
+            self.sampled as u64,
+            format!(
+                "{} events come from sampling (1 call in N recorded; debug_trace sampling: false records all)",
+                self.sampled
+            ),
+        );
+        put(
+            "valuesOmitted",
+            self.values_omitted as u64,
+            format!(
+                "typed values of {} events omitted (verbose: true shows them)",
+                self.values_omitted
+            ),
+        );
+        put(
+            "depthLimited",
+            self.depth_limited as u64,
+            format!(
+                "{} values cut at serializationDepth (debug_trace serializationDepth, up to 10)",
+                self.depth_limited
+            ),
+        );
+        put(
+            "longStrings",
+            self.long_strings as u64,
+            format!("{} strings cut at 1 KiB", self.long_strings),
+        );
+        put(
+            "longArrays",
+            self.long_arrays as u64,
+            format!("{} arrays cut at 100 elements", self.long_arrays),
+        );
+        put(
+            "notCaptured",
+            self.not_captured as u64,
+            format!(
+                "{} values not captured (unreadable memory or the per-call capture budget)",
+                self.not_captured
+            ),
+        );
+        put(
+            "summaryLines",
+            cut_lines as u64,
+            format!("{cut_lines} text lines cut at 200 characters (the JSON has them whole)"),
+        );
+        let summary = (!said.is_empty()).then(|| said.join("; "));
+        (Value::Object(obj), summary)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +370,28 @@ mod tests {
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
         assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None, None).len() < 210);
+    }
+
+    #[test]
+    fn truncation_names_every_kind_of_cut_and_nothing_else() {
+        let e = ev(EventKind::FunctionEnter, FLAG_CAPTURE | FLAG_SAMPLED, b"");
+        let rendered = json!({"arguments": [
+            {"name": "a", "value": {"next": "<node * 0x10: depth limit>"}},
+            {"name": "s", "value": "abc…"},
+            {"name": "xs", "value": [1, 2, "… 5 more"]},
+            {"name": "p", "value": "<unreadable 0x10>"},
+            {"name": "n", "value": 3}
+        ]});
+        let t = Truncation::of_page(std::slice::from_ref(&e), &[rendered], false, 0, 4, 7, 0);
+        let (report, text) = t.report(1);
+        assert_eq!(
+            report,
+            json!({"moreEvents": 3, "evictedEvents": 7, "sampledEvents": 1, "valuesOmitted": 1,
+                   "depthLimited": 1, "longStrings": 1, "longArrays": 1, "notCaptured": 1, "summaryLines": 1})
+        );
+        assert!(text.unwrap().contains("serializationDepth"));
+        let plain = ev(EventKind::Stdout, 0, b"hi");
+        let t = Truncation::of_page(&[plain], &[json!({})], false, 0, 1, 0, 0);
+        assert_eq!(t.report(0), (json!({}), None));
     }
 }

@@ -329,7 +329,9 @@ impl StrobeServer {
         description = "Query a session's unified timeline (stdout, stderr, crashes, process exit; function calls and \
         variable snapshots once tracing is on), oldest first. Filter by eventType, time (ns since start or relative like \
         \"-5s\"), pid, text, function/sourceFile/threadName/returnValue/minDurationNs. Paged with limit (≤500) and offset; \
-        totalCount and hasMore tell how much more there is."
+        totalCount and hasMore tell how much more there is, and `truncated` lists everything the answer left out \
+        (more events, evicted/dropped/sampled events, typed values omitted in the summary form or cut at \
+        serializationDepth, 1 KiB strings, 100-element arrays)."
     )]
     async fn debug_query(
         &self,
@@ -421,8 +423,13 @@ fn aggregate_by_function(
     if truncated {
         text.push_str("\n(more functions with a larger offset)");
     }
+    let cut = if truncated {
+        json!({ "moreFunctions": total - offset - rows.len() })
+    } else {
+        json!({})
+    };
     Ok((
-        json!({ "aggregate": "function", "functions": rows, "totalFunctions": total, "hasMore": truncated }),
+        json!({ "aggregate": "function", "functions": rows, "totalFunctions": total, "hasMore": truncated, "truncated": cut }),
         text,
     ))
 }
@@ -585,6 +592,15 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
             v
         })
         .collect();
+    let cut = render::Truncation::of_page(
+        &result.events,
+        &events,
+        p.verbose,
+        offset as u64,
+        result.total_count,
+        status.events.evicted,
+        status.events.dropped,
+    );
     let mut v = json!({
         "events": events,
         "totalCount": result.total_count,
@@ -618,12 +634,20 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
             ""
         }
     );
+    let mut cut_lines = 0;
     for e in &result.events {
         text.push('\n');
-        text.push_str(&render::event_line(e, func_of(e), typed_of(e)));
+        let line = render::event_line(e, func_of(e), typed_of(e));
+        cut_lines += usize::from(line.ends_with('…'));
+        text.push_str(&line);
     }
     for n in notes {
         text.push_str(&format!("\nNote: {n}"));
+    }
+    let (report, summary) = cut.report(cut_lines);
+    v["truncated"] = report;
+    if let Some(s) = summary {
+        text.push_str(&format!("\nTruncated: {s}"));
     }
     Ok((v, text))
 }
