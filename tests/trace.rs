@@ -872,6 +872,18 @@ async fn typed_arguments_returns_and_watches_from_dwarf() {
     let e = &summary["events"][0];
     assert_eq!(e["returnValue"], 123.0);
     assert!(e.get("arguments").is_none() && e.get("watchValues").is_none());
+    // Typed return values compare by value, also through chunk indexes:
+    // mix returns the double 123.0 in round 0 (124.0 in round 1), found by
+    // the integer 123.
+    let by_value = all(
+        &c,
+        &id,
+        json!({"eventType": "function_exit", "returnValue": {"equals": 123}}),
+    )
+    .await;
+    assert_eq!(by_value.len(), 1, "{by_value:?}");
+    assert_eq!(by_value[0]["function"], "mix");
+    assert_eq!(by_value[0]["returnValue"], 123.0);
     // Every response says what it left out.
     let page = summary["events"].as_array().unwrap().len();
     assert_eq!(summary["truncated"]["valuesOmitted"], page, "{summary}");

@@ -82,6 +82,13 @@ pub const FLAG_SAMPLED: u8 = 4;
 /// memory blocks, see strobe-session's `values`), decoded into typed values
 /// when queried: decoding at ingest would cap the event rate.
 pub const FLAG_CAPTURE: u8 = 8;
+/// On a function_exit with a capture: `value` holds the typed return value
+/// as the query engine compares it (integers sign- or zero-extended to 64
+/// bits, floats as f64 bits, bools 0/1, pointers raw; the raw register for
+/// functions without a return type), so chunk indexes can answer
+/// `returnValue` filters. Without this flag a captured exit's value is the
+/// raw `rax` and says nothing about its typed value.
+pub const FLAG_VALUE_TYPED: u8 = 16;
 
 /// Fixed-size part of an event. Payload bytes live in the batch's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strobe_core::event::{Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_SAMPLED};
+use strobe_core::event::{
+    Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_SAMPLED, FLAG_VALUE_TYPED,
+};
 use strobe_store::{CaptureBlob, FunctionRow};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 use strobe_symbols::{DebugInfo, Pattern, SymbolResolver, Type, TypeTable};
@@ -125,7 +127,15 @@ pub fn decoders_from_blobs(blobs: &[CaptureBlob]) -> Decoders {
 /// clock). A record's capture (typed values) is stored as is, flagged
 /// [`FLAG_CAPTURE`]; [`typed_values`] renders it when queried. Returns how
 /// many events were decoded.
-pub fn decode_records(data: &[u8], origin_ns: u64, pid: u32, batch: &mut EventBatch) -> usize {
+/// `decoders` (the session's capture plans) let exits carry their typed
+/// return value in `value` for chunk indexes (`FLAG_VALUE_TYPED`).
+pub fn decode_records(
+    data: &[u8],
+    origin_ns: u64,
+    pid: u32,
+    decoders: Option<&Decoders>,
+    batch: &mut EventBatch,
+) -> usize {
     let mut n = 0;
     let mut at = 0;
     while at + RECORD_SIZE <= data.len() {
@@ -154,15 +164,27 @@ pub fn decode_records(data: &[u8], origin_ns: u64, pid: u32, batch: &mut EventBa
         } else {
             payload = &[];
         }
+        let func_id = u32_at(8);
+        let mut value = u64_at(16);
+        if kind == EventKind::FunctionExit && flags & FLAG_CAPTURE != 0 {
+            let plan_id = u32::from_le_bytes(payload[0..4].try_into().expect("4")) as u16;
+            if let Some(key) = decoders
+                .and_then(|d| d.get(&(func_id, plan_id)))
+                .and_then(|d| d.plan.return_key(&d.types, payload))
+            {
+                value = key;
+                flags |= FLAG_VALUE_TYPED;
+            }
+        }
         batch.push(
             EventHeader {
                 ts_ns: u64_at(0).saturating_sub(origin_ns),
                 kind: kind as u8,
                 flags,
                 pid,
-                func_id: u32_at(8),
+                func_id,
                 tid: u32_at(12),
-                value: u64_at(16),
+                value,
                 ..Default::default()
             },
             payload,
@@ -1020,7 +1042,7 @@ mod tests {
         }
         let mut b = EventBatch::default();
         assert_eq!(
-            decode_records(&data, 400, 99, &mut b),
+            decode_records(&data, 400, 99, None, &mut b),
             2,
             "unwritten slots are skipped"
         );

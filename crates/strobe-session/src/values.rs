@@ -268,6 +268,55 @@ impl FunctionPlan {
         }
     }
 
+    /// The return value of an exit payload as the query engine compares it
+    /// (see `strobe_core::event::FLAG_VALUE_TYPED`): integers extended to 64
+    /// bits by their signedness, bools 0/1, floats as the bits of the f64
+    /// they render as, pointers raw, and the raw `rax` for functions without
+    /// a return type. `None` for anything else (structs, enums, 128-bit
+    /// values), which chunk indexes then cannot rule out.
+    pub fn return_key(&self, types: &TypeTable, payload: &[u8]) -> Option<u64> {
+        let regs = payload.get(8..8 + EXIT_REGS)?;
+        let reg =
+            |i: usize| u64::from_le_bytes(regs[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let Some((ty, loc)) = self.ret else {
+            return Some(reg(0));
+        };
+        let Loc::Regs([Some((sse, 0)), None]) = loc else {
+            return None;
+        };
+        let raw = if sse { reg(2) } else { reg(0) };
+        match types.get(types.strip(ty)) {
+            Type::Int { size, signed, .. } if *size <= 8 => {
+                let size = *size as usize;
+                let v = le(&raw.to_le_bytes(), size);
+                Some(if *signed {
+                    sign_extend(v, size) as u64
+                } else {
+                    v
+                })
+            }
+            Type::Bool { size } => Some(u64::from(le(&raw.to_le_bytes(), *size as usize) != 0)),
+            Type::Float { size: 4, .. } => Some((f32::from_bits(raw as u32) as f64).to_bits()),
+            Type::Float { size: 8, .. } => Some(raw),
+            // A `char *` renders as its string, which no stored number
+            // stands for.
+            Type::Pointer { target, .. }
+                if matches!(
+                    types.get(types.strip(*target)),
+                    Type::Int {
+                        size: 1,
+                        is_char: true,
+                        ..
+                    }
+                ) =>
+            {
+                None
+            }
+            Type::Pointer { .. } => Some(raw),
+            _ => None,
+        }
+    }
+
     /// Images whose type tables this plan's watches render with.
     pub fn watch_modules(&self) -> Vec<u32> {
         self.watches

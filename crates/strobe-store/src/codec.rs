@@ -5,7 +5,7 @@
 //! followed by its payload bytes, so typical output events cost a few bytes
 //! of header. [`ChunkSummary`] is what the chunk row stores beside the blob.
 
-use strobe_core::event::{Event, EventHeader};
+use strobe_core::event::{Event, EventHeader, EventKind, FLAG_CAPTURE, FLAG_VALUE_TYPED};
 
 /// Most events one chunk holds (ENGINEERING.md: 4096 was the sweet spot for
 /// the agent's ring chunks; the store uses the same granularity).
@@ -36,6 +36,120 @@ pub struct ChunkSummary {
     pub pid_max: u32,
     /// Events per (function id, kind), for function events; sorted.
     pub func_counts: Vec<(u32, u8, u32)>,
+    /// What the chunk's events contain, for ruling chunks out without
+    /// decoding them (see [`ContentIndex`]).
+    pub index: ContentIndex,
+}
+
+/// A Bloom filter over a chunk's contents: every 3-byte window of the
+/// payloads of non-function events (text filters), and the return value of
+/// every function exit whose value the query engine compares as stored
+/// (`returnValue` filters). False positives only cost a decode; a chunk it
+/// rules out has no match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentIndex {
+    bits: Vec<u64>,
+    /// Some exit's return value is only known once decoded: value filters
+    /// cannot rule this chunk out.
+    unindexed_returns: bool,
+}
+
+/// Bits of a chunk's content index (1 KiB).
+const INDEX_BITS: usize = 8192;
+const NS_TEXT: u64 = 1;
+const NS_RETURN: u64 = 2;
+
+impl Default for ContentIndex {
+    fn default() -> Self {
+        Self {
+            bits: vec![0; INDEX_BITS / 64],
+            unindexed_returns: false,
+        }
+    }
+}
+
+impl ContentIndex {
+    fn positions(ns: u64, key: u64) -> [usize; 2] {
+        let mut h =
+            (key ^ ns.wrapping_mul(0xA076_1D64_78BD_642F)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 31;
+        h = h.wrapping_mul(0xE703_7ED1_A0B4_28DB);
+        h ^= h >> 29;
+        [(h as usize) % INDEX_BITS, ((h >> 32) as usize) % INDEX_BITS]
+    }
+
+    fn insert(&mut self, ns: u64, key: u64) {
+        for p in Self::positions(ns, key) {
+            self.bits[p / 64] |= 1 << (p % 64);
+        }
+    }
+
+    fn contains(&self, ns: u64, key: u64) -> bool {
+        Self::positions(ns, key)
+            .iter()
+            .all(|p| self.bits[p / 64] & (1 << (p % 64)) != 0)
+    }
+
+    fn trigram(w: &[u8]) -> u64 {
+        (w[0] as u64) << 16 | (w[1] as u64) << 8 | w[2] as u64
+    }
+
+    /// Records one event.
+    pub fn add(&mut self, h: &EventHeader, payload: &[u8]) {
+        let function =
+            h.kind == EventKind::FunctionEnter as u8 || h.kind == EventKind::FunctionExit as u8;
+        if !function {
+            for w in payload.windows(3) {
+                self.insert(NS_TEXT, Self::trigram(w));
+            }
+        } else if h.kind == EventKind::FunctionExit as u8 {
+            if h.flags & FLAG_CAPTURE == 0 || h.flags & FLAG_VALUE_TYPED != 0 {
+                self.insert(NS_RETURN, h.value);
+            } else {
+                self.unindexed_returns = true;
+            }
+        }
+    }
+
+    /// False when no non-function event of the chunk can contain `needle`
+    /// (needles under 3 bytes are never ruled out).
+    pub fn may_contain_text(&self, needle: &[u8]) -> bool {
+        needle
+            .windows(3)
+            .all(|w| self.contains(NS_TEXT, Self::trigram(w)))
+    }
+
+    /// False when no function exit of the chunk returned any of `values`
+    /// (as compared by the query engine).
+    pub fn may_return_any(&self, values: &[u64]) -> bool {
+        self.unindexed_returns || values.iter().any(|v| self.contains(NS_RETURN, *v))
+    }
+
+    /// As stored: a flags byte, then the bits.
+    pub fn to_blob(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1 + INDEX_BITS / 8);
+        out.push(u8::from(self.unindexed_returns));
+        for w in &self.bits {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses [`ContentIndex::to_blob`]; `None` for anything else (chunks
+    /// stored before indexes existed have none).
+    pub fn from_blob(blob: &[u8]) -> Option<ContentIndex> {
+        if blob.len() != 1 + INDEX_BITS / 8 {
+            return None;
+        }
+        let bits = blob[1..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        Some(ContentIndex {
+            bits,
+            unindexed_returns: blob[0] & 1 != 0,
+        })
+    }
 }
 
 impl ChunkSummary {
@@ -112,6 +226,7 @@ impl ChunkBuilder {
                 pid_min: u32::MAX,
                 pid_max: 0,
                 func_counts: Vec::new(),
+                index: ContentIndex::default(),
             },
             last_ts: 0,
             funcs: std::collections::HashMap::new(),
@@ -131,6 +246,7 @@ impl ChunkBuilder {
         if h.func_id != 0 {
             *self.funcs.entry((h.func_id, h.kind)).or_default() += 1;
         }
+        s.index.add(h, payload);
 
         let d = &mut self.data;
         d.push(h.kind);

@@ -30,7 +30,8 @@ pub struct EventFilter {
     pub func_ids: Option<HashSet<u32>>,
     /// Only events of these threads (resolved from thread-name filters).
     pub tids: Option<HashSet<u32>>,
-    /// Only events whose payload contains these bytes.
+    /// Only events whose payload contains these bytes (text events: output,
+    /// crashes, exits…; never function events, whose payloads are binary).
     pub payload_contains: Option<Vec<u8>>,
     /// Only function_exit events whose JSON payload's `returnValue` matches.
     pub return_value: Option<ReturnValueFilter>,
@@ -86,11 +87,57 @@ impl ReturnValueFilter {
     }
 }
 
-/// JSON equality where numbers compare by value (42 == 42.0).
+/// JSON equality where numbers compare by value (42 == 42.0); integers
+/// compare exactly (no rounding through f64).
 fn numeric_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+        return x == y;
+    }
+    if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
+        return x == y;
+    }
     match (a.as_f64(), b.as_f64()) {
         (Some(x), Some(y)) => x == y,
         _ => a == b,
+    }
+}
+
+impl ReturnValueFilter {
+    /// Every stored exit `value` (see `FLAG_VALUE_TYPED`) that could match,
+    /// for chunk indexes; `None` when the filter cannot be reduced to such
+    /// values (strings such as enum names, `isNull: false`).
+    fn candidates(&self) -> Option<Vec<u64>> {
+        use serde_json::Value;
+        let from_equals = match (&self.equals_json, self.equals) {
+            (Some(Value::Number(n)), _) => {
+                let mut v = Vec::new();
+                if let Some(i) = n.as_i64() {
+                    v.extend([i as u64, (i as f64).to_bits()]);
+                } else if let Some(u) = n.as_u64() {
+                    v.extend([u, (u as f64).to_bits()]);
+                } else if let Some(f) = n.as_f64() {
+                    v.push(f.to_bits());
+                    if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                        v.push(f as i64 as u64);
+                    }
+                }
+                Some(v)
+            }
+            (Some(Value::Bool(b)), _) => Some(vec![u64::from(*b)]),
+            (Some(Value::Null), _) => Some(vec![0]),
+            // Hex strings ("0x2a"): typed pointers render that way, untyped
+            // events compare the raw register.
+            (Some(Value::String(_)), Some(raw)) => Some(vec![raw]),
+            (Some(_), _) => None,
+            (None, Some(raw)) => Some(vec![raw]),
+            (None, None) => None,
+        };
+        match (from_equals, self.is_null) {
+            (Some(v), _) => Some(v),
+            // NULL, 0, false and 0.0 are all stored as 0.
+            (None, Some(true)) => Some(vec![0]),
+            (None, _) => None,
+        }
     }
 }
 
@@ -138,10 +185,13 @@ impl EventFilter {
         }
         if let Some(needle) = &self.payload_contains
             && !needle.is_empty()
-            && !payload
-                .windows(needle.len())
-                .any(|w| w == needle.as_slice())
+            && (h.kind == strobe_core::EventKind::FunctionEnter as u8
+                || h.kind == strobe_core::EventKind::FunctionExit as u8
+                || !payload
+                    .windows(needle.len())
+                    .any(|w| w == needle.as_slice()))
         {
+            // Function events carry binary captures, not text.
             return false;
         }
         true
@@ -181,6 +231,28 @@ struct ChunkMeta {
     pid_max: u32,
     kind_counts: [u32; codec::KIND_SLOTS],
     func_counts: Vec<(u32, u8, u32)>,
+}
+
+/// What a filter asks of chunk content indexes.
+struct IndexProbe {
+    text: Option<Vec<u8>>,
+    returns: Option<Vec<u64>>,
+}
+
+impl IndexProbe {
+    fn of(filter: &EventFilter) -> Option<IndexProbe> {
+        let text = filter.payload_contains.clone().filter(|n| n.len() >= 3);
+        let returns = filter.return_value.as_ref().and_then(|r| r.candidates());
+        (text.is_some() || returns.is_some()).then_some(IndexProbe { text, returns })
+    }
+
+    fn may_match(&self, index: &codec::ContentIndex) -> bool {
+        self.text.as_ref().is_none_or(|t| index.may_contain_text(t))
+            && self
+                .returns
+                .as_ref()
+                .is_none_or(|r| index.may_return_any(r))
+    }
 }
 
 pub(crate) fn run(
@@ -260,30 +332,45 @@ fn candidate_chunks(
     let (pid_lo, pid_hi) = filter
         .pid
         .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
+    let probe = IndexProbe::of(filter);
     let mut stmt = conn.prepare_cached(
-        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts, func_counts FROM chunks
+        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts, func_counts,
+                CASE WHEN ?7 THEN content_index END FROM chunks
          WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
            AND pid_max >= ?5 AND pid_min <= ?6
          ORDER BY first_seq",
     )?;
     let metas: Vec<ChunkMeta> = stmt
-        .query_map(params![session, from, to, mask, pid_lo, pid_hi], |r| {
-            let blob: Vec<u8> = r.get(6)?;
-            Ok(ChunkMeta {
-                id: r.get(0)?,
-                first_seq: r.get::<_, i64>(1)? as u64,
-                ts_min: r.get::<_, i64>(2)? as u64,
-                ts_max: r.get::<_, i64>(3)? as u64,
-                pid_min: r.get(4)?,
-                pid_max: r.get(5)?,
-                kind_counts: ChunkSummary::parse_kind_counts(&blob),
-                func_counts: if filter.func_ids.is_some() {
-                    ChunkSummary::parse_func_counts(&r.get::<_, Vec<u8>>(7)?)
-                } else {
-                    Vec::new()
-                },
-            })
-        })?
+        .query_map(
+            params![session, from, to, mask, pid_lo, pid_hi, probe.is_some()],
+            |r| {
+                let blob: Vec<u8> = r.get(6)?;
+                let ruled_out = match (&probe, r.get::<_, Option<Vec<u8>>>(8)?) {
+                    (Some(p), Some(ix)) => {
+                        codec::ContentIndex::from_blob(&ix).is_some_and(|ix| !p.may_match(&ix))
+                    }
+                    _ => false,
+                };
+                if ruled_out {
+                    return Ok(None);
+                }
+                Ok(Some(ChunkMeta {
+                    id: r.get(0)?,
+                    first_seq: r.get::<_, i64>(1)? as u64,
+                    ts_min: r.get::<_, i64>(2)? as u64,
+                    ts_max: r.get::<_, i64>(3)? as u64,
+                    pid_min: r.get(4)?,
+                    pid_max: r.get(5)?,
+                    kind_counts: ChunkSummary::parse_kind_counts(&blob),
+                    func_counts: if filter.func_ids.is_some() {
+                        ChunkSummary::parse_func_counts(&r.get::<_, Vec<u8>>(7)?)
+                    } else {
+                        Vec::new()
+                    },
+                }))
+            },
+        )?
+        .filter_map(Result::transpose)
         .collect::<rusqlite::Result<Vec<_>>>()?;
 
     Ok(metas)

@@ -669,8 +669,8 @@ impl Writer {
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
-                                     pid_min, pid_max, func_counts, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                     pid_min, pid_max, func_counts, data, content_index)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
             let mut delete = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
             let mut counters = tx.prepare_cached(
@@ -689,6 +689,7 @@ impl Writer {
                     stored_bytes: s.stored_bytes,
                 };
                 for (summary, data) in &s.sealed {
+                    let index = summary.index.to_blob();
                     insert.execute(params![
                         key,
                         summary.first_seq as i64,
@@ -700,9 +701,10 @@ impl Writer {
                         summary.pid_min,
                         summary.pid_max,
                         summary.func_counts_blob(),
-                        data
+                        data,
+                        index
                     ])?;
-                    let bytes = data.len() as u64;
+                    let bytes = (data.len() + index.len()) as u64;
                     o.added
                         .push((tx.last_insert_rowid(), summary.count as u64, bytes));
                     o.event_count += summary.count as u64;

@@ -386,3 +386,97 @@ fn capture_blobs_are_replaced_by_key_read_back_and_deleted_with_the_session() {
     assert!(store.captures(a).unwrap().is_empty());
     assert_eq!(store.captures(b).unwrap().len(), 1);
 }
+
+#[test]
+fn content_indexes_skip_chunks_without_the_text_or_return_value_and_lose_nothing() {
+    use strobe_core::event::{FLAG_CAPTURE, FLAG_VALUE_TYPED};
+    use strobe_store::ReturnValueFilter;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let key = new_session(&store, "idx", 1_000_000);
+    // Four full chunks: output lines, then function exits returning 1..=4
+    // per chunk (raw, typed, typed, and typed without an index key).
+    let n = 4096u64;
+    for chunk in 0..4u64 {
+        let mut b = EventBatch::default();
+        for i in 0..n {
+            let ts = chunk * n + i;
+            if i % 2 == 0 {
+                let text = if chunk == 2 && i == 100 {
+                    "needle in chunk two".to_string()
+                } else {
+                    format!("line {ts}")
+                };
+                b.push(
+                    EventHeader {
+                        ts_ns: ts,
+                        kind: EventKind::Stdout as u8,
+                        pid: 1,
+                        ..Default::default()
+                    },
+                    text.as_bytes(),
+                );
+            } else {
+                let flags = match chunk {
+                    0 => 0,
+                    3 => FLAG_CAPTURE,
+                    _ => FLAG_CAPTURE | FLAG_VALUE_TYPED,
+                };
+                b.push(
+                    EventHeader {
+                        ts_ns: ts,
+                        kind: EventKind::FunctionExit as u8,
+                        flags,
+                        pid: 1,
+                        func_id: 1,
+                        value: chunk + 1,
+                        ..Default::default()
+                    },
+                    if flags & FLAG_CAPTURE != 0 {
+                        &[0u8; 8]
+                    } else {
+                        &[]
+                    },
+                );
+            }
+        }
+        store.append(key, b).unwrap();
+    }
+    store.flush().unwrap();
+
+    let text = EventFilter {
+        payload_contains: Some(b"needle".to_vec()),
+        ..Default::default()
+    };
+    let r = store.query(key, &text, ALL).unwrap();
+    assert_eq!(r.total_count, 1);
+    assert_eq!(r.chunks_decoded, 1, "only chunk two holds those trigrams");
+
+    let returning = |v: u64| EventFilter {
+        kinds: Some(EventKind::FunctionExit.bit()),
+        return_value: Some(ReturnValueFilter {
+            equals: Some(v),
+            equals_json: Some(serde_json::json!(v)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // Raw values (chunk 0) and typed values with a key (chunks 1, 2) are
+    // indexed; chunk 3's typed values are not, so it is always decoded.
+    let r = store.query(key, &returning(2), ALL).unwrap();
+    assert_eq!(r.total_count, n / 2);
+    assert_eq!(r.chunks_decoded, 2, "chunk 1 and the unindexed chunk 3");
+    let r = store.query(key, &returning(99), ALL).unwrap();
+    assert_eq!((r.total_count, r.chunks_decoded), (0, 1));
+
+    // Chunks written before indexes existed (NULL) are never ruled out.
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE chunks SET content_index = NULL", [])
+        .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    let r = store.query(key, &text, ALL).unwrap();
+    assert_eq!((r.total_count, r.chunks_decoded), (1, 4));
+}

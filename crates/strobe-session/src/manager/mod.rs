@@ -676,7 +676,16 @@ impl SessionManager {
             }
             Some("trace") => {
                 let mut batch = EventBatch::with_capacity(data.len() / trace::RECORD_SIZE, 0);
-                trace::decode_records(data, live.origin_ns, live.pid, &mut batch);
+                {
+                    let decoders = live.decoders.read().expect("decoders lock");
+                    trace::decode_records(
+                        data,
+                        live.origin_ns,
+                        live.pid,
+                        Some(&decoders),
+                        &mut batch,
+                    );
+                }
                 self.name_new_threads(live, &batch);
                 let _ = self.store.append(live.key, batch);
                 // Flow control: the agent keeps a bounded number of chunks in flight.
