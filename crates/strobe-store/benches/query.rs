@@ -23,7 +23,11 @@ fn fill(store: &Store, id: &str, total: u64) -> i64 {
         let mut b = EventBatch::with_capacity(4096, 4096);
         for _ in 0..4096 {
             let func = (i / 2 % 200) as u32 + 1;
-            let (kind, payload): (EventKind, &[u8]) = if i % 50 == 49 {
+            // One rare line and one rare return value mid-session: what an
+            // agent usually searches for.
+            let (kind, payload): (EventKind, &[u8]) = if i == total / 2 + 49 {
+                (EventKind::Stdout, b"fatal: checksum mismatch")
+            } else if i % 50 == 49 {
                 (EventKind::Stdout, b"progress line from the program")
             } else if i.is_multiple_of(2) {
                 (EventKind::FunctionEnter, b"")
@@ -37,7 +41,7 @@ fn fill(store: &Store, id: &str, total: u64) -> i64 {
                     pid: 1,
                     tid: (i / 1000 % 4) as u32 + 1,
                     func_id: if kind == EventKind::Stdout { 0 } else { func },
-                    value: i % 7,
+                    value: if i == total / 2 + 1 { 4242 } else { i % 7 },
                     ..Default::default()
                 },
                 payload,
@@ -115,6 +119,28 @@ fn main() {
                 },
                 0,
             ),
+            (
+                "function_exit + returnValue (1 match)",
+                EventFilter {
+                    kinds: Some(EventKind::FunctionExit.bit()),
+                    return_value: Some(ReturnValueFilter {
+                        equals_json: None,
+                        typed: None,
+                        equals: Some(4242),
+                        is_null: None,
+                    }),
+                    ..Default::default()
+                },
+                0,
+            ),
+            (
+                "textContains (1 match)",
+                EventFilter {
+                    payload_contains: Some(b"checksum mismatch".to_vec()),
+                    ..Default::default()
+                },
+                0,
+            ),
         ];
         for (name, filter, offset) in cases {
             let mut times = Vec::new();
@@ -128,7 +154,7 @@ fn main() {
                 total_count = r.total_count;
             }
             println!(
-                "  {name:<32} p50 {:>8.2} ms  p95 {:>8.2} ms  (totalCount {total_count})",
+                "  {name:<40} p50 {:>8.2} ms  p95 {:>8.2} ms  (totalCount {total_count})",
                 pct(times.clone(), 0.5),
                 pct(times, 0.95)
             );

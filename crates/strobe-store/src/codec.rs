@@ -56,7 +56,6 @@ pub struct ContentIndex {
 
 /// Bits of a chunk's content index (1 KiB).
 const INDEX_BITS: usize = 8192;
-const NS_TEXT: u64 = 1;
 const NS_RETURN: u64 = 2;
 
 impl Default for ContentIndex {
@@ -69,6 +68,7 @@ impl Default for ContentIndex {
 }
 
 impl ContentIndex {
+    /// Two bit positions for a (namespaced) key.
     fn positions(ns: u64, key: u64) -> [usize; 2] {
         let mut h =
             (key ^ ns.wrapping_mul(0xA076_1D64_78BD_642F)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -76,6 +76,13 @@ impl ContentIndex {
         h = h.wrapping_mul(0xE703_7ED1_A0B4_28DB);
         h ^= h >> 29;
         [(h as usize) % INDEX_BITS, ((h >> 32) as usize) % INDEX_BITS]
+    }
+
+    /// The one bit position of a text trigram: output is indexed at ~50
+    /// trigrams per line, so one multiply and one bit each (a needle of n
+    /// bytes still needs n − 2 hits, which keeps false positives rare).
+    fn trigram_bit(tri: u32) -> usize {
+        ((u64::from(tri) | 1 << 40).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51) as usize
     }
 
     fn insert(&mut self, ns: u64, key: u64) {
@@ -90,8 +97,8 @@ impl ContentIndex {
             .all(|p| self.bits[p / 64] & (1 << (p % 64)) != 0)
     }
 
-    fn trigram(w: &[u8]) -> u64 {
-        (w[0] as u64) << 16 | (w[1] as u64) << 8 | w[2] as u64
+    fn trigram(w: &[u8]) -> u32 {
+        u32::from(w[0]) << 16 | u32::from(w[1]) << 8 | u32::from(w[2])
     }
 
     /// Records one event.
@@ -99,8 +106,13 @@ impl ContentIndex {
         let function =
             h.kind == EventKind::FunctionEnter as u8 || h.kind == EventKind::FunctionExit as u8;
         if !function {
-            for w in payload.windows(3) {
-                self.insert(NS_TEXT, Self::trigram(w));
+            let mut tri = 0u32;
+            for (i, b) in payload.iter().enumerate() {
+                tri = (tri << 8 | u32::from(*b)) & 0xff_ffff;
+                if i >= 2 {
+                    let p = Self::trigram_bit(tri);
+                    self.bits[p / 64] |= 1 << (p % 64);
+                }
             }
         } else if h.kind == EventKind::FunctionExit as u8 {
             if h.flags & FLAG_CAPTURE == 0 || h.flags & FLAG_VALUE_TYPED != 0 {
@@ -114,9 +126,10 @@ impl ContentIndex {
     /// False when no non-function event of the chunk can contain `needle`
     /// (needles under 3 bytes are never ruled out).
     pub fn may_contain_text(&self, needle: &[u8]) -> bool {
-        needle
-            .windows(3)
-            .all(|w| self.contains(NS_TEXT, Self::trigram(w)))
+        needle.windows(3).all(|w| {
+            let p = Self::trigram_bit(Self::trigram(w));
+            self.bits[p / 64] & (1 << (p % 64)) != 0
+        })
     }
 
     /// False when no function exit of the chunk returned any of `values`

@@ -334,11 +334,12 @@ fn candidate_chunks(
         .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
     let probe = IndexProbe::of(filter);
     let mut stmt = conn.prepare_cached(
-        "SELECT id, first_seq, ts_min, ts_max, pid_min, pid_max, kind_counts, func_counts,
-                CASE WHEN ?7 THEN content_index END FROM chunks
-         WHERE session = ?1 AND ts_max >= ?2 AND ts_min <= ?3 AND (kind_mask & ?4) != 0
-           AND pid_max >= ?5 AND pid_min <= ?6
-         ORDER BY first_seq",
+        "SELECT c.id, c.first_seq, c.ts_min, c.ts_max, c.pid_min, c.pid_max, c.kind_counts, c.func_counts,
+                CASE WHEN ?7 THEN (SELECT content FROM chunk_indexes WHERE id = c.id) END
+         FROM chunks c
+         WHERE c.session = ?1 AND c.ts_max >= ?2 AND c.ts_min <= ?3 AND (c.kind_mask & ?4) != 0
+           AND c.pid_max >= ?5 AND c.pid_min <= ?6
+         ORDER BY c.first_seq",
     )?;
     let metas: Vec<ChunkMeta> = stmt
         .query_map(

@@ -42,8 +42,14 @@ CREATE TABLE IF NOT EXISTS chunks (
     pid_min      INTEGER NOT NULL,
     pid_max      INTEGER NOT NULL,
     func_counts  BLOB NOT NULL,
-    data         BLOB NOT NULL,
-    content_index BLOB
+    data         BLOB NOT NULL
+);
+-- Kept apart from `chunks` so that reading an index does not walk the
+-- overflow pages of the chunk's data. Chunks stored before indexes existed
+-- have no row (never ruled out).
+CREATE TABLE IF NOT EXISTS chunk_indexes (
+    id       INTEGER PRIMARY KEY,
+    content  BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_session ON chunks(session, first_seq);
 CREATE TABLE IF NOT EXISTS functions (
@@ -84,14 +90,6 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
 /// Creates the schema if it is missing.
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
-    // Stores created before chunk content indexes: their chunks keep NULL
-    // (never ruled out); new chunks get one.
-    let has_index: bool = conn
-        .prepare("SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'content_index'")?
-        .exists([])?;
-    if !has_index {
-        conn.execute_batch("ALTER TABLE chunks ADD COLUMN content_index BLOB")?;
-    }
     conn.execute(
         "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1)",
         [SCHEMA_VERSION.to_string()],

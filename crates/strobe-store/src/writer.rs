@@ -669,10 +669,13 @@ impl Writer {
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
-                                     pid_min, pid_max, func_counts, data, content_index)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                     pid_min, pid_max, func_counts, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?;
+            let mut insert_index =
+                tx.prepare_cached("INSERT INTO chunk_indexes (id, content) VALUES (?1, ?2)")?;
             let mut delete = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
+            let mut delete_index = tx.prepare_cached("DELETE FROM chunk_indexes WHERE id = ?1")?;
             let mut counters = tx.prepare_cached(
                 "UPDATE sessions SET event_count = ?2, next_seq = ?3, evicted = ?4, dropped = ?5,
                         stored_bytes = ?6 WHERE key = ?1",
@@ -701,12 +704,12 @@ impl Writer {
                         summary.pid_min,
                         summary.pid_max,
                         summary.func_counts_blob(),
-                        data,
-                        index
+                        data
                     ])?;
+                    let id = tx.last_insert_rowid();
+                    insert_index.execute(params![id, index])?;
                     let bytes = (data.len() + index.len()) as u64;
-                    o.added
-                        .push((tx.last_insert_rowid(), summary.count as u64, bytes));
+                    o.added.push((id, summary.count as u64, bytes));
                     o.event_count += summary.count as u64;
                     o.stored_bytes += bytes;
                 }
@@ -717,6 +720,7 @@ impl Writer {
                         break;
                     };
                     delete.execute([id])?;
+                    delete_index.execute([id])?;
                     o.event_count -= n;
                     o.evicted += n;
                     o.stored_bytes -= bytes;
@@ -765,6 +769,10 @@ impl Writer {
         self.commit(true)?;
         self.sessions.remove(&key);
         let tx = self.conn.transaction()?;
+        tx.execute(
+            "DELETE FROM chunk_indexes WHERE id IN (SELECT id FROM chunks WHERE session = ?1)",
+            [key],
+        )?;
         tx.execute("DELETE FROM chunks WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM functions WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM threads WHERE session = ?1", [key])?;

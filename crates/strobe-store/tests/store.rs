@@ -470,11 +470,10 @@ fn content_indexes_skip_chunks_without_the_text_or_return_value_and_lose_nothing
     let r = store.query(key, &returning(99), ALL).unwrap();
     assert_eq!((r.total_count, r.chunks_decoded), (0, 1));
 
-    // Chunks written before indexes existed (NULL) are never ruled out.
+    // Chunks written before indexes existed (no index row) are never ruled out.
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE chunks SET content_index = NULL", [])
-        .unwrap();
+    conn.execute("DELETE FROM chunk_indexes", []).unwrap();
     drop(conn);
     let store = Store::open(&path).unwrap();
     let r = store.query(key, &text, ALL).unwrap();
