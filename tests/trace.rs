@@ -725,7 +725,10 @@ async fn typed_arguments_returns_and_watches_from_dwarf() {
                 {"variable": "g_counter"},
                 {"variable": "g_config_ptr->level", "label": "level"},
                 {"variable": "g_config.name"},
-                {"variable": "g_ratio", "on": ["touch"]}
+                {"variable": "g_ratio", "on": ["touch"]},
+                {"expr": "args[1].readCString()", "label": "labelArg", "on": ["configure"]},
+                {"expr": "retval.toInt32() * 2", "label": "twice", "on": ["configure"]},
+                {"expr": "nosuch.field", "label": "broken", "on": ["configure"]}
             ]}
         }),
     )
@@ -737,7 +740,18 @@ async fn typed_arguments_returns_and_watches_from_dwarf() {
         .iter()
         .map(|w| w["label"].as_str().unwrap())
         .collect();
-    assert_eq!(watches, ["g_counter", "level", "g_config.name", "g_ratio"]);
+    assert_eq!(
+        watches,
+        [
+            "g_counter",
+            "level",
+            "g_config.name",
+            "g_ratio",
+            "labelArg",
+            "twice",
+            "broken"
+        ]
+    );
     let v = c
         .ok(
             "debug_launch",
@@ -779,8 +793,13 @@ async fn typed_arguments_returns_and_watches_from_dwarf() {
     assert_eq!(w["level"], 3);
     assert_eq!(w["g_config.name"], "global");
     assert!(w.get("g_ratio").is_none(), "g_ratio is scoped to touch");
+    // Expression watches: evaluated by the agent with args / retval bound;
+    // a failing expression shows its error, the others are unaffected.
+    assert_eq!(w["labelArg"], "tracer", "{w}");
+    assert!(w["broken"].as_str().unwrap().starts_with("<error: "), "{w}");
     let cfg_exit = calls_of(&c, &id, "function_exit", "configure").await;
     assert_eq!(cfg_exit[0]["returnValue"], 7, "strlen(\"tracer\") + RED");
+    assert_eq!(cfg_exit[0]["watchValues"]["twice"], 14, "{}", cfg_exit[0]);
     assert_eq!(
         cfg_exit[0]["watchValues"]["g_counter"].as_i64().unwrap(),
         w["g_counter"].as_i64().unwrap() + 2,
@@ -953,7 +972,11 @@ async fn watch_requests_are_validated() {
             "is not one of",
         ),
         (json!({"address": "zz"}), "hex address"),
-        (json!({"expr": "ptr(1).readU32()"}), "not supported"),
+        (json!({"expr": "ptr(1).readU32("}), "does not compile"),
+        (
+            json!({"expr": "1", "variable": "g_counter"}),
+            "one of 'variable'",
+        ),
         (json!({}), "needs 'variable'"),
     ] {
         let r = c

@@ -3,7 +3,9 @@
 // output by content hash, so an edited source is never shadowed by a stale build.
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
-import { drain, onTraceAck, updateHooks, updatePlans, watchModules, HookRequest, PlansRequest } from "./tracers/native.js";
+import {
+    drain, onTraceAck, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
+} from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
 // their own recv() calls; everything else arrives here.
@@ -12,6 +14,7 @@ function listen(): void {
         try {
             if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
             else if (msg.type === "plans") updatePlans(msg as unknown as PlansRequest);
+            else if (msg.type === "exprs") updateExprs(msg as unknown as ExprsRequest);
             else if (msg.type === "module-base") {
                 const path = String(msg.path);
                 const m = Process.enumerateModules().find(x => x.path === path)

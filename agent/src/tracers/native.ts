@@ -39,7 +39,8 @@ interface Runtime {
      *  `every`, tick, hot, original's trampoline, stack bytes to copy, id. */
     fstate: NativePointer;
     /** [0] calls per window above which a function is sampled, [1] sampling
-     *  on, [2] pid, [3] pthread key of the per-thread state. */
+     *  on, [2] pid, [3] pthread key of the per-thread state, [4] the
+     *  expression watch evaluator (a NativeCallback). */
     config: NativePointer;
     drops: NativePointer;
     /** Per function: its capture plan, or NULL (name and timing only). */
@@ -75,7 +76,7 @@ const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
 for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize) ring.add(off).writeU8(0);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
 const fstate = Memory.alloc(MAX_FUNCTIONS * FSTATE_SIZE);
-const config = Memory.alloc(32);
+const config = Memory.alloc(40);
 // CModule globals are not writable (its image is mapped read+execute): the
 // process id the hooks need is passed in config[2].
 config.add(16).writeU64(Process.id);
@@ -115,7 +116,9 @@ typedef struct { guint64 gp[6]; guint64 rax; guint64 r10; guint64 xmm[8][2]; } R
 /* Saved by the hook at exit. */
 typedef struct { guint64 rax; guint64 rdx; guint64 xmm0[2]; guint64 xmm1[2]; } RetRegs;
 typedef struct { guint8 src; guint8 flags; guint16 parent; guint32 size; guint64 arg; gint64 addend; } Node;
-typedef struct { guint16 n_enter; guint16 n_exit; guint16 stack_bytes; guint16 id; } PlanHeader;
+typedef struct { guint16 n_enter; guint16 n_exit; guint16 stack_bytes; guint16 id; guint16 n_expr; guint16 pad[3]; } PlanHeader;
+/* Evaluates a function's expression watches (JS) into out; returns bytes written. */
+typedef guint32 (*ExprFn)(guint32 func, guint32 exit, const guint64 *regs, guint8 *out, guint32 cap);
 #define SAMPLED 0x100u
 #define KIND_PAD 3u
 #define PAYLOAD_MAX ${PAYLOAD_MAX}u
@@ -325,6 +328,7 @@ static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, in
         pos += sb;
     }
     pos = run_nodes((const Node *)(plan + 1), plan->n_enter, r->gp, 0, 0, stack, out, pos);
+    if (plan->n_expr && config[4]) pos += ((ExprFn)(gsize)config[4])(func, 0, r->gp, out + pos, PAYLOAD_MAX - pos);
     *(guint32 *)out = plan->id;
     *(guint32 *)(out + 4) = pos;
     return put(st, func, kind, r->gp[0], ts, out, pos);
@@ -339,6 +343,7 @@ static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, in
     regs[2] = r->xmm0[0]; regs[3] = r->xmm1[0];
     guint32 pos = 8 + 4 * 8;
     pos = run_nodes((const Node *)(plan + 1) + plan->n_enter, plan->n_exit, NULL, r->rax, r->rdx, 0, out, pos);
+    if (plan->n_expr && config[4]) pos += ((ExprFn)(gsize)config[4])(func, 1, &r->rax, out + pos, PAYLOAD_MAX - pos);
     *(guint32 *)out = plan->id;
     *(guint32 *)(out + 4) = pos;
     put(st, func, kind, r->rax, ts, out, pos);
@@ -437,6 +442,8 @@ const keyCreate = new NativeFunction(Module.findGlobalExportByName("pthread_key_
 const key = Memory.alloc(8);
 if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
 config.add(24).writeU64(key.readU32());
+
+config.add(32).writePointer(exprCallback);
 
 const hook = writeHook(cm.fast_enter, cm.fast_leave);
 registerUnwindInfo();
@@ -813,6 +820,15 @@ function setPlan(funcId: number, bytes: number[] | null | undefined): void {
     const { plans } = runtime();
     const slot = plans.add((funcId % MAX_FUNCTIONS) * 8);
     const old = livePlans.get(funcId);
+    exprIdsByFunc.delete(funcId);
+    if (bytes && bytes.length >= 16) {
+        const u16 = (o: number) => bytes[o] | (bytes[o + 1] << 8);
+        const nExpr = u16(8);
+        if (nExpr > 0) {
+            const at = 16 + 24 * (u16(0) + u16(2));
+            exprIdsByFunc.set(funcId, Array.from({ length: nExpr }, (_, i) => u16(at + 2 * i)));
+        }
+    }
     if (bytes && bytes.length > 0) {
         const mem = Memory.alloc(bytes.length);
         mem.writeByteArray(bytes);
@@ -826,6 +842,91 @@ function setPlan(funcId: number, bytes: number[] | null | undefined): void {
     const cutoff = Date.now() - 5000;
     retiredPlans = retiredPlans.filter(([t]) => t > cutoff);
 }
+
+// Expression watches: JavaScript evaluated in the traced thread at each
+// enter/exit of the functions whose plans list them, with `args` (the six
+// integer argument registers as NativePointers, at enter) and `retval` (rax,
+// at exit) in scope. Costs a call into JS per traced call of those functions.
+interface ExprWatch { label: string; fn: (args: NativePointer[], retval: NativePointer | undefined) => unknown }
+let exprs = new Map<number, ExprWatch>();
+const exprIdsByFunc = new Map<number, number[]>();
+const EXPR_MAGIC = 0x52505845;
+const EXPR_VALUE_MAX = 4096;
+
+export interface ExprsRequest {
+    id: number;
+    exprs: Array<[number, string, string]>;
+}
+
+/** Replaces the set of expression watches; answers with the ones that do not compile. */
+export function updateExprs(req: ExprsRequest): void {
+    const errors: Array<[string, string]> = [];
+    const next = new Map<number, ExprWatch>();
+    for (const [id, label, source] of req.exprs) {
+        const old = exprs.get(id);
+        if (old !== undefined) { next.set(id, old); continue; }
+        try {
+            const fn = new Function("args", "retval", `"use strict"; return (${source});`) as ExprWatch["fn"];
+            next.set(id, { label, fn });
+        } catch (e) {
+            errors.push([label, String((e as Error).message ?? e)]);
+        }
+    }
+    exprs = next;
+    send({ type: "exprs_updated", id: req.id, errors });
+}
+
+/** A watch value as JSON: pointers and 64-bit integers as strings. */
+function exprJson(v: unknown): unknown {
+    if (v === undefined || v === null) return null;
+    if (typeof v === "number") return Number.isFinite(v) ? v : String(v);
+    if (typeof v === "string") return v.length > EXPR_VALUE_MAX ? v.slice(0, EXPR_VALUE_MAX) + "…" : v;
+    if (typeof v === "boolean") return v;
+    if (v instanceof NativePointer || v instanceof Int64 || v instanceof UInt64) return v.toString();
+    if (v instanceof ArrayBuffer) {
+        const b = new Uint8Array(v.slice(0, 64));
+        return Array.from(b, x => x.toString(16).padStart(2, "0")).join("");
+    }
+    try {
+        const text = JSON.stringify(v);
+        return text.length > EXPR_VALUE_MAX ? text.slice(0, EXPR_VALUE_MAX) + "…" : JSON.parse(text);
+    } catch (e) {
+        return String(v);
+    }
+}
+
+function utf8(text: string): number[] {
+    const bin = unescape(encodeURIComponent(text));
+    return Array.from(bin, c => c.charCodeAt(0));
+}
+
+const exprCallback = new NativeCallback((func: number, exit: number, regs: NativePointer, out: NativePointer, cap: number): number => {
+    const ids = exprIdsByFunc.get(func);
+    if (ids === undefined) return 0;
+    const args = exit ? [] : [0, 1, 2, 3, 4, 5].map(i => regs.add(i * 8).readPointer());
+    const retval = exit ? regs.readPointer() : undefined;
+    const values: Record<string, unknown> = {};
+    for (const id of ids) {
+        const e = exprs.get(id);
+        if (e === undefined) continue;
+        try {
+            values[e.label] = exprJson(e.fn(args, retval));
+        } catch (err) {
+            values[e.label] = `<error: ${String((err as Error).message ?? err)}>`;
+        }
+    }
+    let bytes = utf8(JSON.stringify(values));
+    if (bytes.length + 8 > cap) {
+        const cut: Record<string, string> = {};
+        for (const k of Object.keys(values)) cut[k] = "<not captured: record size limit reached>";
+        bytes = utf8(JSON.stringify(cut));
+        if (bytes.length + 8 > cap) return 0;
+    }
+    out.writeByteArray(bytes);
+    out.add(bytes.length).writeU32(bytes.length);
+    out.add(bytes.length + 4).writeU32(EXPR_MAGIC);
+    return bytes.length + 8;
+}, "uint32", ["uint32", "uint32", "pointer", "pointer", "uint32"]);
 
 export interface PlansRequest {
     id: number;

@@ -191,8 +191,11 @@ pub struct WatchTargetParam {
     pub type_hint: Option<String>,
     /// Label the values are stored under (default: the variable or address).
     pub label: Option<String>,
-    /// JavaScript expression (not supported by the native agent: the call answers with an
-    /// error naming the alternatives).
+    /// JavaScript expression (≤ 256 chars) evaluated by the agent in the traced thread at each enter
+    /// and exit of the watched functions, with `args` (the six integer argument registers as
+    /// NativePointers; enter only) and `retval` (rax; exit only) in scope and Frida's API available,
+    /// e.g. "args[1].readCString()" or "ptr('0x5678').readU32()". Costs a call into JavaScript per
+    /// traced call of those functions: scope it with `on`.
     pub expr: Option<String>,
     /// Function patterns the watch is read in ("audio::*"); those functions are traced too.
     /// Omit to read it in every traced function.

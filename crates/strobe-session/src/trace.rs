@@ -252,6 +252,9 @@ pub enum WatchTarget {
         /// The hint (i8…u64, f32, f64, pointer).
         hint: String,
     },
+    /// A JavaScript expression the agent evaluates at each read (with
+    /// `args` / `retval` bound, see agent/src/tracers/native.ts).
+    Expr(String),
 }
 
 /// A watch in `debug_trace` responses.
@@ -280,7 +283,7 @@ pub struct WatchRequest {
     pub type_hint: Option<String>,
     /// Label (default: the variable or address).
     pub label: Option<String>,
-    /// JavaScript expression (not supported by the native agent).
+    /// JavaScript expression evaluated by the agent (see [`WatchTarget::Expr`]).
     pub expr: Option<String>,
     /// Function patterns the watch is read in.
     pub on: Vec<String>,
@@ -349,6 +352,9 @@ pub struct Tracer {
     watches: Vec<Watch>,
     /// Functions traced in light mode (no typed values).
     light: BTreeSet<u32>,
+    /// Id of the next expression watch (ids are never reused in a session,
+    /// so a record names the expression it was evaluated with).
+    next_expr: u16,
 }
 
 /// What the agent reports about running hooks. Kept apart from [`Tracer`]
@@ -405,6 +411,7 @@ impl Tracer {
             plan_ids: HashMap::new(),
             watches: Vec::new(),
             light: BTreeSet::new(),
+            next_expr: 1,
         }
     }
 
@@ -750,14 +757,28 @@ impl Tracer {
             .map(|w| ActiveWatch {
                 label: w.label.clone(),
                 target: match &w.target {
-                    WatchTarget::Variable(v) => v.clone(),
+                    WatchTarget::Variable(v) | WatchTarget::Expr(v) => v.clone(),
                     WatchTarget::Address { address, .. } => format!("{address:#x}"),
                 },
                 ty: match &w.spec.ty {
                     WatchType::Typed(t, table, _) => table.name(*t),
                     WatchType::Hint(h) => h.clone(),
+                    WatchType::Expr(_) => "javascript".into(),
                 },
                 on: w.on.iter().map(Pattern::text).collect(),
+            })
+            .collect()
+    }
+
+    /// The expression watches the agent must know: (id, label, source).
+    pub fn expr_watches(&self) -> Vec<(u16, String, String)> {
+        self.watches
+            .iter()
+            .filter_map(|w| match (&w.target, &w.spec.ty) {
+                (WatchTarget::Expr(src), WatchType::Expr(id)) => {
+                    Some((*id, w.label.clone(), src.clone()))
+                }
+                _ => None,
             })
             .collect()
     }
@@ -785,7 +806,7 @@ impl Tracer {
         base: &dyn Fn(&Path) -> Option<u64>,
     ) -> Result<(), String> {
         let label = label.unwrap_or_else(|| match &target {
-            WatchTarget::Variable(v) => v.clone(),
+            WatchTarget::Variable(v) | WatchTarget::Expr(v) => v.clone(),
             WatchTarget::Address { address, .. } => format!("{address:#x}"),
         });
         if self.watches.iter().any(|w| w.label == label) {
@@ -809,6 +830,19 @@ impl Tracer {
                 string: false,
             },
             WatchTarget::Variable(expr) => self.resolve_variable(&label, expr, base)?,
+            WatchTarget::Expr(_) => {
+                let id = self.next_expr;
+                self.next_expr = self.next_expr.checked_add(1).ok_or(
+                    "this session has used all 65535 expression watch ids; start a new session",
+                )?;
+                WatchSpec {
+                    label: label.clone(),
+                    chain: Vec::new(),
+                    size: 0,
+                    ty: WatchType::Expr(id),
+                    string: false,
+                }
+            }
         };
         self.watches.push(Watch {
             label,

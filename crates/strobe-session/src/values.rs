@@ -165,6 +165,8 @@ pub enum WatchType {
     Typed(TypeId, std::sync::Arc<TypeTable>, u32),
     /// A hint for raw addresses: i8…u64, f32, f64, pointer.
     Hint(String),
+    /// A JavaScript expression the agent evaluates (its id in the agent).
+    Expr(u16),
 }
 
 /// A watch, resolved to an address chain.
@@ -196,6 +198,8 @@ pub struct FunctionPlan {
     exit_keys: HashMap<(u16, u8, u64), u16>,
     /// (label, final node index in enter, in exit, type).
     watches: Vec<(String, u16, u16, WatchType)>,
+    /// Expression watches read in this function: (label, agent id).
+    exprs: Vec<(String, u16)>,
     stack_bytes: u64,
     depth: u32,
     /// Pointers left unfollowed because the node budget ran out.
@@ -229,6 +233,8 @@ pub struct StoredPlan {
     enter_keys: Vec<((u16, u8, u64), u16)>,
     exit_keys: Vec<((u16, u8, u64), u16)>,
     watches: Vec<(String, u16, u16, StoredWatchType)>,
+    #[serde(default)]
+    exprs: Vec<(String, u16)>,
     stack_bytes: u64,
     depth: u32,
     truncated: bool,
@@ -258,10 +264,12 @@ impl FunctionPlan {
                     let ty = match ty {
                         WatchType::Typed(t, _, module) => StoredWatchType::Typed(*t, *module),
                         WatchType::Hint(h) => StoredWatchType::Hint(h.clone()),
+                        WatchType::Expr(_) => StoredWatchType::Hint("expr".into()),
                     };
                     (label.clone(), *e, *x, ty)
                 })
                 .collect(),
+            exprs: self.exprs.clone(),
             stack_bytes: self.stack_bytes,
             depth: self.depth,
             truncated: self.truncated,
@@ -323,7 +331,7 @@ impl FunctionPlan {
             .iter()
             .filter_map(|(_, _, _, ty)| match ty {
                 WatchType::Typed(_, _, m) => Some(*m),
-                WatchType::Hint(_) => None,
+                WatchType::Hint(_) | WatchType::Expr(_) => None,
             })
             .collect()
     }
@@ -351,6 +359,7 @@ impl FunctionPlan {
             enter_keys: s.enter_keys.into_iter().collect(),
             exit_keys: s.exit_keys.into_iter().collect(),
             watches,
+            exprs: s.exprs,
             stack_bytes: s.stack_bytes,
             depth: s.depth,
             truncated: s.truncated,
@@ -742,7 +751,12 @@ impl FunctionPlan {
         truncated |= x.truncated;
 
         let mut plan_watches = Vec::new();
+        let mut exprs = Vec::new();
         for w in watches {
+            if let WatchType::Expr(id) = w.ty {
+                exprs.push((w.label.clone(), id));
+                continue;
+            }
             let e = push_chain(&mut enter, w);
             let x = push_chain(&mut exit, w);
             plan_watches.push((w.label.clone(), e, x, w.ty.clone()));
@@ -756,6 +770,7 @@ impl FunctionPlan {
             enter_keys,
             exit_keys,
             watches: plan_watches,
+            exprs,
             stack_bytes,
             depth,
             truncated,
@@ -763,12 +778,17 @@ impl FunctionPlan {
     }
 
     /// The plan as the agent reads it.
+    /// Header: u16 enter nodes, exit nodes, stack bytes, plan id, expression
+    /// watches, 3 × u16 padding; then the nodes (24 bytes each); then the
+    /// expression watch ids (u16 each).
     pub fn wire(&self) -> Vec<u8> {
-        let mut w = Vec::with_capacity(8 + 24 * (self.enter.len() + self.exit.len()));
+        let mut w = Vec::with_capacity(16 + 24 * (self.enter.len() + self.exit.len()));
         w.extend_from_slice(&(self.enter.len() as u16).to_le_bytes());
         w.extend_from_slice(&(self.exit.len() as u16).to_le_bytes());
         w.extend_from_slice(&(self.stack_bytes as u16).to_le_bytes());
         w.extend_from_slice(&self.id.to_le_bytes());
+        w.extend_from_slice(&(self.exprs.len() as u16).to_le_bytes());
+        w.extend_from_slice(&[0; 6]);
         for n in self.enter.iter().chain(&self.exit) {
             w.push(n.src);
             w.push(n.flags);
@@ -777,12 +797,15 @@ impl FunctionPlan {
             w.extend_from_slice(&n.arg.to_le_bytes());
             w.extend_from_slice(&n.addend.to_le_bytes());
         }
+        for (_, id) in &self.exprs {
+            w.extend_from_slice(&id.to_le_bytes());
+        }
         w
     }
 
     /// Decodes an enter payload into `{"arguments": [...], "watchValues": {...}}`.
     pub fn decode_enter(&self, types: &TypeTable, payload: &[u8]) -> Value {
-        let body = payload.get(8..).unwrap_or(&[]);
+        let (body, exprs) = split_exprs(payload.get(8..).unwrap_or(&[]));
         let regs = body.get(..ENTER_REGS).unwrap_or(&[]);
         let stack_end = ENTER_REGS + self.stack_bytes.div_ceil(8) as usize * 8;
         let stack = body
@@ -850,7 +873,7 @@ impl FunctionPlan {
         }
         let mut out = Map::new();
         out.insert("arguments".into(), Value::Array(args));
-        if let Some(w) = self.watch_values(&blocks, true) {
+        if let Some(w) = self.with_exprs(self.watch_values(&blocks, true), exprs) {
             out.insert("watchValues".into(), w);
         }
         Value::Object(out)
@@ -858,7 +881,7 @@ impl FunctionPlan {
 
     /// Decodes an exit payload into `{"returnValue": …, "watchValues": {...}}`.
     pub fn decode_exit(&self, types: &TypeTable, payload: &[u8]) -> Value {
-        let body = payload.get(8..).unwrap_or(&[]);
+        let (body, exprs) = split_exprs(payload.get(8..).unwrap_or(&[]));
         let regs = body.get(..EXIT_REGS).unwrap_or(&[]);
         let blocks = parse_blocks(body.get(EXIT_REGS..).unwrap_or(&[]), self.exit.len());
         let ctx = Ctx {
@@ -894,10 +917,34 @@ impl FunctionPlan {
             };
             out.insert("returnValue".into(), value);
         }
-        if let Some(w) = self.watch_values(&blocks, false) {
+        if let Some(w) = self.with_exprs(self.watch_values(&blocks, false), exprs) {
             out.insert("watchValues".into(), w);
         }
         Value::Object(out)
+    }
+
+    /// Adds expression watch values (evaluated by the agent) to the native
+    /// ones, in the plan's order; one the agent did not report shows why.
+    fn with_exprs(
+        &self,
+        native: Option<Value>,
+        exprs: Option<Map<String, Value>>,
+    ) -> Option<Value> {
+        if self.exprs.is_empty() {
+            return native;
+        }
+        let mut m = match native {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let mut got = exprs.unwrap_or_default();
+        for (label, _) in &self.exprs {
+            let v = got
+                .remove(label)
+                .unwrap_or_else(|| json!("<not captured: expression not evaluated>"));
+            m.insert(label.clone(), v);
+        }
+        Some(Value::Object(m))
     }
 
     fn watch_values(&self, blocks: &[Block<'_>], enter: bool) -> Option<Value> {
@@ -924,6 +971,8 @@ impl FunctionPlan {
                         wctx.render(*t, b.data, Origin::Nowhere, 2, &mut vec![b.addr])
                     }
                     WatchType::Hint(h) => render_hint(h, b.data),
+                    // Never planned as reads (see `exprs`).
+                    WatchType::Expr(_) => Value::Null,
                 },
                 Some(b) => status_text(b.status, b.addr),
                 None => json!("<not captured: record truncated>"),
@@ -980,6 +1029,27 @@ struct Block<'a> {
     addr: u64,
     status: u32,
     data: &'a [u8],
+}
+
+/// Ends a payload that carries expression watch values: the JSON object of
+/// values, then u32 its length, then u32 this magic.
+const EXPR_MAGIC: u32 = 0x5250_5845;
+
+/// Splits the expression watch values off the end of a payload body.
+fn split_exprs(body: &[u8]) -> (&[u8], Option<Map<String, Value>>) {
+    let n = body.len();
+    if n < 8 || u32::from_le_bytes(body[n - 4..].try_into().expect("4")) != EXPR_MAGIC {
+        return (body, None);
+    }
+    let len = u32::from_le_bytes(body[n - 8..n - 4].try_into().expect("4")) as usize;
+    let Some(start) = (n - 8).checked_sub(len) else {
+        return (body, None);
+    };
+    let values = match serde_json::from_slice(&body[start..n - 8]) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    (&body[..start], Some(values))
 }
 
 fn parse_blocks(mut b: &[u8], n: usize) -> Vec<Block<'_>> {

@@ -107,6 +107,40 @@ impl SessionManager {
                 Err(e) => return Err(ToolError::validation(e)),
             }
         }
+        if replan || !opts.watch_remove.is_empty() {
+            // Expression watches are compiled by the agent; one that does not
+            // compile is refused (or, staged, dropped with a warning).
+            let exprs: Vec<Value> = tracer
+                .expr_watches()
+                .into_iter()
+                .map(|(id, label, src)| json!([id, label, src]))
+                .collect();
+            let r = self.agent_request(live, json!({"type": "exprs", "exprs": exprs}), timeout)?;
+            let bad: Vec<(String, String)> = r["errors"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| {
+                            Some((e[0].as_str()?.to_string(), e[1].as_str()?.to_string()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !bad.is_empty() {
+                let labels: Vec<String> = bad.iter().map(|b| b.0.clone()).collect();
+                tracer.remove_watches(&labels);
+                let text = bad
+                    .iter()
+                    .map(|(l, e)| format!("watch {l:?}: the expression does not compile ({e})"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                if opts.lenient_watches {
+                    warnings.push(format!("staged watch not applied: {text}"));
+                } else {
+                    return Err(ToolError::validation(text));
+                }
+            }
+        }
         let plan = tracer.plan(add, remove);
         if !plan.new_rows.is_empty() {
             self.store
@@ -633,17 +667,27 @@ fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, Tool
 
 /// Checks a watch request's fields and what it targets.
 pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolError> {
-    if w.expr.is_some() {
-        return Err(ToolError::validation(
-            "watch 'expr' (JavaScript expressions) is not supported by the native agent: use 'variable'              (a global or static, with '.field' and '->field' steps, e.g. \"gConfig->level\") or 'address' + 'type'              (e.g. {\"address\": \"0x4010\", \"type\": \"u32\"})",
-        ));
-    }
     if let Some(l) = &w.label
         && (l.is_empty() || l.len() > 256)
     {
         return Err(ToolError::validation(
             "a watch 'label' must be 1–256 characters",
         ));
+    }
+    if let Some(e) = &w.expr {
+        if w.variable.is_some() || w.address.is_some() || w.type_hint.is_some() {
+            return Err(ToolError::validation(
+                "a watch has one of 'variable', 'address' (with 'type') or 'expr'",
+            ));
+        }
+        let e = e.trim();
+        if e.is_empty() || e.len() > 256 {
+            return Err(ToolError::validation(
+                "a watch 'expr' is a JavaScript expression of 1–256 characters, e.g. \"args[0].readCString()\" \
+                 or \"ptr('0x5678').readU32()\"",
+            ));
+        }
+        return Ok(WatchTarget::Expr(e.to_string()));
     }
     match (&w.variable, &w.address) {
         (Some(_), Some(_)) => Err(ToolError::validation(

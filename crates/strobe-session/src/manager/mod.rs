@@ -707,7 +707,7 @@ impl SessionManager {
                     .add_drops(&deltas);
                 let _ = self.store.record_dropped(live.key, total);
             }
-            Some("plans_updated" | "module_base") => {
+            Some("plans_updated" | "module_base" | "exprs_updated") => {
                 if let Some(id) = payload["id"].as_u64()
                     && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
                 {
