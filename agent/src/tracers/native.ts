@@ -1,6 +1,7 @@
-// The native tracer. Each traced function is redirected with
-// Interceptor.replaceFast to a 24-byte stub that loads the function's state
-// and jumps to one shared hook (machine code written below): the hook saves
+// The native tracer. Each traced function starts with a 5-byte jump to a
+// nearby 24-byte stub (redirectNear; Interceptor.replaceFast when that is
+// not safe) that loads the function's state and jumps to one shared hook
+// (machine code written below): the hook saves
 // the argument registers, calls the CModule's fast_enter (which writes a
 // 32-byte record into a shared MPSC ring), copies the stack arguments and
 // calls the original function through its trampoline, then calls fast_leave
