@@ -518,13 +518,12 @@ const HOOK_RESTORE = [
     0xf3, 0x0f, 0x6f, 0xbd, 0xc0, 0xff, 0xff, 0xff, // movdqu xmm7, [rbp-64]
 ];
 
+/** Little-endian bytes of a pointer (one native call: hooking thousands of
+ *  functions builds thousands of these). */
 function u64Bytes(p: NativePointer): number[] {
+    const hex = p.toString(16).padStart(16, "0");
     const b = new Array<number>(8);
-    let v = p;
-    for (let i = 0; i < 8; i++) {
-        b[i] = v.and(0xff).toInt32();
-        v = v.shr(8);
-    }
+    for (let i = 0; i < 8; i++) b[i] = parseInt(hex.substr(14 - 2 * i, 2), 16);
     return b;
 }
 
@@ -584,6 +583,9 @@ function writeHook(enter: NativePointer, leave: NativePointer): NativePointer {
 // can be added while other threads run through their neighbours.
 const STUB_SIZE = 24;
 const NEAR_REACH = 0x6000_0000; // 1.5 GiB, well inside a rel32 jump
+// Allocated 64 KiB at a time: Frida's near allocation searches the address
+// space (~10 ms a call here), so one page at a time cost 1 s per 4,000 hooks.
+const NEAR_CHUNK = 64 * 1024;
 interface NearPage { base: NativePointer; used: number }
 const nearPages: NearPage[] = [];
 const stubs = new Map<number, NativePointer>();
@@ -596,10 +598,10 @@ function within(a: NativePointer, b: NativePointer, distance: number): boolean {
 /** `size` bytes (8-aligned) of executable memory near `target`. */
 function nearAlloc(target: NativePointer, size: number): NativePointer {
     const need = Math.ceil(size / 8) * 8;
-    let page = nearPages.find(p => p.used + need <= Process.pageSize && within(p.base, target, NEAR_REACH));
+    let page = nearPages.find(p => p.used + need <= NEAR_CHUNK && within(p.base, target, NEAR_REACH));
     if (page === undefined) {
-        const base = Memory.alloc(Process.pageSize, { near: target, maxDistance: NEAR_REACH });
-        Memory.protect(base, Process.pageSize, "rwx");
+        const base = Memory.alloc(NEAR_CHUNK, { near: target, maxDistance: NEAR_REACH });
+        Memory.protect(base, NEAR_CHUNK, "rwx");
         page = { base, used: 0 };
         nearPages.push(page);
     }
@@ -614,10 +616,10 @@ function stubFor(funcId: number, target: NativePointer): NativePointer {
     const { fstate, hook } = runtime();
     const stub = nearAlloc(target, STUB_SIZE);
     const fs = fstate.add((funcId % MAX_FUNCTIONS) * FSTATE_SIZE);
-    stub.writeByteArray([
-        0x49, 0xbb, ...u64Bytes(fs), //             mov r11, fs
-        0xff, 0x25, 0, 0, 0, 0, ...u64Bytes(hook), // jmp [rip]
-    ]);
+    stub.writeByteArray([0x49, 0xbb]); //                 mov r11, fs
+    stub.add(2).writePointer(fs);
+    stub.add(10).writeByteArray([0xff, 0x25, 0, 0, 0, 0]); // jmp [rip]
+    stub.add(16).writePointer(hook);
     stubs.set(funcId, stub);
     return stub;
 }
@@ -713,16 +715,56 @@ function redirectNear(target: NativePointer, stub: NativePointer, extent: number
     if (!rl.eoi) w.putJmpAddress(target.add(n));
     w.flush();
     nearRedirects.set(target.toString(), Array.from(new Uint8Array(target.readByteArray(n)!)));
-    // The jump is live as soon as it is written: the hook must already know
-    // where the original continues.
+    // The jump is live as soon as writePatches writes it: the hook must
+    // already know where the original continues.
     trampolineSlot.writePointer(tramp);
-    Memory.patchCode(target, n, code => {
-        const cw = new X86Writer(code, { pc: target });
-        cw.putJmpAddress(stub);
-        while (cw.offset < n) cw.putNop();
-        cw.flush();
-    });
+    const rel = stub.sub(target.add(5)).toInt32();
+    const jump = [0xe9, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >>> 24) & 0xff];
+    while (jump.length < n) jump.push(0x90);
+    patches.push([target, jump]);
     return tramp;
+}
+
+/** Code writes waiting for writePatches: (address, bytes). */
+let patches: Array<[NativePointer, number[]]> = [];
+
+/**
+ * Writes the queued code patches, making each page writable once for all
+ * of its patches: Memory.patchCode per function (two mprotects and the TLB
+ * shootdowns they cost while the program runs) took ~1 ms a function.
+ */
+function writePatches(): void {
+    if (patches.length === 0) return;
+    const pageSize = Process.pageSize;
+    // Addresses as numbers (user space fits in 47 bits): grouping thousands
+    // of patches with NativePointer arithmetic cost a native call per step.
+    const byPage = new Map<number, { first: number; last: number; items: Array<[NativePointer, number[]]> }>();
+    for (const p of patches) {
+        const at = parseInt(p[0].toString(16), 16);
+        const page = at - (at % pageSize);
+        const e = byPage.get(page) ?? { first: page, last: page, items: [] };
+        e.items.push(p);
+        const end = at + p[1].length - 1;
+        e.last = Math.max(e.last, end - (end % pageSize));
+        byPage.set(page, e);
+    }
+    patches = [];
+    const ranges = Process.enumerateRanges("--x");
+    const protectionAt = (a: number) => {
+        const r = ranges.find(x => {
+            const base = parseInt(x.base.toString(16), 16);
+            return a >= base && a < base + x.size;
+        });
+        return r?.protection ?? "r-x";
+    };
+    for (const { first, last, items } of byPage.values()) {
+        const start = ptr(first);
+        const size = last - first + pageSize;
+        const restore = protectionAt(first);
+        Memory.protect(start, size, "rwx");
+        for (const [at, bytes] of items) at.writeByteArray(bytes);
+        Memory.protect(start, size, restore);
+    }
 }
 
 /** Undoes a redirection (either kind). */
@@ -733,7 +775,7 @@ function unredirect(target: NativePointer): void {
         return;
     }
     nearRedirects.delete(target.toString());
-    Memory.patchCode(target, orig.length, code => code.writeByteArray(orig));
+    patches.push([target, orig]);
 }
 
 // Unwind info (.eh_frame: one CIE, one FDE, a terminator) for the hook, so
@@ -786,6 +828,8 @@ const keepAlive: NativePointer[] = [];
 
 /** Functions currently redirected to the hook: id → address. */
 const replaced = new Map<number, NativePointer>();
+/** The same, by address (aliases share one). */
+const redirectedAt = new Map<string, number>();
 const reportedDrops = new Map<number, number>();
 /** Every function ever hooked: drops of unhooked ones are still reported. */
 const everHooked = new Set<number>();
@@ -840,8 +884,15 @@ function setPlan(funcId: number, bytes: number[] | null | undefined): void {
         livePlans.delete(funcId);
     }
     if (old !== undefined) retiredPlans.push([Date.now(), old]);
+}
+
+/** Frees replaced plans no hook can still be reading (once per request:
+ *  per plan it made re-planning thousands of functions quadratic). */
+function pruneRetiredPlans(): void {
     const cutoff = Date.now() - 5000;
-    retiredPlans = retiredPlans.filter(([t]) => t > cutoff);
+    if (retiredPlans.length > 0 && retiredPlans[0][0] <= cutoff) {
+        retiredPlans = retiredPlans.filter(([t]) => t > cutoff);
+    }
 }
 
 // Expression watches: JavaScript evaluated in the traced thread at each
@@ -936,6 +987,7 @@ export interface PlansRequest {
 
 /** Replaces capture plans of hooked functions (watches changed). */
 export function updatePlans(req: PlansRequest): void {
+    pruneRetiredPlans();
     for (const [funcId, bytes] of req.plans) setPlan(funcId, bytes);
     send({ type: "plans_updated", id: req.id, count: req.plans.length });
 }
@@ -950,7 +1002,9 @@ function moduleBase(path: string | undefined): NativePointer | null {
 
 /** Installs or removes hooks; answers with what happened to each function. */
 export function updateHooks(req: HookRequest): void {
+    const started = Date.now();
     if (req.watchLibraries !== undefined) watchLibraries = req.watchLibraries;
+    pruneRetiredPlans();
     const installed: number[] = [];
     const failed: Array<[number, string]> = [];
     if (req.action === "add") {
@@ -968,6 +1022,11 @@ export function updateHooks(req: HookRequest): void {
             fs.add(FSTATE_ID).writeU64(funcId);
             fs.add(FSTATE_COPY).writeU64(Math.ceil(copy / 16) * 16);
             const target = base.add(offset);
+            const alias = redirectedAt.get(target.toString());
+            if (alias !== undefined) {
+                failed.push([funcId, `shares its address with function #${alias} (an alias, e.g. a C++ constructor variant); its calls are recorded under that one`]);
+                continue;
+            }
             try {
                 // replaceFast's redirection goes live at the flush below,
                 // after the trampoline is stored where the hook reads it.
@@ -986,23 +1045,29 @@ export function updateHooks(req: HookRequest): void {
                 }
                 fs.add(FSTATE_TRAMPOLINE).writePointer(trampoline);
                 replaced.set(funcId, target);
+                redirectedAt.set(target.toString(), funcId);
                 everHooked.add(funcId);
                 installed.push(funcId);
             } catch (e) {
                 failed.push([funcId, String((e as Error).message ?? e)]);
             }
         }
+        writePatches();
         Interceptor.flush();
     } else {
         for (const funcId of req.functions as number[]) {
             const target = replaced.get(funcId);
-            if (target !== undefined) unredirect(target);
+            if (target !== undefined) {
+                unredirect(target);
+                redirectedAt.delete(target.toString());
+            }
             replaced.delete(funcId);
             if (livePlans.has(funcId)) setPlan(funcId, null);
         }
+        writePatches();
         Interceptor.flush();
     }
-    send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: replaced.size });
+    send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: replaced.size, ms: Date.now() - started });
 }
 
 function dropDeltas(drops: NativePointer): Record<string, number> | undefined {

@@ -1,6 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
+//! `STROBE_BENCH_ONLY=hooks` runs only the hook installation benchmark.
 
 #[path = "../../../tests/support/mod.rs"]
 mod support;
@@ -222,6 +223,115 @@ async fn trace_overhead(c: &support::Client) {
     println!("  frida-trace:     {ft_line}");
 }
 
+/// A C program with `n` small functions `f_0 … f_{n-1}`: main calls each
+/// once, prints "ready", then keeps calling them every 100 ms.
+fn many_functions(n: usize) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("strobe-bench-many-{n}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("many");
+    if exe.is_file() {
+        return exe;
+    }
+    let mut src = String::from("#include <stdio.h>\n#include <unistd.h>\n");
+    for i in 0..n {
+        src.push_str(&format!(
+            "__attribute__((noinline)) int f_{i}(int x) {{ return x * 3 + {i}; }}\n"
+        ));
+    }
+    src.push_str("static void all(int *acc) {\n");
+    for i in 0..n {
+        src.push_str(&format!("  *acc = f_{i}(*acc);\n"));
+    }
+    src.push_str(
+        "}\nint main(void) { int acc = 0; all(&acc); printf(\"ready %d\\n\", acc); fflush(stdout);\n\
+         for (;;) { usleep(100000); all(&acc); } }\n",
+    );
+    let c = dir.join("many.c");
+    std::fs::write(&c, src).unwrap();
+    let ok = Command::new("gcc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "compiling {}", c.display());
+    exe
+}
+
+/// Time from spawn until a line starting with "ready" is read from `cmd`'s stdout.
+fn time_to_ready(mut cmd: Command) -> f64 {
+    let t = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(Ok(l)) = lines.next() {
+        if l.contains("ready") {
+            break;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let _ = child.kill();
+    let _ = child.wait();
+    secs
+}
+
+/// Installing hooks on many functions: pending (before main) and live.
+async fn hook_installation(c: &support::Client) {
+    println!("hook installation, n functions matched by one pattern (f_*)");
+    let ft = support::venv().join("bin/frida-trace");
+    for n in [1_000usize, 4_000, 20_000] {
+        let exe = many_functions(n);
+        let root = exe.parent().unwrap();
+        let bare = time_to_ready(Command::new(&exe));
+        // Pending: hooked before main; time until the program's first line.
+        c.ok("debug_trace", json!({"add": ["f_*"]})).await;
+        let t = Instant::now();
+        let v = c
+            .ok("debug_launch", json!({"command": exe, "projectRoot": root}))
+            .await;
+        let id = v["sessionId"].as_str().unwrap().to_string();
+        while c.events(&id, Some("stdout")).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let pending = t.elapsed().as_secs_f64();
+        let st = c.status(&id).await;
+        let hooked = st["trace"]["hookedFunctions"].as_u64().unwrap_or(0);
+        c.ok("debug_trace", json!({"remove": ["f_*"]})).await;
+        // Live: remove, then add again on the running program.
+        let t = Instant::now();
+        c.ok("debug_trace", json!({"sessionId": id, "remove": ["f_*"]}))
+            .await;
+        let unhook = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let r = c
+            .ok("debug_trace", json!({"sessionId": id, "add": ["f_*"]}))
+            .await;
+        let live = t.elapsed().as_secs_f64();
+        assert_eq!(r["hookedFunctions"], n as u64, "{r}");
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+        let ft_line = if ft.is_file() && n <= 1_000 {
+            let mut cmd = Command::new(&ft);
+            cmd.arg("-f")
+                .arg(&exe)
+                .args(["-i", "f_*"])
+                .current_dir(root);
+            format!("{:.2} s", time_to_ready(cmd))
+        } else {
+            "not measured".into()
+        };
+        println!(
+            "  n = {n:>6}: strobe launch→first line {pending:.2} s ({hooked} hooked; bare run {:.3} s), \
+             live add {live:.2} s, live remove {unhook:.2} s; frida-trace -f launch→first line {ft_line}",
+            bare
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let runs: usize = std::env::var("STROBE_BENCH_RUNS")
@@ -243,6 +353,10 @@ async fn main() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    if std::env::var("STROBE_BENCH_ONLY").as_deref() == Ok("hooks") {
+        hook_installation(&c).await;
+        return;
+    }
 
     let mut strobe = Vec::new();
     for _ in 0..runs {
@@ -283,6 +397,7 @@ async fn main() {
     );
 
     trace_overhead(&c).await;
+    hook_installation(&c).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;

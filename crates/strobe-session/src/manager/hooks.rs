@@ -203,7 +203,15 @@ impl SessionManager {
             if let Some(m) = module {
                 req["module"] = json!(m);
             }
+            let sent = std::time::Instant::now();
             let r = self.agent_request(live, req, timeout)?;
+            tracing::debug!(
+                "session {}: agent hooked {} functions in {} ms ({} ms round trip)",
+                live.id,
+                r["installed"].as_array().map_or(0, Vec::len),
+                r["ms"],
+                sent.elapsed().as_millis()
+            );
             let (ok, bad) = hook_outcome(&r);
             installed.extend(ok);
             failed.extend(bad);
@@ -427,6 +435,7 @@ impl SessionManager {
                         .as_ref()
                         .or(w.variable.as_ref())
                         .or(w.address.as_ref())
+                        .or(w.expr.as_ref())
                         != Some(l)
                 });
                 if staged.watch_add.len() == before {
@@ -450,12 +459,21 @@ impl SessionManager {
                         .clone()
                         .or(w.variable.clone())
                         .or(w.address.clone())
+                        .or(w.expr.clone())
                         .unwrap_or_default(),
-                    target: w.variable.clone().or(w.address.clone()).unwrap_or_default(),
-                    ty: w
-                        .type_hint
+                    target: w
+                        .variable
                         .clone()
-                        .unwrap_or_else(|| "(from debug info at launch)".into()),
+                        .or(w.address.clone())
+                        .or(w.expr.clone())
+                        .unwrap_or_default(),
+                    ty: if w.expr.is_some() {
+                        "javascript".into()
+                    } else {
+                        w.type_hint
+                            .clone()
+                            .unwrap_or_else(|| "(from debug info at launch)".into())
+                    },
                     on: w.on.clone(),
                 })
                 .collect();
