@@ -197,6 +197,30 @@ impl ChunkSummary {
         out
     }
 
+    /// Events of the given functions whose kind bit is in `mask`, read
+    /// straight from a stored `func_counts` blob (no allocation: queries
+    /// run this over every candidate chunk).
+    pub fn count_functions(blob: &[u8], funcs: &std::collections::HashSet<u32>, mask: u32) -> u64 {
+        let mut pos = 0;
+        let mut n = 0u64;
+        while pos < blob.len() {
+            let Ok(f) = get_varint(blob, &mut pos) else {
+                return n;
+            };
+            let Some(&k) = blob.get(pos) else {
+                return n;
+            };
+            pos += 1;
+            let Ok(c) = get_varint(blob, &mut pos) else {
+                return n;
+            };
+            if mask & (1 << (k as u32 % 32)) != 0 && funcs.contains(&(f as u32)) {
+                n += c;
+            }
+        }
+        n
+    }
+
     /// `kind_counts` as stored: little-endian u32s.
     pub fn kind_counts_blob(&self) -> Vec<u8> {
         self.kind_counts

@@ -230,7 +230,8 @@ struct ChunkMeta {
     pid_min: u32,
     pid_max: u32,
     kind_counts: [u32; codec::KIND_SLOTS],
-    func_counts: Vec<(u32, u8, u32)>,
+    /// The stored `func_counts` blob (read only when the filter names functions).
+    func_counts: Vec<u8>,
 }
 
 /// What a filter asks of chunk content indexes.
@@ -364,7 +365,7 @@ fn candidate_chunks(
                     pid_max: r.get(5)?,
                     kind_counts: ChunkSummary::parse_kind_counts(&blob),
                     func_counts: if filter.func_ids.is_some() {
-                        ChunkSummary::parse_func_counts(&r.get::<_, Vec<u8>>(7)?)
+                        r.get::<_, Vec<u8>>(7)?
                     } else {
                         Vec::new()
                     },
@@ -462,13 +463,7 @@ fn summary_count(filter: &EventFilter, m: &ChunkMeta) -> Option<u64> {
     }
     let mask = filter.kinds.unwrap_or(u32::MAX);
     if let Some(funcs) = &filter.func_ids {
-        return Some(
-            m.func_counts
-                .iter()
-                .filter(|(f, k, _)| funcs.contains(f) && mask & (1 << (*k as u32 % 32)) != 0)
-                .map(|(_, _, c)| *c as u64)
-                .sum(),
-        );
+        return Some(ChunkSummary::count_functions(&m.func_counts, funcs, mask));
     }
     Some(
         m.kind_counts
