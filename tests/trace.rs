@@ -346,13 +346,36 @@ async fn pattern_forms_on_cpp_and_rust() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn optimized_cpp_and_rust_are_traced_with_typed_arguments() {
+async fn optimized_c_cpp_and_rust_are_traced_with_typed_arguments() {
     let env = Env::new();
     let c = env.client().await;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .canonicalize()
         .unwrap();
+    // -O2 -g C: parameters found through their DWARF locations at entry.
+    let typed = support::compile_with("typed.c", "gcc", &["-g", "-O2"]);
+    trace(&c, json!({"add": ["configure"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": typed, "args": ["1"], "projectRoot": fixtures}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let cfg = calls_of(&c, &id, "function_enter", "configure").await;
+    let args = &cfg[0]["arguments"];
+    assert_eq!(args[0]["value"]["name"], "local", "{cfg:?}");
+    assert_eq!(args[0]["value"]["level"], 2);
+    assert_eq!(args[1]["value"], "tracer");
+    assert_eq!(args[2]["value"], "RED");
+    assert_eq!(args[3]["value"], true);
+    let exits = calls_of(&c, &id, "function_exit", "configure").await;
+    assert_eq!(exits[0]["returnValue"], 7);
+    trace(&c, json!({"remove": ["configure"]})).await;
+
     // -O2 -g C++: inlined helpers vanish, the noinline ones keep typed
     // parameters (DWARF locations differ from -O0), and exceptions still
     // unwind through the hooks.
