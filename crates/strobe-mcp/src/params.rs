@@ -202,3 +202,51 @@ pub struct WatchTargetParam {
     #[serde(default)]
     pub on: Vec<String>,
 }
+
+/// `debug_memory`: read, write or poll a running program's memory.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryParams {
+    /// The session whose program to read.
+    pub session_id: String,
+    /// "read" (default) or "write".
+    pub action: Option<String>,
+    /// 1–16 targets; each one's error is reported in its own result.
+    pub targets: Vec<MemoryTargetParam>,
+    /// Struct and array expansion depth for reads, 1–5 (default 1). Pointers inside are shown as
+    /// addresses; read them with a `->` chain.
+    pub depth: Option<u32>,
+    /// Sample the targets repeatedly into `variable_snapshot` events instead of reading once;
+    /// returns at once.
+    pub poll: Option<PollParam>,
+}
+
+/// One memory target.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryTargetParam {
+    /// Global or static variable with optional member steps (≤ 4 `->`): "gCounter",
+    /// "gConfig->level", "gConfig.name", "main::calls".
+    pub variable: Option<String>,
+    /// Hex address of raw memory, e.g. "0x7ffd1234" (with `type`).
+    pub address: Option<String>,
+    /// Type of `address`: i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, pointer (default u64),
+    /// or bytes (with `size`: written to a file whose path is returned, plus a hex preview).
+    #[serde(rename = "type")]
+    pub type_hint: Option<String>,
+    /// Bytes to read for type "bytes" (≤ 64 MiB).
+    pub size: Option<u64>,
+    /// For action "write": the new value — a number, true/false, an enum variant's name, or a hex
+    /// string for pointers. Only scalars; a value that does not fit the type is refused.
+    pub value: Option<Value>,
+}
+
+/// Poll timing.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PollParam {
+    /// Milliseconds between samples, 50–5000.
+    pub interval_ms: u64,
+    /// Milliseconds to sample for, 100–30000.
+    pub duration_ms: u64,
+}

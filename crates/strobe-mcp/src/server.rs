@@ -1,6 +1,8 @@
 //! The rmcp server: one per client connection, all sharing one SessionManager.
 
-use crate::params::{LaunchParams, QueryParams, SessionAction, SessionParams, TraceParams};
+use crate::params::{
+    LaunchParams, MemoryParams, QueryParams, SessionAction, SessionParams, TraceParams,
+};
 use crate::{render, timespec};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -320,6 +322,82 @@ impl StrobeServer {
                     }
                 );
                 ok(serde_json::to_value(&resp).expect("serializable"), text)
+            }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "Read, write or poll a running program's memory, straight from the daemon (no pause). Targets \
+        (1–16): DWARF globals and statics with `.field` / `->field` steps (\"gConfig->level\"), or raw addresses with a \
+        type (i8…u64, f32, f64, pointer, bytes). action \"write\" sets scalars (numbers, bools, enum names, pointers) and \
+        returns previous and new values. poll {intervalMs, durationMs} samples into variable_snapshot events."
+    )]
+    async fn debug_memory(
+        &self,
+        Parameters(p): Parameters<MemoryParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let mgr = self.mgr.clone();
+        let targets: Vec<strobe_session::MemoryTarget> = p
+            .targets
+            .into_iter()
+            .map(|t| strobe_session::MemoryTarget {
+                variable: t.variable,
+                address: t.address,
+                type_hint: t.type_hint,
+                size: t.size,
+                value: t.value,
+            })
+            .collect();
+        let depth = p.depth.unwrap_or(1);
+        let id = p.session_id.clone();
+        let action = p.action.unwrap_or_else(|| "read".into());
+        let poll = p.poll.map(|q| strobe_session::Poll {
+            interval_ms: q.interval_ms,
+            duration_ms: q.duration_ms,
+        });
+        let r = blocking(move || match (action.as_str(), poll) {
+            ("read", None) => mgr
+                .memory_read(&id, &targets, depth)
+                .map(|results| json!({ "results": results })),
+            ("read", Some(poll)) => mgr.memory_poll(&id, &targets, depth, poll),
+            ("write", None) => mgr
+                .memory_write(&id, &targets)
+                .map(|results| json!({ "results": results })),
+            ("write", Some(_)) => Err(ToolError::validation("'poll' is for reads, not writes")),
+            (other, _) => Err(ToolError::validation(format!(
+                "'action' {other:?} is not \"read\" or \"write\""
+            ))),
+        })
+        .await;
+        Ok(match r {
+            Ok(v) => {
+                let text = match v.get("results").and_then(Value::as_array) {
+                    Some(rs) => rs
+                        .iter()
+                        .map(|r| match (&r["error"], r.get("newValue")) {
+                            (Value::String(e), _) => {
+                                format!("{}: error: {e}", r["target"].as_str().unwrap_or("?"))
+                            }
+                            (_, Some(n)) => format!(
+                                "{} @ {}: {} -> {n}",
+                                r["target"].as_str().unwrap_or("?"),
+                                r["address"].as_str().unwrap_or("?"),
+                                r["previousValue"]
+                            ),
+                            _ => format!(
+                                "{} @ {} ({}): {}",
+                                r["target"].as_str().unwrap_or("?"),
+                                r["address"].as_str().unwrap_or("?"),
+                                r["type"].as_str().unwrap_or("?"),
+                                r.get("value").or(r.get("file")).unwrap_or(&Value::Null)
+                            ),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    None => v["hint"].as_str().unwrap_or_default().to_string(),
+                };
+                ok(v, text)
             }
             Err(e) => fail(e),
         })

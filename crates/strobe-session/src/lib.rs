@@ -15,6 +15,7 @@ pub mod trace;
 mod validate;
 pub mod values;
 
+pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::{
     EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,
     StopResponse,

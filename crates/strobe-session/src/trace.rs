@@ -853,7 +853,9 @@ impl Tracer {
         Ok(())
     }
 
-    fn resolve_variable(
+    /// Resolves a global/static with `.field` / `->field` steps to a read
+    /// chain (`base` gives an image's load address in the process).
+    pub fn resolve_variable(
         &mut self,
         label: &str,
         expr: &str,

@@ -6,6 +6,7 @@ use crate::trace::{self, Tracer};
 use crate::validate;
 
 mod hooks;
+pub mod memory;
 use hooks::{HookOutcome, hook_outcome};
 use serde::Serialize;
 use serde_json::{Value, json};

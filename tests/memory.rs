@@ -1,0 +1,225 @@
+//! debug_memory end to end: DWARF-typed reads and writes of a running
+//! program's globals through MCP, raw addresses, bytes files, per-target
+//! errors, and polling into variable_snapshot events.
+
+mod support;
+
+use serde_json::{Value, json};
+
+use std::time::Duration;
+use support::{Env, fixture};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn globals_are_read_written_and_polled_in_a_running_program() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("typed");
+    // No rounds, then a long sleep: the globals keep their initial values.
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["0", "120"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+
+    let read = |targets: Value, depth: u32| {
+        let c = &c;
+        let id = id.clone();
+        async move {
+            c.ok(
+                "debug_memory",
+                json!({"sessionId": id, "targets": targets, "depth": depth}),
+            )
+            .await["results"]
+                .as_array()
+                .unwrap()
+                .clone()
+        }
+    };
+    let r = read(
+        json!([
+            {"variable": "g_counter"},
+            {"variable": "g_ratio"},
+            {"variable": "g_config"},
+            {"variable": "g_config_ptr->level"},
+            {"variable": "g_config.name"},
+            {"variable": "no_such_global"},
+            {"address": "0x10", "type": "u32"}
+        ]),
+        2,
+    )
+    .await;
+    assert_eq!(r[0]["value"], 0, "{r:?}");
+    assert_eq!(r[0]["type"], "int");
+    assert_eq!(r[1]["value"], 0.5);
+    let cfg = &r[2]["value"];
+    assert_eq!(cfg["level"], 3, "{cfg}");
+    assert_eq!(cfg["verbose"], true);
+    assert_eq!(cfg["tint"], "GREEN");
+    assert_eq!(cfg["weights"], json!([7, 8, 9]));
+    assert_eq!(r[3]["value"], 3, "through the pointer");
+    assert_eq!(r[4]["value"], "global", "char * followed to its string");
+    // One bad target does not fail the others.
+    assert!(
+        r[5]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no global or static variable"),
+        "{r:?}"
+    );
+    assert!(
+        r[6]["error"].as_str().unwrap().contains("not mapped"),
+        "{r:?}"
+    );
+
+    // Raw reads at the global's address, typed and as bytes (to a file).
+    let addr = r[0]["address"].as_str().unwrap().to_string();
+    let raw = read(
+        json!([
+            {"address": addr, "type": "i32"},
+            {"address": addr, "type": "bytes", "size": 8}
+        ]),
+        1,
+    )
+    .await;
+    assert_eq!(raw[0]["value"], 0);
+    let file = raw[1]["file"].as_str().unwrap();
+    assert_eq!(std::fs::read(file).unwrap().len(), 8);
+    assert!(
+        file.starts_with(env.home.path().to_str().unwrap()),
+        "{file}"
+    );
+    assert_eq!(raw[1]["preview"].as_str().unwrap().split(' ').count(), 8);
+
+    // Writes: typed, returning previous and new values; bad values refused.
+    let w = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [
+                {"variable": "g_counter", "value": 42},
+                {"variable": "g_ratio", "value": 1.25},
+                {"variable": "g_config.tint", "value": "BLUE"},
+                {"variable": "g_config.verbose", "value": false},
+                {"variable": "g_config.level", "value": 5_000_000_000u64},
+                {"variable": "g_config", "value": 1},
+                {"variable": "g_config.tint", "value": "PURPLE"}
+            ]}),
+        )
+        .await;
+    let w = w["results"].as_array().unwrap();
+    assert_eq!(
+        (&w[0]["previousValue"], &w[0]["newValue"]),
+        (&json!(0), &json!(42)),
+        "{w:?}"
+    );
+    assert_eq!(w[1]["newValue"], 1.25);
+    assert_eq!(
+        (&w[2]["previousValue"], &w[2]["newValue"]),
+        (&json!("GREEN"), &json!("BLUE"))
+    );
+    assert_eq!(w[3]["newValue"], false);
+    assert!(
+        w[4]["error"].as_str().unwrap().contains("does not fit"),
+        "{w:?}"
+    );
+    assert!(
+        w[5]["error"].as_str().unwrap().contains("only scalars"),
+        "{w:?}"
+    );
+    assert!(w[6]["error"].as_str().unwrap().contains("BLUE"), "{w:?}");
+    let raw_write = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"address": addr, "type": "i32", "value": 7}]}),
+        )
+        .await;
+    assert_eq!(raw_write["results"][0]["previousValue"], 42);
+    let again = read(
+        json!([{"variable": "g_counter"}, {"variable": "g_config"}]),
+        1,
+    )
+    .await;
+    assert_eq!(again[0]["value"], 7);
+    assert_eq!(again[1]["value"]["tint"], "BLUE");
+    assert_eq!(
+        again[1]["value"]["level"], 3,
+        "the refused write left it alone"
+    );
+
+    // Poll: returns at once; samples land on the timeline.
+    let p = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "g_counter"}], "poll": {"intervalMs": 50, "durationMs": 400}}),
+        )
+        .await;
+    assert_eq!(p["polling"], true);
+    assert_eq!(p["expectedSamples"], 8);
+    let mut snaps = Vec::new();
+    for _ in 0..100 {
+        snaps = c.events(&id, Some("variable_snapshot")).await;
+        if snaps.len() >= 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(snaps.len() >= 7, "{snaps:?}");
+    assert!(
+        snaps
+            .iter()
+            .all(|s| s["target"] == "g_counter" && s["value"] == 7)
+    );
+    let ts: Vec<u64> = snaps
+        .iter()
+        .map(|s| s["timestampNs"].as_u64().unwrap())
+        .collect();
+    assert!(ts.windows(2).all(|w| w[1] >= w[0] + 30_000_000), "{ts:?}");
+
+    // Bad requests get actionable errors.
+    for (args, needle) in [
+        (json!({"targets": []}), "1–16"),
+        (
+            json!({"targets": [{"variable": "g_counter"}], "depth": 9}),
+            "'depth'",
+        ),
+        (
+            json!({"targets": [{"variable": "g_counter"}], "action": "zap"}),
+            "\"read\" or \"write\"",
+        ),
+        (
+            json!({"targets": [{"variable": "g_counter"}], "action": "write"}),
+            "'value'",
+        ),
+        (
+            json!({"targets": [{"variable": "g_counter"}], "poll": {"intervalMs": 1, "durationMs": 100}}),
+            "intervalMs 50–5000",
+        ),
+    ] {
+        let mut args = args;
+        args["sessionId"] = json!(id);
+        let e = c.reply("debug_memory", args.clone()).await;
+        assert!(e.is_error, "{args} must be refused");
+        assert!(
+            e.error_text().contains(needle),
+            "{args}: {}",
+            e.error_text()
+        );
+    }
+    c.ok(
+        "debug_session",
+        json!({"action": "stop", "sessionId": id, "retain": true}),
+    )
+    .await;
+    let gone = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "g_counter"}]}),
+        )
+        .await;
+    assert!(
+        gone.is_error && gone.error_text().contains("PROCESS_EXITED"),
+        "{}",
+        gone.error_text()
+    );
+}
