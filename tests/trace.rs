@@ -720,6 +720,19 @@ async fn calls_just_before_a_crash_are_kept() {
         Value::Null,
         "it was called with NULL"
     );
+    // The crash's backtrace goes through the tracing hook: the faulting
+    // function first, then its caller with file:line, no hook frames.
+    let bt = all_events[crash]["backtrace"].as_array().unwrap();
+    assert_eq!(bt[0]["name"], "write_through", "{bt:?}");
+    let main = bt
+        .iter()
+        .find(|f| f["name"] == "main")
+        .expect("main in the backtrace");
+    assert_eq!(main["line"], 12, "{bt:?}");
+    assert!(
+        bt.iter().all(|f| f["module"].is_string()),
+        "only frames in the program's modules: {bt:?}"
+    );
 }
 
 /// Events of one function (verbose), in order.

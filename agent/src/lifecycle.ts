@@ -5,6 +5,7 @@
 // return from `main` reach too) and crashes from the exception handler, each
 // time blocking until the daemon acknowledges.
 import { Frame, sendAndWait } from "./protocol.js";
+import { isTracerCode } from "./tracers/native.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",
@@ -19,6 +20,65 @@ const SIGNALS: Record<string, string> = {
 };
 
 let exitReported = false;
+
+function frame(addr: NativePointer): Frame {
+    const sym = DebugSymbol.fromAddress(addr);
+    return {
+        address: addr.toString(),
+        module: sym.moduleName,
+        name: sym.name,
+        file: sym.fileName || null,
+        line: sym.lineNumber || null,
+    };
+}
+
+/** Return addresses along the frame-pointer chain (code built with frame
+ *  pointers, and the tracer's hook, which keeps one). */
+function framePointerWalk(ctx: CpuContext): NativePointer[] {
+    const x = ctx as X64CpuContext;
+    const out: NativePointer[] = [];
+    const low = x.rsp;
+    const high = x.rsp.add(64 * 1024 * 1024);
+    let fp = x.rbp;
+    for (let i = 0; i < 64; i++) {
+        if (fp.compare(low) < 0 || fp.compare(high) >= 0 || !fp.and(7).isNull()) break;
+        let next: NativePointer;
+        let ret: NativePointer;
+        try {
+            next = fp.readPointer();
+            ret = fp.add(8).readPointer();
+        } catch (_e) {
+            break;
+        }
+        if (ret.isNull()) break;
+        out.push(ret);
+        if (next.compare(fp) <= 0) break;
+        fp = next;
+    }
+    return out;
+}
+
+/**
+ * The crashing thread's frames, innermost first, starting at the faulting
+ * instruction. Frida's DWARF unwinder stops at the tracer's hook (it does
+ * not see the hook's registered unwind info), so the frame-pointer chain is
+ * tried too and the walk that names more frames wins; tracer code and
+ * addresses outside any module are left out.
+ */
+function crashBacktrace(ctx: CpuContext): Frame[] {
+    const keep = (addrs: NativePointer[]) =>
+        addrs.filter(a => !isTracerCode(a) && Process.findModuleByAddress(a) !== null).slice(0, 64);
+    let accurate: NativePointer[] = [];
+    try {
+        accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
+    } catch (_e) {
+        accurate = [];
+    }
+    const chain = keep(framePointerWalk(ctx));
+    const named = (addrs: NativePointer[]) => addrs.filter(a => DebugSymbol.fromAddress(a).name !== null).length;
+    const best = named(chain) > named(accurate) ? chain : accurate;
+    return [ctx.pc, ...best].map(frame);
+}
 
 /** `flush` runs before the exit or crash is reported, so no traced call is lost. */
 export function installLifecycleHooks(flush: () => void): void {
@@ -35,18 +95,9 @@ export function installLifecycleHooks(flush: () => void): void {
     }
 
     Process.setExceptionHandler((details) => {
-        const backtrace: Frame[] = [];
+        let backtrace: Frame[] = [];
         try {
-            for (const addr of Thread.backtrace(details.context, Backtracer.ACCURATE).slice(0, 64)) {
-                const sym = DebugSymbol.fromAddress(addr);
-                backtrace.push({
-                    address: addr.toString(),
-                    module: sym.moduleName,
-                    name: sym.name,
-                    file: sym.fileName || null,
-                    line: sym.lineNumber || null,
-                });
-            }
+            backtrace = crashBacktrace(details.context);
         } catch (_e) {
             // An unwinding failure must not keep the crash from being reported.
         }

@@ -813,6 +813,15 @@ function unredirect(target: NativePointer): void {
     patches.push([target, orig]);
 }
 
+/** True for code the tracer wrote (the hook, stubs, relocated prologues):
+ *  never a frame of the program's own. */
+export function isTracerCode(p: NativePointer): boolean {
+    if (hookCode !== null && p.compare(hookCode.start) >= 0 && p.compare(hookCode.start.add(hookCode.length)) < 0) {
+        return true;
+    }
+    return nearPages.some(page => p.compare(page.base) >= 0 && p.compare(page.base.add(NEAR_CHUNK)) < 0);
+}
+
 // Unwind info (.eh_frame: one CIE, one FDE, a terminator) for the hook, so
 // that C++ exceptions, Rust panics and backtraces pass through it. Registered
 // with libgcc's __register_frame, which programs that unwind have loaded; a
