@@ -797,9 +797,28 @@ function writePatches(): void {
         const size = last - first + pageSize;
         const restore = protectionAt(first);
         Memory.protect(start, size, "rwx");
-        for (const [at, bytes] of items) at.writeByteArray(bytes);
+        for (const [at, bytes] of items) writeCode(at, bytes);
         Memory.protect(start, size, restore);
     }
+}
+
+/**
+ * Writes a patch of up to 8 bytes as one aligned 8-byte store when it fits
+ * in one (x86 makes those atomic), so a thread running the function while it
+ * is patched sees either the old bytes or the new ones, never a mix.
+ */
+function writeCode(at: NativePointer, bytes: number[]): void {
+    const offset = at.and(7).toInt32();
+    if (bytes.length > 8 || offset + bytes.length > 8) {
+        at.writeByteArray(bytes);
+        return;
+    }
+    const aligned = at.sub(offset);
+    const word = new Uint8Array(aligned.readByteArray(8)!);
+    bytes.forEach((b, i) => { word[offset + i] = b; });
+    let v = uint64(0);
+    for (let i = 7; i >= 0; i--) v = v.shl(8).or(word[i]);
+    aligned.writeU64(v);
 }
 
 /** Undoes a redirection (either kind). */
