@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks` runs only the hook installation benchmark.
+//! `STROBE_BENCH_ONLY=hooks` or `=memory` runs only that benchmark.
 
 #[path = "../../../tests/support/mod.rs"]
 mod support;
@@ -337,6 +337,66 @@ async fn hook_installation(c: &support::Client) {
     }
 }
 
+/// debug_memory latency: MCP round trip of a one-target read, against the
+/// bare `/proc/PID/mem` read it wraps (measured here when this process may
+/// read the target, i.e. as root).
+async fn memory_read_latency(c: &support::Client) {
+    let exe = fixture("typed");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["0", "60"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let pid = v["pid"].as_u64().unwrap() as u32;
+    let args = json!({"sessionId": id, "targets": [{"variable": "g_counter"}]});
+    let first = c.ok("debug_memory", args.clone()).await;
+    let addr = u64::from_str_radix(
+        first["results"][0]["address"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    let mut mcp = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        c.ok("debug_memory", args.clone()).await;
+        mcp.push(t.elapsed().as_secs_f64());
+    }
+    let direct = std::fs::File::open(format!("/proc/{pid}/mem"))
+        .ok()
+        .map(|f| {
+            use std::os::unix::fs::FileExt;
+            let mut buf = [0u8; 4];
+            let t = Instant::now();
+            for _ in 0..10_000 {
+                f.read_at(&mut buf, addr).unwrap();
+            }
+            t.elapsed().as_secs_f64() / 10_000.0
+        });
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    mcp.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!("memory read (one global, 200 reads)");
+    println!(
+        "  debug_memory over MCP (resolve, read, render): p50 {:.3} ms  p95 {:.3} ms",
+        mcp[100] * 1e3,
+        mcp[190] * 1e3
+    );
+    match direct {
+        Some(d) => println!(
+            "  bare /proc/PID/mem read (4 bytes):            {:.2} µs",
+            d * 1e6
+        ),
+        None => println!(
+            "  bare /proc/PID/mem read: not measured (this process may not read the target)"
+        ),
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let runs: usize = std::env::var("STROBE_BENCH_RUNS")
@@ -358,9 +418,16 @@ async fn main() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    if std::env::var("STROBE_BENCH_ONLY").as_deref() == Ok("hooks") {
-        hook_installation(&c).await;
-        return;
+    match std::env::var("STROBE_BENCH_ONLY").as_deref() {
+        Ok("hooks") => {
+            hook_installation(&c).await;
+            return;
+        }
+        Ok("memory") => {
+            memory_read_latency(&c).await;
+            return;
+        }
+        _ => {}
     }
 
     let mut strobe = Vec::new();
@@ -403,6 +470,7 @@ async fn main() {
 
     trace_overhead(&c).await;
     hook_installation(&c).await;
+    memory_read_latency(&c).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;
