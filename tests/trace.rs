@@ -735,6 +735,39 @@ async fn calls_just_before_a_crash_are_kept() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn forked_children_of_a_traced_program_run_to_completion() {
+    // The child inherits the hooks and a copy of the agent's ring that
+    // nobody drains, and its _exit would wait for an acknowledgement that
+    // never comes: both used to hang it (and the parent waiting for it).
+    let env = Env::new();
+    let c = env.client().await;
+    trace(&c, json!({"add": ["step"], "sampling": false})).await;
+    let exe = fixture("fork_loop");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["400000"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let out: Vec<String> = c
+        .events(&id, Some("stdout"))
+        .await
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        out,
+        ["child done 400000", "parent done, child exit 0"],
+        "{out:?}"
+    );
+    let calls = calls_of(&c, &id, "function_enter", "step").await;
+    assert!(!calls.is_empty(), "the parent's call is traced");
+}
+
 /// Events of one function (verbose), in order.
 async fn calls_of(c: &Client, id: &str, kind: &str, name: &str) -> Vec<Value> {
     all(

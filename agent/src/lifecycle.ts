@@ -83,9 +83,14 @@ function crashBacktrace(ctx: CpuContext): Frame[] {
 /** `flush` runs before the exit or crash is reported, so no traced call is lost. */
 export function installLifecycleHooks(flush: () => void): void {
     const exitFn = Module.findGlobalExportByName("_exit");
+    const getpid = new NativeFunction(Module.findGlobalExportByName("getpid")!, "int", []);
+    const ownPid = getpid() as number;
     if (exitFn !== null) {
         Interceptor.attach(exitFn, {
             onEnter(args) {
+                // A forked child is not this session's process (and its
+                // messages reach nobody): waiting for an ack would hang it.
+                if ((getpid() as number) !== ownPid) return;
                 if (exitReported) return;
                 exitReported = true;
                 flush();
@@ -95,6 +100,8 @@ export function installLifecycleHooks(flush: () => void): void {
     }
 
     Process.setExceptionHandler((details) => {
+        // A forked child's crash is not this session's (see _exit above).
+        if ((getpid() as number) !== ownPid) return false;
         let backtrace: Frame[] = [];
         try {
             backtrace = crashBacktrace(details.context);

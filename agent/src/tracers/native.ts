@@ -41,7 +41,8 @@ interface Runtime {
     fstate: NativePointer;
     /** [0] calls per window above which a function is sampled, [1] sampling
      *  on, [2] pid, [3] pthread key of the per-thread state, [4] the
-     *  expression watch evaluator (a NativeCallback). */
+     *  expression watch evaluator (a NativeCallback), [5] set in a forked
+     *  child: record nothing. */
     config: NativePointer;
     drops: NativePointer;
     /** Per function: its capture plan, or NULL (name and timing only). */
@@ -77,7 +78,7 @@ const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
 for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize) ring.add(off).writeU8(0);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
 const fstate = Memory.alloc(MAX_FUNCTIONS * FSTATE_SIZE);
-const config = Memory.alloc(40);
+const config = Memory.alloc(48);
 // CModule globals are not writable (its image is mapped read+execute): the
 // process id the hooks need is passed in config[2].
 config.add(16).writeU64(Process.id);
@@ -94,6 +95,7 @@ extern volatile guint64 fstate[];
 extern volatile guint64 config[];
 extern volatile guint64 plans[];
 extern int gettid(void);
+extern int getpid(void);
 extern void *calloc(gsize, gsize);
 extern void *malloc(gsize);
 extern void free(void *);
@@ -173,6 +175,9 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
         int wrap = idx + 1 + extra > CAP;
         guint64 need = wrap ? CAP - idx : 1 + extra;
         if (slot + need - ring[1] > CAP) {
+            /* A forked child has a copy of the ring that nobody drains: stop
+               recording there rather than stall every traced call. */
+            if ((guint64)getpid() != config[2]) { config[5] = 1; return 0; }
             guint64 t = now();
             if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
             else if (t > deadline) { fetch_add(&drops[func & (MAXF - 1)], 1); return 0; }
@@ -379,6 +384,7 @@ static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, in
    itself (busy) runs untraced. */
 void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
     cs->record = 0;
+    if (config[5]) return;
     ThreadState *st = pthread_getspecific((unsigned int)config[3]);
     if (st == NULL) st = thread_state();
     if (st == NULL || st->busy) return;
@@ -430,6 +436,15 @@ void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
     st->busy = 0;
 }
 
+/* pthread_atfork child handler. A forked child keeps the redirects and a
+   copy of the ring, but no agent thread drains it: recording would fill the
+   ring and then stall every traced call (until fork following lands, the
+   child runs untraced). Frida's fork handling can bypass the handlers, so
+   reserve() also checks the pid when the ring is full. */
+void in_forked_child(void) {
+    config[5] = 1;
+}
+
 /* Slots of whole records committed contiguously from the tail, at most
    max (unless one record alone is larger), not crossing the ring's end. */
 guint32 committed(guint32 max) {
@@ -464,6 +479,7 @@ void release(guint32 n) {
     config,
     plans,
     gettid: Module.findGlobalExportByName("gettid")!,
+    getpid: Module.findGlobalExportByName("getpid")!,
     calloc: Module.findGlobalExportByName("calloc")!,
     malloc: Module.findGlobalExportByName("malloc")!,
     free: Module.findGlobalExportByName("free")!,
@@ -474,6 +490,10 @@ void release(guint32 n) {
     sched_yield: Module.findGlobalExportByName("sched_yield")!,
 });
 
+const atfork = Module.findGlobalExportByName("pthread_atfork");
+if (atfork !== null) {
+    new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, cm.in_forked_child);
+}
 const keyCreate = new NativeFunction(Module.findGlobalExportByName("pthread_key_create")!, "int", ["pointer", "pointer"]);
 const key = Memory.alloc(8);
 if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
