@@ -377,6 +377,20 @@ async fn memory_read_latency(c: &support::Client) {
             }
             t.elapsed().as_secs_f64() / 10_000.0
         });
+    // Poll jitter: 50 ms for 3 s; deviation of each gap from 50 ms.
+    c.ok(
+        "debug_memory",
+        json!({"sessionId": id, "targets": [{"variable": "g_counter"}], "poll": {"intervalMs": 50, "durationMs": 3000}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(3300)).await;
+    let snaps = c.events(&id, Some("variable_snapshot")).await;
+    let ts: Vec<f64> = snaps
+        .iter()
+        .map(|e| e["timestampNs"].as_u64().unwrap() as f64 / 1e6)
+        .collect();
+    let mut dev: Vec<f64> = ts.windows(2).map(|w| (w[1] - w[0] - 50.0).abs()).collect();
+    dev.sort_by(|a, b| a.partial_cmp(b).unwrap());
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     mcp.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -394,6 +408,15 @@ async fn memory_read_latency(c: &support::Client) {
         None => println!(
             "  bare /proc/PID/mem read: not measured (this process may not read the target)"
         ),
+    }
+    if !dev.is_empty() {
+        println!(
+            "poll jitter (50 ms for 3 s, {} samples): |gap - 50 ms| p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+            ts.len(),
+            dev[dev.len() / 2],
+            dev[dev.len() * 95 / 100],
+            dev[dev.len() - 1]
+        );
     }
 }
 
