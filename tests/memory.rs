@@ -103,7 +103,8 @@ async fn globals_are_read_written_and_polled_in_a_running_program() {
                 {"variable": "g_config.verbose", "value": false},
                 {"variable": "g_config.level", "value": 5_000_000_000u64},
                 {"variable": "g_config", "value": 1},
-                {"variable": "g_config.tint", "value": "PURPLE"}
+                {"variable": "g_config.tint", "value": "PURPLE"},
+                {"variable": "g_config.mode", "value": 1}
             ]}),
         )
         .await;
@@ -128,6 +129,10 @@ async fn globals_are_read_written_and_polled_in_a_running_program() {
         "{w:?}"
     );
     assert!(w[6]["error"].as_str().unwrap().contains("BLUE"), "{w:?}");
+    assert!(
+        w[7]["error"].as_str().unwrap().contains("bitfield"),
+        "{w:?}"
+    );
     let raw_write = c
         .ok(
             "debug_memory",

@@ -927,6 +927,12 @@ impl Tracer {
                     names.join(", ")
                 ));
             };
+            if mem.bits.is_some() {
+                return Err(format!(
+                    "'{field}' in {expr:?} is a bitfield, which shares its bytes with other members: \
+                     read the struct that holds it instead (its bitfields are decoded there)"
+                ));
+            }
             offset += mem.offset as i64;
             ty = mem.ty;
         }
