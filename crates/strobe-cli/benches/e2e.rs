@@ -188,6 +188,8 @@ async fn trace_overhead(c: &support::Client) {
         let run = |calls: u64| {
             timed(
                 Command::new(&ft)
+                    // frida-trace writes its handler stubs to ./__handlers__.
+                    .current_dir(exe.parent().unwrap())
                     .args(["-f"])
                     .arg(&exe)
                     .args(["-i", "tiny", "-o"])
