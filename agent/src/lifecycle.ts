@@ -5,7 +5,6 @@
 // return from `main` reach too) and crashes from the exception handler, each
 // time blocking until the daemon acknowledges.
 import { Frame, sendAndWait } from "./protocol.js";
-import { isTracerCode } from "./tracers/native.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",
@@ -66,18 +65,19 @@ function framePointerWalk(ctx: CpuContext): NativePointer[] {
  * addresses outside any module are left out.
  */
 function crashBacktrace(ctx: CpuContext): Frame[] {
+    // The tracer's code (hook, stubs, relocated prologues) lives in
+    // anonymous memory, outside every module, so this drops it too.
     const keep = (addrs: NativePointer[]) =>
-        addrs.filter(a => !isTracerCode(a) && Process.findModuleByAddress(a) !== null).slice(0, 64);
-    let accurate: NativePointer[] = [];
+        addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64).map(frame);
+    let accurate: Frame[] = [];
     try {
         accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
     } catch (_e) {
         accurate = [];
     }
     const chain = keep(framePointerWalk(ctx));
-    const named = (addrs: NativePointer[]) => addrs.filter(a => DebugSymbol.fromAddress(a).name !== null).length;
-    const best = named(chain) > named(accurate) ? chain : accurate;
-    return [ctx.pc, ...best].map(frame);
+    const named = (frames: Frame[]) => frames.filter(f => f.name !== null).length;
+    return [frame(ctx.pc), ...(named(chain) > named(accurate) ? chain : accurate)];
 }
 
 /** `flush` runs before the exit or crash is reported, so no traced call is lost. */

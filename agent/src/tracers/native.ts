@@ -3,13 +3,15 @@
 // not safe) that loads the function's state and jumps to one shared hook
 // (machine code written below): the hook saves
 // the argument registers, calls the CModule's fast_enter (which writes a
-// 32-byte record into a shared MPSC ring), copies the stack arguments and
+// record into a shared MPSC ring: 32 bytes, plus the captured values of a
+// function with a capture plan), copies the stack arguments and
 // calls the original function through its trampoline, then calls fast_leave
 // with the return registers. The original return address stays on the
 // stack and the hook has unwind info (registered with __register_frame), so
 // C++ exceptions and Rust panics unwind through traced functions. The JS
 // side drains the ring in chunks and sends them as binary data. No JS runs
-// per call, and the thread id is cached per thread (no gettid per call).
+// per call (except expression watches, in the functions they are read in),
+// and the thread id is cached per thread (no gettid per call).
 //
 // Record layout (little-endian), decoded by crates/strobe-session/src/trace.rs:
 //   u64 timestamp (CLOCK_MONOTONIC ns) | u32 function id | u32 thread id
@@ -49,6 +51,8 @@ interface Runtime {
     plans: NativePointer;
     /** The shared hook every stub jumps to. */
     hook: NativePointer;
+    /** Kept referenced: the hooks call it while expression watches exist. */
+    exprCallback: NativeCallback<"uint32", ["uint32", "uint32", "pointer", "pointer", "uint32"]>;
     committed: NativeFunction<number, [number]>;
     release: NativeFunction<void, [number]>;
 }
@@ -112,7 +116,9 @@ extern int sched_yield(void);
 
 typedef struct { guint64 ts; guint32 func; guint32 tid; guint64 value; guint32 kind; guint32 extra; } Rec;
 typedef struct { guint32 tid; guint32 busy; guint8 *scratch; } ThreadState;
-typedef struct { guint16 record; guint16 typed; guint32 sampled; } CallState;
+/* Per call, in the hook's frame (32 bytes there): the enter's decisions and
+   the thread state it found, for the exit. */
+typedef struct { guint16 record; guint16 typed; guint32 sampled; ThreadState *st; } CallState;
 typedef struct { guint64 window; guint64 calls; guint64 every; guint64 tick; guint64 hot; guint64 trampoline; guint64 copy; guint64 id; } FuncState;
 /* Saved by the hook at entry: rdi, rsi, rdx, rcx, r8, r9, rax, r10, xmm0-7. */
 typedef struct { guint64 gp[6]; guint64 rax; guint64 r10; guint64 xmm[8][2]; } Regs;
@@ -138,23 +144,19 @@ static inline int cas(volatile guint64 *p, guint64 expected, guint64 desired) {
     return prev == expected;
 }
 
-static inline guint64 now(void) {
-    struct { gint64 s; gint64 ns; } t;
-    clock_gettime(1, &t);
-    return (guint64)t.s * 1000000000ULL + (guint64)t.ns;
-}
+/* Per-call helpers are macros: TinyCC inlines nothing, and the calls were a
+   good part of the per-call cost. CLOCK_MONOTONIC in ns. */
+#define NOW(out) do { struct { gint64 s; gint64 ns; } t_; clock_gettime(1, &t_); \
+    out = (guint64)t_.s * 1000000000ULL + (guint64)t_.ns; } while (0)
 
-/* The calling thread's state, created on its first traced call and freed
-   by thread_gone (the pthread key's destructor) when the thread ends. */
-static ThreadState *thread_state(void) {
-    unsigned int key = (unsigned int)config[3];
-    ThreadState *st = pthread_getspecific(key);
-    if (st == NULL) {
-        st = calloc(1, sizeof(ThreadState));
-        if (st == NULL) return NULL;
-        st->tid = (guint32)gettid();
-        pthread_setspecific(key, st);
-    }
+/* The calling thread's state, created on its first traced call (the
+   caller found none under the pthread key) and freed by thread_gone (the
+   key's destructor) when the thread ends. */
+static ThreadState *new_thread_state(void) {
+    ThreadState *st = calloc(1, sizeof(ThreadState));
+    if (st == NULL) return NULL;
+    st->tid = (guint32)gettid();
+    pthread_setspecific((unsigned int)config[3], st);
     return st;
 }
 
@@ -178,7 +180,8 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
             /* A forked child has a copy of the ring that nobody drains: stop
                recording there rather than stall every traced call. */
             if ((guint64)getpid() != config[2]) { config[5] = 1; return 0; }
-            guint64 t = now();
+            guint64 t;
+            NOW(t);
             if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
             else if (t > deadline) { fetch_add(&drops[func & (MAXF - 1)], 1); return 0; }
             sched_yield();
@@ -318,9 +321,8 @@ static guint8 *scratch_of(ThreadState *st) {
     return st->scratch;
 }
 
-static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, int typed, const Regs *r, guint64 stack) {
-    const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
-    guint8 *out = plan ? scratch_of(st) : NULL;
+static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, const PlanHeader *plan, const Regs *r, guint64 stack) {
+    guint8 *out = scratch_of(st);
     if (out == NULL) return put(st, func, kind, r->gp[0], ts, NULL, 0);
     guint64 *regs = (guint64 *)(out + 8);
     for (int i = 0; i < 6; i++) regs[i] = r->gp[i];
@@ -340,9 +342,8 @@ static int put_enter(ThreadState *st, guint32 func, guint32 kind, guint64 ts, in
     return put(st, func, kind, r->gp[0], ts, out, pos);
 }
 
-static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, int typed, const RetRegs *r) {
-    const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
-    guint8 *out = plan ? scratch_of(st) : NULL;
+static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, const PlanHeader *plan, const RetRegs *r) {
+    guint8 *out = scratch_of(st);
     if (out == NULL) { put(st, func, kind, r->rax, ts, NULL, 0); return; }
     guint64 *regs = (guint64 *)(out + 8);
     regs[0] = r->rax; regs[1] = r->rdx;
@@ -354,11 +355,6 @@ static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, in
     *(guint32 *)(out + 4) = pos;
     put(st, func, kind, r->rax, ts, out, pos);
 }
-
-/* The common case inline: TinyCC calls every helper (no inlining), and the
-   calls were a good part of the per-call cost. */
-#define NOW(out) do { struct { gint64 s; gint64 ns; } t_; clock_gettime(1, &t_); \
-    out = (guint64)t_.s * 1000000000ULL + (guint64)t_.ns; } while (0)
 
 /* Writes one record without payload: one compare-and-swap on the ring head;
    anything unusual (ring full, a lost race) goes through put(). The asm
@@ -386,9 +382,10 @@ void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
     cs->record = 0;
     if (config[5]) return;
     ThreadState *st = pthread_getspecific((unsigned int)config[3]);
-    if (st == NULL) st = thread_state();
+    if (st == NULL) st = new_thread_state();
     if (st == NULL || st->busy) return;
     st->busy = 1;
+    cs->st = st;
     guint32 func = (guint32)fs->id;
     guint64 t;
     NOW(t);
@@ -413,7 +410,8 @@ void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
     /* An enter that could not be recorded takes its exit with it. */
     if (record) {
         guint32 kind = 1 | (sampled ? SAMPLED : 0);
-        if (typed && plans[func & (MAXF - 1)]) record = put_enter(st, func, kind, t, 1, r, stack);
+        const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
+        if (plan) record = put_enter(st, func, kind, t, plan, r, stack);
         else PUT1(st, func, kind, r->gp[0], t, record);
     }
     cs->record = (guint16)record;
@@ -423,15 +421,14 @@ void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
 /* Called by the hook after the original function returned. */
 void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
     if (!cs->record) return;
-    ThreadState *st = pthread_getspecific((unsigned int)config[3]);
-    if (st == NULL) st = thread_state();
-    if (st == NULL) return;
+    ThreadState *st = cs->st;
     st->busy = 1;
     guint32 func = (guint32)fs->id;
     guint32 kind = 2 | (cs->sampled ? SAMPLED : 0);
     guint64 t;
     NOW(t);
-    if (cs->typed && plans[func & (MAXF - 1)]) put_exit(st, func, kind, t, 1, r);
+    const PlanHeader *plan = cs->typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
+    if (plan) put_exit(st, func, kind, t, plan, r);
     else { int ok; PUT1(st, func, kind, r->rax, t, ok); (void)ok; }
     st->busy = 0;
 }
@@ -499,6 +496,7 @@ const key = Memory.alloc(8);
 if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
 config.add(24).writeU64(key.readU32());
 
+const exprCallback = makeExprCallback();
 config.add(32).writePointer(exprCallback);
 
 const hook = writeHook(cm.fast_enter, cm.fast_leave);
@@ -512,6 +510,7 @@ return {
     drops,
     plans,
     hook,
+    exprCallback,
     committed: new NativeFunction(cm.committed, "uint32", ["uint32"]),
     release: new NativeFunction(cm.release, "void", ["uint32"]),
 };
@@ -736,7 +735,7 @@ const nearRedirects = new Map<string, number[]>();
  * unwinding through that call keeps working. Throws when it cannot be done
  * safely (under 5 bytes of code, or a jump landing inside those bytes).
  */
-function redirectNear(target: NativePointer, stub: NativePointer, extent: number, trampolineSlot: NativePointer): NativePointer {
+function redirectNear(target: NativePointer, stub: NativePointer, extent: number): NativePointer {
     const tramp = nearAlloc(target, 64);
     const w = new X86Writer(tramp, { pc: tramp });
     const rl = new X86Relocator(target, w);
@@ -770,9 +769,6 @@ function redirectNear(target: NativePointer, stub: NativePointer, extent: number
     if (!rl.eoi) w.putJmpAddress(target.add(n));
     w.flush();
     nearRedirects.set(target.toString(), Array.from(new Uint8Array(target.readByteArray(n)!)));
-    // The jump is live as soon as writePatches writes it: the hook must
-    // already know where the original continues.
-    trampolineSlot.writePointer(tramp);
     const rel = stub.sub(target.add(5)).toInt32();
     const jump = [0xe9, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >>> 24) & 0xff];
     while (jump.length < n) jump.push(0x90);
@@ -850,15 +846,6 @@ function unredirect(target: NativePointer): void {
     }
     nearRedirects.delete(target.toString());
     patches.push([target, orig]);
-}
-
-/** True for code the tracer wrote (the hook, stubs, relocated prologues):
- *  never a frame of the program's own. */
-export function isTracerCode(p: NativePointer): boolean {
-    if (hookCode !== null && p.compare(hookCode.start) >= 0 && p.compare(hookCode.start.add(hookCode.length)) < 0) {
-        return true;
-    }
-    return nearPages.some(page => p.compare(page.base) >= 0 && p.compare(page.base.add(NEAR_CHUNK)) < 0);
 }
 
 // Unwind info (.eh_frame: one CIE, one FDE, a terminator) for the hook, so
@@ -1035,7 +1022,10 @@ function utf8(text: string): number[] {
     return Array.from(bin, c => c.charCodeAt(0));
 }
 
-const exprCallback = new NativeCallback((func: number, exit: number, regs: NativePointer, out: NativePointer, cap: number): number => {
+/** Evaluates a function's expression watches into a record (called from the
+ *  CModule, see ExprFn); built with the runtime, like the rest of tracing. */
+function makeExprCallback(): NativeCallback<"uint32", ["uint32", "uint32", "pointer", "pointer", "uint32"]> {
+    return new NativeCallback((func: number, exit: number, regs: NativePointer, out: NativePointer, cap: number): number => {
     const ids = exprIdsByFunc.get(func);
     if (ids === undefined) return 0;
     const args = exit ? [] : [0, 1, 2, 3, 4, 5].map(i => regs.add(i * 8).readPointer());
@@ -1062,6 +1052,7 @@ const exprCallback = new NativeCallback((func: number, exit: number, regs: Nativ
     out.add(bytes.length + 4).writeU32(EXPR_MAGIC);
     return bytes.length + 8;
 }, "uint32", ["uint32", "uint32", "pointer", "pointer", "uint32"]);
+}
 
 export interface PlansRequest {
     id: number;
@@ -1111,13 +1102,13 @@ export function updateHooks(req: HookRequest): void {
                 continue;
             }
             try {
-                // replaceFast's redirection goes live at the flush below,
+                // Both redirections go live below (writePatches, flush),
                 // after the trampoline is stored where the hook reads it.
                 const stub = stubFor(funcId, target);
                 let trampoline: NativePointer;
                 try {
                     if (extent === 0) throw new Error("its code size is unknown");
-                    trampoline = redirectNear(target, stub, extent, fs.add(FSTATE_TRAMPOLINE));
+                    trampoline = redirectNear(target, stub, extent);
                 } catch (nearError) {
                     // Frida's own redirection: 16 bytes, its own checks.
                     try {
