@@ -11,7 +11,7 @@ use strobe_core::event::{
 };
 use strobe_store::{CaptureBlob, FunctionRow};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
-use strobe_symbols::{DebugInfo, Pattern, SymbolResolver, Type, TypeTable};
+use strobe_symbols::{DebugInfo, Pattern, Signature, SymbolResolver, Type, TypeTable};
 
 /// Size of one agent trace record slot (see agent/src/tracers/native.ts).
 pub const RECORD_SIZE: usize = 32;
@@ -352,6 +352,9 @@ pub struct Tracer {
     watches: Vec<Watch>,
     /// Functions traced in light mode (no typed values).
     light: BTreeSet<u32>,
+    /// Declared signatures read so far, by function id (hooking reads each
+    /// twice: for the stack bytes to copy and for the capture plan).
+    signatures: HashMap<u32, Option<Signature>>,
     /// Id of the next expression watch (ids are never reused in a session,
     /// so a record names the expression it was evaluated with).
     next_expr: u16,
@@ -411,6 +414,7 @@ impl Tracer {
             plan_ids: HashMap::new(),
             watches: Vec::new(),
             light: BTreeSet::new(),
+            signatures: HashMap::new(),
             next_expr: 1,
         }
     }
@@ -661,20 +665,11 @@ impl Tracer {
         if self.light.contains(&id) {
             return Some(STACK_COPY_UNKNOWN);
         }
-        let Some(&(m, f)) = id.checked_sub(1).and_then(|i| self.by_id.get(i as usize)) else {
+        let Some(Some(sig)) = self.declared_signature(id) else {
             return Some(STACK_COPY_UNKNOWN);
         };
-        let func = &self.modules[m].index().functions[f];
-        let specialized = func.name_raw.as_deref().is_some_and(|n| {
-            n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
-        });
-        let Some(die) = func.die.filter(|_| !specialized) else {
-            return Some(STACK_COPY_UNKNOWN);
-        };
+        let m = self.by_id[(id - 1) as usize].0;
         let Some(info) = self.debug_info(m) else {
-            return Some(STACK_COPY_UNKNOWN);
-        };
-        let Ok(sig) = info.signature(die) else {
             return Some(STACK_COPY_UNKNOWN);
         };
         let types = info.types();
@@ -692,6 +687,25 @@ impl Tracer {
         }
         let bytes = bound.div_ceil(16) * 16;
         (bytes <= STACK_COPY_MAX).then_some(bytes as u32)
+    }
+
+    /// The signature function `id` was declared with: `None` when it has no
+    /// DWARF entry, or is a compiler-specialized clone (`.isra`, `.constprop`,
+    /// `.part`) that does not follow its declaration; `Some(None)` when the
+    /// entry could not be read. Read once per function.
+    fn declared_signature(&mut self, id: u32) -> Option<Option<Signature>> {
+        let (m, f) = *self.by_id.get(id.checked_sub(1)? as usize)?;
+        let func = &self.modules[m].index().functions[f];
+        let specialized = func.name_raw.as_deref().is_some_and(|n| {
+            n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
+        });
+        let die = func.die.filter(|_| !specialized)?;
+        if let Some(sig) = self.signatures.get(&id) {
+            return Some(sig.clone());
+        }
+        let sig = self.debug_info(m).and_then(|i| i.signature(die).ok());
+        self.signatures.insert(id, sig.clone());
+        Some(sig)
     }
 
     /// Builds the capture plan of a function (its typed signature and the
@@ -714,25 +728,20 @@ impl Tracer {
             })
             .map(|w| w.spec.clone())
             .collect();
-        // Clones of compiler-specialized functions (.isra, .constprop, .part)
-        // do not follow the declared signature: only watches are read there.
-        let specialized = func.name_raw.as_deref().is_some_and(|n| {
-            n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
-        });
         let depth = self.depth;
         let next = self
             .plan_ids
             .get(&id)
             .map_or(1, |p| p.wrapping_add(1).max(1));
-        let (sig, types) = match (func.die, specialized) {
-            (Some(die), false) => {
-                let sig = self.debug_info(m)?.signature(die).ok()?;
-                (sig, self.types_snapshot(m)?)
+        // Without a usable declaration (no DWARF, a specialized clone) only
+        // watches are read.
+        let (sig, types, module) = match self.declared_signature(id) {
+            Some(sig) => (sig?, self.types_snapshot(m)?, Some(m as u32)),
+            None if !watches.is_empty() => {
+                (Default::default(), Arc::new(TypeTable::default()), None)
             }
-            _ if !watches.is_empty() => (Default::default(), Arc::new(TypeTable::default())),
-            _ => return None,
+            None => return None,
         };
-        let module = func.die.filter(|_| !specialized).map(|_| m as u32);
         self.plan_ids.insert(id, next);
         Some(Arc::new(Decoder {
             plan: FunctionPlan::build(next, &sig, &types, depth, &watches),
@@ -760,11 +769,7 @@ impl Tracer {
                     WatchTarget::Variable(v) | WatchTarget::Expr(v) => v.clone(),
                     WatchTarget::Address { address, .. } => format!("{address:#x}"),
                 },
-                ty: match &w.spec.ty {
-                    WatchType::Typed(t, table, _) => table.name(*t),
-                    WatchType::Hint(h) => h.clone(),
-                    WatchType::Expr(_) => "javascript".into(),
-                },
+                ty: crate::values::type_name(&w.spec.ty),
                 on: w.on.iter().map(Pattern::text).collect(),
             })
             .collect()
@@ -957,6 +962,15 @@ impl Tracer {
             string,
         })
     }
+}
+
+/// A hex address as users write it ("0x7ffd1234", "7ffd1234", "0X…").
+pub fn parse_hex_address(text: &str) -> Option<u64> {
+    let hex = text
+        .trim()
+        .trim_start_matches("0x")
+        .trim_start_matches("0X");
+    u64::from_str_radix(hex, 16).ok()
 }
 
 /// Splits `a->b.c` into `a` and [(is arrow, field)]; at most [`MAX_DEREFS`] arrows.

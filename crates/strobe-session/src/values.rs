@@ -960,20 +960,7 @@ impl FunctionPlan {
                 Some(b) if string && (b.status == ST_OK || b.status == ST_CUT) => {
                     text(b.data, b.status == ST_CUT)
                 }
-                Some(b) if b.status == ST_OK => match ty {
-                    WatchType::Typed(t, table, _) => {
-                        let wctx = Ctx {
-                            types: table,
-                            nodes: &[],
-                            blocks: &[],
-                            keys: &HashMap::new(),
-                        };
-                        wctx.render(*t, b.data, Origin::Nowhere, 2, &mut vec![b.addr])
-                    }
-                    WatchType::Hint(h) => render_hint(h, b.data),
-                    // Never planned as reads (see `exprs`).
-                    WatchType::Expr(_) => Value::Null,
-                },
+                Some(b) if b.status == ST_OK => render_memory(ty, b.data, b.addr, 2),
                 Some(b) => status_text(b.status, b.addr),
                 None => json!("<not captured: record truncated>"),
             };
@@ -1370,9 +1357,10 @@ pub fn render_hint(hint: &str, b: &[u8]) -> Value {
     }
 }
 
-/// Renders bytes read from a live process (debug_memory): structs and
-/// arrays expand to `depth` levels; pointers inside show as addresses
-/// (they are not followed).
+/// Renders a value's bytes read on their own (a watch's final read, or
+/// debug_memory): structs and arrays expand to `depth` levels; pointers
+/// inside show as addresses (they are not followed). Expression watches
+/// are never read as bytes.
 pub fn render_memory(ty: &WatchType, bytes: &[u8], addr: u64, depth: u32) -> Value {
     match ty {
         WatchType::Typed(t, table, _) => {

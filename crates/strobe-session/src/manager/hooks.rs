@@ -50,6 +50,22 @@ impl SessionManager {
 
     /// Resolves and applies pattern (and watch, sampling, depth) changes on
     /// a live session.
+    /// Where image `path` is loaded in the session's process:
+    /// /proc/PID/maps first (no round trip); the agent knows too, and answers
+    /// when the daemon may not read the target's maps.
+    pub(super) fn image_base(&self, live: &Live, path: &Path, timeout: Duration) -> Option<u64> {
+        module_base(live.pid, path).or_else(|| {
+            let r = self
+                .agent_request(
+                    live,
+                    json!({"type": "module-base", "path": path.to_string_lossy()}),
+                    timeout,
+                )
+                .ok()?;
+            trace::parse_hex_address(r["base"].as_str()?)
+        })
+    }
+
     pub(super) fn apply_patterns(
         &self,
         live: &Live,
@@ -80,22 +96,7 @@ impl SessionManager {
             warnings.push(format!("watch {missing:?} was not active; nothing removed"));
         }
         replan |= !opts.watch_remove.is_empty();
-        let pid = live.pid;
-        // /proc/PID/maps first (no round trip); the agent knows too, and
-        // answers when the daemon may not read the target's maps.
-        let base = |path: &Path| {
-            module_base(pid, path).or_else(|| {
-                let r = self
-                    .agent_request(
-                        live,
-                        json!({"type": "module-base", "path": path.to_string_lossy()}),
-                        timeout,
-                    )
-                    .ok()?;
-                let hex = r["base"].as_str()?.trim_start_matches("0x");
-                u64::from_str_radix(hex, 16).ok()
-            })
-        };
+        let base = |path: &Path| self.image_base(live, path, timeout);
         for w in &opts.watch_add {
             let target = watch_target(w)?;
             let on = parse_patterns(&w.on)?;
@@ -721,8 +722,7 @@ pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolE
             Ok(WatchTarget::Variable(v.trim().to_string()))
         }
         (None, Some(a)) => {
-            let hex = a.trim().trim_start_matches("0x").trim_start_matches("0X");
-            let address = u64::from_str_radix(hex, 16).map_err(|_| {
+            let address = trace::parse_hex_address(a).ok_or_else(|| {
                 ToolError::validation(format!(
                     "watch 'address' {a:?} is not a hex address like \"0x7ffd1234\""
                 ))

@@ -48,12 +48,6 @@ pub struct Poll {
     pub duration_ms: u64,
 }
 
-/// A target resolved to a read chain.
-struct Resolved {
-    label: String,
-    spec: WatchSpec,
-}
-
 /// The target's memory, opened once per call.
 struct Mem {
     file: File,
@@ -175,7 +169,7 @@ impl SessionManager {
         &self,
         live: &Live,
         targets: &[MemoryTarget],
-    ) -> Result<Vec<Result<Resolved, String>>, ToolError> {
+    ) -> Result<Vec<Result<WatchSpec, String>>, ToolError> {
         if targets.is_empty() || targets.len() > MAX_TARGETS {
             return Err(ToolError::validation(format!(
                 "'targets' takes 1–{MAX_TARGETS} entries, got {}",
@@ -187,20 +181,7 @@ impl SessionManager {
         if needs_symbols && guard.is_none() {
             *guard = Some(self.new_tracer(live)?);
         }
-        let pid = live.pid;
-        let timeout = Duration::from_secs(5);
-        let base = |path: &Path| {
-            super::hooks::module_base(pid, path).or_else(|| {
-                let r = self
-                    .agent_request(
-                        live,
-                        json!({"type": "module-base", "path": path.to_string_lossy()}),
-                        timeout,
-                    )
-                    .ok()?;
-                u64::from_str_radix(r["base"].as_str()?.trim_start_matches("0x"), 16).ok()
-            })
-        };
+        let base = |path: &Path| self.image_base(live, path, Duration::from_secs(5));
         Ok(targets
             .iter()
             .map(|t| resolve_one(guard.as_mut(), t, &base))
@@ -232,25 +213,25 @@ impl SessionManager {
         Ok(out)
     }
 
-    fn read_one(&self, mem: &Mem, r: &Resolved, depth: u32, id: &str, index: usize) -> Value {
-        let addr = match mem.locate(&r.spec) {
+    fn read_one(&self, mem: &Mem, r: &WatchSpec, depth: u32, id: &str, index: usize) -> Value {
+        let addr = match mem.locate(r) {
             Ok(a) => a,
             Err(e) => return json!({"target": r.label, "error": e}),
         };
-        let bytes = match mem.read(addr, r.spec.size) {
+        let bytes = match mem.read(addr, r.size) {
             Ok(b) => b,
             Err(e) => {
                 return json!({"target": r.label, "address": format!("{addr:#x}"), "error": e});
             }
         };
-        let ty = values::type_name(&r.spec.ty);
+        let ty = values::type_name(&r.ty);
         let mut v = json!({
             "target": r.label,
             "address": format!("{addr:#x}"),
             "type": ty,
-            "size": r.spec.size,
+            "size": r.size,
         });
-        if matches!(&r.spec.ty, WatchType::Hint(h) if h == "bytes") {
+        if matches!(&r.ty, WatchType::Hint(h) if h == "bytes") {
             let dir = self.home.root().join("memory");
             let file = dir.join(format!("{id}-{}-{index}.bin", monotonic_ns()));
             let written =
@@ -271,10 +252,10 @@ impl SessionManager {
             }
             return v;
         }
-        v["value"] = if r.spec.string {
+        v["value"] = if r.string {
             mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
         } else {
-            values::render_memory(&r.spec.ty, &bytes, addr, depth)
+            values::render_memory(&r.ty, &bytes, addr, depth)
         };
         v
     }
@@ -301,17 +282,17 @@ impl SessionManager {
             let t = &targets[i];
             let value = t.value.as_ref().expect("checked above");
             let res = r.and_then(|r| {
-                let bytes = values::encode_scalar(&r.spec.ty, r.spec.size, value)?;
-                let addr = mem.locate(&r.spec)?;
-                let before = mem.read(addr, r.spec.size)?;
+                let bytes = values::encode_scalar(&r.ty, r.size, value)?;
+                let addr = mem.locate(&r)?;
+                let before = mem.read(addr, r.size)?;
                 mem.write(addr, &bytes)?;
-                let after = mem.read(addr, r.spec.size)?;
+                let after = mem.read(addr, r.size)?;
                 Ok(json!({
                     "target": r.label,
                     "address": format!("{addr:#x}"),
-                    "type": values::type_name(&r.spec.ty),
-                    "previousValue": values::render_memory(&r.spec.ty, &before, addr, 1),
-                    "newValue": values::render_memory(&r.spec.ty, &after, addr, 1),
+                    "type": values::type_name(&r.ty),
+                    "previousValue": values::render_memory(&r.ty, &before, addr, 1),
+                    "newValue": values::render_memory(&r.ty, &after, addr, 1),
                 }))
             });
             out.push(res.unwrap_or_else(|e| json!({"target": target_text(t), "error": e})));
@@ -338,7 +319,7 @@ impl SessionManager {
             )));
         }
         let live = self.memory_live(id)?;
-        let resolved: Vec<Resolved> = self
+        let resolved: Vec<WatchSpec> = self
             .resolve_targets(&live, targets)?
             .into_iter()
             .enumerate()
@@ -368,7 +349,7 @@ impl SessionManager {
         &self,
         live: &Live,
         mem: &Mem,
-        targets: &[Resolved],
+        targets: &[WatchSpec],
         depth: u32,
         poll: Poll,
         id: &str,
@@ -417,7 +398,7 @@ fn resolve_one(
     tracer: Option<&mut Tracer>,
     t: &MemoryTarget,
     base: &dyn Fn(&Path) -> Option<u64>,
-) -> Result<Resolved, String> {
+) -> Result<WatchSpec, String> {
     match (&t.variable, &t.address) {
         (Some(_), Some(_)) => {
             Err("a target has either 'variable' or 'address' (with 'type'), not both".into())
@@ -430,20 +411,13 @@ fn resolve_one(
             if t.type_hint.is_some() {
                 return Err("'type' is only for 'address' targets; a variable's type comes from its debug info".into());
             }
-            trace::parse_chain(v)?;
             let tracer = tracer.ok_or("the program's symbols are not loaded")?;
-            let spec = tracer.resolve_variable(v, v, base)?;
-            Ok(Resolved {
-                label: v.clone(),
-                spec,
-            })
+            tracer.resolve_variable(v, v, base)
         }
         (None, Some(a)) => {
-            let address = u64::from_str_radix(
-                a.trim().trim_start_matches("0x").trim_start_matches("0X"),
-                16,
-            )
-            .map_err(|_| format!("'address' {a:?} is not a hex address like \"0x7ffd1234\""))?;
+            let address = trace::parse_hex_address(a).ok_or_else(|| {
+                format!("'address' {a:?} is not a hex address like \"0x7ffd1234\"")
+            })?;
             let hint = t.type_hint.clone().unwrap_or_else(|| "u64".into());
             let size = if hint == "bytes" {
                 match t.size {
@@ -455,15 +429,12 @@ fn resolve_one(
                     format!("'type' {hint:?} is not one of i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, pointer, bytes")
                 })?
             };
-            Ok(Resolved {
+            Ok(WatchSpec {
                 label: a.clone(),
-                spec: WatchSpec {
-                    label: a.clone(),
-                    chain: vec![(address, 0)],
-                    size,
-                    ty: WatchType::Hint(hint),
-                    string: false,
-                },
+                chain: vec![(address, 0)],
+                size,
+                ty: WatchType::Hint(hint),
+                string: false,
             })
         }
     }
