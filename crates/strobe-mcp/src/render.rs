@@ -111,7 +111,7 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option
 }
 
 /// One line of the text rendering of an event (at most ~200 chars).
-pub fn event_line(e: &Event, func: Option<&FunctionRow>, typed: Option<Value>) -> String {
+pub fn event_line(e: &Event, func: Option<&FunctionRow>, typed: Option<&Value>) -> String {
     let ms = e.header.ts_ns as f64 / 1e6;
     let kind = e.kind().map_or("unknown", EventKind::name);
     let name = func.map_or("?", |f| f.name.as_str());

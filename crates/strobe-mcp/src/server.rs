@@ -646,11 +646,22 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         .map(|f| (f.func_id, f))
         .collect();
     let func_of = |e: &strobe_core::Event| funcs.get(&e.header.func_id);
+    // Typed values are decoded once per event, for both the JSON and the text.
     let captures = mgr.captures(&p.session_id);
-    let typed_of = |e: &strobe_core::Event| {
-        let caps = captures.as_ref()?.read().ok()?;
-        strobe_session::trace::typed_values(&caps, e)
+    let mut typed: Vec<Option<Value>> = {
+        let caps = captures.as_ref().and_then(|c| c.read().ok());
+        result
+            .events
+            .iter()
+            .map(|e| strobe_session::trace::typed_values(caps.as_ref()?, e))
+            .collect()
     };
+    let lines: Vec<String> = result
+        .events
+        .iter()
+        .zip(&typed)
+        .map(|(e, t)| render::event_line(e, func_of(e), t.as_ref()))
+        .collect();
     let tids = distinct_nonzero(&result.events, |e| e.header.tid);
     let names: std::collections::HashMap<u32, String> = if p.verbose {
         mgr.thread_names(&p.session_id, &tids)?
@@ -662,8 +673,9 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     let events: Vec<Value> = result
         .events
         .iter()
-        .map(|e| {
-            let mut v = render::event(e, p.verbose, func_of(e), typed_of(e));
+        .zip(typed.iter_mut())
+        .map(|(e, t)| {
+            let mut v = render::event(e, p.verbose, func_of(e), t.take());
             if let Some(n) = names.get(&e.header.tid) {
                 v["threadName"] = json!(n);
             }
@@ -713,11 +725,10 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         }
     );
     let mut cut_lines = 0;
-    for e in &result.events {
+    for line in &lines {
         text.push('\n');
-        let line = render::event_line(e, func_of(e), typed_of(e));
         cut_lines += usize::from(line.ends_with('…'));
-        text.push_str(&line);
+        text.push_str(line);
     }
     for n in notes {
         text.push_str(&format!("\nNote: {n}"));
