@@ -68,10 +68,11 @@ impl Default for ContentIndex {
 }
 
 impl ContentIndex {
-    /// Two bit positions for a (namespaced) key.
-    fn positions(ns: u64, key: u64) -> [usize; 2] {
-        let mut h =
-            (key ^ ns.wrapping_mul(0xA076_1D64_78BD_642F)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    /// Two bit positions for a return value (mixed with a namespace tag,
+    /// which stored indexes depend on).
+    fn positions(key: u64) -> [usize; 2] {
+        let mut h = (key ^ NS_RETURN.wrapping_mul(0xA076_1D64_78BD_642F))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         h ^= h >> 31;
         h = h.wrapping_mul(0xE703_7ED1_A0B4_28DB);
         h ^= h >> 29;
@@ -85,16 +86,12 @@ impl ContentIndex {
         ((u64::from(tri) | 1 << 40).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51) as usize
     }
 
-    fn insert(&mut self, ns: u64, key: u64) {
-        for p in Self::positions(ns, key) {
-            self.bits[p / 64] |= 1 << (p % 64);
-        }
+    fn set(&mut self, p: usize) {
+        self.bits[p / 64] |= 1 << (p % 64);
     }
 
-    fn contains(&self, ns: u64, key: u64) -> bool {
-        Self::positions(ns, key)
-            .iter()
-            .all(|p| self.bits[p / 64] & (1 << (p % 64)) != 0)
+    fn get(&self, p: usize) -> bool {
+        self.bits[p / 64] & (1 << (p % 64)) != 0
     }
 
     fn trigram(w: &[u8]) -> u32 {
@@ -110,13 +107,14 @@ impl ContentIndex {
             for (i, b) in payload.iter().enumerate() {
                 tri = (tri << 8 | u32::from(*b)) & 0xff_ffff;
                 if i >= 2 {
-                    let p = Self::trigram_bit(tri);
-                    self.bits[p / 64] |= 1 << (p % 64);
+                    self.set(Self::trigram_bit(tri));
                 }
             }
         } else if h.kind == EventKind::FunctionExit as u8 {
             if h.flags & FLAG_CAPTURE == 0 || h.flags & FLAG_VALUE_TYPED != 0 {
-                self.insert(NS_RETURN, h.value);
+                for p in Self::positions(h.value) {
+                    self.set(p);
+                }
             } else {
                 self.unindexed_returns = true;
             }
@@ -126,16 +124,18 @@ impl ContentIndex {
     /// False when no non-function event of the chunk can contain `needle`
     /// (needles under 3 bytes are never ruled out).
     pub fn may_contain_text(&self, needle: &[u8]) -> bool {
-        needle.windows(3).all(|w| {
-            let p = Self::trigram_bit(Self::trigram(w));
-            self.bits[p / 64] & (1 << (p % 64)) != 0
-        })
+        needle
+            .windows(3)
+            .all(|w| self.get(Self::trigram_bit(Self::trigram(w))))
     }
 
     /// False when no function exit of the chunk returned any of `values`
     /// (as compared by the query engine).
     pub fn may_return_any(&self, values: &[u64]) -> bool {
-        self.unindexed_returns || values.iter().any(|v| self.contains(NS_RETURN, *v))
+        self.unindexed_returns
+            || values
+                .iter()
+                .any(|v| Self::positions(*v).iter().all(|p| self.get(*p)))
     }
 
     /// As stored: a flags byte, then the bits.
@@ -179,46 +179,21 @@ impl ChunkSummary {
 
     /// Parses the stored `func_counts` blob (empty on malformed input).
     pub fn parse_func_counts(blob: &[u8]) -> Vec<(u32, u8, u32)> {
-        let mut out = Vec::new();
-        let mut pos = 0;
-        while pos < blob.len() {
-            let Ok(f) = get_varint(blob, &mut pos) else {
-                return Vec::new();
-            };
-            let Some(&k) = blob.get(pos) else {
-                return Vec::new();
-            };
-            pos += 1;
-            let Ok(c) = get_varint(blob, &mut pos) else {
-                return Vec::new();
-            };
-            out.push((f as u32, k, c as u32));
-        }
-        out
+        func_count_entries(blob)
+            .map(|e| e.map(|(f, k, c)| (f, k, c as u32)))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default()
     }
 
     /// Events of the given functions whose kind bit is in `mask`, read
     /// straight from a stored `func_counts` blob (no allocation: queries
     /// run this over every candidate chunk).
     pub fn count_functions(blob: &[u8], funcs: &std::collections::HashSet<u32>, mask: u32) -> u64 {
-        let mut pos = 0;
-        let mut n = 0u64;
-        while pos < blob.len() {
-            let Ok(f) = get_varint(blob, &mut pos) else {
-                return n;
-            };
-            let Some(&k) = blob.get(pos) else {
-                return n;
-            };
-            pos += 1;
-            let Ok(c) = get_varint(blob, &mut pos) else {
-                return n;
-            };
-            if mask & (1 << (k as u32 % 32)) != 0 && funcs.contains(&(f as u32)) {
-                n += c;
-            }
-        }
-        n
+        func_count_entries(blob)
+            .map_while(|e| e)
+            .filter(|(f, k, _)| mask & (1 << (*k as u32 % 32)) != 0 && funcs.contains(f))
+            .map(|(_, _, c)| c)
+            .sum()
     }
 
     /// `kind_counts` as stored: little-endian u32s.
@@ -326,6 +301,29 @@ impl ChunkBuilder {
         self.summary.func_counts = fc;
         (self.summary, self.data)
     }
+}
+
+/// The (function, kind, count) triples of a stored `func_counts` blob, as
+/// varints; a `None` item ends a malformed blob.
+fn func_count_entries(blob: &[u8]) -> impl Iterator<Item = Option<(u32, u8, u64)>> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos >= blob.len() {
+            return None;
+        }
+        let mut next = || {
+            let f = get_varint(blob, &mut pos).ok()?;
+            let k = *blob.get(pos)?;
+            pos += 1;
+            let c = get_varint(blob, &mut pos).ok()?;
+            Some((f as u32, k, c))
+        };
+        let entry = next();
+        if entry.is_none() {
+            pos = blob.len();
+        }
+        Some(entry)
+    })
 }
 
 /// Decodes every event of a chunk, calling `visit` for each; stops early when

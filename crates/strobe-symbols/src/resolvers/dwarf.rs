@@ -387,8 +387,8 @@ struct Decl {
 type InlineSite = (UnitOffset, Option<UnitOffset>, Option<String>, Option<u32>);
 
 struct Concrete {
+    /// The concrete DIE (its declaration is found through it).
     decl: UnitOffset,
-    die: UnitOffset,
     entry: u64,
     ranges: Vec<(u64, u64)>,
 }
@@ -484,7 +484,6 @@ fn parse_unit(
                         .unwrap_or(ranges[0].0);
                     concrete.push(Concrete {
                         decl: entry.offset(),
-                        die: entry.offset(),
                         entry: entry_pc,
                         ranges,
                     });
@@ -583,7 +582,7 @@ fn parse_unit(
             from_symtab: false,
             die: Some(DieRef {
                 unit: unit_start,
-                offset: c.die.0 as u64,
+                offset: c.decl.0 as u64,
             }),
         });
     }
