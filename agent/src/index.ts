@@ -1,6 +1,7 @@
 // Strobe's in-process agent. Compiled by Frida's own compiler (frida.Compiler)
 // in the bridge; the daemon embeds these sources and caches the compiled
 // output by content hash, so an edited source is never shadowed by a stale build.
+import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
 import {
@@ -15,6 +16,7 @@ function listen(): void {
             if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
             else if (msg.type === "plans") updatePlans(msg as unknown as PlansRequest);
             else if (msg.type === "exprs") updateExprs(msg as unknown as ExprsRequest);
+            else if (msg.type === "breakpoints") updateBreakpoints(msg as unknown as BreakpointsRequest);
             else if (msg.type === "module-base") {
                 const path = String(msg.path);
                 const m = Process.enumerateModules().find(x => x.path === path)

@@ -4,7 +4,8 @@
 // agent therefore reports the exit code from `_exit` (which `exit()` and a
 // return from `main` reach too) and crashes from the exception handler, each
 // time blocking until the daemon acknowledges.
-import { Frame, sendAndWait } from "./protocol.js";
+import { onTrap } from "./breakpoints.js";
+import { Frame, frameOf as frame, sendAndWait } from "./protocol.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",
@@ -19,17 +20,6 @@ const SIGNALS: Record<string, string> = {
 };
 
 let exitReported = false;
-
-function frame(addr: NativePointer): Frame {
-    const sym = DebugSymbol.fromAddress(addr);
-    return {
-        address: addr.toString(),
-        module: sym.moduleName,
-        name: sym.name,
-        file: sym.fileName || null,
-        line: sym.lineNumber || null,
-    };
-}
 
 /** Return addresses along the frame-pointer chain (code built with frame
  *  pointers, and the tracer's hook, which keeps one). */
@@ -100,6 +90,8 @@ export function installLifecycleHooks(flush: () => void): void {
     }
 
     Process.setExceptionHandler((details) => {
+        // Breakpoint and step traps are not crashes.
+        if (onTrap(details)) return true;
         // A forked child's crash is not this session's (see _exit above).
         if ((getpid() as number) !== ownPid) return false;
         let backtrace: Frame[] = [];

@@ -16,6 +16,18 @@ export interface Frame {
     line: number | null;
 }
 
+/** A code address with its symbol and source line, for backtraces. */
+export function frameOf(addr: NativePointer): Frame {
+    const sym = DebugSymbol.fromAddress(addr);
+    return {
+        address: addr.toString(),
+        module: sym.moduleName,
+        name: sym.name,
+        file: sym.fileName || null,
+        line: sym.lineNumber || null,
+    };
+}
+
 export function send_(msg: AgentMessage): void {
     send(msg);
 }

@@ -574,7 +574,7 @@ const HOOK_RESTORE = [
 
 /** Little-endian bytes of a pointer (one native call: hooking thousands of
  *  functions builds thousands of these). */
-function u64Bytes(p: NativePointer): number[] {
+export function u64Bytes(p: NativePointer): number[] {
     const hex = p.toString(16).padStart(16, "0");
     const b = new Array<number>(8);
     for (let i = 0; i < 8; i++) b[i] = parseInt(hex.substr(14 - 2 * i, 2), 16);
@@ -650,7 +650,7 @@ function within(a: NativePointer, b: NativePointer, distance: number): boolean {
 }
 
 /** `size` bytes (8-aligned) of executable memory near `target`. */
-function nearAlloc(target: NativePointer, size: number): NativePointer {
+export function nearAlloc(target: NativePointer, size: number): NativePointer {
     const need = Math.ceil(size / 8) * 8;
     let page = nearPages.find(p => p.used + need <= NEAR_CHUNK && within(p.base, target, NEAR_REACH));
     if (page === undefined) {
@@ -778,6 +778,32 @@ function redirectNear(target: NativePointer, stub: NativePointer, extent: number
 
 /** Code writes waiting for writePatches: (address, bytes). */
 let patches: Array<[NativePointer, number[]]> = [];
+
+/** Writes code bytes now (batched per page like the tracer's own patches). */
+export function patchCodeNow(list: Array<[NativePointer, number[]]>): void {
+    patches.push(...list);
+    writePatches();
+}
+
+/** Breakpoint sites in `[at, at + n)`, if any (set by the breakpoints module),
+ *  so a function is not redirected over an int3 and its relocated copy never
+ *  holds one. */
+let codeGuard: (at: NativePointer, n: number) => boolean = () => false;
+export function setCodeGuard(guard: (at: NativePointer, n: number) => boolean): void {
+    codeGuard = guard;
+}
+
+/** True when `addr` lies in the first bytes of a redirected function (they
+ *  hold the jump to its hook: no breakpoint may go there). */
+export function inRedirectedPrologue(addr: NativePointer): boolean {
+    for (let d = 0; d < 16; d++) {
+        const start = addr.sub(d);
+        if (!redirectedAt.has(start.toString())) continue;
+        const n = nearRedirects.get(start.toString())?.length ?? 16;
+        if (d < n) return true;
+    }
+    return false;
+}
 
 /**
  * Writes the queued code patches, making each page writable once for all
@@ -1099,6 +1125,10 @@ export function updateHooks(req: HookRequest): void {
             const alias = redirectedAt.get(target.toString());
             if (alias !== undefined) {
                 failed.push([funcId, `shares its address with function #${alias} (an alias, e.g. a C++ constructor variant); its calls are recorded under that one`]);
+                continue;
+            }
+            if (codeGuard(target, 16)) {
+                failed.push([funcId, "a breakpoint is set in its first bytes; remove it (debug_breakpoint) to trace this function"]);
                 continue;
             }
             try {

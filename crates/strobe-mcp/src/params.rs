@@ -217,8 +217,12 @@ pub struct MemoryParams {
     /// addresses; read them with a `->` chain.
     pub depth: Option<u32>,
     /// Sample the targets repeatedly into `variable_snapshot` events instead of reading once;
-    /// returns at once.
+    /// returns at once (globals only).
     pub poll: Option<PollParam>,
+    /// While threads are paused (debug_breakpoint), variable names are looked up first among
+    /// the parameters and locals of a paused frame: this thread's, else the thread that paused
+    /// last.
+    pub thread_id: Option<u32>,
 }
 
 /// One memory target.
@@ -226,7 +230,8 @@ pub struct MemoryParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryTargetParam {
     /// Global or static variable with optional member steps (≤ 4 `->`): "gCounter",
-    /// "gConfig->level", "gConfig.name", "main::calls".
+    /// "gConfig->level", "gConfig.name", "main::calls"; while a thread is paused, also its
+    /// parameters and locals ("count", "node->next").
     pub variable: Option<String>,
     /// Hex address of raw memory, e.g. "0x7ffd1234" (with `type`).
     pub address: Option<String>,
@@ -249,4 +254,59 @@ pub struct PollParam {
     pub interval_ms: u64,
     /// Milliseconds to sample for, 100–30000.
     pub duration_ms: u64,
+}
+
+/// `debug_breakpoint`: add and remove breakpoints and logpoints.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BreakpointParams {
+    /// The session.
+    pub session_id: String,
+    /// Breakpoints (or logpoints, with `message`) to add.
+    #[serde(default)]
+    pub add: Vec<BreakpointParam>,
+    /// Ids to remove ("bp-1", "lp-2").
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// One breakpoint or logpoint.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BreakpointParam {
+    /// Function pattern, as in debug_trace ("parse_header", "audio::*"): stops where the body
+    /// starts, after the prologue (every matching function, up to 32).
+    pub function: Option<String>,
+    /// Source file, a path or its tail ("src/main.c"), with `line`.
+    pub file: Option<String>,
+    /// Line number; a line without code moves to the next line that has some (the answer says so).
+    pub line: Option<u32>,
+    /// JavaScript expression evaluated in the target at each hit; the hit counts only when it is
+    /// truthy. In scope: the function's parameters and locals and the program's globals by name
+    /// (numbers, booleans, enum names, strings for char *, objects for structs and pointers to
+    /// structs, so `cfg.rate > 44100` works on `struct config *cfg`), and `args` (the parameters in
+    /// order). Example: "n == 1 && gDepth > 3".
+    pub condition: Option<String>,
+    /// Pause from the Nth hit on (hits whose condition holds); earlier hits only count.
+    pub hit_count: Option<u32>,
+    /// Makes this a logpoint: never pauses; at each hit the message is rendered with `{expr}`
+    /// parts (same JavaScript and names as `condition`, e.g. "tempo={args[0]} name={cfg.name}") and
+    /// stored as a `logpoint` event (debug_query eventType "logpoint").
+    pub message: Option<String>,
+}
+
+/// `debug_continue`: resume or step paused threads.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContinueParams {
+    /// The session.
+    pub session_id: String,
+    /// "continue" (default), "step-over", "step-into" or "step-out".
+    pub action: Option<String>,
+    /// The paused thread to resume or step. "continue" without it resumes every paused thread;
+    /// a step without it needs exactly one paused thread.
+    pub thread_id: Option<u32>,
+    /// How long to wait for the next pause or the process's end, 1–120000 ms (default 10000).
+    /// On timeout the answer says "running" and the program goes on.
+    pub timeout_ms: Option<u64>,
 }

@@ -1,7 +1,8 @@
 //! The rmcp server: one per client connection, all sharing one SessionManager.
 
 use crate::params::{
-    LaunchParams, MemoryParams, QueryParams, SessionAction, SessionParams, TraceParams,
+    BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
+    SessionParams, TraceParams,
 };
 use crate::{render, timespec};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -200,6 +201,18 @@ impl StrobeServer {
                             text.push_str(&format!(", signal {sig}"));
                         }
                         text.push_str(&format!(", {} events stored", s.events.stored));
+                        for t in &s.paused_threads {
+                            text.push_str(&format!(
+                                "; thread {} paused ({}) in {} {}:{}",
+                                t.thread_id,
+                                t.breakpoint_id.as_deref().unwrap_or(&t.reason),
+                                t.function.as_deref().unwrap_or("?"),
+                                t.file
+                                    .as_deref()
+                                    .map_or("?", |f| { f.rsplit('/').next().unwrap_or(f) }),
+                                t.line.map_or("?".to_string(), |l| l.to_string())
+                            ));
+                        }
                         if s.events.evicted > 0 || s.events.dropped > 0 {
                             text.push_str(&format!(
                                 " ({} evicted by events.maxPerSession, {} dropped)",
@@ -330,7 +343,8 @@ impl StrobeServer {
     #[tool(
         description = "Read, write or poll a running program's memory, straight from the daemon (no pause). Targets \
         (1–16): DWARF globals and statics with `.field` / `->field` steps (\"gConfig->level\"), or raw addresses with a \
-        type (i8…u64, f32, f64, pointer, bytes). action \"write\" sets scalars (numbers, bools, enum names, pointers) and \
+        type (i8…u64, f32, f64, pointer, bytes). While a thread is paused at a breakpoint, names also find its frame's \
+        parameters and locals (threadId picks the thread; locals held in registers can be read, not written). action \"write\" sets scalars (numbers, bools, enum names, pointers) and \
         returns previous and new values. poll {intervalMs, durationMs} samples into variable_snapshot events."
     )]
     async fn debug_memory(
@@ -350,6 +364,7 @@ impl StrobeServer {
             })
             .collect();
         let depth = p.depth.unwrap_or(1);
+        let thread = p.thread_id;
         let id = p.session_id.clone();
         let action = p.action.unwrap_or_else(|| "read".into());
         let poll = p.poll.map(|q| strobe_session::Poll {
@@ -358,11 +373,11 @@ impl StrobeServer {
         });
         let r = blocking(move || match (action.as_str(), poll) {
             ("read", None) => mgr
-                .memory_read(&id, &targets, depth)
+                .memory_read(&id, &targets, depth, thread)
                 .map(|results| json!({ "results": results })),
             ("read", Some(poll)) => mgr.memory_poll(&id, &targets, depth, poll),
             ("write", None) => mgr
-                .memory_write(&id, &targets)
+                .memory_write(&id, &targets, thread)
                 .map(|results| json!({ "results": results })),
             ("write", Some(_)) => Err(ToolError::validation("'poll' is for reads, not writes")),
             (other, _) => Err(ToolError::validation(format!(
@@ -398,6 +413,100 @@ impl StrobeServer {
                     None => v["hint"].as_str().unwrap_or_default().to_string(),
                 };
                 ok(v, text)
+            }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "Add or remove breakpoints and logpoints in a running session. A breakpoint pauses only the thread \
+        that hits it (the others run on; no all-stop); debug_session status lists paused threads with breakpoint, function, \
+        file:line, arguments and backtrace, debug_memory reads (and writes) their locals, debug_continue resumes or steps. \
+        Target a function pattern (stops after its prologue) or file + line. `condition` and logpoint `message` {parts} are \
+        JavaScript over the frame's parameters, locals and globals by name, plus `args`. A logpoint (`message`) never \
+        pauses: each hit becomes a `logpoint` event. At most 50 breakpoints and 100 logpoints per session."
+    )]
+    async fn debug_breakpoint(
+        &self,
+        Parameters(p): Parameters<BreakpointParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let mgr = self.mgr.clone();
+        let add: Vec<strobe_session::BreakpointRequest> = p
+            .add
+            .into_iter()
+            .map(|a| strobe_session::BreakpointRequest {
+                function: a.function,
+                file: a.file,
+                line: a.line,
+                condition: a.condition,
+                hit_count: a.hit_count,
+                message: a.message,
+            })
+            .collect();
+        let id = p.session_id.clone();
+        let remove = p.remove;
+        if add.is_empty() && remove.is_empty() {
+            return Ok(fail(ToolError::validation(
+                "give 'add' (breakpoints or logpoints) and/or 'remove' (their ids)",
+            )));
+        }
+        let r = blocking(move || mgr.breakpoints(&id, &add, &remove)).await;
+        Ok(match r {
+            Ok(list) => {
+                let text = if list.is_empty() {
+                    "No breakpoints.".to_string()
+                } else {
+                    list.iter()
+                        .map(|b| {
+                            let at = match (&b.file, b.line) {
+                                (Some(f), Some(l)) => format!(
+                                    " at {}:{l}",
+                                    std::path::Path::new(f)
+                                        .file_name()
+                                        .map_or(f.clone(), |n| n.to_string_lossy().into_owned())
+                                ),
+                                _ => String::new(),
+                            };
+                            let note = b
+                                .note
+                                .as_ref()
+                                .map(|n| format!(" ({n})"))
+                                .unwrap_or_default();
+                            format!(
+                                "{} {} in {}{at}, {} hits{note}",
+                                b.id, b.kind, b.function, b.hits
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                ok(json!({ "breakpoints": list }), text)
+            }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "Resume or step paused threads, then wait (timeoutMs, default 10 s) until a thread pauses again \
+        or the process ends, and say where. action: continue (every paused thread, or threadId), step-over (next line in \
+        this function), step-into (into the function called on this line when it has debug info, else like step-over), \
+        step-out (back to the caller, which finishes its line). Steps stop only in the stepping thread's frame, so \
+        recursion and other threads do not end them."
+    )]
+    async fn debug_continue(
+        &self,
+        Parameters(p): Parameters<ContinueParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let mgr = self.mgr.clone();
+        let action = p.action.unwrap_or_else(|| "continue".into());
+        let id = p.session_id.clone();
+        let thread = p.thread_id;
+        let timeout = p.timeout_ms;
+        let r = blocking(move || mgr.continue_execution(&id, &action, thread, timeout)).await;
+        Ok(match r {
+            Ok(resp) => {
+                let text = resp.message.clone();
+                ok(serde_json::to_value(&resp).expect("serializable"), text)
             }
             Err(e) => fail(e),
         })

@@ -9,12 +9,14 @@
 //! and knows nothing of MCP.
 
 pub mod capture;
+pub mod frames;
 mod manager;
 mod pool;
 pub mod trace;
 mod validate;
 pub mod values;
 
+pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
 pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::{
     EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,

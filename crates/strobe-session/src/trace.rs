@@ -329,8 +329,8 @@ pub struct Plan {
 /// executable first, then shared libraries, including ones loaded later with
 /// dlopen), the active patterns, and which functions are hooked.
 pub struct Tracer {
-    modules: Vec<Arc<DwarfResolver>>,
-    project_root: PathBuf,
+    pub(crate) modules: Vec<Arc<DwarfResolver>>,
+    pub(crate) project_root: PathBuf,
     patterns: Vec<Pattern>,
     /// (module index, function index) → function id.
     ids: HashMap<(usize, usize), u32>,
@@ -600,7 +600,7 @@ impl Tracer {
         !self.patterns.is_empty() || self.watches.iter().any(|w| !w.on.is_empty())
     }
 
-    fn debug_info(&mut self, m: usize) -> Option<&mut DebugInfo> {
+    pub(crate) fn debug_info(&mut self, m: usize) -> Option<&mut DebugInfo> {
         let modules = &self.modules;
         self.debug
             .entry(m)
@@ -611,7 +611,7 @@ impl Tracer {
     /// The types read so far from module `m`, shared by every plan built
     /// since the table last grew (it only ever grows, so equal length means
     /// equal content).
-    fn types_snapshot(&mut self, m: usize) -> Option<Arc<TypeTable>> {
+    pub(crate) fn types_snapshot(&mut self, m: usize) -> Option<Arc<TypeTable>> {
         let table = self.debug.get(&m)?.as_ref()?.types();
         if let Some(snap) = self.snapshots.get(&m).filter(|s| s.len() == table.len()) {
             return Some(snap.clone());
@@ -897,71 +897,93 @@ impl Tracer {
         let di = self
             .debug_info(m)
             .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
-        let mut ty = di.variable_type(g.die).map_err(|e| e.to_string())?;
+        let ty = di.variable_type(g.die).map_err(|e| e.to_string())?;
         let types = self
             .types_snapshot(m)
             .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
-        let mut chain = vec![(module_base + g.offset, 0i64)];
-        let mut offset: i64 = 0;
-        for (arrow, field) in &steps {
-            if *arrow {
-                let Type::Pointer { target, .. } = types.get(types.strip(ty)) else {
-                    return Err(format!(
-                        "'->{field}' in {expr:?}: {} is not a pointer",
-                        types.name(ty)
-                    ));
-                };
-                // Read the pointer itself, then continue from where it points.
-                let last = chain.last_mut().expect("chain starts non-empty");
-                last.1 += offset;
-                chain.push((0, 0));
-                offset = 0;
-                ty = *target;
-            }
-            let Type::Struct { members, .. } = types.get(types.strip(ty)) else {
+        chain_spec(
+            label,
+            expr,
+            module_base + g.offset,
+            ty,
+            types,
+            m as u32,
+            &steps,
+        )
+    }
+}
+
+/// A read chain for a variable at `address` of type `ty`, following
+/// `.field` / `->field` `steps` (from [`parse_chain`]).
+pub fn chain_spec(
+    label: &str,
+    expr: &str,
+    address: u64,
+    mut ty: strobe_symbols::TypeId,
+    types: Arc<TypeTable>,
+    module: u32,
+    steps: &[(bool, String)],
+) -> Result<WatchSpec, String> {
+    let mut chain = vec![(address, 0i64)];
+    let mut offset: i64 = 0;
+    for (arrow, field) in steps {
+        if *arrow {
+            let Type::Pointer { target, .. } = types.get(types.strip(ty)) else {
                 return Err(format!(
-                    "'{field}' in {expr:?}: {} has no members",
+                    "'->{field}' in {expr:?}: {} is not a pointer",
                     types.name(ty)
                 ));
             };
-            let Some(mem) = members.iter().find(|mm| &mm.name == field) else {
-                let names: Vec<&str> = members.iter().map(|mm| mm.name.as_str()).collect();
-                return Err(format!(
-                    "{} has no member {field:?}; its members are {}",
-                    types.name(ty),
-                    names.join(", ")
-                ));
-            };
-            if mem.bits.is_some() {
-                return Err(format!(
-                    "'{field}' in {expr:?} is a bitfield, which shares its bytes with other members: \
-                     read the struct that holds it instead (its bitfields are decoded there)"
-                ));
-            }
-            offset += mem.offset as i64;
-            ty = mem.ty;
+            // Read the pointer itself, then continue from where it points.
+            let last = chain.last_mut().expect("chain starts non-empty");
+            last.1 += offset;
+            chain.push((0, 0));
+            offset = 0;
+            ty = *target;
         }
-        chain.last_mut().expect("non-empty").1 += offset;
-        let size = types.size_of(ty).unwrap_or(8);
-        let string = match types.get(types.strip(ty)) {
-            Type::Pointer { target, .. } => matches!(
-                types.get(types.strip(*target)),
-                Type::Int {
-                    size: 1,
-                    is_char: true,
-                    ..
-                }
-            ),
-            _ => false,
+        let Type::Struct { members, .. } = types.get(types.strip(ty)) else {
+            return Err(format!(
+                "'{field}' in {expr:?}: {} has no members",
+                types.name(ty)
+            ));
         };
-        Ok(WatchSpec {
-            label: label.to_string(),
-            chain,
-            size,
-            ty: WatchType::Typed(ty, types, m as u32),
-            string,
-        })
+        let Some(mem) = members.iter().find(|mm| &mm.name == field) else {
+            let names: Vec<&str> = members.iter().map(|mm| mm.name.as_str()).collect();
+            return Err(format!(
+                "{} has no member {field:?}; its members are {}",
+                types.name(ty),
+                names.join(", ")
+            ));
+        };
+        if mem.bits.is_some() {
+            return Err(format!(
+                "'{field}' in {expr:?} is a bitfield, which shares its bytes with other members: \
+                     read the struct that holds it instead (its bitfields are decoded there)"
+            ));
+        }
+        offset += mem.offset as i64;
+        ty = mem.ty;
     }
+    chain.last_mut().expect("non-empty").1 += offset;
+    let size = types.size_of(ty).unwrap_or(8);
+    let string = match types.get(types.strip(ty)) {
+        Type::Pointer { target, .. } => matches!(
+            types.get(types.strip(*target)),
+            Type::Int {
+                size: 1,
+                is_char: true,
+                ..
+            }
+        ),
+        _ => false,
+    };
+    Ok(WatchSpec {
+        label: label.to_string(),
+        chain,
+        size,
+        ty: WatchType::Typed(ty, types, module),
+        string,
+    })
 }
 
 /// A hex address as users write it ("0x7ffd1234", "7ffd1234", "0X…").

@@ -14,30 +14,36 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-type R = EndianArcSlice<RunTimeEndian>;
+pub(crate) type R = EndianArcSlice<RunTimeEndian>;
 
 /// One decoded row of a line table.
 #[derive(Debug, Clone, Copy)]
-struct LineRow {
-    address: u64,
-    file: u32,
-    line: u32,
-    end_sequence: bool,
+pub(crate) struct LineRow {
+    pub(crate) address: u64,
+    pub(crate) file: u32,
+    pub(crate) line: u32,
+    pub(crate) end_sequence: bool,
+    pub(crate) is_stmt: bool,
+    pub(crate) prologue_end: bool,
 }
 
-struct UnitData {
-    unit: gimli::Unit<R>,
-    files: Vec<Option<String>>,
+pub(crate) struct UnitData {
+    pub(crate) unit: gimli::Unit<R>,
+    pub(crate) files: Vec<Option<String>>,
     rows: Option<Vec<LineRow>>,
 }
 
 /// Lazily read DWARF of one image. Types are interned into one
 /// [`TypeTable`] shared by every signature read from it.
 pub struct DebugInfo {
-    path: PathBuf,
-    dwarf: gimli::Dwarf<R>,
-    load_bias: u64,
-    units: HashMap<u64, UnitData>,
+    pub(crate) path: PathBuf,
+    /// The image itself (its `.eh_frame` gives frame addresses).
+    pub(crate) image: PathBuf,
+    pub(crate) dwarf: gimli::Dwarf<R>,
+    pub(crate) load_bias: u64,
+    pub(crate) units: HashMap<u64, UnitData>,
+    /// The image's `.eh_frame`, read when a frame address is first asked for.
+    pub(crate) eh_frame: Option<Option<crate::scope::EhFrameData>>,
     table: TypeTable,
     type_ids: HashMap<(u64, u64), TypeId>,
     /// Function code ranges (image offsets) → unit, for line lookups.
@@ -72,6 +78,8 @@ impl DebugInfo {
         ranges.sort_unstable();
         Ok(DebugInfo {
             path,
+            image: index.path.clone(),
+            eh_frame: None,
             dwarf,
             load_bias: index.load_bias,
             units: HashMap::new(),
@@ -86,14 +94,14 @@ impl DebugInfo {
         &self.table
     }
 
-    fn err(&self, reason: impl std::fmt::Display) -> SymbolError {
+    pub(crate) fn err(&self, reason: impl std::fmt::Display) -> SymbolError {
         SymbolError::Dwarf {
             path: self.path.clone(),
             reason: reason.to_string(),
         }
     }
 
-    fn unit(&mut self, start: u64) -> Result<&mut UnitData, SymbolError> {
+    pub(crate) fn unit(&mut self, start: u64) -> Result<&mut UnitData, SymbolError> {
         if !self.units.contains_key(&start) {
             let header = self
                 .dwarf
@@ -204,7 +212,11 @@ impl DebugInfo {
 
     /// The address a function is entered at (DWARF address space): its
     /// `low_pc`, `entry_pc`, or the start of its first range.
-    fn entry_pc(&self, u: &gimli::Unit<R>, e: &gimli::DebuggingInformationEntry<R>) -> Option<u64> {
+    pub(crate) fn entry_pc(
+        &self,
+        u: &gimli::Unit<R>,
+        e: &gimli::DebuggingInformationEntry<R>,
+    ) -> Option<u64> {
         for attr in [gimli::DW_AT_entry_pc, gimli::DW_AT_low_pc] {
             if let Ok(Some(v)) = e.attr_value(attr)
                 && let Ok(Some(a)) = self.dwarf.attr_address(u, v)
@@ -354,7 +366,7 @@ impl DebugInfo {
         out
     }
 
-    fn rows(&mut self, unit: u64) -> Option<&[LineRow]> {
+    pub(crate) fn rows(&mut self, unit: u64) -> Option<&[LineRow]> {
         let err_path = self.path.clone();
         let data = self.unit(unit).ok()?;
         if data.rows.is_none() {
@@ -368,6 +380,8 @@ impl DebugInfo {
                             file: row.file_index() as u32,
                             line: row.line().map_or(0, |l| l.get() as u32),
                             end_sequence: row.end_sequence(),
+                            is_stmt: row.is_stmt(),
+                            prologue_end: row.prologue_end(),
                         }),
                         Ok(None) => break,
                         Err(e) => {
@@ -384,7 +398,7 @@ impl DebugInfo {
 
     /// Interns the type at `off` in `unit` (recursive types are tied through
     /// a placeholder, so a linked-list node refers to itself by id).
-    fn type_at(&mut self, unit: u64, off: UnitOffset, depth: u32) -> TypeId {
+    pub(crate) fn type_at(&mut self, unit: u64, off: UnitOffset, depth: u32) -> TypeId {
         let key = (unit, off.0 as u64);
         if let Some(id) = self.type_ids.get(&key) {
             return *id;
@@ -646,14 +660,14 @@ impl DebugInfo {
     }
 }
 
-fn unit_ref(v: Option<AttributeValue<R>>) -> Option<UnitOffset> {
+pub(crate) fn unit_ref(v: Option<AttributeValue<R>>) -> Option<UnitOffset> {
     match v? {
         AttributeValue::UnitRef(o) => Some(o),
         _ => None,
     }
 }
 
-fn load(path: &Path) -> Result<gimli::Dwarf<R>, SymbolError> {
+pub(crate) fn load(path: &Path) -> Result<gimli::Dwarf<R>, SymbolError> {
     let data = std::fs::read(path).map_err(|source| SymbolError::Io {
         path: path.to_path_buf(),
         source,

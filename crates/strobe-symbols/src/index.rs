@@ -170,6 +170,20 @@ impl SymbolIndex {
         &self.strings[id as usize]
     }
 
+    /// The function whose code contains image offset `offset` (one with
+    /// DWARF preferred when symbols overlap).
+    pub fn function_containing(&self, offset: u64) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, f) in self.functions.iter().enumerate() {
+            if f.ranges.iter().any(|(s, e)| (*s..*e).contains(&offset))
+                && best.is_none_or(|b| self.functions[b].die.is_none() && f.die.is_some())
+            {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
     /// Functions whose names match exactly (used by tests and lookups).
     pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FunctionSymbol> + 'a {
         self.functions.iter().filter(move |f| f.name == name)

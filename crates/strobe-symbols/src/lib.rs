@@ -11,11 +11,13 @@ pub mod debuginfo;
 pub mod index;
 pub mod pattern;
 pub mod resolvers;
+pub mod scope;
 pub mod types;
 
 pub use debuginfo::DebugInfo;
 pub use index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall, InlinedRef, SymbolIndex};
 pub use pattern::{Pattern, PatternError};
+pub use scope::{CfaRule, FrameBase, Place, ScopeVariable, Statement};
 pub use types::{EntryLoc, Member, Signature, Type, TypeId, TypeTable};
 
 use std::path::Path;

@@ -768,3 +768,37 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
         .filter_map(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
         .min()
 }
+
+/// The image mapped at `addr` in a process, and its runtime base (the start
+/// of its lowest mapping).
+pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let path_of = |l: &str| {
+        let mapped = l.split_whitespace().skip(5).collect::<Vec<_>>().join(" ");
+        mapped
+            .strip_suffix(" (deleted)")
+            .unwrap_or(&mapped)
+            .to_string()
+    };
+    let range = |l: &str| {
+        let r = l.split_whitespace().next()?;
+        let (a, b) = r.split_once('-')?;
+        Some((
+            u64::from_str_radix(a, 16).ok()?,
+            u64::from_str_radix(b, 16).ok()?,
+        ))
+    };
+    let line = maps
+        .lines()
+        .find(|l| range(l).is_some_and(|(a, b)| (a..b).contains(&addr)))?;
+    let path = path_of(line);
+    if !path.starts_with('/') {
+        return None;
+    }
+    let base = maps
+        .lines()
+        .filter(|l| path_of(l) == path)
+        .filter_map(|l| range(l).map(|r| r.0))
+        .min()?;
+    Some((PathBuf::from(path), base))
+}

@@ -4,6 +4,7 @@
 //! chains, and raw addresses with a type hint. Poll mode samples targets on
 //! a timer into `variable_snapshot` events.
 
+use super::breakpoints::LocalSpec;
 use super::{Live, SessionManager, store_err};
 use crate::trace::{self, Tracer};
 use crate::values::{self, WatchSpec, WatchType};
@@ -39,6 +40,22 @@ pub struct MemoryTarget {
     pub value: Option<Value>,
 }
 
+/// A resolved target.
+enum Target {
+    /// Global, static or raw memory.
+    Memory(WatchSpec),
+    /// A local of a paused thread's frame, in memory.
+    Local(WatchSpec, u32),
+    /// A local held in a register (readable, not writable).
+    Register {
+        label: String,
+        bytes: Vec<u8>,
+        ty: WatchType,
+        string: bool,
+        thread: u32,
+    },
+}
+
 /// Poll timing.
 #[derive(Debug, Clone, Copy)]
 pub struct Poll {
@@ -49,12 +66,12 @@ pub struct Poll {
 }
 
 /// The target's memory, opened once per call.
-struct Mem {
+pub(super) struct Mem {
     file: File,
 }
 
 impl Mem {
-    fn open(pid: u32, write: bool) -> Result<Mem, ToolError> {
+    pub(super) fn open(pid: u32, write: bool) -> Result<Mem, ToolError> {
         std::fs::OpenOptions::new()
             .read(true)
             .write(write)
@@ -68,7 +85,7 @@ impl Mem {
             })
     }
 
-    fn read(&self, addr: u64, len: u64) -> Result<Vec<u8>, String> {
+    pub(super) fn read(&self, addr: u64, len: u64) -> Result<Vec<u8>, String> {
         let mut buf = vec![0u8; len as usize];
         let mut done = 0usize;
         while done < buf.len() {
@@ -95,19 +112,19 @@ impl Mem {
         Ok(buf)
     }
 
-    fn read_u64(&self, addr: u64) -> Result<u64, String> {
+    pub(super) fn read_u64(&self, addr: u64) -> Result<u64, String> {
         let b = self.read(addr, 8)?;
         Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
     }
 
-    fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), String> {
+    pub(super) fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), String> {
         self.file
             .write_all_at(bytes, addr)
             .map_err(|e| format!("cannot write {} bytes at {addr:#x}: {e}", bytes.len()))
     }
 
     /// Follows the chain; returns the final address.
-    fn locate(&self, spec: &WatchSpec) -> Result<u64, String> {
+    pub(super) fn locate(&self, spec: &WatchSpec) -> Result<u64, String> {
         let (first, addend) = spec.chain[0];
         let mut addr = first.wrapping_add(addend as u64);
         for (i, (_, addend)) in spec.chain.iter().enumerate().skip(1) {
@@ -121,7 +138,7 @@ impl Mem {
     }
 
     /// The C string a `char *` points to (at most STRING_MAX bytes).
-    fn c_string(&self, ptr: u64) -> Value {
+    pub(super) fn c_string(&self, ptr: u64) -> Value {
         if ptr == 0 {
             return Value::Null;
         }
@@ -164,12 +181,15 @@ impl SessionManager {
         Ok(live)
     }
 
-    /// Resolves targets (per-target errors kept in place).
+    /// Resolves targets (per-target errors kept in place). With `frame`,
+    /// variable names are looked up first among the locals of a paused
+    /// thread (that thread, or the one paused last).
     fn resolve_targets(
         &self,
         live: &Live,
         targets: &[MemoryTarget],
-    ) -> Result<Vec<Result<WatchSpec, String>>, ToolError> {
+        frame: Option<Option<u32>>,
+    ) -> Result<Vec<Result<Target, String>>, ToolError> {
         if targets.is_empty() || targets.len() > MAX_TARGETS {
             return Err(ToolError::validation(format!(
                 "'targets' takes 1–{MAX_TARGETS} entries, got {}",
@@ -177,14 +197,44 @@ impl SessionManager {
             )));
         }
         let needs_symbols = targets.iter().any(|t| t.variable.is_some());
+        let paused = match frame {
+            Some(thread) if needs_symbols => self
+                .paused_frame(live, thread)
+                .map_err(ToolError::validation)?,
+            _ => None,
+        };
         let mut guard = live.tracer.lock().expect("tracer lock");
         if needs_symbols && guard.is_none() {
             *guard = Some(self.new_tracer(live)?);
         }
+        let layout = match (&paused, guard.as_mut()) {
+            (Some(p), Some(tracer)) => p
+                .location
+                .as_ref()
+                .and_then(|loc| tracer.frame_layout(loc.module, loc.function_index?, loc.offset)),
+            _ => None,
+        };
         let base = |path: &Path| self.image_base(live, path, Duration::from_secs(5));
         Ok(targets
             .iter()
-            .map(|t| resolve_one(guard.as_mut(), t, &base))
+            .map(|t| {
+                if let (Some(v), Some(layout), Some(p)) = (&t.variable, &layout, &paused) {
+                    let (name, steps) = trace::parse_chain(v)?;
+                    if layout.vars.iter().any(|x| x.name == name) {
+                        return match super::breakpoints::local_spec(layout, p, &name, &steps)? {
+                            LocalSpec::Memory(spec) => Ok(Target::Local(spec, p.thread_id)),
+                            LocalSpec::Value { bytes, ty, string } => Ok(Target::Register {
+                                label: v.to_string(),
+                                bytes,
+                                ty,
+                                string,
+                                thread: p.thread_id,
+                            }),
+                        };
+                    }
+                }
+                resolve_one(guard.as_mut(), t, &base).map(Target::Memory)
+            })
             .collect())
     }
 
@@ -194,6 +244,7 @@ impl SessionManager {
         id: &str,
         targets: &[MemoryTarget],
         depth: u32,
+        thread: Option<u32>,
     ) -> Result<Vec<Value>, ToolError> {
         if !(1..=5).contains(&depth) {
             return Err(ToolError::validation(format!(
@@ -201,12 +252,33 @@ impl SessionManager {
             )));
         }
         let live = self.memory_live(id)?;
-        let resolved = self.resolve_targets(&live, targets)?;
+        let resolved = self.resolve_targets(&live, targets, Some(thread))?;
         let mem = Mem::open(live.pid, false)?;
         let mut out = Vec::new();
         for (i, r) in resolved.into_iter().enumerate() {
             out.push(match r {
-                Ok(r) => self.read_one(&mem, &r, depth, id, i),
+                Ok(Target::Memory(r)) => self.read_one(&mem, &r, depth, id, i),
+                Ok(Target::Local(r, thread)) => {
+                    let mut v = self.read_one(&mem, &r, depth, id, i);
+                    v["local"] = json!(true);
+                    v["threadId"] = json!(thread);
+                    v
+                }
+                Ok(Target::Register {
+                    label,
+                    bytes,
+                    ty,
+                    string,
+                    thread,
+                }) => {
+                    let value = if string {
+                        mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+                    } else {
+                        values::render_memory(&ty, &bytes, 0, depth)
+                    };
+                    json!({"target": label, "type": values::type_name(&ty), "value": value,
+                           "local": true, "threadId": thread, "inRegister": true})
+                }
                 Err(e) => json!({"target": target_text(&targets[i]), "error": e}),
             });
         }
@@ -265,6 +337,7 @@ impl SessionManager {
         &self,
         id: &str,
         targets: &[MemoryTarget],
+        thread: Option<u32>,
     ) -> Result<Vec<Value>, ToolError> {
         for t in targets {
             if t.value.is_none() {
@@ -275,13 +348,19 @@ impl SessionManager {
             }
         }
         let live = self.memory_live(id)?;
-        let resolved = self.resolve_targets(&live, targets)?;
+        let resolved = self.resolve_targets(&live, targets, Some(thread))?;
         let mem = Mem::open(live.pid, true)?;
         let mut out = Vec::new();
         for (i, r) in resolved.into_iter().enumerate() {
             let t = &targets[i];
             let value = t.value.as_ref().expect("checked above");
-            let res = r.and_then(|r| {
+            let res = r.and_then(|r| match r {
+                Target::Memory(r) | Target::Local(r, _) => Ok(r),
+                Target::Register { label, .. } => Err(format!(
+                    "{label} lives in a register at this point of the code; only locals kept in memory can be written"
+                )),
+            });
+            let res = res.and_then(|r| {
                 let bytes = values::encode_scalar(&r.ty, r.size, value)?;
                 let addr = mem.locate(&r)?;
                 let before = mem.read(addr, r.size)?;
@@ -320,10 +399,16 @@ impl SessionManager {
         }
         let live = self.memory_live(id)?;
         let resolved: Vec<WatchSpec> = self
-            .resolve_targets(&live, targets)?
+            .resolve_targets(&live, targets, None)?
             .into_iter()
             .enumerate()
-            .map(|(i, r)| r.map_err(|e| format!("{}: {e}", target_text(&targets[i]))))
+            .map(|(i, r)| {
+                r.and_then(|r| match r {
+                    Target::Memory(spec) => Ok(spec),
+                    _ => Err("only globals can be polled".to_string()),
+                })
+                .map_err(|e| format!("{}: {e}", target_text(&targets[i])))
+            })
             .collect::<Result<_, _>>()
             .map_err(ToolError::validation)?;
         let mem = Mem::open(live.pid, false)?;

@@ -5,6 +5,7 @@ use crate::pool::BridgePool;
 use crate::trace::{self, Tracer};
 use crate::validate;
 
+pub mod breakpoints;
 mod hooks;
 pub mod memory;
 use hooks::{HookOutcome, hook_outcome};
@@ -160,6 +161,12 @@ pub struct SessionStatus {
     /// Tracing state of a live session (absent when nothing was ever traced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSummary>,
+    /// Breakpoints and logpoints of a live session.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakpoints: Vec<breakpoints::BreakpointInfo>,
+    /// Threads paused at a breakpoint or after a step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paused_threads: Vec<breakpoints::PausedThread>,
 }
 
 /// Tracing state shown by `debug_session status`.
@@ -238,6 +245,10 @@ struct Live {
     decoders: Arc<std::sync::RwLock<trace::Decoders>>,
     /// What of the capture plans is not stored yet (see `hooks::save_captures`).
     unsaved: Mutex<UnsavedCaptures>,
+    /// Breakpoints, logpoints and paused threads.
+    debug: Mutex<breakpoints::DebugState>,
+    /// Signalled when a thread pauses or the process ends.
+    debug_changed: Condvar,
 }
 
 /// Plans registered since they were last stored, and the length of each
@@ -477,6 +488,8 @@ impl SessionManager {
             late_hooks: Mutex::new(Vec::new()),
             decoders: Arc::new(std::sync::RwLock::new(HashMap::new())),
             unsaved: Mutex::new(UnsavedCaptures::default()),
+            debug: Mutex::new(breakpoints::DebugState::default()),
+            debug_changed: Condvar::new(),
         });
         self.live
             .lock()
@@ -769,6 +782,35 @@ impl SessionManager {
                     live.modules.lock().expect("modules lock").push(path);
                 }
             }
+            Some("paused") => {
+                // Resolving the location needs the tracer: never in the event loop.
+                if let Some(me) = self.me.upgrade() {
+                    let l = live.clone();
+                    let p = payload.clone();
+                    std::thread::spawn(move || me.on_paused(&l, &p));
+                }
+            }
+            Some("step_call") => {
+                if let Some(me) = self.me.upgrade() {
+                    let l = live.clone();
+                    let p = payload.clone();
+                    std::thread::spawn(move || me.on_step_call(&l, &p));
+                }
+            }
+            Some("logpoint") => self.on_logpoint(live, payload),
+            Some("breakpoint_error") => self.on_breakpoint_error(live, payload),
+            Some("breakpoints_updated") => {
+                if let Some(id) = payload["id"].as_u64()
+                    && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
+                {
+                    let _ = tx.send(payload.clone());
+                }
+            }
+            Some("step_failed") => tracing::warn!(
+                "session {}: step stops not set: {}",
+                live.id,
+                payload["failed"]
+            ),
             Some("agent_loaded") => {}
             other => tracing::debug!("session {}: agent message {other:?}", live.id),
         }
@@ -852,6 +894,7 @@ impl SessionManager {
         let _ = self.store.flush();
         drop(life);
         live.ended.notify_all();
+        live.debug_changed.notify_all();
     }
 
     fn fail_session(&self, live: &Arc<Live>, reason: String) {
@@ -890,6 +933,7 @@ impl SessionManager {
         }
         let _ = self.store.flush();
         live.ended.notify_all();
+        live.debug_changed.notify_all();
     }
 
     fn watchdog(&self, live: &Arc<Live>, timeout: Duration) {
@@ -927,6 +971,10 @@ impl SessionManager {
     }
 
     fn status_of_live(&self, l: &Live) -> SessionStatus {
+        let dbg = {
+            let st = l.debug.lock().expect("debug lock");
+            st.summary()
+        };
         let life = l.life.lock().expect("lifecycle lock");
         let row = self.store.session(&l.id).ok().flatten();
         SessionStatus {
@@ -949,6 +997,8 @@ impl SessionManager {
             live: true,
             pids: row.map(|r| r.pids).unwrap_or_else(|| vec![l.pid]),
             trace: Self::trace_summary(l),
+            breakpoints: dbg.0,
+            paused_threads: dbg.1,
         }
     }
 
@@ -986,6 +1036,8 @@ impl SessionManager {
             live: false,
             pids: row.pids,
             trace: None,
+            breakpoints: Vec::new(),
+            paused_threads: Vec::new(),
         }
     }
 

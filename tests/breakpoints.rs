@@ -1,0 +1,368 @@
+//! Breakpoints, logpoints and stepping end to end, through MCP on a real
+//! program under Frida: function and line breakpoints, conditions, hit
+//! counts, paused-thread status with arguments and backtrace, locals read
+//! and written, step over / into / out (with recursion), threads pausing at
+//! one breakpoint while the rest of the program runs, logpoints on the
+//! timeline, and the errors an agent can make.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use support::{Client, Env, fixture_with};
+
+/// The line of `tests/fixtures/debugee.c` holding `@marker`.
+fn line_of(marker: &str) -> u64 {
+    let src = include_str!("fixtures/debugee.c");
+    let tag = format!("@{marker} ");
+    src.lines()
+        .position(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no marker {marker}")) as u64
+        + 1
+}
+
+async fn wait_paused(c: &Client, id: &str, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = c.status(id).await;
+        let paused = s["pausedThreads"].as_array().cloned().unwrap_or_default();
+        if paused.len() >= count {
+            return paused;
+        }
+        assert!(Instant::now() < deadline, "not {count} paused threads: {s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn read(c: &Client, id: &str, names: &[&str]) -> Vec<Value> {
+    let targets: Vec<Value> = names.iter().map(|n| json!({"variable": n})).collect();
+    c.ok("debug_memory", json!({"sessionId": id, "targets": targets}))
+        .await["results"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn step(c: &Client, id: &str, action: &str) -> Value {
+    let v = c
+        .ok("debug_continue", json!({"sessionId": id, "action": action}))
+        .await;
+    assert_eq!(v["status"], "paused", "{action}: {v}");
+    v
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn breakpoints_pause_show_the_frame_and_step_over_into_and_out() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture_with("debugee", &["-pthread"]);
+    let (id, _pid) = c.launch(&exe, &[]).await;
+
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"function": "compute"}]}),
+        )
+        .await;
+    let bp = &v["breakpoints"][0];
+    assert_eq!(bp["id"], "bp-1", "{v}");
+    assert_eq!(bp["function"], "compute");
+    assert_eq!(
+        bp["line"],
+        line_of("compute-body"),
+        "stops after the prologue: {v}"
+    );
+
+    // The hit: paused thread with breakpoint, line, typed argument, backtrace.
+    let paused = wait_paused(&c, &id, 1).await;
+    let p = &paused[0];
+    assert_eq!(p["breakpointId"], "bp-1", "{p}");
+    assert_eq!(p["function"], "compute");
+    assert_eq!(p["line"], line_of("compute-body"));
+    assert_eq!(p["arguments"][0]["name"], "x", "{p}");
+    let x = p["arguments"][0]["value"].as_i64().expect("x is typed");
+    let frames: Vec<&str> = p["backtrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(frames.iter().any(|f| f.starts_with("main")), "{frames:?}");
+
+    // Status text names the pause.
+    let s = c
+        .reply(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
+    assert!(s.text.contains("paused (bp-1) in compute"), "{}", s.text);
+
+    // Locals of the paused frame through debug_memory (a global still resolves).
+    let r = read(&c, &id, &["x", "g_config.origin"]).await;
+    assert_eq!(r[0]["value"], x, "{r:?}");
+    assert_eq!(r[0]["local"], true);
+    assert_eq!(r[1]["value"]["y"], 4, "{r:?}");
+
+    // The breakpoint stays while we step, so remove it first.
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": ["bp-1"]}),
+    )
+    .await;
+
+    let v = step(&c, &id, "step-over").await;
+    assert_eq!(v["line"], line_of("compute-call"), "{v}");
+    assert_eq!(v["function"], "compute");
+    assert_eq!(read(&c, &id, &["doubled"]).await[0]["value"], 2 * x);
+
+    let v = step(&c, &id, "step-into").await;
+    assert_eq!(v["function"], "square", "step into enters the callee: {v}");
+    assert_eq!(v["line"], line_of("square-body"));
+    assert_eq!(read(&c, &id, &["v"]).await[0]["value"], 2 * x);
+
+    let v = step(&c, &id, "step-out").await;
+    assert_eq!(v["function"], "compute", "{v}");
+    assert_eq!(
+        v["line"],
+        line_of("compute-after"),
+        "step out finishes the caller's line: {v}"
+    );
+    assert_eq!(read(&c, &id, &["sq"]).await[0]["value"], 4 * x * x);
+
+    // Write a local, then see the program use it.
+    let w = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"variable": "sq", "value": 41}]}),
+        )
+        .await;
+    assert_eq!(w["results"][0]["newValue"], 41, "{w}");
+    let v = step(&c, &id, "step-over").await;
+    assert_eq!(v["line"], line_of("compute-return"));
+    assert_eq!(read(&c, &id, &["total"]).await[0]["value"], 42);
+
+    // Step over the last lines: the step ends in the caller, on its next line.
+    step(&c, &id, "step-over").await;
+    let v = step(&c, &id, "step-over").await;
+    assert_eq!(v["function"], "main", "{v}");
+    assert!(v["line"].as_u64().unwrap() > line_of("main-compute"), "{v}");
+
+    // Continue: nothing else is set, so it runs (the wait times out) and nothing is paused.
+    let v = c
+        .ok(
+            "debug_continue",
+            json!({"sessionId": id, "action": "continue", "timeoutMs": 300}),
+        )
+        .await;
+    assert_eq!(v["status"], "running", "{v}");
+    assert!(c.status(&id).await.get("pausedThreads").is_none());
+
+    // Recursion: a conditional breakpoint in the deepest frame, then step out
+    // returns to the frame above (not to another recursion level).
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"function": "fact", "condition": "n == 1"}]}),
+        )
+        .await;
+    let fact_bp = v["breakpoints"][0]["id"].as_str().unwrap().to_string();
+    let p = &wait_paused(&c, &id, 1).await[0];
+    assert_eq!(p["arguments"][0]["value"], 1, "the condition held: {p}");
+    let depth = p["backtrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"] == "fact")
+        .count();
+    assert!(depth >= 4, "fact(4) → fact(1) is 4 frames deep: {p}");
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": [fact_bp]}),
+    )
+    .await;
+    let v = step(&c, &id, "step-out").await;
+    assert_eq!(v["function"], "fact", "{v}");
+    assert_eq!(v["line"], line_of("fact-return"), "{v}");
+    assert_eq!(read(&c, &id, &["n", "below"]).await[0]["value"], 2);
+
+    // Hit count: pauses from the 3rd hit on.
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "debugee.c", "line": line_of("square-body"), "hitCount": 3}]}),
+        )
+        .await;
+    assert_eq!(v["breakpoints"][0]["function"], "square");
+    c.ok(
+        "debug_continue",
+        json!({"sessionId": id, "action": "continue", "timeoutMs": 5000}),
+    )
+    .await;
+    let s = c.status(&id).await;
+    let bp = &s["breakpoints"][0];
+    assert_eq!(bp["hits"], 3, "{s}");
+    assert_eq!(s["pausedThreads"][0]["breakpointId"], bp["id"]);
+
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn threads_pause_alone_and_logpoints_log_without_pausing() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture_with("debugee", &["-pthread"]);
+    let (id, _pid) = c.launch(&exe, &["3"]).await;
+
+    // Three workers hit the same breakpoint; each pauses on its own while main runs on.
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"function": "worker_tick"}]}),
+    )
+    .await;
+    let paused = wait_paused(&c, &id, 3).await;
+    let mut tids: Vec<u64> = paused
+        .iter()
+        .map(|p| p["threadId"].as_u64().unwrap())
+        .collect();
+    tids.dedup();
+    assert_eq!(tids.len(), 3, "{paused:?}");
+    let ids: Vec<i64> = {
+        let mut v: Vec<i64> = paused
+            .iter()
+            .map(|p| p["arguments"][0]["value"].as_i64().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids, vec![0, 1, 2], "each worker's own id: {paused:?}");
+    let before = c.events(&id, Some("stdout")).await.len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = c.events(&id, Some("stdout")).await.len();
+    assert!(
+        after > before,
+        "main keeps printing while workers are paused"
+    );
+
+    // A step needs to know which thread.
+    let e = c
+        .reply(
+            "debug_continue",
+            json!({"sessionId": id, "action": "step-over"}),
+        )
+        .await;
+    assert!(e.error_text().contains("threadId"), "{}", e.text);
+
+    // Logpoint with a template over parameters, a local struct's field and a global.
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "remove": ["bp-1"], "add": [
+                {"function": "square", "message": "v={v} first={args[0]} name={g_config.name}", "condition": "v % 4 == 0"}
+            ]}),
+        )
+        .await;
+    assert_eq!(v["breakpoints"].as_array().unwrap().len(), 1, "{v}");
+    let v = c
+        .ok(
+            "debug_continue",
+            json!({"sessionId": id, "action": "continue", "timeoutMs": 300}),
+        )
+        .await;
+    assert_eq!(v["resumed"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["status"], "running", "logpoints never pause: {v}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let logs = loop {
+        let logs = c.events(&id, Some("logpoint")).await;
+        if logs.len() >= 3 || Instant::now() > deadline {
+            break logs;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(logs.len() >= 3, "{logs:?}");
+    let text = logs[0].to_string();
+    assert!(text.contains("name=debugee"), "{text}");
+    for l in &logs {
+        let msg = l.to_string();
+        let v: i64 = msg
+            .split("v=")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{msg}"));
+        assert_eq!(v % 4, 0, "the condition filters: {msg}");
+        assert!(msg.contains(&format!("first={v}")), "{msg}");
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn breakpoint_mistakes_get_clear_errors() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture_with("debugee", &["-pthread"]);
+    let (id, _pid) = c.launch(&exe, &[]).await;
+    let add = |spec: Value| json!({"sessionId": id, "add": [spec]});
+
+    let e = c
+        .reply("debug_breakpoint", add(json!({"function": "no_such_fn"})))
+        .await;
+    assert!(e.error_text().contains("no function matches"), "{}", e.text);
+    let e = c.reply("debug_breakpoint", add(json!({"line": 3}))).await;
+    assert!(e.error_text().contains("'line' needs 'file'"), "{}", e.text);
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            add(json!({"file": "debugee.c", "line": 100000})),
+        )
+        .await;
+    assert!(e.error_text().contains("no code at or after"), "{}", e.text);
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            add(json!({"function": "compute", "condition": "x >"})),
+        )
+        .await;
+    assert!(e.error_text().contains("could not set"), "{}", e.text);
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            json!({"sessionId": id, "remove": ["bp-99"]}),
+        )
+        .await;
+    assert!(
+        e.error_text().contains("no breakpoint or logpoint"),
+        "{}",
+        e.text
+    );
+    let e = c.reply("debug_continue", json!({"sessionId": id})).await;
+    assert!(e.error_text().contains("no thread"), "{}", e.text);
+    let e = c
+        .reply("debug_continue", json!({"sessionId": id, "action": "jump"}))
+        .await;
+    assert!(e.error_text().contains("step-over"), "{}", e.text);
+
+    // A line without code moves to the next line that has some, and says so.
+    let blank = line_of("main-compute") + 6;
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            add(json!({"file": "debugee.c", "line": blank})),
+        )
+        .await;
+    let bp = &v["breakpoints"][0];
+    assert!(bp["line"].as_u64().unwrap() > blank, "{v}");
+    assert!(bp["note"].as_str().unwrap().contains("moved"), "{v}");
+
+    // Limits: 50 breakpoints.
+    let many: Vec<Value> = (0..50).map(|_| json!({"function": "square"})).collect();
+    let e = c
+        .reply("debug_breakpoint", json!({"sessionId": id, "add": many}))
+        .await;
+    assert!(e.error_text().contains("at most 50"), "{}", e.text);
+
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
