@@ -339,6 +339,108 @@ async fn hook_installation(c: &support::Client) {
     }
 }
 
+fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Breakpoints: (1) hit → paused thread visible to the agent, from the
+/// agent's trap timestamp to the daemon registering the pause, and the MCP
+/// round trip of debug_continue from one pause to the next (back-to-back
+/// recursive hits); (2) the cost of a hit whose condition is false (trap,
+/// condition evaluated in the target, displaced resume) per call, against
+/// gdb with the same conditional breakpoint and an uninstrumented run.
+async fn breakpoint_latency(c: &support::Client) {
+    let exe = support::fixture_with("debugee", &["-pthread"]);
+    let (id, _) = c.launch(&exe, &[]).await;
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"function": "fact"}]}),
+    )
+    .await;
+    loop {
+        let s = c.status(&id).await;
+        if s["pausedThreads"].as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut round_trip = Vec::new();
+    let mut visible = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        let v = c
+            .ok(
+                "debug_continue",
+                json!({"sessionId": id, "action": "continue", "timeoutMs": 5000}),
+            )
+            .await;
+        let el = t.elapsed().as_secs_f64();
+        visible.push(v["hitToVisibleUs"].as_f64().unwrap_or(f64::NAN));
+        // fact(4) → fact(3) … hit back to back; the 4th waits for the program's next round.
+        if el < 0.010 {
+            round_trip.push(el * 1e6);
+        }
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    println!("breakpoint hit -> paused thread visible (200 hits)");
+    println!(
+        "  trap -> pause registered in the daemon: p50 {:>7.0} us, p95 {:>7.0} us",
+        percentile(visible.clone(), 0.5),
+        percentile(visible, 0.95)
+    );
+    println!(
+        "  debug_continue -> next hit, MCP round trip ({} back-to-back hits): p50 {:>7.0} us, p95 {:>7.0} us",
+        round_trip.len(),
+        percentile(round_trip.clone(), 0.5),
+        percentile(round_trip, 0.95)
+    );
+
+    let n = 20_000;
+    let lp = fixture("bp_loop");
+    let loop_ns = |out: &str| -> f64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix("loop_ns "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let bare = std::process::Command::new(&lp)
+        .args([n.to_string(), "0".into()])
+        .output()
+        .unwrap();
+    let bare_ns = loop_ns(&String::from_utf8_lossy(&bare.stdout));
+    let (id, _) = c.launch(&lp, &[&n.to_string(), "1500"]).await;
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"function": "bp_target", "condition": "n < 0"}]}),
+    )
+    .await;
+    c.wait_ended(&id).await;
+    let out = c.events(&id, Some("stdout")).await;
+    let strobe_ns = out
+        .iter()
+        .map(|e| loop_ns(e["text"].as_str().unwrap_or("")))
+        .find(|v| v.is_finite())
+        .unwrap_or(f64::NAN);
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    let gdb = std::process::Command::new("gdb")
+        .args(["-batch", "-nx", "-ex", "break bp_target if n < 0", "-ex", "run", "--args"])
+        .arg(&lp)
+        .args([n.to_string(), "0".into()])
+        .output();
+    let gdb_ns = gdb
+        .ok()
+        .map(|o| loop_ns(&String::from_utf8_lossy(&o.stdout)))
+        .unwrap_or(f64::NAN);
+    println!("conditional breakpoint that never holds, {n} hits (per call)");
+    println!("  uninstrumented:                 {:>10.3} us", bare_ns / n as f64 / 1e3);
+    println!("  strobe (condition in target):   {:>10.3} us", strobe_ns / n as f64 / 1e3);
+    println!("  gdb (break if, same condition): {:>10.3} us", gdb_ns / n as f64 / 1e3);
+    println!("  ratio gdb/strobe:               {:>10.1}x", gdb_ns / strobe_ns);
+}
+
 /// debug_memory latency: MCP round trip of a one-target read, against the
 /// bare `/proc/PID/mem` read it wraps (measured here when this process may
 /// read the target, i.e. as root).
@@ -452,6 +554,10 @@ async fn main() {
             memory_read_latency(&c).await;
             return;
         }
+        Ok("breakpoints") => {
+            breakpoint_latency(&c).await;
+            return;
+        }
         _ => {}
     }
 
@@ -496,6 +602,7 @@ async fn main() {
     trace_overhead(&c).await;
     hook_installation(&c).await;
     memory_read_latency(&c).await;
+    breakpoint_latency(&c).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;
