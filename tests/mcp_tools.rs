@@ -107,6 +107,30 @@ async fn crashes_record_their_signal() {
         );
         let err = c.events(&id, Some("stderr")).await;
         assert_eq!(err[0]["text"], format!("about to crash: {mode}"));
+        // The crashing frame's locals, read through DWARF: the faulting
+        // function for a segfault, the caller of abort() (past libc) for an abort.
+        let frame = &crash[0]["frame"];
+        let local = |name: &str| {
+            frame["locals"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no locals: {}", crash[0]))
+                .iter()
+                .find(|l| l["name"] == name)
+                .unwrap_or_else(|| panic!("no local {name}: {frame}"))["value"]
+                .clone()
+        };
+        if mode == "segv" {
+            assert_eq!(frame["function"], "write_through", "{frame}");
+            assert_eq!(frame["frameIndex"], 0);
+            assert_eq!(local("value"), 21);
+            assert_eq!(local("doubled"), 42);
+            assert_eq!(local("p"), Value::Null, "a NULL pointer: {frame}");
+        } else {
+            assert_eq!(frame["function"], "check_limit", "{frame}");
+            assert!(frame["frameIndex"].as_u64().unwrap() > 0, "{frame}");
+            assert_eq!(local("limit"), 5);
+            assert_eq!(local("over"), 2);
+        }
     }
 }
 

@@ -343,7 +343,7 @@ function resumePast(site: Site, ctx: CpuContext): void {
 function backtrace(ctx: CpuContext): Frame[] {
     let frames: NativePointer[] = [];
     try { frames = Thread.backtrace(ctx, Backtracer.ACCURATE); } catch (_e) { frames = []; }
-    return [frameOf(ctx.pc), ...frames.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 32).map(frameOf)];
+    return [frameOf(ctx.pc), ...frames.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 32).map(a => frameOf(a, true))];
 }
 
 function frameMatches(t: TempStop, ctx: CpuContext): boolean {

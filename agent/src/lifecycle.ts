@@ -58,7 +58,7 @@ function crashBacktrace(ctx: CpuContext): Frame[] {
     // The tracer's code (hook, stubs, relocated prologues) lives in
     // anonymous memory, outside every module, so this drops it too.
     const keep = (addrs: NativePointer[]) =>
-        addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64).map(frame);
+        addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64).map(a => frame(a, true));
     let accurate: Frame[] = [];
     try {
         accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
@@ -102,7 +102,8 @@ export function installLifecycleHooks(flush: () => void): void {
         }
         const registers: Record<string, string> = {};
         const ctx = details.context as unknown as Record<string, NativePointer>;
-        for (const name of ["pc", "sp", "fp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "rip", "rsp", "rbp"]) {
+        for (const name of ["pc", "sp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9",
+            "r10", "r11", "r12", "r13", "r14", "r15", "rip"]) {
             const v = ctx[name];
             if (v !== undefined) registers[name] = v.toString();
         }

@@ -16,9 +16,11 @@ export interface Frame {
     line: number | null;
 }
 
-/** A code address with its symbol and source line, for backtraces. */
-export function frameOf(addr: NativePointer): Frame {
-    const sym = DebugSymbol.fromAddress(addr);
+/** A code address with its symbol and source line, for backtraces. A
+ *  return address (`caller`) is looked up one byte back: it points after its
+ *  call, which may be the first instruction of the next line. */
+export function frameOf(addr: NativePointer, caller = false): Frame {
+    const sym = DebugSymbol.fromAddress(caller ? addr.sub(1) : addr);
     return {
         address: addr.toString(),
         module: sym.moduleName,

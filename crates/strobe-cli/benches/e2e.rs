@@ -426,7 +426,15 @@ async fn breakpoint_latency(c: &support::Client) {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     let gdb = std::process::Command::new("gdb")
-        .args(["-batch", "-nx", "-ex", "break bp_target if n < 0", "-ex", "run", "--args"])
+        .args([
+            "-batch",
+            "-nx",
+            "-ex",
+            "break bp_target if n < 0",
+            "-ex",
+            "run",
+            "--args",
+        ])
         .arg(&lp)
         .args([n.to_string(), "0".into()])
         .output();
@@ -435,10 +443,22 @@ async fn breakpoint_latency(c: &support::Client) {
         .map(|o| loop_ns(&String::from_utf8_lossy(&o.stdout)))
         .unwrap_or(f64::NAN);
     println!("conditional breakpoint that never holds, {n} hits (per call)");
-    println!("  uninstrumented:                 {:>10.3} us", bare_ns / n as f64 / 1e3);
-    println!("  strobe (condition in target):   {:>10.3} us", strobe_ns / n as f64 / 1e3);
-    println!("  gdb (break if, same condition): {:>10.3} us", gdb_ns / n as f64 / 1e3);
-    println!("  ratio gdb/strobe:               {:>10.1}x", gdb_ns / strobe_ns);
+    println!(
+        "  uninstrumented:                 {:>10.3} us",
+        bare_ns / n as f64 / 1e3
+    );
+    println!(
+        "  strobe (condition in target):   {:>10.3} us",
+        strobe_ns / n as f64 / 1e3
+    );
+    println!(
+        "  gdb (break if, same condition): {:>10.3} us",
+        gdb_ns / n as f64 / 1e3
+    );
+    println!(
+        "  ratio gdb/strobe:               {:>10.1}x",
+        gdb_ns / strobe_ns
+    );
 }
 
 /// debug_memory latency: MCP round trip of a one-target read, against the

@@ -128,9 +128,16 @@ impl Tracer {
         (Vec::new(), line)
     }
 
-    /// The image holding `path`, by index.
+    /// The image holding `path`, by index (paths compared as given and
+    /// resolved: /lib is often a link to /usr/lib).
     pub fn module_index(&self, path: &std::path::Path) -> Option<usize> {
-        self.modules.iter().position(|m| m.index().path == path)
+        if let Some(i) = self.modules.iter().position(|m| m.index().path == path) {
+            return Some(i);
+        }
+        let real = path.canonicalize().ok()?;
+        self.modules
+            .iter()
+            .position(|m| m.index().path.canonicalize().is_ok_and(|p| p == real))
     }
 
     /// Function and line at image offset `offset` of image `module`.
@@ -169,6 +176,18 @@ impl Tracer {
             types,
             module,
         })
+    }
+
+    /// How to unwind from an offset of image `image` (CFA rule and saved `rbp`).
+    pub fn unwind_rule(
+        &mut self,
+        image: &std::path::Path,
+        offset: u64,
+    ) -> Option<strobe_symbols::Unwind> {
+        self.frame_tables
+            .entry(image.to_path_buf())
+            .or_insert_with(|| strobe_symbols::FrameTable::open(image))
+            .unwind_at(offset)
     }
 
     /// The CFA rule at an image offset.

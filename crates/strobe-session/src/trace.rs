@@ -344,6 +344,8 @@ pub struct Tracer {
     pub depth: u32,
     /// Opened DWARF per module index (`None`: the image has none).
     debug: HashMap<usize, Option<DebugInfo>>,
+    /// Unwind tables by image path (read for crashes; any image, indexed or not).
+    pub(crate) frame_tables: HashMap<PathBuf, strobe_symbols::FrameTable>,
     /// Latest shared copy of each module's type table (see `types_snapshot`).
     snapshots: HashMap<usize, Arc<TypeTable>>,
     /// Current plan id per function.
@@ -410,6 +412,7 @@ impl Tracer {
             sampling: true,
             depth: 3,
             debug: HashMap::new(),
+            frame_tables: HashMap::new(),
             snapshots: HashMap::new(),
             plan_ids: HashMap::new(),
             watches: Vec::new(),

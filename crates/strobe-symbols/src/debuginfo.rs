@@ -43,7 +43,7 @@ pub struct DebugInfo {
     pub(crate) load_bias: u64,
     pub(crate) units: HashMap<u64, UnitData>,
     /// The image's `.eh_frame`, read when a frame address is first asked for.
-    pub(crate) eh_frame: Option<Option<crate::scope::EhFrameData>>,
+    pub(crate) eh_frame: Option<crate::scope::FrameTable>,
     table: TypeTable,
     type_ids: HashMap<(u64, u64), TypeId>,
     /// Function code ranges (image offsets) → unit, for line lookups.

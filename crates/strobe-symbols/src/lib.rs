@@ -17,7 +17,7 @@ pub mod types;
 pub use debuginfo::DebugInfo;
 pub use index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall, InlinedRef, SymbolIndex};
 pub use pattern::{Pattern, PatternError};
-pub use scope::{CfaRule, FrameBase, Place, ScopeVariable, Statement};
+pub use scope::{CfaRule, FrameBase, FrameTable, Place, ScopeVariable, Statement, Unwind};
 pub use types::{EntryLoc, Member, Signature, Type, TypeId, TypeTable};
 
 use std::path::Path;

@@ -52,6 +52,15 @@ pub struct CfaRule {
     pub offset: i64,
 }
 
+/// One step of unwinding at an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unwind {
+    /// The canonical frame address rule.
+    pub cfa: CfaRule,
+    /// `rbp` was saved at CFA + this (else it still holds the caller's value).
+    pub rbp_saved_at: Option<i64>,
+}
+
 /// A parameter or local variable in scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeVariable {
@@ -78,10 +87,58 @@ pub struct Statement {
 
 /// The `.eh_frame` section of an image, with the addresses its pointers are
 /// relative to.
-pub(crate) struct EhFrameData {
+struct EhFrameData {
     data: Vec<u8>,
     bases: gimli::BaseAddresses,
     little_endian: bool,
+}
+
+/// An image's unwind table (`.eh_frame`), which images without DWARF debug
+/// info (libc) have too: walking a crash out of `abort()` needs it.
+pub struct FrameTable {
+    data: Option<EhFrameData>,
+    load_bias: u64,
+}
+
+impl FrameTable {
+    /// Reads the table of `image`.
+    pub fn open(image: &std::path::Path) -> FrameTable {
+        let (data, load_bias) = read_eh_frame(image).map_or((None, 0), |(d, b)| (Some(d), b));
+        FrameTable { data, load_bias }
+    }
+
+    /// How to find the caller's frame from image offset `offset`: the CFA
+    /// rule, and where `rbp` was saved.
+    pub fn unwind_at(&self, offset: u64) -> Option<Unwind> {
+        let eh = self.data.as_ref()?;
+        let endian = if eh.little_endian {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let frame = gimli::EhFrame::new(&eh.data, endian);
+        let mut ctx = Box::new(gimli::UnwindContext::new());
+        let row = frame
+            .unwind_info_for_address(
+                &eh.bases,
+                &mut ctx,
+                offset.wrapping_add(self.load_bias),
+                gimli::EhFrame::cie_from_offset,
+            )
+            .ok()?;
+        let cfa = match row.cfa() {
+            gimli::CfaRule::RegisterAndOffset { register, offset } => CfaRule {
+                register: register.0,
+                offset: *offset,
+            },
+            gimli::CfaRule::Expression(_) => return None,
+        };
+        let rbp_saved_at = match row.register(gimli::Register(6)) {
+            gimli::RegisterRule::Offset(o) => Some(o),
+            _ => None,
+        };
+        Some(Unwind { cfa, rbp_saved_at })
+    }
 }
 
 struct RawVariable {
@@ -286,32 +343,15 @@ impl DebugInfo {
     /// image's `.eh_frame` (`None` where it has none, or where the rule is a
     /// DWARF expression).
     pub fn cfa_at(&mut self, offset: u64) -> Option<CfaRule> {
+        self.unwind_at(offset).map(|u| u.cfa)
+    }
+
+    /// How to find the caller's frame from image offset `offset`.
+    pub fn unwind_at(&mut self, offset: u64) -> Option<Unwind> {
         if self.eh_frame.is_none() {
-            self.eh_frame = Some(read_eh_frame(&self.image));
+            self.eh_frame = Some(FrameTable::open(&self.image));
         }
-        let eh = self.eh_frame.as_ref()?.as_ref()?;
-        let endian = if eh.little_endian {
-            gimli::RunTimeEndian::Little
-        } else {
-            gimli::RunTimeEndian::Big
-        };
-        let frame = gimli::EhFrame::new(&eh.data, endian);
-        let mut ctx = Box::new(gimli::UnwindContext::new());
-        let row = frame
-            .unwind_info_for_address(
-                &eh.bases,
-                &mut ctx,
-                offset.wrapping_add(self.load_bias),
-                gimli::EhFrame::cie_from_offset,
-            )
-            .ok()?;
-        match row.cfa() {
-            gimli::CfaRule::RegisterAndOffset { register, offset } => Some(CfaRule {
-                register: register.0,
-                offset: *offset,
-            }),
-            gimli::CfaRule::Expression(_) => None,
-        }
+        self.eh_frame.as_ref()?.unwind_at(offset)
     }
 
     /// Statement starts of the function with code `ranges` (image offsets),
@@ -375,9 +415,12 @@ impl DebugInfo {
     }
 }
 
-fn read_eh_frame(image: &std::path::Path) -> Option<EhFrameData> {
+/// The image's `.eh_frame` and its lowest load address.
+fn read_eh_frame(image: &std::path::Path) -> Option<(EhFrameData, u64)> {
     let bytes = std::fs::read(image).ok()?;
     let obj = object::File::parse(&*bytes).ok()?;
+    use object::ObjectSegment;
+    let load_bias = obj.segments().map(|s| s.address()).min().unwrap_or(0);
     let section = obj.section_by_name(".eh_frame")?;
     let mut bases = gimli::BaseAddresses::default().set_eh_frame(section.address());
     if let Some(text) = obj.section_by_name(".text") {
@@ -389,9 +432,12 @@ fn read_eh_frame(image: &std::path::Path) -> Option<EhFrameData> {
     if let Some(got) = obj.section_by_name(".got") {
         bases = bases.set_got(got.address());
     }
-    Some(EhFrameData {
-        data: section.data().ok()?.to_vec(),
-        bases,
-        little_endian: obj.is_little_endian(),
-    })
+    Some((
+        EhFrameData {
+            data: section.data().ok()?.to_vec(),
+            bases,
+            little_endian: obj.is_little_endian(),
+        },
+        load_bias,
+    ))
 }

@@ -624,7 +624,7 @@ impl SessionManager {
                         .filter(|v| v.parameter)
                         .take(SHOWN_ARGUMENTS)
                         .map(|v| {
-                            let mut out = read_local(mem, &layout, &p, &v.name, &[], 2)
+                            let mut out = read_local(mem, &layout, &p.frame(), &v.name, &[], 2)
                                 .unwrap_or_else(|e| json!({"error": e}));
                             out["name"] = json!(v.name);
                             out
@@ -633,6 +633,7 @@ impl SessionManager {
                 }
             }
         }
+        self.refine_backtrace(live, &mut p.backtrace);
         let hits = payload["hits"].as_u64().unwrap_or(0);
         let mut st = live.debug.lock().expect("debug lock");
         st.settling.remove(&tid);
@@ -913,16 +914,33 @@ fn plan_step(tracer: &mut Tracer, mem: &Mem, p: &PausedThread, action: &str) -> 
     json!({"action": "step", "stops": stops, "scan": scan, "scanFrame": scan_frame})
 }
 
-/// Reads a local (with `.field` / `->field` steps) of a paused frame.
+/// A stopped frame's registers and its image's load address.
+pub(super) struct StoppedFrame {
+    /// Registers by DWARF number.
+    pub(super) regs: Registers,
+    /// Load address of the frame's image.
+    pub(super) image_base: u64,
+}
+
+impl PausedThread {
+    pub(super) fn frame(&self) -> StoppedFrame {
+        StoppedFrame {
+            regs: self.regs.clone(),
+            image_base: self.image_base,
+        }
+    }
+}
+
+/// Reads a local (with `.field` / `->field` steps) of a stopped frame.
 pub(super) fn read_local(
     mem: &Mem,
     layout: &FrameLayout,
-    p: &PausedThread,
+    frame: &StoppedFrame,
     name: &str,
     steps: &[(bool, String)],
     depth: u32,
 ) -> Result<Value, String> {
-    let spec = local_spec(layout, p, name, steps)?;
+    let spec = local_spec(layout, frame, name, steps)?;
     match spec {
         LocalSpec::Memory(spec) => {
             let addr = mem.locate(&spec)?;
@@ -964,7 +982,7 @@ pub(super) enum LocalSpec {
 /// variables in scope when it is not one of them).
 pub(super) fn local_spec(
     layout: &FrameLayout,
-    p: &PausedThread,
+    frame: &StoppedFrame,
     name: &str,
     steps: &[(bool, String)],
 ) -> Result<LocalSpec, String> {
@@ -975,7 +993,7 @@ pub(super) fn local_spec(
             names.join(", ")
         ));
     };
-    let rule_cfa = frames::cfa_value(layout.cfa, &p.regs);
+    let rule_cfa = frames::cfa_value(layout.cfa, &frame.regs);
     let label = std::iter::once(name.to_string())
         .chain(
             steps
@@ -983,7 +1001,13 @@ pub(super) fn local_spec(
                 .map(|(arrow, f)| format!("{}{f}", if *arrow { "->" } else { "." })),
         )
         .collect::<String>();
-    match frames::resolve_place(&v.place, layout.frame_base, rule_cfa, &p.regs, p.image_base) {
+    match frames::resolve_place(
+        &v.place,
+        layout.frame_base,
+        rule_cfa,
+        &frame.regs,
+        frame.image_base,
+    ) {
         Resolved::Address(a) => trace::chain_spec(
             &label,
             &label,

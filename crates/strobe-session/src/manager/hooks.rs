@@ -769,36 +769,30 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
         .min()
 }
 
-/// The image mapped at `addr` in a process, and its runtime base (the start
-/// of its lowest mapping).
+/// The image mapped at `addr` in a process, and its runtime base: the
+/// mapping's start less its file offset (segments are mapped at their file
+/// offsets relative to the image's lowest address). The lowest mapping of
+/// the path is not used: Frida maps some files again, whole, to read them.
 pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    let path_of = |l: &str| {
-        let mapped = l.split_whitespace().skip(5).collect::<Vec<_>>().join(" ");
-        mapped
-            .strip_suffix(" (deleted)")
-            .unwrap_or(&mapped)
-            .to_string()
-    };
-    let range = |l: &str| {
-        let r = l.split_whitespace().next()?;
-        let (a, b) = r.split_once('-')?;
-        Some((
+    for l in maps.lines() {
+        let mut fields = l.split_whitespace();
+        let (range, _perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+        let (a, b) = range.split_once('-')?;
+        let (start, end) = (
             u64::from_str_radix(a, 16).ok()?,
             u64::from_str_radix(b, 16).ok()?,
-        ))
-    };
-    let line = maps
-        .lines()
-        .find(|l| range(l).is_some_and(|(a, b)| (a..b).contains(&addr)))?;
-    let path = path_of(line);
-    if !path.starts_with('/') {
-        return None;
+        );
+        if !(start..end).contains(&addr) {
+            continue;
+        }
+        let mapped = fields.skip(2).collect::<Vec<_>>().join(" ");
+        let path = mapped.strip_suffix(" (deleted)").unwrap_or(&mapped);
+        if !path.starts_with('/') {
+            return None;
+        }
+        let offset = u64::from_str_radix(offset, 16).ok()?;
+        return Some((PathBuf::from(path), start - offset));
     }
-    let base = maps
-        .lines()
-        .filter(|l| path_of(l) == path)
-        .filter_map(|l| range(l).map(|r| r.0))
-        .min()?;
-    Some((PathBuf::from(path), base))
+    None
 }

@@ -221,7 +221,12 @@ impl SessionManager {
                 if let (Some(v), Some(layout), Some(p)) = (&t.variable, &layout, &paused) {
                     let (name, steps) = trace::parse_chain(v)?;
                     if layout.vars.iter().any(|x| x.name == name) {
-                        return match super::breakpoints::local_spec(layout, p, &name, &steps)? {
+                        return match super::breakpoints::local_spec(
+                            layout,
+                            &p.frame(),
+                            &name,
+                            &steps,
+                        )? {
                             LocalSpec::Memory(spec) => Ok(Target::Local(spec, p.thread_id)),
                             LocalSpec::Value { bytes, ty, string } => Ok(Target::Register {
                                 label: v.to_string(),

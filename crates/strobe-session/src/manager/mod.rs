@@ -6,6 +6,7 @@ use crate::trace::{self, Tracer};
 use crate::validate;
 
 pub mod breakpoints;
+mod crash;
 mod hooks;
 pub mod memory;
 use hooks::{HookOutcome, hook_outcome};
@@ -668,25 +669,18 @@ impl SessionManager {
                 let _ = live.bridge.post(br#"{"type":"exit-ack"}"#, &[]);
             }
             Some("crash") => {
-                let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
                 {
                     let mut life = live.life.lock().expect("lifecycle lock");
                     life.crash_seen = true;
-                    life.signal = Some(signal.clone());
+                    life.signal = Some(payload["signal"].as_str().unwrap_or("unknown").to_string());
                 }
-                let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
-                let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
-                self.append_json_event(live, EventKind::Crash, pid, tid, payload);
-                let _ = self.store.update_session(
-                    live.key,
-                    SessionUpdate {
-                        exit_signal: Some(signal),
-                        ..Default::default()
-                    },
-                );
-                // The crash is on disk before the process may die.
-                let _ = self.store.flush();
-                let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
+                // Reading the crashing frame needs the tracer: never in the
+                // event loop (the thread stays blocked until the ack).
+                if let Some(me) = self.me.upgrade() {
+                    let l = live.clone();
+                    let p = payload.clone();
+                    std::thread::spawn(move || me.on_crash(&l, p));
+                }
             }
             Some("trace") => {
                 let mut batch = EventBatch::with_capacity(data.len() / trace::RECORD_SIZE, 0);
@@ -814,6 +808,29 @@ impl SessionManager {
             Some("agent_loaded") => {}
             other => tracing::debug!("session {}: agent message {other:?}", live.id),
         }
+    }
+
+    /// Stores the crash event (with the crashing frame's locals), then lets
+    /// the crashing thread go on dying.
+    fn on_crash(&self, live: &Live, mut payload: Value) {
+        let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
+        if let Some(frame) = self.crash_frame(live, &payload) {
+            payload["frame"] = frame;
+        }
+        self.refine_backtrace(live, &mut payload["backtrace"]);
+        let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
+        let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
+        self.append_json_event(live, EventKind::Crash, pid, tid, &payload);
+        let _ = self.store.update_session(
+            live.key,
+            SessionUpdate {
+                exit_signal: Some(signal),
+                ..Default::default()
+            },
+        );
+        // The crash is on disk before the process may die.
+        let _ = self.store.flush();
+        let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
     }
 
     /// Records the names of threads seen for the first time (from /proc, so
