@@ -26,7 +26,10 @@ Recommended workflow:\n\
 messages, sanitizer reports, assertion failures and logs often explain the bug on their own. \
 debug_session {action: \"status\"} shows whether it exited (and with which code) or crashed (which signal).\n\
 3. Only if the output does not explain it, add targeted trace patterns to the running session \
-(debug_trace, when available) and query again. Narrow or widen without restarting.\n\
+(debug_trace) and query again. Narrow or widen without restarting. debug_memory reads globals live.\n\
+   To stop at the moment of interest: debug_breakpoint (function or file+line, with a condition), \
+then debug_session status shows the paused thread; read its locals with debug_memory and step with \
+debug_continue. Logpoints (debug_breakpoint with message) log without pausing.\n\
 4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
 Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";
 
