@@ -173,26 +173,7 @@ impl DebugInfo {
                 match e.tag() {
                     gimli::DW_TAG_formal_parameter => {
                         sig.entry_locs.push(self.entry_loc(u, e, entry_pc));
-                        let mut name =
-                            attr_string(&uref, e.attr_value(gimli::DW_AT_name).ok().flatten());
-                        let mut ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
-                        let mut origin =
-                            unit_ref(e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten());
-                        for _ in 0..4 {
-                            if name.is_some() && ty.is_some() {
-                                break;
-                            }
-                            let Some(o) = origin else { break };
-                            let Ok(oe) = u.entry(o) else { break };
-                            name = name.or_else(|| {
-                                attr_string(&uref, oe.attr_value(gimli::DW_AT_name).ok().flatten())
-                            });
-                            ty = ty.or(unit_ref(oe.attr_value(gimli::DW_AT_type).ok().flatten()));
-                            origin = unit_ref(
-                                oe.attr_value(gimli::DW_AT_abstract_origin).ok().flatten(),
-                            );
-                        }
-                        params.push((name, ty));
+                        params.push(name_and_type(u, &uref, e));
                     }
                     gimli::DW_TAG_unspecified_parameters => sig.variadic = true,
                     _ => {}
@@ -658,6 +639,29 @@ impl DebugInfo {
             },
         })
     }
+}
+
+/// A variable's or parameter's name and type, taken from its abstract
+/// origin where the concrete DIE (optimized or inlined code) lacks them.
+pub(crate) fn name_and_type(
+    u: &gimli::Unit<R>,
+    uref: &gimli::UnitRef<R>,
+    e: &gimli::DebuggingInformationEntry<R>,
+) -> (Option<String>, Option<UnitOffset>) {
+    let mut name = attr_string(uref, e.attr_value(gimli::DW_AT_name).ok().flatten());
+    let mut ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
+    let mut origin = unit_ref(e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten());
+    for _ in 0..4 {
+        if name.is_some() && ty.is_some() {
+            break;
+        }
+        let Some(o) = origin else { break };
+        let Ok(oe) = u.entry(o) else { break };
+        name = name.or_else(|| attr_string(uref, oe.attr_value(gimli::DW_AT_name).ok().flatten()));
+        ty = ty.or(unit_ref(oe.attr_value(gimli::DW_AT_type).ok().flatten()));
+        origin = unit_ref(oe.attr_value(gimli::DW_AT_abstract_origin).ok().flatten());
+    }
+    (name, ty)
 }
 
 pub(crate) fn unit_ref(v: Option<AttributeValue<R>>) -> Option<UnitOffset> {

@@ -5,9 +5,9 @@
 //! stepping). Addresses in and out are image offsets (relative to the
 //! image's lowest load address), as everywhere in this crate.
 
-use crate::debuginfo::{DebugInfo, R, unit_ref};
+use crate::debuginfo::{DebugInfo, R, name_and_type};
 use crate::index::DieRef;
-use crate::resolvers::dwarf::{SymbolError, attr_string};
+use crate::resolvers::dwarf::SymbolError;
 use crate::types::TypeId;
 use gimli::{AttributeValue, UnitOffset, UnwindSection};
 use object::{Object, ObjectSection};
@@ -222,24 +222,7 @@ impl DebugInfo {
             let e = child.entry();
             match e.tag() {
                 gimli::DW_TAG_formal_parameter | gimli::DW_TAG_variable => {
-                    let mut name =
-                        attr_string(&uref, e.attr_value(gimli::DW_AT_name).ok().flatten());
-                    let mut ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
-                    let mut origin =
-                        unit_ref(e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten());
-                    for _ in 0..4 {
-                        if name.is_some() && ty.is_some() {
-                            break;
-                        }
-                        let Some(o) = origin else { break };
-                        let Ok(oe) = u.entry(o) else { break };
-                        name = name.or_else(|| {
-                            attr_string(&uref, oe.attr_value(gimli::DW_AT_name).ok().flatten())
-                        });
-                        ty = ty.or(unit_ref(oe.attr_value(gimli::DW_AT_type).ok().flatten()));
-                        origin =
-                            unit_ref(oe.attr_value(gimli::DW_AT_abstract_origin).ok().flatten());
-                    }
+                    let (name, ty) = name_and_type(u, &uref, e);
                     // Declarations of globals inside a function (`extern int x;`) have no location.
                     let declaration = e
                         .attr_value(gimli::DW_AT_declaration)

@@ -393,3 +393,50 @@ fn signatures_types_globals_and_lines_are_read_on_demand() {
         );
     }
 }
+
+#[test]
+fn frames_see_their_variables_frame_address_and_statements() {
+    use strobe_symbols::{DebugInfo, FrameBase, FrameTable, Place};
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(
+        tmp.path(),
+        "gcc",
+        "debugee.c",
+        "dbg",
+        &["-g", "-O0", "-pthread"],
+    );
+    let idx = build_index(&exe).unwrap();
+    let compute = get(&idx, "compute").clone();
+    let mut di = DebugInfo::open(&idx).unwrap();
+    let die = compute.die.unwrap();
+    let body = di.body_start(die.unit, &compute.ranges, compute.entry_offset);
+    assert!(body > compute.entry_offset, "past the prologue");
+    let stmts = di.statements(die.unit, &compute.ranges);
+    assert_eq!(stmts[0].offset, compute.entry_offset);
+    assert!(stmts.iter().any(|s| s.offset == body));
+    assert!(stmts.windows(2).all(|w| w[0].offset < w[1].offset));
+
+    let vars = di.scope_at(die, body).unwrap();
+    let names: Vec<&str> = vars.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["x", "doubled", "sq", "total"]);
+    assert!(vars[0].parameter && !vars[1].parameter);
+    assert!(
+        matches!(vars[0].place, Place::FrameBase(_)),
+        "{:?}",
+        vars[0]
+    );
+    assert_eq!(di.frame_base(die).unwrap(), FrameBase::Cfa);
+    // After `push rbp; mov rbp, rsp` the CFA is rbp + 16.
+    let cfa = di.cfa_at(body).unwrap();
+    assert_eq!((cfa.register, cfa.offset), (6, 16));
+    let unwind = FrameTable::open(&exe).unwind_at(body).unwrap();
+    assert_eq!(unwind.rbp_saved_at, Some(-16));
+    // At the entry, before the prologue: rsp + 8.
+    let at_entry = di.cfa_at(compute.entry_offset).unwrap();
+    assert_eq!((at_entry.register, at_entry.offset), (7, 8));
+    assert_eq!(
+        idx.function_containing(body)
+            .map(|i| idx.functions[i].name.as_str()),
+        Some("compute")
+    );
+}

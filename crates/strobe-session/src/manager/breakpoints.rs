@@ -178,20 +178,7 @@ fn err(msg: impl Into<String>) -> ToolError {
 
 impl SessionManager {
     fn debug_live(&self, id: &str) -> Result<Arc<Live>, ToolError> {
-        let live = self.live(id).ok_or_else(|| match self.store.session(id) {
-            Ok(Some(_)) => ToolError::new(
-                ErrorCode::ProcessExited,
-                format!("session '{id}' is not running any more; launch it again to debug it"),
-            ),
-            _ => ToolError::session_not_found(id),
-        })?;
-        if live.life.lock().expect("lifecycle lock").ended {
-            return Err(ToolError::new(
-                ErrorCode::ProcessExited,
-                format!("the program of session '{id}' has ended; launch it again to debug it"),
-            ));
-        }
-        Ok(live)
+        self.running_live(id, "its threads and breakpoints are gone", "debug it")
     }
 
     /// Runtime base of an image (cached per session).

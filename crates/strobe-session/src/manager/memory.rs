@@ -165,17 +165,30 @@ impl Mem {
 
 impl SessionManager {
     fn memory_live(&self, id: &str) -> Result<Arc<Live>, ToolError> {
+        self.running_live(id, "its memory is gone", "read it")
+    }
+
+    /// The live session `id` whose program still runs; errors say what was
+    /// lost with it and to launch again to `purpose`.
+    pub(super) fn running_live(
+        &self,
+        id: &str,
+        lost: &str,
+        purpose: &str,
+    ) -> Result<Arc<Live>, ToolError> {
         let live = self.live(id).ok_or_else(|| match self.store.session(id) {
             Ok(Some(_)) => ToolError::new(
                 ErrorCode::ProcessExited,
-                format!("session '{id}' is not running any more: its memory is gone. Launch again to read it."),
+                format!(
+                    "session '{id}' is not running any more: {lost}. Launch again to {purpose}."
+                ),
             ),
             _ => ToolError::session_not_found(id),
         })?;
         if live.life.lock().expect("lifecycle lock").ended {
             return Err(ToolError::new(
                 ErrorCode::ProcessExited,
-                format!("the program of session '{id}' has ended: its memory is gone"),
+                format!("the program of session '{id}' has ended: {lost}"),
             ));
         }
         Ok(live)
