@@ -465,7 +465,13 @@ export function onTrap(details: ExceptionDetails): boolean {
     // The int3 has executed: pc is one past it.
     const at = ctx.pc.sub(1);
     const site = sites.get(at.toString());
-    if (site === undefined || !site.planted) return false;
+    if (site === undefined) return false;
+    if (!site.planted) {
+        // Removed while this thread was trapping: run the restored instruction.
+        if (at.readU8() === 0xcc) return false;
+        ctx.pc = at;
+        return true;
+    }
     const tid = Process.getCurrentThreadId();
     if (getpid !== null && (getpid() as number) !== ownPid) {
         // A forked child inherits the int3s but not this session: run on.
