@@ -14,7 +14,7 @@
 // addresses end a step. Stepping plants temporary sites for one thread; each
 // carries a frame check (a register plus offset that must equal the frame
 // address the step started in) so recursion and other threads pass through.
-import { Frame, frameOf } from "./protocol.js";
+import { backtrace } from "./backtrace.js";
 import { inRedirectedPrologue, nearAlloc, patchCodeNow, setCodeGuard } from "./tracers/native.js";
 
 /** Where a variable is (resolved by the daemon for one address). */
@@ -55,7 +55,6 @@ interface CompiledBreakpoint {
     condition: ((...a: unknown[]) => unknown) | null;
     /** Literal text and compiled `{expression}` parts of a logpoint message. */
     parts: Array<string | ((...a: unknown[]) => unknown)>;
-    names: string[];
     hits: number;
     errors: number;
 }
@@ -64,7 +63,6 @@ interface CompiledBreakpoint {
 interface Site {
     address: NativePointer;
     original: number;
-    size: number;
     next: NativePointer;
     /** For calls: the operand, evaluated at hit time. */
     call: X86Instruction | null;
@@ -267,7 +265,7 @@ function compile(spec: BreakpointSpec): CompiledBreakpoint {
         }
         if (last < spec.message.length) parts.push(spec.message.slice(last));
     }
-    return { spec, address: ptr(spec.address), condition, parts, names, hits: 0, errors: 0 };
+    return { spec, address: ptr(spec.address), condition, parts, hits: 0, errors: 0 };
 }
 
 function siteAt(address: NativePointer): Site {
@@ -293,7 +291,7 @@ function siteAt(address: NativePointer): Site {
         w.flush();
     }
     site = {
-        address, original: address.readU8(), size: insn.size, next: insn.next, call, displaced,
+        address, original: address.readU8(), next: insn.next, call, displaced,
         breakpoints: new Set(), temps: new Map(), planted: false,
     };
     sites.set(key, site);
@@ -338,12 +336,6 @@ function resumePast(site: Site, ctx: CpuContext): void {
     } else {
         ctx.pc = site.displaced!;
     }
-}
-
-function backtrace(ctx: CpuContext): Frame[] {
-    let frames: NativePointer[] = [];
-    try { frames = Thread.backtrace(ctx, Backtracer.ACCURATE); } catch (_e) { frames = []; }
-    return [frameOf(ctx.pc), ...frames.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 32).map(a => frameOf(a, true))];
 }
 
 function frameMatches(t: TempStop, ctx: CpuContext): boolean {

@@ -5,7 +5,8 @@
 // return from `main` reach too) and crashes from the exception handler, each
 // time blocking until the daemon acknowledges.
 import { onTrap } from "./breakpoints.js";
-import { Frame, frameOf as frame, sendAndWait } from "./protocol.js";
+import { backtrace as stackOf } from "./backtrace.js";
+import { Frame, sendAndWait } from "./protocol.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",
@@ -20,55 +21,6 @@ const SIGNALS: Record<string, string> = {
 };
 
 let exitReported = false;
-
-/** Return addresses along the frame-pointer chain (code built with frame
- *  pointers, and the tracer's hook, which keeps one). */
-function framePointerWalk(ctx: CpuContext): NativePointer[] {
-    const x = ctx as X64CpuContext;
-    const out: NativePointer[] = [];
-    const low = x.rsp;
-    const high = x.rsp.add(64 * 1024 * 1024);
-    let fp = x.rbp;
-    for (let i = 0; i < 64; i++) {
-        if (fp.compare(low) < 0 || fp.compare(high) >= 0 || !fp.and(7).isNull()) break;
-        let next: NativePointer;
-        let ret: NativePointer;
-        try {
-            next = fp.readPointer();
-            ret = fp.add(8).readPointer();
-        } catch (_e) {
-            break;
-        }
-        if (ret.isNull()) break;
-        out.push(ret);
-        if (next.compare(fp) <= 0) break;
-        fp = next;
-    }
-    return out;
-}
-
-/**
- * The crashing thread's frames, innermost first, starting at the faulting
- * instruction. Frida's DWARF unwinder stops at the tracer's hook (it does
- * not see the hook's registered unwind info), so the frame-pointer chain is
- * tried too and the walk that names more frames wins; tracer code and
- * addresses outside any module are left out.
- */
-function crashBacktrace(ctx: CpuContext): Frame[] {
-    // The tracer's code (hook, stubs, relocated prologues) lives in
-    // anonymous memory, outside every module, so this drops it too.
-    const keep = (addrs: NativePointer[]) =>
-        addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64).map(a => frame(a, true));
-    let accurate: Frame[] = [];
-    try {
-        accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
-    } catch (_e) {
-        accurate = [];
-    }
-    const chain = keep(framePointerWalk(ctx));
-    const named = (frames: Frame[]) => frames.filter(f => f.name !== null).length;
-    return [frame(ctx.pc), ...(named(chain) > named(accurate) ? chain : accurate)];
-}
 
 /** `flush` runs before the exit or crash is reported, so no traced call is lost. */
 export function installLifecycleHooks(flush: () => void): void {
@@ -96,7 +48,7 @@ export function installLifecycleHooks(flush: () => void): void {
         if ((getpid() as number) !== ownPid) return false;
         let backtrace: Frame[] = [];
         try {
-            backtrace = crashBacktrace(details.context);
+            backtrace = stackOf(details.context);
         } catch (_e) {
             // An unwinding failure must not keep the crash from being reported.
         }

@@ -16,20 +16,6 @@ export interface Frame {
     line: number | null;
 }
 
-/** A code address with its symbol and source line, for backtraces. A
- *  return address (`caller`) is looked up one byte back: it points after its
- *  call, which may be the first instruction of the next line. */
-export function frameOf(addr: NativePointer, caller = false): Frame {
-    const sym = DebugSymbol.fromAddress(caller ? addr.sub(1) : addr);
-    return {
-        address: addr.toString(),
-        module: sym.moduleName,
-        name: sym.name,
-        file: sym.fileName || null,
-        line: sym.lineNumber || null,
-    };
-}
-
 export function send_(msg: AgentMessage): void {
     send(msg);
 }

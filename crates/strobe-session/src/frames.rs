@@ -178,6 +178,50 @@ impl Tracer {
         })
     }
 
+    /// Globals an expression mentions (and no local shadows), for the
+    /// agent to read at a hit.
+    pub fn globals_for(
+        &mut self,
+        text: &str,
+        vars: &mut Vec<Value>,
+        bases: &dyn Fn(&std::path::Path) -> Option<u64>,
+    ) {
+        let known: Vec<String> = vars
+            .iter()
+            .filter_map(|v| v["name"].as_str().map(str::to_string))
+            .collect();
+        let mut wanted = Vec::new();
+        for m in 0..self.modules.len() {
+            for g in &self.modules[m].index().globals {
+                if !g.name.contains("::")
+                    && !known.contains(&g.name)
+                    && mentions(text, &g.name)
+                    && !wanted
+                        .iter()
+                        .any(|w: &(usize, strobe_symbols::GlobalSymbol)| w.1.name == g.name)
+                {
+                    wanted.push((m, g.clone()));
+                }
+            }
+        }
+        for (m, g) in wanted {
+            let path = self.modules[m].index().path.clone();
+            let Some(base) = bases(&path) else { continue };
+            let Some(Ok(ty)) = self.debug_info(m).map(|d| d.variable_type(g.die)) else {
+                continue;
+            };
+            let Some(types) = self.types_snapshot(m) else {
+                continue;
+            };
+            vars.push(json!({
+                "name": g.name,
+                "param": false,
+                "loc": {"k": "mem", "base": "abs", "off": format!("{:#x}", base + g.offset)},
+                "type": agent_type(&types, ty, 3),
+            }));
+        }
+    }
+
     /// How to unwind from an offset of image `image` (CFA rule and saved `rbp`).
     pub fn unwind_rule(
         &mut self,
@@ -224,6 +268,20 @@ impl Tracer {
 
 /// Registers of a stopped thread by DWARF number (0 = rax … 16 = rip).
 pub type Registers = HashMap<u16, u64>;
+
+/// Registers by DWARF number from a `{name: "0x…"}` object (as the agent sends them).
+pub fn registers_from(names: &Value) -> Registers {
+    REGISTER_NAMES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            Some((
+                i as u16,
+                crate::trace::parse_hex_address(names[n].as_str()?)?,
+            ))
+        })
+        .collect()
+}
 
 /// DWARF x86-64 register names, by number.
 pub const REGISTER_NAMES: [&str; 17] = [

@@ -7,20 +7,18 @@
 
 use super::memory::Mem;
 use super::{ErrorCode, Live, SessionManager};
-use crate::frames::{
-    self, BreakSite, CodeLocation, FrameLayout, REGISTER_NAMES, Registers, Resolved,
-};
+use crate::frames::{self, BreakSite, CodeLocation, FrameLayout, Registers, Resolved};
 use crate::trace::{self, Tracer};
 use crate::values::{self, WatchType};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strobe_core::ToolError;
 use strobe_core::clock::monotonic_ns;
-use strobe_core::event::{EventBatch, EventHeader, EventKind};
+use strobe_core::event::EventKind;
 
 /// Most breakpoints per session.
 pub const MAX_BREAKPOINTS: usize = 50;
@@ -139,21 +137,16 @@ pub struct ContinueResponse {
     pub message: String,
 }
 
-#[derive(Debug, Clone)]
-struct Breakpoint {
-    info: BreakpointInfo,
-}
-
 /// Debugger state of a live session.
 #[derive(Debug, Default)]
 pub(super) struct DebugState {
-    breakpoints: Vec<Breakpoint>,
+    breakpoints: Vec<BreakpointInfo>,
     next_id: u32,
     paused: BTreeMap<u32, PausedThread>,
     /// Bumped at every pause (waiters compare against it).
     pauses: u64,
     /// Threads running a step that ends on a statement start.
-    settling: HashMap<u32, ()>,
+    settling: HashSet<u32>,
     /// Image bases by path.
     bases: HashMap<PathBuf, u64>,
 }
@@ -162,7 +155,7 @@ impl DebugState {
     /// Breakpoints and paused threads, for status.
     pub(super) fn summary(&self) -> (Vec<BreakpointInfo>, Vec<PausedThread>) {
         (
-            self.breakpoints.iter().map(|b| b.info.clone()).collect(),
+            self.breakpoints.clone(),
             self.paused.values().cloned().collect(),
         )
     }
@@ -206,9 +199,8 @@ impl SessionManager {
         {
             let st = live.debug.lock().expect("debug lock");
             for r in remove {
-                if !st.breakpoints.iter().any(|b| &b.info.id == r) {
-                    let ids: Vec<&str> =
-                        st.breakpoints.iter().map(|b| b.info.id.as_str()).collect();
+                if !st.breakpoints.iter().any(|b| &b.id == r) {
+                    let ids: Vec<&str> = st.breakpoints.iter().map(|b| b.id.as_str()).collect();
                     return Err(err(format!(
                         "no breakpoint or logpoint {r:?} in session '{id}' (it has: {})",
                         if ids.is_empty() {
@@ -222,7 +214,7 @@ impl SessionManager {
             let count = |log: bool| {
                 st.breakpoints
                     .iter()
-                    .filter(|b| (b.info.kind == "logpoint") == log && !remove.contains(&b.info.id))
+                    .filter(|b| (b.kind == "logpoint") == log && !remove.contains(&b.id))
                     .count()
                     + add.iter().filter(|a| a.message.is_some() == log).count()
             };
@@ -285,20 +277,18 @@ impl SessionManager {
                 }
                 let mut functions: Vec<&str> = sites.iter().map(|s| s.function.as_str()).collect();
                 functions.dedup();
-                created.push(Breakpoint {
-                    info: BreakpointInfo {
-                        id: bp_id,
-                        kind,
-                        function: functions.join(", "),
-                        file: sites[0].file.clone(),
-                        line: sites[0].line,
-                        addresses,
-                        condition: a.condition.clone(),
-                        hit_count: a.hit_count,
-                        message: a.message.clone(),
-                        hits: 0,
-                        note,
-                    },
+                created.push(BreakpointInfo {
+                    id: bp_id,
+                    kind,
+                    function: functions.join(", "),
+                    file: sites[0].file.clone(),
+                    line: sites[0].line,
+                    addresses,
+                    condition: a.condition.clone(),
+                    hit_count: a.hit_count,
+                    message: a.message.clone(),
+                    hits: 0,
+                    note,
                 });
             }
         }
@@ -306,10 +296,8 @@ impl SessionManager {
             let st = live.debug.lock().expect("debug lock");
             st.breakpoints
                 .iter()
-                .filter(|b| remove.contains(&b.info.id))
-                .flat_map(|b| {
-                    (0..b.info.addresses.len()).map(move |i| format!("{}@{i}", b.info.id))
-                })
+                .filter(|b| remove.contains(&b.id))
+                .flat_map(|b| (0..b.addresses.len()).map(move |i| format!("{}@{i}", b.id)))
                 .collect()
         };
         let answer = self.agent_request(
@@ -340,10 +328,8 @@ impl SessionManager {
                     let why = f[1].as_str().unwrap_or("?");
                     let what = created
                         .iter()
-                        .find(|b| b.info.id == which)
-                        .map_or(which.clone(), |b| {
-                            format!("{} in {}", b.info.kind, b.info.function)
-                        });
+                        .find(|b| b.id == which)
+                        .map_or(which.clone(), |b| format!("{} in {}", b.kind, b.function));
                     format!("{what}: {why}")
                 })
                 .collect();
@@ -354,9 +340,9 @@ impl SessionManager {
             )));
         }
         let mut st = live.debug.lock().expect("debug lock");
-        st.breakpoints.retain(|b| !remove.contains(&b.info.id));
+        st.breakpoints.retain(|b| !remove.contains(&b.id));
         st.breakpoints.extend(created);
-        Ok(st.breakpoints.iter().map(|b| b.info.clone()).collect())
+        Ok(st.breakpoints.clone())
     }
 
     /// Resumes or steps paused threads and waits (bounded) until a thread
@@ -428,7 +414,7 @@ impl SessionManager {
                 let mut st = live.debug.lock().expect("debug lock");
                 st.paused.remove(tid);
                 if action != "continue" {
-                    st.settling.insert(*tid, ());
+                    st.settling.insert(*tid);
                 } else {
                     st.settling.remove(tid);
                 }
@@ -533,16 +519,7 @@ impl SessionManager {
             .as_str()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let regs: Registers = REGISTER_NAMES
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| {
-                Some((
-                    i as u16,
-                    trace::parse_hex_address(payload["registers"][n].as_str()?)?,
-                ))
-            })
-            .collect();
+        let regs = frames::registers_from(&payload["registers"]);
         let reason = payload["reason"]
             .as_str()
             .unwrap_or("breakpoint")
@@ -572,7 +549,7 @@ impl SessionManager {
             .lock()
             .expect("debug lock")
             .settling
-            .contains_key(&tid);
+            .contains(&tid);
         if let Some((path, base)) = super::hooks::image_at(live.pid, address) {
             let mem = Mem::open(live.pid, false).ok();
             let mut guard = live.tracer.lock().expect("tracer lock");
@@ -625,9 +602,9 @@ impl SessionManager {
         let mut st = live.debug.lock().expect("debug lock");
         st.settling.remove(&tid);
         if let Some(id) = &breakpoint
-            && let Some(b) = st.breakpoints.iter_mut().find(|b| &b.info.id == id)
+            && let Some(b) = st.breakpoints.iter_mut().find(|b| &b.id == id)
         {
-            b.info.hits = b.info.hits.max(hits);
+            b.hits = b.hits.max(hits);
         }
         st.pauses += 1;
         p.seq = st.pauses;
@@ -668,22 +645,17 @@ impl SessionManager {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         let doc = json!({"logpointId": id, "message": payload["message"]});
-        let mut batch = EventBatch::default();
-        batch.push(
-            EventHeader {
-                ts_ns: ts.saturating_sub(live.origin_ns),
-                kind: EventKind::Logpoint as u8,
-                flags: strobe_core::event::FLAG_JSON,
-                pid: payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32,
-                tid: payload["tid"].as_u64().unwrap_or(0) as u32,
-                ..Default::default()
-            },
-            doc.to_string().as_bytes(),
+        self.append_json_event_at(
+            live,
+            EventKind::Logpoint,
+            ts.saturating_sub(live.origin_ns),
+            payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32,
+            payload["tid"].as_u64().unwrap_or(0) as u32,
+            &doc,
         );
-        let _ = self.store.append(live.key, batch);
         let mut st = live.debug.lock().expect("debug lock");
-        if let Some(b) = st.breakpoints.iter_mut().find(|b| b.info.id == id) {
-            b.info.hits += 1;
+        if let Some(b) = st.breakpoints.iter_mut().find(|b| b.id == id) {
+            b.hits += 1;
         }
     }
 
@@ -692,8 +664,8 @@ impl SessionManager {
         let id = payload["id"].as_str().unwrap_or("?");
         let id = id.split('@').next().unwrap_or(id);
         let mut st = live.debug.lock().expect("debug lock");
-        if let Some(b) = st.breakpoints.iter_mut().find(|b| b.info.id == id) {
-            b.info.note = Some(format!(
+        if let Some(b) = st.breakpoints.iter_mut().find(|b| b.id == id) {
+            b.note = Some(format!(
                 "the condition threw in the target (the hit does not pause): {}",
                 payload["error"].as_str().unwrap_or("?")
             ));
@@ -1043,51 +1015,5 @@ pub(super) fn local_spec(
             .map(LocalSpec::Memory)
         }
         Resolved::Unavailable(why) => Err(format!("{name} cannot be read here: {why}")),
-    }
-}
-
-impl Tracer {
-    /// Globals an expression mentions (and no local shadows), for the
-    /// agent to read at a hit.
-    fn globals_for(
-        &mut self,
-        text: &str,
-        vars: &mut Vec<Value>,
-        bases: &dyn Fn(&std::path::Path) -> Option<u64>,
-    ) {
-        let known: Vec<String> = vars
-            .iter()
-            .filter_map(|v| v["name"].as_str().map(str::to_string))
-            .collect();
-        let mut wanted = Vec::new();
-        for m in 0..self.modules.len() {
-            for g in &self.modules[m].index().globals {
-                if !g.name.contains("::")
-                    && !known.contains(&g.name)
-                    && frames::mentions(text, &g.name)
-                    && !wanted
-                        .iter()
-                        .any(|w: &(usize, strobe_symbols::GlobalSymbol)| w.1.name == g.name)
-                {
-                    wanted.push((m, g.clone()));
-                }
-            }
-        }
-        for (m, g) in wanted {
-            let path = self.modules[m].index().path.clone();
-            let Some(base) = bases(&path) else { continue };
-            let Some(Ok(ty)) = self.debug_info(m).map(|d| d.variable_type(g.die)) else {
-                continue;
-            };
-            let Some(types) = self.types_snapshot(m) else {
-                continue;
-            };
-            vars.push(json!({
-                "name": g.name,
-                "param": false,
-                "loc": {"k": "mem", "base": "abs", "off": hex(base + g.offset)},
-                "type": frames::agent_type(&types, ty, 3),
-            }));
-        }
     }
 }

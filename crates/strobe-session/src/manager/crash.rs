@@ -10,7 +10,7 @@
 use super::breakpoints::{StoppedFrame, read_local};
 use super::memory::Mem;
 use super::{Live, SessionManager};
-use crate::frames::{REGISTER_NAMES, Registers};
+use crate::frames;
 use crate::trace;
 use serde_json::{Value, json};
 
@@ -55,16 +55,7 @@ impl SessionManager {
     /// `{function, file, line, frameIndex, locals}` of the innermost frame
     /// with line info, or `None` when there is none (or memory is unreadable).
     pub(super) fn crash_frame(&self, live: &Live, crash: &Value) -> Option<Value> {
-        let mut regs: Registers = REGISTER_NAMES
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| {
-                Some((
-                    i as u16,
-                    trace::parse_hex_address(crash["registers"][n].as_str()?)?,
-                ))
-            })
-            .collect();
+        let mut regs = frames::registers_from(&crash["registers"]);
         let mem = Mem::open(live.pid, false).ok()?;
         let mut guard = live.tracer.lock().expect("tracer lock");
         if guard.is_none() {

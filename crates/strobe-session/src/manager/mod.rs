@@ -621,10 +621,23 @@ impl SessionManager {
 
     /// Records a structured event (crash, process exit) stamped now.
     fn append_json_event(&self, live: &Live, kind: EventKind, pid: u32, tid: u32, doc: &Value) {
+        self.append_json_event_at(live, kind, Self::now_ts(live), pid, tid, doc);
+    }
+
+    /// Records a structured event at session time `ts_ns`.
+    fn append_json_event_at(
+        &self,
+        live: &Live,
+        kind: EventKind,
+        ts_ns: u64,
+        pid: u32,
+        tid: u32,
+        doc: &Value,
+    ) {
         let mut batch = EventBatch::default();
         batch.push(
             EventHeader {
-                ts_ns: Self::now_ts(live),
+                ts_ns,
                 kind: kind as u8,
                 flags: FLAG_JSON,
                 pid,
