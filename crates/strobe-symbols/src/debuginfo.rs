@@ -132,24 +132,9 @@ impl DebugInfo {
         self.unit(die.unit)?;
         let mut sig = Signature::default();
         // The return type lives on the declaration the concrete DIE refers to
-        // (specification / abstract origin) when not on the DIE itself.
-        let mut cur = Some(UnitOffset(die.offset as usize));
-        for _ in 0..4 {
-            let Some(off) = cur else { break };
-            let (ty, next) = {
-                let u = &self.units[&die.unit].unit;
-                let e = u.entry(off).map_err(|e| self.err(e))?;
-                let ty = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten());
-                let next = unit_ref(e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten()).or(
-                    unit_ref(e.attr_value(gimli::DW_AT_specification).ok().flatten()),
-                );
-                (ty, next)
-            };
-            if let Some(t) = ty {
-                sig.ret = Some(self.type_at(die.unit, t, 0));
-                break;
-            }
-            cur = next;
+        // when not on the DIE itself.
+        if let Some(t) = self.declared_type(die)? {
+            sig.ret = Some(self.type_at(die.unit, t, 0));
         }
         // Parameters: the concrete DIE's formal_parameter children, names and
         // types taken from their abstract origins where the concrete copy lacks them.
@@ -257,25 +242,28 @@ impl DebugInfo {
     /// The type of the variable whose DIE is `die` (following its specification).
     pub fn variable_type(&mut self, die: DieRef) -> Result<TypeId, SymbolError> {
         self.unit(die.unit)?;
+        Ok(match self.declared_type(die)? {
+            Some(t) => self.type_at(die.unit, t, 0),
+            None => VOID,
+        })
+    }
+
+    /// `DW_AT_type` of `die`, or of the declaration it completes
+    /// (`DW_AT_specification`, `DW_AT_abstract_origin`), up to four steps away.
+    fn declared_type(&self, die: DieRef) -> Result<Option<UnitOffset>, SymbolError> {
+        let u = &self.units[&die.unit].unit;
         let mut cur = Some(UnitOffset(die.offset as usize));
         for _ in 0..4 {
             let Some(off) = cur else { break };
-            let (ty, next) = {
-                let u = &self.units[&die.unit].unit;
-                let e = u.entry(off).map_err(|e| self.err(e))?;
-                (
-                    unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten()),
-                    unit_ref(e.attr_value(gimli::DW_AT_specification).ok().flatten()).or(unit_ref(
-                        e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten(),
-                    )),
-                )
-            };
-            if let Some(t) = ty {
-                return Ok(self.type_at(die.unit, t, 0));
+            let e = u.entry(off).map_err(|e| self.err(e))?;
+            if let Some(t) = unit_ref(e.attr_value(gimli::DW_AT_type).ok().flatten()) {
+                return Ok(Some(t));
             }
-            cur = next;
+            cur = unit_ref(e.attr_value(gimli::DW_AT_specification).ok().flatten()).or(unit_ref(
+                e.attr_value(gimli::DW_AT_abstract_origin).ok().flatten(),
+            ));
         }
-        Ok(VOID)
+        Ok(None)
     }
 
     /// The source line of an image offset (`None` outside code with line info).
