@@ -46,22 +46,23 @@ function framePointerWalk(ctx: CpuContext): NativePointer[] {
  * A stopped thread's frames (a crash, a breakpoint), innermost first,
  * starting at its pc. Frida's DWARF unwinder stops at the tracer's hook (it does
  * not see the hook's registered unwind info), so the frame-pointer chain is
- * tried too and the walk that names more frames wins; tracer code and
+ * tried too and the walk that reaches more frames in modules wins; tracer code and
  * addresses outside any module are left out.
  */
 export function backtrace(ctx: CpuContext): Frame[] {
     // The tracer's code (hook, stubs, relocated prologues) lives in
     // anonymous memory, outside every module, so this drops it too.
     const keep = (addrs: NativePointer[]) =>
-        addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64).map(a => frameOf(a, true));
-    let accurate: Frame[] = [];
+        addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64);
+    let accurate: NativePointer[] = [];
     try {
         accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
     } catch (_e) {
         accurate = [];
     }
     const chain = keep(framePointerWalk(ctx));
-    const named = (frames: Frame[]) => frames.filter(f => f.name !== null).length;
-    return [frameOf(ctx.pc), ...(named(chain) > named(accurate) ? chain : accurate)];
+    // Only the walk kept is symbolized (DebugSymbol is most of the cost).
+    const frames = chain.length > accurate.length ? chain : accurate;
+    return [frameOf(ctx.pc), ...frames.map(a => frameOf(a, true))];
 }
 
