@@ -5,7 +5,7 @@ import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
 import {
-    drain, onTraceAck, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
+    drain, journalAddress, onTraceAck, undoInherited, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
 } from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
@@ -24,6 +24,12 @@ function listen(): void {
                 send({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
             }
             else if (msg.type === "trace-ack") onTraceAck(1);
+            else if (msg.type === "inherit") {
+                let undone = 0;
+                let error: string | null = null;
+                try { undone = undoInherited(ptr(String(msg.journal))); } catch (e) { error = String(e); }
+                send({ type: "inherited", id: msg.id, undone, error });
+            }
         } finally {
             listen();
         }
@@ -34,4 +40,7 @@ installLifecycleHooks(() => drain(true));
 watchModules();
 listen();
 rpc.exports = { dispose: () => drain(true) };
-send_({ type: "agent_loaded", pid: Process.id, arch: Process.arch, platform: Process.platform });
+send_({
+    type: "agent_loaded", pid: Process.id, arch: Process.arch, platform: Process.platform,
+    journal: journalAddress().toString(),
+});

@@ -2,7 +2,7 @@
 // the daemon parses them (crates/strobe-session/src/agent_messages.rs).
 
 export type AgentMessage =
-    | { type: "agent_loaded"; pid: number; arch: string; platform: string }
+    | { type: "agent_loaded"; pid: number; arch: string; platform: string; journal: string }
     | { type: "exit"; pid: number; code: number }
     | { type: "crash"; pid: number; tid: number; signal: string; kind: string; address: string;
         memory?: { operation: string; address: string };

@@ -433,15 +433,6 @@ void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
     st->busy = 0;
 }
 
-/* pthread_atfork child handler. A forked child keeps the redirects and a
-   copy of the ring, but no agent thread drains it: recording would fill the
-   ring and then stall every traced call (until fork following lands, the
-   child runs untraced). Frida's fork handling can bypass the handlers, so
-   reserve() also checks the pid when the ring is full. */
-void in_forked_child(void) {
-    config[5] = 1;
-}
-
 /* Slots of whole records committed contiguously from the tail, at most
    max (unless one record alone is larger), not crossing the ring's end. */
 guint32 committed(guint32 max) {
@@ -487,10 +478,10 @@ void release(guint32 n) {
     sched_yield: Module.findGlobalExportByName("sched_yield")!,
 });
 
-const atfork = Module.findGlobalExportByName("pthread_atfork");
-if (atfork !== null) {
-    new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, cm.in_forked_child);
-}
+// No pthread_atfork handler: with child gating Frida unmaps its own memory
+// (this CModule included) in a forked child before such handlers run, and the
+// call faulted the child. A child that is not followed stops recording when
+// its copy of the ring fills (reserve() checks the pid).
 const keyCreate = new NativeFunction(Module.findGlobalExportByName("pthread_key_create")!, "int", ["pointer", "pointer"]);
 const key = Memory.alloc(8);
 if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
@@ -779,6 +770,78 @@ function redirectNear(target: NativePointer, stub: NativePointer, extent: number
 /** Code writes waiting for writePatches: (address, bytes). */
 let patches: Array<[NativePointer, number[]]> = [];
 
+// The patch journal: the original bytes of every code location patched now
+// (redirects and breakpoint traps), kept in native memory because a forked
+// child inherits the patches but not this script: the child's own agent
+// reads the parent's journal (its address travels through the daemon) and
+// undoes them before the child runs on. Layout: u64 magic, u64 slots used,
+// 48 bytes spare, then 32-byte slots {u64 address (0: free), u32 length,
+// u32 spare, u8 original[16]}.
+const JOURNAL_MAGIC = uint64("0x5354524f42454a4e");
+const JOURNAL_SLOTS = 1 << 16;
+let journal: NativePointer | null = null;
+let journalUsed = 0;
+const journalSlots = new Map<string, { slot: number; original: number[] }>();
+const freeSlots: number[] = [];
+
+/** The journal's address (created on first use). Mapped with libc's mmap:
+ *  memory from Frida's allocator is gone in a forked child. */
+export function journalAddress(): NativePointer {
+    if (journal === null) {
+        const mmap = new NativeFunction(Module.findGlobalExportByName("mmap")!, "pointer",
+            ["pointer", "size_t", "int", "int", "int", "int64"]);
+        const PROT_READ_WRITE = 3, MAP_PRIVATE_ANONYMOUS = 0x22;
+        const at = mmap(NULL, 64 + JOURNAL_SLOTS * 32, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0) as NativePointer;
+        if (at.equals(ptr(-1))) throw new Error("cannot map the patch journal");
+        at.writeU64(JOURNAL_MAGIC);
+        journal = at;
+    }
+    return journal;
+}
+
+/** Notes the bytes at `at` before a patch of `n` bytes overwrites them, or
+ *  forgets them when `bytes` puts them back. */
+function journalPatch(at: NativePointer, bytes: number[]): void {
+    const key = at.toString();
+    const known = journalSlots.get(key);
+    const j = journalAddress();
+    if (known !== undefined) {
+        if (known.original.length === bytes.length && known.original.every((b, i) => b === bytes[i])) {
+            j.add(64 + known.slot * 32).writeU64(0);
+            journalSlots.delete(key);
+            freeSlots.push(known.slot);
+        }
+        return;
+    }
+    const slot = freeSlots.pop() ?? journalUsed++;
+    if (slot >= JOURNAL_SLOTS) return; // full: a forked child keeps this patch
+    const original = Array.from(new Uint8Array(at.readByteArray(bytes.length)!));
+    const e = j.add(64 + slot * 32);
+    e.add(8).writeU32(bytes.length);
+    e.add(16).writeByteArray(original);
+    e.writePointer(at);
+    j.add(8).writeU64(journalUsed);
+    journalSlots.set(key, { slot, original });
+}
+
+/** In a forked child: puts back every patch the parent's journal (inherited
+ *  memory at `address`) lists. Returns how many. */
+export function undoInherited(address: NativePointer): number {
+    if (!address.readU64().equals(JOURNAL_MAGIC)) throw new Error(`no patch journal at ${address}`);
+    const used = Math.min(address.add(8).readU64().toNumber(), JOURNAL_SLOTS);
+    const undo: Array<[NativePointer, number[]]> = [];
+    for (let i = 0; i < used; i++) {
+        const e = address.add(64 + i * 32);
+        const at = e.readPointer();
+        const n = e.add(8).readU32();
+        if (at.isNull() || n === 0 || n > 16) continue;
+        undo.push([at, Array.from(new Uint8Array(e.add(16).readByteArray(n)!))]);
+    }
+    patches.push(...undo);
+    writePatches(false);
+    return undo.length;
+}
+
 /** Writes code bytes now (batched per page like the tracer's own patches). */
 export function patchCodeNow(list: Array<[NativePointer, number[]]>): void {
     patches.push(...list);
@@ -810,7 +873,7 @@ export function inRedirectedPrologue(addr: NativePointer): boolean {
  * of its patches: Memory.patchCode per function (two mprotects and the TLB
  * shootdowns they cost while the program runs) took ~1 ms a function.
  */
-function writePatches(): void {
+function writePatches(journaled = true): void {
     if (patches.length === 0) return;
     const pageSize = Process.pageSize;
     // Addresses as numbers (user space fits in 47 bits): grouping thousands
@@ -839,7 +902,10 @@ function writePatches(): void {
         const size = last - first + pageSize;
         const restore = protectionAt(first);
         Memory.protect(start, size, "rwx");
-        for (const [at, bytes] of items) writeCode(at, bytes);
+        for (const [at, bytes] of items) {
+            if (journaled) journalPatch(at, bytes);
+            writeCode(at, bytes);
+        }
         Memory.protect(start, size, restore);
     }
 }

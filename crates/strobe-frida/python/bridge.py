@@ -12,12 +12,20 @@ File descriptors, set up by the daemon:
 
 Frame: u32 little-endian length (of what follows), u8 kind, payload.
   daemon -> bridge  0x01 REQUEST  JSON {"id", "op", ...}
-                    0x02 POST     u32 json length, JSON text, raw data bytes
+                    0x02 POST     u32 pid (0: the root target), u32 json
+                                  length, JSON text, raw data bytes
   bridge -> daemon  0x41 RESPONSE JSON {"id", "ok", ...}
-                    0x42 MESSAGE  u32 message length, message text, raw data
-                    0x43 NOTICE   JSON {"event", ...}
+                    0x42 MESSAGE  u32 pid, u32 message length, message text,
+                                  raw data
+                    0x43 NOTICE   JSON {"event", ...}: ready, fatal,
+                                  detached {pid, reason, crash},
+                                  child {pid, parentPid, origin, path, argv}
 Agent messages are forwarded as the raw text Frida hands over: the bridge
 never decodes them.
+
+Targets: the root (spawned, or attached by pid) and every descendant Frida's
+child gating reports. A gated child stays suspended until the daemon adopts
+it (agent loaded) and resumes it, so it is instrumented before it runs on.
 """
 
 import json
@@ -79,13 +87,32 @@ except Exception as exc:  # pragma: no cover - exercised by the daemon's error p
     sys.exit(3)
 
 
+class Target:
+    """One instrumented process image: a Frida session and its agent."""
+
+    def __init__(self, pid, session, script):
+        self.pid = pid
+        self.session = session
+        self.script = script
+
+
 class Bridge:
     def __init__(self):
         self.device = frida.get_local_device()
+        # The root target's pid; None once it is gone (never signal it then).
         self.pid = None
-        self.session = None
-        self.script = None
+        # True when the root was spawned here (it may be killed); an attached
+        # process is only ever detached from.
+        self.spawned = False
+        self.targets = {}
+        self.targets_lock = threading.Lock()
+        # Gated children not resumed yet: resumed on shutdown so that none
+        # is left suspended.
+        self.gated = set()
+        self.agent_js = None
+        self.follow = False
         self.released_stdio = False
+        self.device.on("child-added", self.on_child_added)
 
     def release_stdio(self):
         """Point 0/1/2 away from the target's pipes once the target has them."""
@@ -112,11 +139,29 @@ class Bridge:
         os.replace(tmp, req["output"])
         return {"bytes": len(js), "diagnostics": diagnostics}
 
+    def load_agent(self, pid):
+        """Attaches to `pid` and loads the agent; the process stays as it is
+        (suspended when spawned or gated)."""
+        session = self.device.attach(pid)
+        target = Target(pid, session, None)
+        session.on("detached", lambda reason, crash: self.on_detached(target, reason, crash))
+        if self.follow:
+            session.enable_child_gating()
+        script = session.create_script(self.agent_js, name="strobe-agent")
+        target.script = script
+        # The raw signal hands over the message text undecoded.
+        script._impl.on("message", lambda raw, data: self.on_message(pid, raw, data))
+        with self.targets_lock:
+            self.targets[pid] = target
+        script.load()
+        return target
+
     def op_spawn(self, req):
         if self.pid is not None:
             raise RuntimeError("this bridge already has a target")
         with open(req["agent"]) as f:
-            js = f.read()
+            self.agent_js = f.read()
+        self.follow = bool(req.get("followChildren"))
         kwargs = {"argv": req["argv"], "stdio": "inherit"}
         if req.get("env") is not None:
             kwargs["env"] = req["env"]
@@ -124,21 +169,43 @@ class Bridge:
             kwargs["cwd"] = req["cwd"]
         pid = self.device.spawn(req["argv"][0], **kwargs)
         self.pid = pid
+        self.spawned = True
         self.release_stdio()
         try:
-            self.session = self.device.attach(pid)
-            self.session.on("detached", self.on_detached)
-            self.script = self.session.create_script(js, name="strobe-agent")
-            # The raw signal hands over the message text undecoded.
-            self.script._impl.on("message", self.on_message)
-            self.script.load()
+            self.load_agent(pid)
         except Exception:
             self.kill_target()
             raise
         return {"pid": pid}
 
+    def op_attach(self, req):
+        """Instruments a process that is already running (never killed)."""
+        if self.pid is not None:
+            raise RuntimeError("this bridge already has a target")
+        with open(req["agent"]) as f:
+            self.agent_js = f.read()
+        self.follow = bool(req.get("followChildren"))
+        pid = int(req["pid"])
+        self.release_stdio()
+        self.pid = pid
+        try:
+            self.load_agent(pid)
+        except Exception:
+            self.pid = None
+            raise
+        return {"pid": pid}
+
+    def op_adopt(self, req):
+        """Loads the agent into a gated child (still suspended)."""
+        self.load_agent(int(req["pid"]))
+        return {}
+
     def op_resume(self, req):
-        self.device.resume(self.pid)
+        pid = int(req.get("pid") or self.pid)
+        self.gated.discard(pid)
+        if pid == self.pid and not self.spawned:
+            return {}
+        self.device.resume(pid)
         return {}
 
     def op_kill(self, req):
@@ -146,8 +213,20 @@ class Bridge:
         return {}
 
     def op_detach(self, req):
-        if self.session is not None:
-            self.session.detach()
+        """Unloads every agent (each reverts its hooks) and lets the
+        processes run on."""
+        with self.targets_lock:
+            targets = list(self.targets.values())
+        for t in targets:
+            try:
+                t.script.unload()
+            except Exception as exc:
+                log("unload failed:", exc)
+            try:
+                t.session.detach()
+            except Exception as exc:
+                log("detach failed:", exc)
+        self.resume_gated()
         return {}
 
     def op_warm(self, req):
@@ -167,40 +246,75 @@ class Bridge:
     def op_shutdown(self, req):
         return {}
 
-    def kill_target(self):
-        if self.pid is None:
-            return
-        try:
-            self.device.kill(self.pid)
-        except Exception as exc:
-            log("kill failed:", exc)
+    def resume_gated(self):
+        for pid in list(self.gated):
+            self.gated.discard(pid)
+            try:
+                self.device.resume(pid)
+            except Exception as exc:
+                log("resume of gated child failed:", exc)
 
-    def on_message(self, raw, data):
+    def kill_target(self):
+        """Kills what this bridge launched (the root and the children it
+        followed); an attached root is detached from, never killed."""
+        with self.targets_lock:
+            pids = list(self.targets)
+        if not self.spawned:
+            self.op_detach({})
+            return
+        for pid in pids:
+            try:
+                self.device.kill(pid)
+            except Exception as exc:
+                log("kill failed:", exc)
+        for pid in list(self.gated):
+            self.gated.discard(pid)
+            try:
+                self.device.kill(pid)
+            except Exception as exc:
+                log("kill of gated child failed:", exc)
+
+    def on_child_added(self, child):
+        log("child added:", child)
+        self.gated.add(child.pid)
+        try:
+            notice("child", pid=child.pid, parentPid=child.parent_pid, origin=child.origin,
+                   path=child.path, argv=list(child.argv or []))
+        except OSError:
+            pass
+
+    def on_message(self, pid, raw, data):
         text = raw.encode() if isinstance(raw, str) else raw
-        payload = struct.pack("<I", len(text)) + text + (data or b"")
+        payload = struct.pack("<II", pid, len(text)) + text + (data or b"")
         try:
             send_frame(MESSAGE, payload)
         except OSError:
             pass
 
-    def on_detached(self, reason, crash):
+    def on_detached(self, target, reason, crash):
         # Frida has reaped (or lost) the target: its pid may be reused by an
         # unrelated process from now on, so it must never be signalled again.
-        self.pid = None
+        with self.targets_lock:
+            if self.targets.get(target.pid) is target:
+                del self.targets[target.pid]
+        if target.pid == self.pid and str(reason) != "process-replaced":
+            self.pid = None
         details = None
         if crash is not None:
             details = {"summary": crash.summary, "report": crash.report}
         try:
-            notice("detached", reason=str(reason), crash=details)
+            notice("detached", pid=target.pid, reason=str(reason), crash=details)
         except OSError:
             pass
 
     def post(self, payload):
-        (json_len,) = struct.unpack_from("<I", payload)
-        text = payload[4:4 + json_len].decode()
-        data = payload[4 + json_len:] or None
-        if self.script is not None:
-            self.script._impl.post(text, data)
+        pid, json_len = struct.unpack_from("<II", payload)
+        text = payload[8:8 + json_len].decode()
+        data = payload[8 + json_len:] or None
+        with self.targets_lock:
+            target = self.targets.get(pid or self.pid)
+        if target is not None:
+            target.script._impl.post(text, data)
 
 
 def main():
@@ -235,6 +349,8 @@ def serve(bridge):
             log("unknown frame kind", kind)
             continue
         req = json.loads(payload)
+        if req.get("op") != "ping":
+            log("op", req.get("op"), req.get("pid"))
         handler = getattr(bridge, "op_" + req.get("op", ""), None)
         try:
             if handler is None:

@@ -28,19 +28,38 @@ static BRIDGE_SCRIPT: &str = include_str!("../python/bridge.py");
 /// Events a bridge delivers to its session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BridgeEvent {
-    /// A message from the agent: Frida's message text (JSON) and raw data.
+    /// A message from an agent: Frida's message text (JSON) and raw data.
     AgentMessage {
+        /// The process whose agent sent it.
+        pid: u32,
         /// The message document as Frida sent it.
         text: Vec<u8>,
         /// Binary data attached with `send(msg, data)`.
         data: Vec<u8>,
     },
-    /// Frida detached from the target (`process-terminated`, …).
+    /// Frida detached from a process (`process-terminated`,
+    /// `process-replaced` when it called exec, …).
     Detached {
+        /// The process.
+        pid: u32,
         /// Frida's reason.
         reason: String,
         /// Crash report, where Frida produced one.
         crash: Option<Value>,
+    },
+    /// A followed process forked or exec'd: the new image is suspended until
+    /// it is adopted (see [`Bridge::adopt`]) and resumed.
+    Child {
+        /// The new process (for exec: the same pid, a new image).
+        pid: u32,
+        /// The process it came from.
+        parent_pid: u32,
+        /// `fork`, `exec` or `spawn`.
+        origin: String,
+        /// The executable exec'd, when known.
+        path: Option<String>,
+        /// Its arguments, when known.
+        argv: Vec<String>,
     },
     /// The bridge process itself ended or its channel broke.
     Gone {
@@ -92,6 +111,9 @@ pub struct SpawnRequest {
     pub cwd: Option<PathBuf>,
     /// The compiled agent to load before the target runs.
     pub agent_js: PathBuf,
+    /// Gate forks and execs of the target (and theirs) so they can be
+    /// instrumented before they run on.
+    pub follow_children: bool,
 }
 
 /// The target's output pipes (read ends), handed out once.
@@ -316,9 +338,48 @@ impl Bridge {
         }
     }
 
-    /// Posts a message to the agent (`recv()` in the agent); `json` is sent as is.
+    /// Posts a message to the root target's agent (`recv()` in the agent);
+    /// `json` is sent as is.
     pub fn post(&self, json: &[u8], data: &[u8]) -> Result<(), BridgeError> {
-        self.write(POST, &protocol::pack_pair(json, data))
+        self.post_to(0, json, data)
+    }
+
+    /// Posts a message to the agent in process `pid` (0: the root target).
+    pub fn post_to(&self, pid: u32, json: &[u8], data: &[u8]) -> Result<(), BridgeError> {
+        let mut payload = Vec::with_capacity(8 + json.len() + data.len());
+        payload.extend_from_slice(&pid.to_le_bytes());
+        payload.extend_from_slice(&protocol::pack_pair(json, data));
+        self.write(POST, &payload)
+    }
+
+    /// Loads the agent into a gated child reported by [`BridgeEvent::Child`]
+    /// (it stays suspended until [`Bridge::resume`]).
+    pub fn adopt(&self, pid: u32, timeout: Duration) -> Result<(), BridgeError> {
+        self.request("adopt", json!({ "pid": pid }), timeout)
+            .map(|_| ())
+    }
+
+    /// Lets a suspended (spawned or gated) process run.
+    pub fn resume(&self, pid: u32, timeout: Duration) -> Result<(), BridgeError> {
+        self.request("resume", json!({ "pid": pid }), timeout)
+            .map(|_| ())
+    }
+
+    /// Attaches to a running process and loads the agent; it is never
+    /// killed by this bridge, only detached from.
+    pub fn attach(
+        &self,
+        pid: u32,
+        agent_js: &Path,
+        follow_children: bool,
+        timeout: Duration,
+    ) -> Result<(), BridgeError> {
+        self.request(
+            "attach",
+            json!({"pid": pid, "agent": agent_js, "followChildren": follow_children}),
+            timeout,
+        )
+        .map(|_| ())
     }
 
     /// Writes one frame. A failed or timed-out write may have left half a
@@ -365,6 +426,7 @@ impl Bridge {
                 "env": env,
                 "cwd": req.cwd,
                 "agent": req.agent_js,
+                "followChildren": req.follow_children,
             }),
             timeout,
         )?;
@@ -435,10 +497,16 @@ fn read_loop(
                 }
             }
             Ok(Some((MESSAGE, payload))) => {
-                let Some((text, data)) = protocol::unpack_pair(&payload) else {
+                let Some((pid, (text, data))) = payload.get(..4).and_then(|p| {
+                    Some((
+                        u32::from_le_bytes(p.try_into().ok()?),
+                        protocol::unpack_pair(&payload[4..])?,
+                    ))
+                }) else {
                     break "malformed agent message frame".to_string();
                 };
                 let ev = BridgeEvent::AgentMessage {
+                    pid,
                     text: text.to_vec(),
                     data: data.to_vec(),
                 };
@@ -448,10 +516,27 @@ fn read_loop(
             }
             Ok(Some((NOTICE, payload))) => {
                 let v: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+                let pid = v["pid"].as_u64().unwrap_or(0) as u32;
                 if v["event"] == "detached" {
                     let _ = events.send(BridgeEvent::Detached {
+                        pid,
                         reason: v["reason"].as_str().unwrap_or("unknown").to_string(),
                         crash: v.get("crash").filter(|c| !c.is_null()).cloned(),
+                    });
+                } else if v["event"] == "child" {
+                    let _ = events.send(BridgeEvent::Child {
+                        pid,
+                        parent_pid: v["parentPid"].as_u64().unwrap_or(0) as u32,
+                        origin: v["origin"].as_str().unwrap_or("fork").to_string(),
+                        path: v["path"].as_str().map(str::to_string),
+                        argv: v["argv"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|x| x.as_str().map(str::to_string))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
                     });
                 }
             }

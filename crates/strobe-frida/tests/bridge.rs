@@ -35,6 +35,7 @@ fn spawn_capture_output_and_exit_code() {
                 env: vec![("PATH".into(), "/usr/bin:/bin".into())],
                 cwd: None,
                 agent_js: agent,
+                follow_children: false,
             },
             T,
         )
@@ -46,7 +47,8 @@ fn spawn_capture_output_and_exit_code() {
     let mut loaded = false;
     loop {
         match events.recv_timeout(T).expect("bridge event") {
-            BridgeEvent::AgentMessage { text, .. } => {
+            BridgeEvent::AgentMessage { pid: from, text, .. } => {
+                assert_eq!(from, pid, "messages carry the process they come from");
                 let v: Value = serde_json::from_slice(&text).unwrap();
                 match v["payload"]["type"].as_str() {
                     Some("agent_loaded") => loaded = true,
@@ -62,6 +64,7 @@ fn spawn_capture_output_and_exit_code() {
                 break;
             }
             BridgeEvent::Gone { reason } => panic!("bridge gone: {reason}"),
+            BridgeEvent::Child { .. } => panic!("children are not followed here"),
         }
     }
     assert!(loaded);

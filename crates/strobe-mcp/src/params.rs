@@ -14,7 +14,17 @@ use std::collections::BTreeMap;
 pub struct LaunchParams {
     /// Executable to run: an absolute path (recommended), a path relative to `cwd`, or a
     /// program name found on PATH. Build C/C++ with -g (Rust debug builds have symbols).
-    pub command: String,
+    /// Leave out when `attachPid` is given.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Instead of `command`: the pid of a process that is already running, to attach to.
+    /// Every tool works on it afterwards; its stdout/stderr are not captured (they stay
+    /// wherever they go), and `debug_session stop` detaches, leaving it running with all
+    /// hooks and breakpoints removed.
+    pub attach_pid: Option<i64>,
+    /// Follow forks and execs (default true): each child is suspended until it has the
+    /// session's trace patterns and watches, then runs on; its events carry its own pid.
+    pub follow_children: Option<bool>,
     /// Command-line arguments passed to the program.
     #[serde(default)]
     pub args: Vec<String>,

@@ -118,12 +118,23 @@ impl StrobeServer {
         let (settings, warnings) =
             self.settings(Some(Path::new(&p.project_root)).filter(|r| r.is_absolute()));
         let mgr = self.mgr.clone();
+        let attach_pid = match p.attach_pid {
+            None => None,
+            Some(pid) if pid > 0 && pid <= i64::from(i32::MAX) => Some(pid as u32),
+            Some(pid) => {
+                return Ok(fail(ToolError::validation(format!(
+                    "'attachPid' must be a process id (a positive integer), got {pid}"
+                ))));
+            }
+        };
         let req = LaunchRequest {
-            command: p.command,
+            command: p.command.unwrap_or_default(),
             args: p.args,
             cwd: p.cwd,
             project_root: p.project_root,
             env: p.env,
+            follow_children: p.follow_children.unwrap_or(true),
+            attach_pid,
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;
         Ok(match r {

@@ -336,6 +336,9 @@ pub struct Tracer {
     ids: HashMap<(usize, usize), u32>,
     /// function id → (module index, function index).
     by_id: Vec<(usize, usize)>,
+    /// Added to every id this tracer hands out: each process of a session
+    /// has its own tracer, and their ids share the session's function table.
+    id_base: u32,
     hooked: BTreeSet<u32>,
     failed: HashMap<u32, String>,
     /// Hot-function sampling allowed (debug_trace `sampling`).
@@ -407,6 +410,7 @@ impl Tracer {
             patterns: Vec::new(),
             ids: HashMap::new(),
             by_id: Vec::new(),
+            id_base: 0,
             hooked: BTreeSet::new(),
             failed: HashMap::new(),
             sampling: true,
@@ -420,6 +424,17 @@ impl Tracer {
             signatures: HashMap::new(),
             next_expr: 1,
         }
+    }
+
+    /// Makes this tracer's ids start above `base` (see `id_base`).
+    pub fn with_id_base(mut self, base: u32) -> Self {
+        self.id_base = base;
+        self
+    }
+
+    /// Index into `by_id` of one of this tracer's ids.
+    fn slot(&self, id: u32) -> Option<usize> {
+        Some(id.checked_sub(self.id_base)?.checked_sub(1)? as usize)
     }
 
     /// Named (function, count) pairs from an id → count map, largest first.
@@ -566,7 +581,7 @@ impl Tracer {
         if let Some(id) = self.ids.get(&(module, function)) {
             return *id;
         }
-        let id = self.by_id.len() as u32 + 1;
+        let id = self.id_base + self.by_id.len() as u32 + 1;
         self.ids.insert((module, function), id);
         self.by_id.push((module, function));
         let f = &self.modules[module].index().functions[function];
@@ -593,7 +608,7 @@ impl Tracer {
 
     /// Name of a function id (for messages).
     pub fn name_of(&self, id: u32) -> Option<&str> {
-        let (m, f) = *self.by_id.get(id.checked_sub(1)? as usize)?;
+        let (m, f) = *self.by_id.get(self.slot(id)?)?;
         Some(self.modules[m].index().functions[f].name.as_str())
     }
 
@@ -646,7 +661,7 @@ impl Tracer {
     /// range that holds it (0 when unknown): the agent checks that no jump
     /// lands inside the bytes it overwrites.
     pub fn entry_extent(&self, id: u32) -> u64 {
-        let Some(&(m, f)) = id.checked_sub(1).and_then(|i| self.by_id.get(i as usize)) else {
+        let Some(&(m, f)) = self.slot(id).and_then(|i| self.by_id.get(i)) else {
             return 0;
         };
         let func = &self.modules[m].index().functions[f];
@@ -671,7 +686,7 @@ impl Tracer {
         let Some(Some(sig)) = self.declared_signature(id) else {
             return Some(STACK_COPY_UNKNOWN);
         };
-        let m = self.by_id[(id - 1) as usize].0;
+        let m = self.by_id[self.slot(id).expect("an id of this tracer")].0;
         let Some(info) = self.debug_info(m) else {
             return Some(STACK_COPY_UNKNOWN);
         };
@@ -697,7 +712,7 @@ impl Tracer {
     /// `.part`) that does not follow its declaration; `Some(None)` when the
     /// entry could not be read. Read once per function.
     fn declared_signature(&mut self, id: u32) -> Option<Option<Signature>> {
-        let (m, f) = *self.by_id.get(id.checked_sub(1)? as usize)?;
+        let (m, f) = *self.by_id.get(self.slot(id)?)?;
         let func = &self.modules[m].index().functions[f];
         let specialized = func.name_raw.as_deref().is_some_and(|n| {
             n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
@@ -718,7 +733,7 @@ impl Tracer {
         if self.light.contains(&id) {
             return None;
         }
-        let (m, f) = *self.by_id.get(id.checked_sub(1)? as usize)?;
+        let (m, f) = *self.by_id.get(self.slot(id)?)?;
         let func = self.modules[m].index().functions[f].clone();
         let watches: Vec<WatchSpec> = self
             .watches

@@ -494,7 +494,7 @@ impl SessionManager {
 
     fn resume(&self, live: &Live, tid: u32, mut order: Value) {
         order["type"] = json!(format!("resume-{tid}"));
-        let _ = live.bridge.post(order.to_string().as_bytes(), &[]);
+        let _ = live.post(order.to_string().as_bytes());
     }
 
     /// The stops of a step from where `p` is paused.
@@ -633,7 +633,7 @@ impl SessionManager {
             }
         }
         let msg = json!({"type": format!("callee-{tid}"), "address": answer});
-        let _ = live.bridge.post(msg.to_string().as_bytes(), &[]);
+        let _ = live.post(msg.to_string().as_bytes());
     }
 
     /// A logpoint fired: its message goes on the timeline.

@@ -27,7 +27,7 @@ impl SessionManager {
         msg["id"] = json!(id);
         let (tx, rx) = crossbeam_channel::bounded(1);
         live.replies.lock().expect("replies lock").insert(id, tx);
-        let sent = live.bridge.post(msg.to_string().as_bytes(), &[]);
+        let sent = live.post(msg.to_string().as_bytes());
         let answer = sent.ok().and_then(|()| rx.recv_timeout(timeout).ok());
         live.replies.lock().expect("replies lock").remove(&id);
         answer.ok_or_else(|| {
@@ -317,7 +317,7 @@ impl SessionManager {
                 Err(e) => tracing::debug!("not tracing into {lib}: {e}"),
             }
         }
-        Ok(Tracer::new(modules, Path::new(&live.project_root)))
+        Ok(Tracer::new(modules, Path::new(&live.project_root)).with_id_base(live.id_base))
     }
 
     /// Brings the tracer up to date with what happened while it was busy:
@@ -389,7 +389,7 @@ impl SessionManager {
             .lock()
             .expect("modules lock")
             .push(path.to_string());
-        let _ = live.bridge.post(reply.to_string().as_bytes(), &[]);
+        let _ = live.post(reply.to_string().as_bytes());
     }
 
     /// `debug_trace`: with a session, changes its hooks live; without one,
@@ -516,15 +516,37 @@ impl SessionManager {
             ),
             _ => ToolError::session_not_found(id),
         })?;
-        if live.life.lock().expect("lifecycle lock").ended {
+        // Every process of the session takes the change (forked and exec'd
+        // ones too); the first one's answer is the response.
+        let images = self.active_images(&live);
+        let Some(first) = images.first() else {
             return Err(ToolError::new(
                 ErrorCode::ProcessExited,
                 format!(
                     "the program of session '{id}' has ended; its events can still be queried. Launch again to trace."
                 ),
             ));
+        };
+        let mut r = self.apply_patterns(first, &parsed, remove, opts, settings)?;
+        live.desired
+            .lock()
+            .expect("desired lock")
+            .update(&parsed, remove, opts);
+        for other in &images[1..] {
+            match self.apply_patterns(other, &parsed, remove, opts, settings) {
+                Ok(o) => r.warnings.extend(
+                    o.warnings
+                        .into_iter()
+                        .filter(|w| !r.warnings.contains(w))
+                        .collect::<Vec<_>>(),
+                ),
+                Err(e) if e.code == ErrorCode::ProcessExited => {}
+                Err(e) => r.warnings.push(format!(
+                    "process {} ({}): {}",
+                    other.pid, other.origin, e.message
+                )),
+            }
         }
-        let r = self.apply_patterns(&live, &parsed, remove, opts, settings)?;
         let status = if r.hooked == 0 && !r.patterns.is_empty() {
             "No function is hooked: the patterns matched nothing hookable (see warnings). Check names with a \
              wider pattern such as \"**::name\" or \"@file:part.c\"; functions inlined by the optimizer \

@@ -9,11 +9,12 @@ pub mod breakpoints;
 mod crash;
 mod hooks;
 pub mod memory;
+mod processes;
 use hooks::{HookOutcome, hook_outcome};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strobe_core::clock::{monotonic_ns, unix_millis};
@@ -37,7 +38,7 @@ const LAUNCH_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 const WATCHDOG_PERIOD: Duration = Duration::from_secs(5);
 
 /// `debug_launch` arguments after deserialization.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LaunchRequest {
     /// Executable (absolute, relative to `cwd`, or a name on PATH).
     pub command: String,
@@ -49,6 +50,25 @@ pub struct LaunchRequest {
     pub project_root: String,
     /// Extra environment variables (on top of the daemon's environment).
     pub env: BTreeMap<String, String>,
+    /// Follow forks and execs (default on): children are instrumented with
+    /// the session's patterns and watches before they run on.
+    pub follow_children: bool,
+    /// Attach to this running process instead of launching `command`.
+    pub attach_pid: Option<u32>,
+}
+
+impl Default for LaunchRequest {
+    fn default() -> Self {
+        Self {
+            command: String::new(),
+            args: Vec::new(),
+            cwd: None,
+            project_root: String::new(),
+            env: BTreeMap::new(),
+            follow_children: true,
+            attach_pid: None,
+        }
+    }
 }
 
 /// `debug_launch` result.
@@ -168,6 +188,10 @@ pub struct SessionStatus {
     /// Threads paused at a breakpoint or after a step.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paused_threads: Vec<breakpoints::PausedThread>,
+    /// Every process of a live session that forked or exec'd (the first is
+    /// the launched one); absent while only that one ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<processes::ProcessInfo>,
 }
 
 /// Tracing state shown by `debug_session status`.
@@ -250,6 +274,31 @@ struct Live {
     debug: Mutex<breakpoints::DebugState>,
     /// Signalled when a thread pauses or the process ends.
     debug_changed: Condvar,
+    /// The session's first process; `None` for that process itself.
+    root: Option<std::sync::Weak<Live>>,
+    /// Root only: every followed process image by pid (for a pid that
+    /// exec'd, its newest image; the root's own pid after an exec too).
+    children: Mutex<HashMap<u32, Arc<Live>>>,
+    /// Root only: processes followed so far (each gets its own id range).
+    followed: AtomicU32,
+    /// Root only: the patterns, watches and options every followed process
+    /// gets before it runs on.
+    desired: Mutex<processes::Desired>,
+    /// Root only: the settings the session was launched with.
+    settings: Settings,
+    /// How this image joined the session: launch, attach, fork or exec.
+    origin: &'static str,
+    /// The process this one forked from (or, for exec, its earlier image).
+    parent_pid: Option<u32>,
+    /// Address of the agent's patch journal (original bytes of every code
+    /// patch), which a forked child's agent uses to undo what it inherited.
+    journal: Mutex<Option<String>>,
+    /// Frida detached from this image (it exited, or exec replaced it).
+    gone: AtomicBool,
+    /// The image was replaced by exec (the pid lives on in a new image).
+    replaced: AtomicBool,
+    /// Where this image's function ids start (see `processes`).
+    id_base: u32,
 }
 
 /// Plans registered since they were last stored, and the length of each
@@ -261,6 +310,11 @@ struct UnsavedCaptures {
 }
 
 impl Live {
+    /// Posts a message to this process's agent.
+    fn post(&self, json: &[u8]) -> Result<(), BridgeError> {
+        self.bridge.post_to(self.pid, json, &[])
+    }
+
     fn state(&self) -> SessionState {
         self.life
             .lock()
@@ -438,6 +492,7 @@ impl SessionManager {
                     env: env.into_iter().collect(),
                     cwd: Some(cwd),
                     agent_js,
+                    follow_children: req.follow_children,
                 },
                 launch_timeout,
             )
@@ -491,6 +546,17 @@ impl SessionManager {
             unsaved: Mutex::new(UnsavedCaptures::default()),
             debug: Mutex::new(breakpoints::DebugState::default()),
             debug_changed: Condvar::new(),
+            root: None,
+            children: Mutex::new(HashMap::new()),
+            followed: AtomicU32::new(0),
+            desired: Mutex::new(processes::Desired::default()),
+            settings: settings.clone(),
+            origin: "launch",
+            parent_pid: None,
+            journal: Mutex::new(None),
+            gone: AtomicBool::new(false),
+            replaced: AtomicBool::new(false),
+            id_base: 0,
         });
         self.live
             .lock()
@@ -518,6 +584,10 @@ impl SessionManager {
             self.pending.lock().expect("pending lock").clone();
         let mut pending_options = self.pending_options.lock().expect("pending lock").clone();
         pending_options.lenient_watches = true;
+        live.desired
+            .lock()
+            .expect("desired lock")
+            .update(&pending, &[], &pending_options);
         let mut warnings = Vec::new();
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Index the binary in the background so a first debug_trace is quick.
@@ -597,13 +667,28 @@ impl SessionManager {
     fn event_loop(&self, live: &Arc<Live>, events: crossbeam_channel::Receiver<BridgeEvent>) {
         while let Ok(ev) = events.recv() {
             match ev {
-                BridgeEvent::AgentMessage { text, data } => {
-                    self.on_agent_message(live, &text, &data)
+                BridgeEvent::AgentMessage { pid, text, data } => {
+                    let image = self.image(live, pid);
+                    self.on_agent_message(&image, &text, &data)
                 }
-                BridgeEvent::Detached { reason, crash } => {
-                    self.finalize(live, &reason, crash);
-                    let b = live.bridge.clone();
-                    std::thread::spawn(move || b.terminate());
+                BridgeEvent::Detached { pid, reason, crash } => {
+                    self.on_detached(live, pid, &reason, crash)
+                }
+                BridgeEvent::Child {
+                    pid,
+                    parent_pid,
+                    origin,
+                    path,
+                    ..
+                } => {
+                    // Adopting waits on the bridge and the new agent: never
+                    // in the event loop.
+                    if let Some(me) = self.me.upgrade() {
+                        let l = live.clone();
+                        std::thread::spawn(move || {
+                            me.follow_child(&l, pid, parent_pid, &origin, path.as_deref())
+                        });
+                    }
                 }
                 BridgeEvent::Gone { reason } => {
                     if !live.life.lock().expect("lifecycle lock").ended {
@@ -671,6 +756,17 @@ impl SessionManager {
             Some("exit") => {
                 let code = payload["code"].as_i64().unwrap_or(0) as i32;
                 live.life.lock().expect("lifecycle lock").exit_code = Some(code);
+                if let Some(root) = live.root() {
+                    // A followed process: its exit is its own event, and an
+                    // exec'd image of the session's main pid ends the session.
+                    if root.pid == live.pid {
+                        root.life.lock().expect("lifecycle lock").exit_code = Some(code);
+                    } else {
+                        let _ = self.store.flush();
+                        let _ = live.post(br#"{"type":"exit-ack"}"#);
+                        return;
+                    }
+                }
                 let _ = self.store.update_session(
                     live.key,
                     SessionUpdate {
@@ -679,13 +775,16 @@ impl SessionManager {
                     },
                 );
                 let _ = self.store.flush();
-                let _ = live.bridge.post(br#"{"type":"exit-ack"}"#, &[]);
+                let _ = live.post(br#"{"type":"exit-ack"}"#);
             }
             Some("crash") => {
+                let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
+                for image in
+                    std::iter::once(live.clone()).chain(live.root().filter(|r| r.pid == live.pid))
                 {
-                    let mut life = live.life.lock().expect("lifecycle lock");
+                    let mut life = image.life.lock().expect("lifecycle lock");
                     life.crash_seen = true;
-                    life.signal = Some(payload["signal"].as_str().unwrap_or("unknown").to_string());
+                    life.signal = Some(signal.clone());
                 }
                 // Reading the crashing frame needs the tracer: never in the
                 // event loop (the thread stays blocked until the ack).
@@ -710,7 +809,7 @@ impl SessionManager {
                 self.name_new_threads(live, &batch);
                 let _ = self.store.append(live.key, batch);
                 // Flow control: the agent keeps a bounded number of chunks in flight.
-                let _ = live.bridge.post(br#"{"type":"trace-ack"}"#, &[]);
+                let _ = live.post(br#"{"type":"trace-ack"}"#);
             }
             Some("trace_drops") => {
                 let deltas: HashMap<u32, u64> = payload["drops"]
@@ -721,14 +820,14 @@ impl SessionManager {
                             .collect()
                     })
                     .unwrap_or_default();
-                let total = live
+                let lost = live
                     .trace_stats
                     .lock()
                     .expect("stats lock")
                     .add_drops(&deltas);
-                let _ = self.store.record_dropped(live.key, total);
+                let _ = self.store.record_dropped(live.key, lost);
             }
-            Some("plans_updated" | "module_base" | "exprs_updated") => {
+            Some("plans_updated" | "module_base" | "exprs_updated" | "inherited") => {
                 if let Some(id) = payload["id"].as_u64()
                     && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
                 {
@@ -818,7 +917,10 @@ impl SessionManager {
                 live.id,
                 payload["failed"]
             ),
-            Some("agent_loaded") => {}
+            Some("agent_loaded") => {
+                *live.journal.lock().expect("journal lock") =
+                    payload["journal"].as_str().map(str::to_string);
+            }
             other => tracing::debug!("session {}: agent message {other:?}", live.id),
         }
     }
@@ -834,16 +936,19 @@ impl SessionManager {
         let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
         let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
         self.append_json_event(live, EventKind::Crash, pid, tid, &payload);
-        let _ = self.store.update_session(
-            live.key,
-            SessionUpdate {
-                exit_signal: Some(signal),
-                ..Default::default()
-            },
-        );
+        let main = live.root().is_none_or(|r| r.pid == live.pid);
+        if main {
+            let _ = self.store.update_session(
+                live.key,
+                SessionUpdate {
+                    exit_signal: Some(signal),
+                    ..Default::default()
+                },
+            );
+        }
         // The crash is on disk before the process may die.
         let _ = self.store.flush();
-        let _ = live.bridge.post(br#"{"type":"crash-ack"}"#, &[]);
+        let _ = live.post(br#"{"type":"crash-ack"}"#);
     }
 
     /// Records the names of threads seen for the first time (from /proc, so
@@ -867,7 +972,11 @@ impl SessionManager {
 
     /// The target is gone: drain its output, then record how it ended.
     fn finalize(&self, live: &Arc<Live>, frida_reason: &str, crash: Option<Value>) {
-        if let Some(c) = live.capture.lock().expect("capture lock").take() {
+        // Followed children still running hold the output pipes open: their
+        // output keeps being recorded until the last of them ends.
+        if self.running_children(live).is_empty()
+            && let Some(c) = live.capture.lock().expect("capture lock").take()
+        {
             c.finish(OUTPUT_GRACE);
         }
         let mut life = live.life.lock().expect("lifecycle lock");
@@ -1005,6 +1114,7 @@ impl SessionManager {
             let st = l.debug.lock().expect("debug lock");
             st.summary()
         };
+        let processes = self.processes(l);
         let life = l.life.lock().expect("lifecycle lock");
         let row = self.store.session(&l.id).ok().flatten();
         SessionStatus {
@@ -1029,6 +1139,7 @@ impl SessionManager {
             trace: Self::trace_summary(l),
             breakpoints: dbg.0,
             paused_threads: dbg.1,
+            processes,
         }
     }
 
@@ -1068,6 +1179,7 @@ impl SessionManager {
             trace: None,
             breakpoints: Vec::new(),
             paused_threads: Vec::new(),
+            processes: Vec::new(),
         }
     }
 

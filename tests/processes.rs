@@ -1,0 +1,151 @@
+//! Sessions of several processes: forks and execs followed through Frida's
+//! child gating (real targets, real Frida, through MCP).
+
+mod support;
+
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use support::{Client, Env, fixture};
+
+/// Pages through every event matching `filter`.
+async fn all(c: &Client, id: &str, filter: Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let mut args = filter.clone();
+        args["sessionId"] = json!(id);
+        args["limit"] = json!(500);
+        args["offset"] = json!(out.len());
+        args["verbose"] = json!(true);
+        let v = c.ok("debug_query", args).await;
+        out.extend(v["events"].as_array().unwrap().iter().cloned());
+        if v["hasMore"] != true {
+            return out;
+        }
+    }
+}
+
+/// First arguments of a function's calls, by pid.
+async fn calls_by_pid(c: &Client, id: &str, name: &str) -> BTreeMap<u64, Vec<i64>> {
+    let mut by_pid: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    let events = all(
+        c,
+        id,
+        json!({"eventType": "function_enter", "function": {"equals": name}}),
+    )
+    .await;
+    for e in events {
+        let arg = e["arguments"][0]["value"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("typed first argument in {e}"));
+        by_pid
+            .entry(e["pid"].as_u64().unwrap())
+            .or_default()
+            .push(arg);
+    }
+    by_pid
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forked_and_execed_children_are_traced_with_the_session_patterns() {
+    let env = Env::new();
+    let c = env.client().await;
+    let execee = fixture("execee");
+    let exe = fixture("forker");
+    // Staged: in force before main, so every process gets them before it runs.
+    c.ok(
+        "debug_trace",
+        json!({"add": ["work", "exec_work"], "sampling": false}),
+    )
+    .await;
+    let (id, root) = c.launch(&exe, &[execee.to_str().unwrap()]).await;
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+
+    let out: Vec<String> = c
+        .events(&id, Some("stdout"))
+        .await
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        out,
+        ["worker 0 exit 10", "execee sum 56", "worker 1 exit 3"],
+        "output of the exec'd image arrives in order (attributed to the launched pid)"
+    );
+
+    // The parent's own calls, and each fork's, under their own pids.
+    let work = calls_by_pid(&c, &id, "work").await;
+    assert_eq!(work.get(&(root as u64)), Some(&vec![1, 2]), "{work:?}");
+    let children: Vec<(&u64, &Vec<i64>)> =
+        work.iter().filter(|(p, _)| **p != root as u64).collect();
+    let mut child_calls: Vec<Vec<i64>> = children.iter().map(|(_, v)| (*v).clone()).collect();
+    child_calls.sort();
+    assert_eq!(
+        child_calls,
+        [vec![100, 101, 102], vec![200, 201, 202]],
+        "each forked worker's calls, traced before it ran on: {work:?}"
+    );
+    // The exec'd image is resolved against its own symbols.
+    let exec_work = calls_by_pid(&c, &id, "exec_work").await;
+    assert_eq!(exec_work.len(), 1, "{exec_work:?}");
+    let (exec_pid, args) = exec_work.iter().next().unwrap();
+    assert_eq!(args, &(0..7).collect::<Vec<i64>>());
+    let second_worker = work
+        .iter()
+        .find(|(_, v)| v.first() == Some(&200))
+        .map(|(p, _)| *p)
+        .unwrap();
+    assert_eq!(*exec_pid, second_worker, "exec keeps the pid");
+
+    // The pid filter, and the pids every query response lists.
+    let page = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "pid": second_worker, "eventType": "function_enter", "verbose": true}),
+        )
+        .await;
+    let names: BTreeSet<String> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["pid"], second_worker);
+            e["function"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["work".to_string(), "exec_work".to_string()])
+    );
+    let pids: BTreeSet<u64> = page["pids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("pids listed: {page}"))
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 3, "{page}");
+    assert!(pids.contains(&(root as u64)) && pids.contains(&second_worker));
+
+    // Each process's end is on the timeline and in the status.
+    let exits = all(&c, &id, json!({"eventType": "process_exit"})).await;
+    let codes: BTreeMap<u64, Value> = exits
+        .iter()
+        .map(|e| (e["pid"].as_u64().unwrap(), e["exitCode"].clone()))
+        .collect();
+    assert_eq!(codes.get(&second_worker), Some(&json!(3)), "{exits:?}");
+    assert_eq!(codes.get(&(root as u64)), Some(&json!(0)), "{exits:?}");
+    assert!(codes.values().any(|c| c == 10), "{exits:?}");
+    let processes = st["processes"].as_array().unwrap_or_else(|| panic!("{st}"));
+    let origins: Vec<&str> = processes
+        .iter()
+        .map(|p| p["origin"].as_str().unwrap())
+        .collect();
+    assert_eq!(origins.iter().filter(|o| **o == "fork").count(), 1, "{st}");
+    assert!(
+        origins.contains(&"exec") && origins.contains(&"launch"),
+        "{st}"
+    );
+    let exec_image = processes.iter().find(|p| p["origin"] == "exec").unwrap();
+    assert_eq!(exec_image["binaryPath"], execee.to_str().unwrap());
+    assert_eq!(exec_image["exitCode"], 3);
+}
