@@ -149,3 +149,118 @@ async fn forked_and_execed_children_are_traced_with_the_session_patterns() {
     assert_eq!(exec_image["binaryPath"], execee.to_str().unwrap());
     assert_eq!(exec_image["exitCode"], 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attaching_to_a_running_process_traces_it_and_stop_leaves_it_running() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("attachee");
+    let mut target = std::process::Command::new(&exe)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
+    let mut next_tick = move || -> (i64, i64) {
+        let line = lines.next().expect("the target still prints").unwrap();
+        let mut parts = line
+            .split_whitespace()
+            .skip(1)
+            .map(|p| p.parse::<i64>().unwrap());
+        (parts.next().unwrap(), parts.next().unwrap())
+    };
+    next_tick();
+
+    let bad = c
+        .reply(
+            "debug_launch",
+            json!({"command": exe, "attachPid": pid, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    assert!(
+        bad.is_error && bad.text.contains("not both"),
+        "{}",
+        bad.text
+    );
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(v["pid"], pid);
+    assert!(
+        v["nextSteps"].as_str().unwrap().contains("NOT captured"),
+        "{v}"
+    );
+    c.ok("debug_trace", json!({"sessionId": id, "add": ["tick"]}))
+        .await;
+    // Calls recorded from now on, with typed arguments.
+    let mut seen = Vec::new();
+    for _ in 0..200 {
+        seen = all(
+            &c,
+            &id,
+            json!({"eventType": "function_exit", "function": {"equals": "tick"}}),
+        )
+        .await;
+        if seen.len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(seen.len() >= 5, "{seen:?}");
+    assert!(seen.iter().all(|e| e["pid"] == pid));
+    let entered = all(
+        &c,
+        &id,
+        json!({"eventType": "function_enter", "function": {"equals": "tick"}}),
+    )
+    .await;
+    let n = entered[0]["arguments"][0]["value"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{}", entered[0]));
+    assert!(
+        seen.iter().any(|e| e["returnValue"] == n * 2),
+        "typed return of tick({n}): {seen:?}"
+    );
+    // Live memory of the attached process.
+    let m = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "g_ticks"}]}),
+        )
+        .await;
+    assert!(m["results"][0]["value"].as_i64().unwrap() >= n, "{m}");
+
+    let st = c
+        .ok(
+            "debug_session",
+            json!({"action": "stop", "sessionId": id, "retain": true}),
+        )
+        .await;
+    assert_eq!(st["state"], "stopped", "{st}");
+    let status = c.status(&id).await;
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("keeps running"),
+        "{status}"
+    );
+    // Still alive, hooks gone: it goes on ticking correctly.
+    for _ in 0..50 {
+        let (n, twice) = next_tick();
+        assert_eq!(twice, n * 2);
+    }
+    assert!(
+        target.try_wait().unwrap().is_none(),
+        "the process survived the detach"
+    );
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("frida"), "the agent is unloaded");
+    target.kill().unwrap();
+    target.wait().unwrap();
+}

@@ -5,7 +5,7 @@ import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
 import {
-    drain, journalAddress, onTraceAck, undoInherited, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
+    detachHooks, drain, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
 } from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
@@ -27,7 +27,7 @@ function listen(): void {
             else if (msg.type === "inherit") {
                 let undone = 0;
                 let error: string | null = null;
-                try { undone = undoInherited(ptr(String(msg.journal))); } catch (e) { error = String(e); }
+                try { undone = undoJournal(ptr(String(msg.journal))); } catch (e) { error = String(e); }
                 send({ type: "inherited", id: msg.id, undone, error });
             }
         } finally {
@@ -39,7 +39,13 @@ function listen(): void {
 installLifecycleHooks(() => drain(true));
 watchModules();
 listen();
-rpc.exports = { dispose: () => drain(true) };
+rpc.exports = {
+    dispose: () => {
+        drain(true);
+        // Detached from a process that runs on: leave it as it was.
+        detachHooks();
+    },
+};
 send_({
     type: "agent_loaded", pid: Process.id, arch: Process.arch, platform: Process.platform,
     journal: journalAddress().toString(),

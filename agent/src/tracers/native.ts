@@ -81,7 +81,8 @@ const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
 // more than the record itself (a few µs each in a VM).
 for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize) ring.add(off).writeU8(0);
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
-const fstate = Memory.alloc(MAX_FUNCTIONS * FSTATE_SIZE);
+// Read by stubs and the hook while a call is in flight: outlives the script.
+const fstate = rawAlloc(MAX_FUNCTIONS * FSTATE_SIZE);
 const config = Memory.alloc(48);
 // CModule globals are not writable (its image is mapped read+execute): the
 // process id the hooks need is passed in config[2].
@@ -574,6 +575,7 @@ export function u64Bytes(p: NativePointer): number[] {
 
 /** Where the hook's code lives, and its length (for the unwind info). */
 let hookCode: { start: NativePointer; length: number } | null = null;
+let hookCalls: number[] = [];
 
 function writeHook(enter: NativePointer, leave: NativePointer): NativePointer {
     const code: number[] = [
@@ -615,10 +617,17 @@ function writeHook(enter: NativePointer, leave: NativePointer): NativePointer {
         0x5d, //                               pop rbp
         0xc3, //                               ret
     ];
-    const start = Memory.alloc(Process.pageSize);
+    const start = rawAlloc(Process.pageSize);
     start.writeByteArray(code);
     Memory.protect(start, Process.pageSize, "r-x");
     hookCode = { start, length: code.length };
+    // Where the two `call rax` (fast_enter, fast_leave) are: detach turns
+    // them into no-ops, so a call in flight returns without the CModule.
+    const calls: number[] = [];
+    for (let i = 0; i + 1 < code.length; i++) {
+        if (code[i] === 0xff && code[i + 1] === 0xd0 && code[i - 10] === 0x48 && code[i - 9] === 0xb8) calls.push(i);
+    }
+    hookCalls = calls;
     return start;
 }
 
@@ -645,7 +654,13 @@ export function nearAlloc(target: NativePointer, size: number): NativePointer {
     const need = Math.ceil(size / 8) * 8;
     let page = nearPages.find(p => p.used + need <= NEAR_CHUNK && within(p.base, target, NEAR_REACH));
     if (page === undefined) {
-        const base = Memory.alloc(NEAR_CHUNK, { near: target, maxDistance: NEAR_REACH });
+        let base = rawAllocNear(target, NEAR_CHUNK, NEAR_REACH);
+        if (base === null) {
+            // No gap found from the map: Frida searches harder (this page is
+            // then freed with the script; see rawAlloc).
+            base = Memory.alloc(NEAR_CHUNK, { near: target, maxDistance: NEAR_REACH });
+            keepAlive.push(base);
+        }
         Memory.protect(base, NEAR_CHUNK, "rwx");
         page = { base, used: 0 };
         nearPages.push(page);
@@ -770,6 +785,53 @@ function redirectNear(target: NativePointer, stub: NativePointer, extent: number
 /** Code writes waiting for writePatches: (address, bytes). */
 let patches: Array<[NativePointer, number[]]> = [];
 
+// Memory that outlives this script. Frida frees what Memory.alloc gave when
+// the script is unloaded (detach from an attached process), but a thread may
+// still be inside a traced function then and return through the hook, its
+// stub or a relocated prologue: those live in pages mapped with libc's mmap,
+// left mapped on purpose (a few pages per session).
+const libcMmap = new NativeFunction(Module.findGlobalExportByName("mmap")!, "pointer",
+    ["pointer", "size_t", "int", "int", "int", "int64"]);
+const PROT_READ_WRITE = 3, PROT_ALL = 7;
+const MAP_PRIVATE_ANONYMOUS = 0x22, MAP_FIXED_NOREPLACE = 0x100000;
+
+/** `size` bytes of zeroed memory no script teardown frees. */
+function rawAlloc(size: number, prot = PROT_READ_WRITE, at: NativePointer = NULL): NativePointer {
+    const flags = MAP_PRIVATE_ANONYMOUS | (at.isNull() ? 0 : MAP_FIXED_NOREPLACE);
+    const p = libcMmap(at, size, prot, flags, -1, 0) as NativePointer;
+    if (p.equals(ptr(-1))) throw new Error(`mmap of ${size} bytes failed`);
+    return p;
+}
+
+/** Like rawAlloc, within `reach` of `target`: the free gap nearest to it. */
+function rawAllocNear(target: NativePointer, size: number, reach: number): NativePointer | null {
+    const t = parseInt(target.toString(16), 16);
+    const ranges = Process.enumerateRanges("---")
+        .map(r => [parseInt(r.base.toString(16), 16), parseInt(r.base.toString(16), 16) + r.size])
+        .sort((a, b) => a[0] - b[0]);
+    let best: number | null = null;
+    const consider = (lo: number, hi: number) => {
+        // Aligned to 64 KiB, as near to the target as the gap allows.
+        const align = 0x10000;
+        const from = Math.ceil(lo / align) * align;
+        const to = Math.floor((hi - size) / align) * align;
+        if (to < from) return;
+        const pick = Math.min(Math.max(t - (t % align), from), to);
+        if (Math.abs(pick - t) + size < reach && (best === null || Math.abs(pick - t) < Math.abs(best - t))) best = pick;
+    };
+    let prevEnd = 0x10000;
+    for (const [base, end] of ranges) {
+        if (base > prevEnd) consider(prevEnd, base);
+        prevEnd = Math.max(prevEnd, end);
+    }
+    if (best === null) return null;
+    try {
+        return rawAlloc(size, PROT_ALL, ptr(best));
+    } catch (_e) {
+        return null;
+    }
+}
+
 // The patch journal: the original bytes of every code location patched now
 // (redirects and breakpoint traps), kept in native memory because a forked
 // child inherits the patches but not this script: the child's own agent
@@ -788,13 +850,8 @@ const freeSlots: number[] = [];
  *  memory from Frida's allocator is gone in a forked child. */
 export function journalAddress(): NativePointer {
     if (journal === null) {
-        const mmap = new NativeFunction(Module.findGlobalExportByName("mmap")!, "pointer",
-            ["pointer", "size_t", "int", "int", "int", "int64"]);
-        const PROT_READ_WRITE = 3, MAP_PRIVATE_ANONYMOUS = 0x22;
-        const at = mmap(NULL, 64 + JOURNAL_SLOTS * 32, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0) as NativePointer;
-        if (at.equals(ptr(-1))) throw new Error("cannot map the patch journal");
-        at.writeU64(JOURNAL_MAGIC);
-        journal = at;
+        journal = rawAlloc(64 + JOURNAL_SLOTS * 32);
+        journal.writeU64(JOURNAL_MAGIC);
     }
     return journal;
 }
@@ -824,9 +881,9 @@ function journalPatch(at: NativePointer, bytes: number[]): void {
     journalSlots.set(key, { slot, original });
 }
 
-/** In a forked child: puts back every patch the parent's journal (inherited
- *  memory at `address`) lists. Returns how many. */
-export function undoInherited(address: NativePointer): number {
+/** Puts back every patch the journal at `address` lists (in a forked child:
+ *  the parent's, inherited). Returns how many. */
+export function undoJournal(address: NativePointer): number {
     if (!address.readU64().equals(JOURNAL_MAGIC)) throw new Error(`no patch journal at ${address}`);
     const used = Math.min(address.add(8).readU64().toNumber(), JOURNAL_SLOTS);
     const undo: Array<[NativePointer, number[]]> = [];
@@ -846,6 +903,24 @@ export function undoInherited(address: NativePointer): number {
 export function patchCodeNow(list: Array<[NativePointer, number[]]>): void {
     patches.push(...list);
     writePatches();
+}
+
+/**
+ * Before this script goes away from a process that lives on (detach): every
+ * patched byte is put back, and the hook's calls into the CModule (freed with
+ * the script) become no-ops, so a call in flight returns through the hook
+ * without recording. What a returning call still runs through (hook, stubs,
+ * relocated prologues, FuncState) is in memory the teardown leaves mapped.
+ */
+export function detachHooks(): void {
+    if (journal !== null) undoJournal(journal);
+    if (rt === null || hookCode === null) return;
+    const keyDelete = new NativeFunction(Module.findGlobalExportByName("pthread_key_delete")!, "int", ["uint32"]);
+    keyDelete(rt.config.add(24).readU32());
+    const { start } = hookCode;
+    Memory.protect(start, Process.pageSize, "rwx");
+    for (const at of hookCalls) start.add(at).writeByteArray([0x66, 0x90]); // 2-byte nop
+    Memory.protect(start, Process.pageSize, "r-x");
 }
 
 /** Breakpoint sites in `[at, at + n)`, if any (set by the breakpoints module),
@@ -979,7 +1054,8 @@ function registerUnwindInfo(): void {
         0x0c, 7, 8, //           cfa = rsp+8
         0, 0, 0, 0, //           padding
     ];
-    const frame = Memory.alloc(cie.length + fde.length + 4);
+    // Unwinders keep using it for frames in flight after a detach.
+    const frame = rawAlloc(cie.length + fde.length + 4);
     frame.writeByteArray([...cie, ...fde, 0, 0, 0, 0]);
     new NativeFunction(register, "void", ["pointer"])(frame);
     keepAlive.push(frame);

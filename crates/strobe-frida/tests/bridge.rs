@@ -47,7 +47,9 @@ fn spawn_capture_output_and_exit_code() {
     let mut loaded = false;
     loop {
         match events.recv_timeout(T).expect("bridge event") {
-            BridgeEvent::AgentMessage { pid: from, text, .. } => {
+            BridgeEvent::AgentMessage {
+                pid: from, text, ..
+            } => {
                 assert_eq!(from, pid, "messages carry the process they come from");
                 let v: Value = serde_json::from_slice(&text).unwrap();
                 match v["payload"]["type"].as_str() {

@@ -5,6 +5,27 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use strobe_core::ToolError;
 
+/// Checks that `pid` names a running process Strobe may attach to, and
+/// returns its executable.
+pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
+    if pid == std::process::id() {
+        return Err(ToolError::validation(format!(
+            "'attachPid' {pid} is the Strobe daemon itself; give the pid of the program to debug"
+        )));
+    }
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(ToolError::validation(format!(
+            "no process with pid {pid} is running (check with `ps -p {pid}`); to start a program, give 'command' instead"
+        )));
+    }
+    std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| {
+        ToolError::validation(format!(
+            "cannot read /proc/{pid}/exe ({e}): the process belongs to another user or is a kernel thread; \
+             Strobe can attach only to processes of the user the daemon runs as"
+        ))
+    })
+}
+
 /// Resolves `command` to an absolute executable path: a path with a slash is
 /// taken relative to `cwd`; a bare name is looked up on `PATH`.
 pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> {

@@ -418,7 +418,15 @@ impl SessionManager {
     ) -> Result<LaunchResponse, ToolError> {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
-        let binary = validate::resolve_command(&req.command, &cwd)?;
+        let binary = match req.attach_pid {
+            Some(_) if !req.command.trim().is_empty() || !req.args.is_empty() => {
+                return Err(ToolError::validation(
+                    "give either 'command' (to launch a program) or 'attachPid' (to attach to a running one), not both",
+                ));
+            }
+            Some(pid) => validate::attach_target(pid)?,
+            None => validate::resolve_command(&req.command, &cwd)?,
+        };
         for (k, v) in &req.env {
             validate::env_key(k, v)?;
         }
@@ -479,33 +487,36 @@ impl SessionManager {
         let output = bridge
             .take_output()
             .expect("a fresh bridge has its output pipes");
-
-        let mut env: BTreeMap<String, String> = std::env::vars().collect();
-        env.extend(req.env.clone());
-        let mut argv = vec![binary.display().to_string()];
-        argv.extend(req.args.iter().cloned());
         let origin_ns = monotonic_ns();
-        let pid = bridge
-            .spawn(
-                &SpawnRequest {
-                    argv,
-                    env: env.into_iter().collect(),
-                    cwd: Some(cwd),
-                    agent_js,
-                    follow_children: req.follow_children,
-                },
-                launch_timeout,
-            )
-            .map_err(|e| {
-                bridge.terminate();
-                fail(match e {
-                    BridgeError::Failed { message, .. } => ToolError::new(
-                        ErrorCode::FridaAttachFailed,
-                        format!("Frida could not spawn {}: {message}", binary.display()),
-                    ),
-                    other => bridge_err(other),
-                })
-            })?;
+        let (pid, output) = match req.attach_pid {
+            Some(pid) => {
+                bridge
+                    .attach(pid, &agent_js, req.follow_children, launch_timeout)
+                    .map_err(|e| {
+                        bridge.terminate();
+                        fail(match e {
+                            BridgeError::Failed { message, .. } => ToolError::new(
+                                ErrorCode::FridaAttachFailed,
+                                format!(
+                                    "Frida could not attach to pid {pid} ({}): {message}. Attaching needs \
+                                     ptrace rights over the process: same user, and \
+                                     /proc/sys/kernel/yama/ptrace_scope 0 (or the daemon as its parent).",
+                                    binary.display()
+                                ),
+                            ),
+                            other => bridge_err(other),
+                        })
+                    })?;
+                // An attached process keeps its own stdout/stderr.
+                (pid, None)
+            }
+            None => (
+                self.spawn_target(&req, &binary, cwd, agent_js, &bridge, launch_timeout)
+                    .map_err(fail)?,
+                Some(output),
+            ),
+        };
+        let attached = req.attach_pid.is_some();
         let _ = self.store.update_session(
             key,
             SessionUpdate {
@@ -527,14 +538,16 @@ impl SessionManager {
             life: Mutex::new(Lifecycle::default()),
             ended: Condvar::new(),
             bridge: bridge.clone(),
-            capture: Mutex::new(Some(Capture::start(
-                self.store.clone(),
-                key,
-                pid,
-                origin_ns,
-                output.stdout,
-                output.stderr,
-            ))),
+            capture: Mutex::new(output.map(|output| {
+                Capture::start(
+                    self.store.clone(),
+                    key,
+                    pid,
+                    origin_ns,
+                    output.stdout,
+                    output.stderr,
+                )
+            })),
             tracer: Mutex::new(None),
             replies: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
@@ -551,7 +564,7 @@ impl SessionManager {
             followed: AtomicU32::new(0),
             desired: Mutex::new(processes::Desired::default()),
             settings: settings.clone(),
-            origin: "launch",
+            origin: if attached { "attach" } else { "launch" },
             parent_pid: None,
             journal: Mutex::new(None),
             gone: AtomicBool::new(false),
@@ -612,7 +625,7 @@ impl SessionManager {
             }
         };
 
-        if let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
+        if !attached && let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
             return Err(self.abandon_launch(
                 &live,
                 format!("could not resume the target: {e}"),
@@ -643,13 +656,60 @@ impl SessionManager {
             pid,
             pending_patterns_applied: pending_applied,
             warnings,
-            next_steps: format!(
-                "The program is running and its stdout/stderr are being recorded. Read them first: \
+            next_steps: if attached {
+                format!(
+                    "Attached to pid {pid} ({}). Its stdout/stderr are NOT captured (they stay where the process \
+                     writes them). Add trace patterns with debug_trace {{sessionId: \"{id}\", add: [...]}}, set \
+                     breakpoints, read memory; debug_session {{action: \"stop\"}} detaches and leaves it running.",
+                    binary.display()
+                )
+            } else {
+                format!(
+                    "The program is running and its stdout/stderr are being recorded. Read them first: \
                  debug_query {{sessionId: \"{id}\", eventType: \"stderr\"}} (then \"stdout\"). \
                  Check debug_session {{action: \"status\"}} for exit code or crash. Add trace patterns \
                  only if the output does not explain the problem."
-            ),
+                )
+            },
         })
+    }
+
+    /// Spawns `binary` suspended, with the agent loaded; returns its pid.
+    fn spawn_target(
+        &self,
+        req: &LaunchRequest,
+        binary: &std::path::Path,
+        cwd: std::path::PathBuf,
+        agent_js: std::path::PathBuf,
+        bridge: &Bridge,
+        timeout: Duration,
+    ) -> Result<u32, ToolError> {
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(req.env.clone());
+        let mut argv = vec![binary.display().to_string()];
+        argv.extend(req.args.iter().cloned());
+        bridge
+            .spawn(
+                &SpawnRequest {
+                    argv,
+                    env: env.into_iter().collect(),
+                    cwd: Some(cwd),
+                    agent_js,
+                    follow_children: req.follow_children,
+                },
+                timeout,
+            )
+            .map_err(|e| {
+                bridge.terminate();
+                match e {
+                    BridgeError::Failed { message, .. } => ToolError::new(
+                        ErrorCode::FridaAttachFailed,
+                        format!("Frida could not spawn {}: {message}", binary.display()),
+                    ),
+                    BridgeError::Unavailable(m) => ToolError::new(ErrorCode::FridaUnavailable, m),
+                    other => ToolError::new(ErrorCode::FridaAttachFailed, other.to_string()),
+                }
+            })
     }
 
     /// A launch that failed after the target was spawned: kill it (never
@@ -994,6 +1054,14 @@ impl SessionManager {
                     None
                 },
             )
+        } else if life.stopping && live.origin == "attach" {
+            (
+                SessionState::Stopped,
+                Some(
+                    "detached by debug_session stop; the process keeps running, its hooks and breakpoints removed"
+                        .to_string(),
+                ),
+            )
         } else if life.stopping {
             (
                 SessionState::Stopped,
@@ -1062,7 +1130,11 @@ impl SessionManager {
         // The bridge is dead or hung: the target it launched must not run on
         // unobserved. Only signal it while it is provably the same process
         // (same pid and start time), never a recycled pid.
-        if live.start_time.is_some() && proc_start_time(live.pid) == live.start_time {
+        // An attached process was not started here: it is only detached from.
+        if live.origin == "launch"
+            && live.start_time.is_some()
+            && proc_start_time(live.pid) == live.start_time
+        {
             // SAFETY: plain kill(2) of the process Strobe launched.
             unsafe { libc::kill(live.pid as i32, libc::SIGKILL) };
         }
