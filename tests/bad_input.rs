@@ -29,7 +29,28 @@ async fn launch_arguments_are_validated() {
         &c,
         "debug_launch",
         json!({"projectRoot": root}),
-        &["missing field `command`"],
+        &["VALIDATION_ERROR", "'command'", "'attachPid'"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"attachPid": -3, "projectRoot": root}),
+        &["VALIDATION_ERROR", "positive integer"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"attachPid": 999_999_999, "projectRoot": root}),
+        &["VALIDATION_ERROR", "no process with pid"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"attachPid": 1, "command": exe, "projectRoot": root}),
+        &["VALIDATION_ERROR", "not both"],
     )
     .await;
     expect_error(

@@ -425,6 +425,12 @@ impl SessionManager {
                 ));
             }
             Some(pid) => validate::attach_target(pid)?,
+            None if req.command.trim().is_empty() => {
+                return Err(ToolError::validation(
+                    "give 'command' (the executable to launch, e.g. \"/abs/path/to/app\") or 'attachPid' (the pid \
+                     of a running process to attach to)",
+                ));
+            }
             None => validate::resolve_command(&req.command, &cwd)?,
         };
         for (k, v) in &req.env {
