@@ -57,7 +57,16 @@ async fn forked_and_execed_children_are_traced_with_the_session_patterns() {
         json!({"add": ["work", "exec_work"], "sampling": false}),
     )
     .await;
-    let (id, root) = c.launch(&exe, &[execee.to_str().unwrap()]).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": [execee], "projectRoot": exe.parent().unwrap(), "followChildren": true}),
+        )
+        .await;
+    let (id, root) = (
+        v["sessionId"].as_str().unwrap().to_string(),
+        v["pid"].as_u64().unwrap() as u32,
+    );
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");
 
