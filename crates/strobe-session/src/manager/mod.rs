@@ -38,7 +38,7 @@ const LAUNCH_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 const WATCHDOG_PERIOD: Duration = Duration::from_secs(5);
 
 /// `debug_launch` arguments after deserialization.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LaunchRequest {
     /// Executable (absolute, relative to `cwd`, or a name on PATH).
     pub command: String,
@@ -56,20 +56,6 @@ pub struct LaunchRequest {
     pub follow_children: bool,
     /// Attach to this running process instead of launching `command`.
     pub attach_pid: Option<u32>,
-}
-
-impl Default for LaunchRequest {
-    fn default() -> Self {
-        Self {
-            command: String::new(),
-            args: Vec::new(),
-            cwd: None,
-            project_root: String::new(),
-            env: BTreeMap::new(),
-            follow_children: false,
-            attach_pid: None,
-        }
-    }
 }
 
 /// `debug_launch` result.
