@@ -273,8 +273,8 @@ struct Live {
     desired: Mutex<processes::Desired>,
     /// Root only: the settings the session was launched with.
     settings: Settings,
-    /// How this image joined the session: launch, attach, fork or exec.
-    origin: &'static str,
+    /// How this image joined the session.
+    origin: processes::Origin,
     /// The process this one forked from (or, for exec, its earlier image).
     parent_pid: Option<u32>,
     /// Address of the agent's patch journal (original bytes of every code
@@ -327,6 +327,14 @@ pub struct SessionManager {
     captures: Mutex<HashMap<String, Arc<std::sync::RwLock<trace::Decoders>>>>,
     /// Itself, for work handed to other threads.
     me: std::sync::Weak<SessionManager>,
+}
+
+/// A bridge failure as the tool error the agent sees.
+fn bridge_error(e: BridgeError) -> ToolError {
+    match e {
+        BridgeError::Unavailable(m) => ToolError::new(ErrorCode::FridaUnavailable, m),
+        other => ToolError::new(ErrorCode::FridaAttachFailed, other.to_string()),
+    }
 }
 
 fn store_err(e: strobe_store::StoreError) -> ToolError {
@@ -469,14 +477,10 @@ impl SessionManager {
             let _ = self.store.delete_session(key);
             e
         };
-        let bridge_err = |e: BridgeError| match e {
-            BridgeError::Unavailable(m) => ToolError::new(ErrorCode::FridaUnavailable, m),
-            other => ToolError::new(ErrorCode::FridaAttachFailed, other.to_string()),
-        };
-        let bridge = Arc::new(self.pool.take(&python).map_err(|e| fail(bridge_err(e)))?);
+        let bridge = Arc::new(self.pool.take(&python).map_err(|e| fail(bridge_error(e)))?);
         let agent_js = bridge
             .ensure_agent(&self.home.agent_cache_dir(), launch_timeout)
-            .map_err(|e| fail(bridge_err(e)))?;
+            .map_err(|e| fail(bridge_error(e)))?;
         let output = bridge
             .take_output()
             .expect("a fresh bridge has its output pipes");
@@ -497,7 +501,7 @@ impl SessionManager {
                                     binary.display()
                                 ),
                             ),
-                            other => bridge_err(other),
+                            other => bridge_error(other),
                         })
                     })?;
                 // An attached process keeps its own stdout/stderr.
@@ -557,7 +561,11 @@ impl SessionManager {
             followed: AtomicU32::new(0),
             desired: Mutex::new(processes::Desired::default()),
             settings: settings.clone(),
-            origin: if attached { "attach" } else { "launch" },
+            origin: if attached {
+                processes::Origin::Attach
+            } else {
+                processes::Origin::Launch
+            },
             parent_pid: None,
             journal: Mutex::new(None),
             gone: AtomicBool::new(false),
@@ -699,8 +707,7 @@ impl SessionManager {
                         ErrorCode::FridaAttachFailed,
                         format!("Frida could not spawn {}: {message}", binary.display()),
                     ),
-                    BridgeError::Unavailable(m) => ToolError::new(ErrorCode::FridaUnavailable, m),
-                    other => ToolError::new(ErrorCode::FridaAttachFailed, other.to_string()),
+                    other => bridge_error(other),
                 }
             })
     }
@@ -1047,7 +1054,7 @@ impl SessionManager {
                     None
                 },
             )
-        } else if life.stopping && live.origin == "attach" {
+        } else if life.stopping && live.origin == processes::Origin::Attach {
             (
                 SessionState::Stopped,
                 Some(
@@ -1124,7 +1131,7 @@ impl SessionManager {
         // unobserved. Only signal it while it is provably the same process
         // (same pid and start time), never a recycled pid.
         // An attached process was not started here: it is only detached from.
-        if live.origin == "launch"
+        if live.origin == processes::Origin::Launch
             && live.start_time.is_some()
             && proc_start_time(live.pid) == live.start_time
         {

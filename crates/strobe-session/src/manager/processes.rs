@@ -83,6 +83,31 @@ fn watch_label(w: &WatchRequest) -> Option<&String> {
         .or(w.expr.as_ref())
 }
 
+/// How a process image joined its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Launched by `debug_launch`.
+    Launch,
+    /// Attached to with `attachPid` (never signalled, only detached from).
+    Attach,
+    /// Forked by a followed process.
+    Fork,
+    /// Exec'd by a followed process (same pid, new image).
+    Exec,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Origin::Launch => "launch",
+            Origin::Attach => "attach",
+            Origin::Fork => "fork",
+            Origin::Exec => "exec",
+        })
+    }
+}
+
 /// A process of a session, as `debug_session status` lists it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -92,8 +117,8 @@ pub struct ProcessInfo {
     /// The process it forked from (for exec: the same pid).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_pid: Option<u32>,
-    /// How it joined the session: launch, attach, fork or exec.
-    pub origin: &'static str,
+    /// How it joined the session.
+    pub origin: Origin,
     /// Its executable.
     pub binary_path: String,
     /// running, exited, crashed or replaced (by exec).
@@ -121,7 +146,7 @@ impl Live {
         pid: u32,
         parent_pid: u32,
         binary_path: String,
-        origin: &'static str,
+        origin: Origin,
         id_base: u32,
     ) -> Live {
         Live {
@@ -210,8 +235,9 @@ impl SessionManager {
         path: Option<&str>,
     ) {
         let timeout = Duration::from_millis(root.settings.bridge_request_timeout_ms.max(10_000));
-        let ended = root.life.lock().expect("lifecycle lock").stopping;
-        if ended {
+        // A session being stopped takes no new process: it runs on untraced.
+        let stopping = root.life.lock().expect("lifecycle lock").stopping;
+        if stopping {
             let _ = root.bridge.resume(pid, timeout);
             return;
         }
@@ -225,7 +251,7 @@ impl SessionManager {
             parent.binary_path.clone()
         };
         let ordinal = root.followed.fetch_add(1, Ordering::SeqCst) + 1;
-        let origin: &'static str = if exec { "exec" } else { "fork" };
+        let origin = if exec { Origin::Exec } else { Origin::Fork };
         let child = Arc::new(Live::child_image(
             root,
             pid,
