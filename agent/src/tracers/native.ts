@@ -83,7 +83,9 @@ for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
 // Read by stubs and the hook while a call is in flight: outlives the script.
 const fstate = rawAlloc(MAX_FUNCTIONS * FSTATE_SIZE);
-const config = Memory.alloc(48);
+// Raw memory: the fork handler below writes it in a child where Frida's
+// allocations may be gone.
+const config = rawAlloc(Process.pageSize);
 // CModule globals are not writable (its image is mapped read+execute): the
 // process id the hooks need is passed in config[2].
 config.add(16).writeU64(Process.id);
@@ -479,10 +481,25 @@ void release(guint32 n) {
     sched_yield: Module.findGlobalExportByName("sched_yield")!,
 });
 
-// No pthread_atfork handler: with child gating Frida unmaps its own memory
-// (this CModule included) in a forked child before such handlers run, and the
-// call faulted the child. A child that is not followed stops recording when
-// its copy of the ring fills (reserve() checks the pid).
+// pthread_atfork child handler: a forked child keeps the redirects and a copy
+// of the ring (and of its locks) that no agent thread drains, so it must stop
+// recording at once — waiting for the ring to fill left a child spinning. The
+// handler is machine code in raw memory, not CModule code: under child gating
+// the CModule is no longer mapped in the child when glibc runs it. A followed
+// child's new agent has its own config.
+{
+    const handler = rawAlloc(Process.pageSize);
+    handler.writeByteArray([
+        0x48, 0xb8, ...u64Bytes(config.add(40)), // mov rax, &config[5]
+        0x48, 0xc7, 0x00, 0x01, 0x00, 0x00, 0x00, // mov qword [rax], 1
+        0xc3, //                                   ret
+    ]);
+    Memory.protect(handler, Process.pageSize, "r-x");
+    const atfork = Module.findGlobalExportByName("pthread_atfork");
+    if (atfork !== null) {
+        new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, handler);
+    }
+}
 const keyCreate = new NativeFunction(Module.findGlobalExportByName("pthread_key_create")!, "int", ["pointer", "pointer"]);
 const key = Memory.alloc(8);
 if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
@@ -789,7 +806,8 @@ let patches: Array<[NativePointer, number[]]> = [];
 // the script is unloaded (detach from an attached process), but a thread may
 // still be inside a traced function then and return through the hook, its
 // stub or a relocated prologue: those live in pages mapped with libc's mmap,
-// left mapped on purpose (a few pages per session).
+// left mapped on purpose (a few touched pages per session; the FuncState
+// table reserves more address space than it touches).
 const libcMmap = new NativeFunction(Module.findGlobalExportByName("mmap")!, "pointer",
     ["pointer", "size_t", "int", "int", "int", "int64"]);
 const PROT_READ_WRITE = 3, PROT_ALL = 7;
@@ -856,8 +874,8 @@ export function journalAddress(): NativePointer {
     return journal;
 }
 
-/** Notes the bytes at `at` before a patch of `n` bytes overwrites them, or
- *  forgets them when `bytes` puts them back. */
+/** Notes the bytes at `at` before `bytes` overwrite them, or forgets them
+ *  when `bytes` puts them back. */
 function journalPatch(at: NativePointer, bytes: number[]): void {
     const key = at.toString();
     const known = journalSlots.get(key);
