@@ -92,7 +92,13 @@ async fn stdout_stderr_interleave_and_exit_code_is_recorded() {
 async fn crashes_record_their_signal() {
     let env = Env::new();
     let c = env.client().await;
-    for (mode, signal) in [("segv", "SIGSEGV"), ("abort", "SIGABRT")] {
+    for (mode, signal) in [
+        ("segv", "SIGSEGV"),
+        ("abort", "SIGABRT"),
+        ("bus", "SIGBUS"),
+        ("fpe", "SIGFPE"),
+        ("ill", "SIGILL"),
+    ] {
         let (id, _) = c.launch(&fixture("crash"), &[mode]).await;
         let status = c.wait_ended(&id).await;
         assert_eq!(status["state"], "crashed", "{status}");
@@ -119,17 +125,163 @@ async fn crashes_record_their_signal() {
                 .unwrap_or_else(|| panic!("no local {name}: {frame}"))["value"]
                 .clone()
         };
-        if mode == "segv" {
-            assert_eq!(frame["function"], "write_through", "{frame}");
-            assert_eq!(frame["frameIndex"], 0);
-            assert_eq!(local("value"), 21);
-            assert_eq!(local("doubled"), 42);
-            assert_eq!(local("p"), Value::Null, "a NULL pointer: {frame}");
+        // The calls that led here are listed with their ids.
+        let preceding = crash[0]["precedingEvents"].as_array().unwrap();
+        assert!(
+            preceding
+                .iter()
+                .any(|e| e["kind"] == "stderr" && e["text"] == err[0]["text"]),
+            "{preceding:?}"
+        );
+        assert!(preceding.iter().all(|e| e["id"].as_u64().is_some()));
+        let memory = &crash[0]["memory"];
+        match mode {
+            "segv" => {
+                assert_eq!(frame["function"], "write_through", "{frame}");
+                assert_eq!(frame["frameIndex"], 0);
+                assert_eq!(local("value"), 21);
+                assert_eq!(local("doubled"), 42);
+                assert_eq!(local("p"), Value::Null, "a NULL pointer: {frame}");
+                assert_eq!(memory["operation"], "write");
+                assert_eq!(memory["address"], "0x0");
+                assert!(memory["cause"].as_str().unwrap().contains("null pointer"));
+            }
+            "abort" => {
+                assert_eq!(frame["function"], "check_limit", "{frame}");
+                assert!(frame["frameIndex"].as_u64().unwrap() > 0, "{frame}");
+                assert_eq!(local("limit"), 5);
+                assert_eq!(local("over"), 2);
+            }
+            "bus" => {
+                // Frida reports SIGBUS as an access violation: the mapping
+                // (a file shorter than the page) tells them apart.
+                assert_eq!(frame["function"], "read_mapped", "{frame}");
+                assert_eq!(memory["operation"], "read");
+                assert!(
+                    memory["cause"]
+                        .as_str()
+                        .unwrap()
+                        .contains("past the end of the file"),
+                    "{memory}"
+                );
+            }
+            "fpe" => {
+                assert_eq!(frame["function"], "divide", "{frame}");
+                assert_eq!(frame["frameIndex"], 0);
+                assert_eq!(local("total"), 84);
+                assert_eq!(local("parts"), 0);
+                assert_eq!(crash[0]["kind"], "arithmetic");
+            }
+            _ => {
+                assert_eq!(frame["function"], "unreachable_state", "{frame}");
+                assert_eq!(local("state"), 3);
+                assert_eq!(crash[0]["kind"], "illegal-instruction");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uncaught_cpp_exceptions_name_their_type() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = support::compile_with("uncaught.cpp", "g++", &["-g", "-O0"]);
+    for mode in ["std", "int"] {
+        let (id, _) = c.launch(&exe, &[mode]).await;
+        let s = c.wait_ended(&id).await;
+        assert_eq!(s["state"], "crashed", "{s}");
+        assert_eq!(s["signal"], "SIGABRT");
+        let crash = c.events(&id, Some("crash")).await;
+        assert_eq!(crash.len(), 1, "{crash:?}");
+        let exception = &crash[0]["exception"];
+        let stderr = c.events(&id, Some("stderr")).await;
+        let linked: Vec<u64> = exception["stderrEventIds"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no stderr link: {exception}"))
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert!(
+            linked
+                .iter()
+                .all(|id| stderr.iter().any(|e| e["id"].as_u64() == Some(*id))),
+            "{linked:?} {stderr:?}"
+        );
+        if mode == "std" {
+            assert_eq!(exception["type"], "std::runtime_error", "{exception}");
+            assert_eq!(exception["what"], "config file missing: app.toml");
+            assert_eq!(
+                s["reason"],
+                "uncaught exception std::runtime_error: config file missing: app.toml"
+            );
+            // The frame that threw, past libstdc++ and libc.
+            let frame = &crash[0]["frame"];
+            assert_eq!(frame["function"], "load_config", "{frame}");
+            let attempts = frame["locals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["name"] == "attempts")
+                .unwrap_or_else(|| panic!("{frame}"));
+            assert_eq!(attempts["value"], 3);
         } else {
-            assert_eq!(frame["function"], "check_limit", "{frame}");
-            assert!(frame["frameIndex"].as_u64().unwrap() > 0, "{frame}");
-            assert_eq!(local("limit"), 5);
-            assert_eq!(local("over"), 2);
+            assert_eq!(exception["type"], "int", "{exception}");
+            assert_eq!(exception["what"], Value::Null, "an int has no what()");
+            let frame = &crash[0]["frame"];
+            assert_eq!(frame["function"], "fail_with_code", "{frame}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_panics_are_crashes_with_message_and_location() {
+    let env = Env::new();
+    let c = env.client().await;
+    let unwind = support::compile_with("panic.rs", "rustc", &["-g", "--edition", "2021"]);
+    let abort = support::compile_with(
+        "panic.rs",
+        "rustc",
+        &["-g", "--edition", "2021", "-C", "panic=abort"],
+    );
+    for (exe, aborts) in [(unwind, false), (abort, true)] {
+        let (id, _) = c.launch(&exe, &[]).await;
+        let s = c.wait_ended(&id).await;
+        assert_eq!(s["state"], "crashed", "{s}");
+        let crash = c.events(&id, Some("crash")).await;
+        assert_eq!(crash.len(), 1, "{crash:?}");
+        let panic = &crash[0]["panic"];
+        assert_eq!(panic["message"], "cannot split 84 into 0 parts", "{panic}");
+        assert_eq!(panic["thread"], "main");
+        assert!(
+            panic["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("tests/fixtures/panic.rs"),
+            "{panic}"
+        );
+        assert_eq!(panic["line"], 7);
+        assert!(s["reason"].as_str().unwrap().contains("panicked at"), "{s}");
+        if aborts {
+            assert_eq!(s["signal"], "SIGABRT");
+            // The panicking function's frame, past the panic machinery.
+            let frame = &crash[0]["frame"];
+            assert_eq!(frame["function"], "panic::divide", "{frame}");
+            let local = |n: &str| {
+                frame["locals"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|l| l["name"] == n)
+                    .unwrap_or_else(|| panic!("{frame}"))["value"]
+                    .clone()
+            };
+            assert_eq!(local("total"), 84);
+            assert_eq!(local("parts"), 0);
+        } else {
+            // Unwound out of main: a normal exit with 101, no signal.
+            assert_eq!(s["exitCode"], 101, "{s}");
+            assert_eq!(crash[0]["kind"], "panic");
+            assert_eq!(crash[0]["signal"], Value::Null);
         }
     }
 }
@@ -326,11 +478,31 @@ async fn sanitizer_reports_are_captured() {
         )
         .await;
     let s = c.wait_ended(&id).await;
-    assert_eq!(s["state"], "exited", "{s}");
+    // Strobe sets abort_on_error=1: the error stops the process in place.
+    assert_eq!(s["state"], "crashed", "{s}");
+    assert_eq!(s["signal"], "SIGABRT");
     assert!(
-        s["reason"].as_str().unwrap_or("").contains("sanitizer"),
-        "the unknown exit code is explained: {s}"
+        s["reason"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("AddressSanitizer: heap-buffer-overflow"),
+        "{s}"
     );
+    let crash = c.events(&id, Some("crash")).await;
+    assert_eq!(crash.len(), 1, "{crash:?}");
+    let report = &crash[0]["sanitizer"];
+    assert_eq!(report["tool"], "AddressSanitizer", "{report}");
+    assert!(
+        report["summary"]
+            .as_str()
+            .unwrap()
+            .contains("heap-buffer-overflow")
+    );
+    let first = report["firstEventId"].as_u64().unwrap();
+    let last = report["lastEventId"].as_u64().unwrap();
+    assert!(first < last, "{report}");
+    // The frame that overflowed, with its locals.
+    assert_eq!(crash[0]["frame"]["function"], "main", "{}", crash[0]);
     let out = c.events(&id, Some("stdout")).await;
     assert_eq!(out[0]["text"], "before overflow");
     let err: Vec<String> = c
@@ -349,6 +521,25 @@ async fn sanitizer_reports_are_captured() {
             .any(|l| l.starts_with("SUMMARY: AddressSanitizer")),
         "the whole report is kept"
     );
+
+    // Told not to abort, ASan leaves through exit_group(1): still a crash,
+    // named by its report.
+    let exe = support::fixture_with("asan_overflow", &["-fsanitize=address"]);
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap(),
+                   "env": {"ASAN_OPTIONS": "abort_on_error=0"}}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap();
+    let s = c.wait_ended(id).await;
+    assert_eq!(s["state"], "crashed", "{s}");
+    assert_eq!(s["signal"], Value::Null);
+    let crash = c.events(id, Some("crash")).await;
+    assert_eq!(crash.len(), 1, "{crash:?}");
+    assert_eq!(crash[0]["kind"], "sanitizer");
+    assert_eq!(crash[0]["sanitizer"]["tool"], "AddressSanitizer");
 }
 
 /// The pid of the bridge that launched `target` (its parent).

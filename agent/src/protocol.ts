@@ -6,7 +6,9 @@ export type AgentMessage =
     | { type: "exit"; pid: number; code: number }
     | { type: "crash"; pid: number; tid: number; signal: string; kind: string; address: string;
         memory?: { operation: string; address: string };
-        registers: Record<string, string>; backtrace: Frame[] };
+        registers: Record<string, string>; backtrace: Frame[];
+        /** Mangled type name of the exception std::terminate was called for. */
+        exceptionType?: string };
 
 export interface Frame {
     address: string;

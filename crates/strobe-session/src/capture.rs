@@ -12,8 +12,8 @@
 
 use std::io::{ErrorKind, PipeReader, Read};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use strobe_core::clock::monotonic_ns;
@@ -38,7 +38,16 @@ struct Stream {
 /// Handle to a running capture thread.
 pub struct Capture {
     stop: Arc<AtomicBool>,
+    sync: Arc<SyncState>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Requests to store everything the pipes hold now (see [`Capture::sync`]).
+#[derive(Default)]
+struct SyncState {
+    requested: AtomicU64,
+    done: Mutex<u64>,
+    changed: Condvar,
 }
 
 impl Capture {
@@ -54,6 +63,8 @@ impl Capture {
     ) -> Capture {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let sync = Arc::new(SyncState::default());
+        let syncing = sync.clone();
         let thread = std::thread::Builder::new()
             .name(format!("strobe-capture-{pid}"))
             .spawn(move || {
@@ -71,13 +82,40 @@ impl Capture {
                         carry_since: None,
                     },
                 ];
-                run(store, key, pid, origin_ns, streams, flag)
+                run(store, key, pid, origin_ns, streams, flag, &syncing);
+                // Nobody waits on a capture that ended.
+                *syncing.done.lock().expect("sync lock") = u64::MAX;
+                syncing.changed.notify_all();
             })
             .expect("spawning a thread");
         Capture {
             stop,
+            sync,
             thread: Some(thread),
         }
+    }
+
+    /// Waits (at most `timeout`) until everything the pipes held when it was
+    /// called has been handed to the store, unterminated lines included, and
+    /// returns whether that happened in time. Used while a crashing process
+    /// is held, so the runtime's last words are stored before the crash.
+    pub fn sync(&self, timeout: Duration) -> bool {
+        let ticket = self.sync.requested.fetch_add(1, Ordering::SeqCst) + 1;
+        let deadline = Instant::now() + timeout;
+        let mut done = self.sync.done.lock().expect("sync lock");
+        while *done < ticket {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            done = self
+                .sync
+                .changed
+                .wait_timeout(done, left)
+                .expect("sync lock")
+                .0;
+        }
+        true
     }
 
     /// Waits up to `grace` for both pipes to reach end-of-file, then stops
@@ -110,9 +148,12 @@ fn run(
     origin: u64,
     mut streams: [Stream; 2],
     stop: Arc<AtomicBool>,
+    sync: &SyncState,
 ) {
     let mut buf = vec![0u8; READ_SIZE];
     loop {
+        let wanted = sync.requested.load(Ordering::SeqCst);
+        let syncing = wanted > *sync.done.lock().expect("sync lock");
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
         let mut which = Vec::with_capacity(2);
         for (i, s) in streams.iter().enumerate() {
@@ -128,7 +169,9 @@ fn run(
         if fds.is_empty() {
             break;
         }
-        let timeout_ms = if streams.iter().any(|s| s.carry_since.is_some()) {
+        let timeout_ms = if syncing {
+            0
+        } else if streams.iter().any(|s| s.carry_since.is_some()) {
             5
         } else {
             50
@@ -175,8 +218,19 @@ fn run(
                 s.carry_since = None;
             }
         }
+        if syncing && n == 0 {
+            // The pipes are empty: what was in them is in this batch.
+            for s in streams.iter_mut() {
+                let ts = monotonic_ns().saturating_sub(origin);
+                flush_carry(s, pid, ts, &mut batch);
+            }
+        }
         if !batch.is_empty() && store.append(key, batch).is_err() {
             break;
+        }
+        if syncing && n == 0 {
+            *sync.done.lock().expect("sync lock") = wanted;
+            sync.changed.notify_all();
         }
         if stop.load(Ordering::SeqCst) {
             // Whatever is still in the pipes was written before the end:

@@ -9,6 +9,7 @@
 //! and knows nothing of MCP.
 
 pub mod capture;
+pub mod diagnosis;
 pub mod frames;
 mod manager;
 mod pool;

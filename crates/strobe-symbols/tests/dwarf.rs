@@ -440,3 +440,22 @@ fn frames_see_their_variables_frame_address_and_statements() {
         Some("compute")
     );
 }
+
+#[test]
+fn type_info_names_demangle() {
+    use strobe_symbols::resolvers::dwarf::demangle_type_name;
+    assert_eq!(
+        demangle_type_name("St13runtime_error"),
+        "std::runtime_error"
+    );
+    assert_eq!(
+        demangle_type_name("N5audio10DeviceLostE"),
+        "audio::DeviceLost"
+    );
+    assert_eq!(demangle_type_name("i"), "int");
+    assert_eq!(
+        demangle_type_name("*N12_GLOBAL__N_15LocalE"),
+        "(anonymous namespace)::Local"
+    );
+    assert_eq!(demangle_type_name("not a name!"), "not a name!");
+}

@@ -7,19 +7,288 @@
 //! thread is still blocked in the handler. Without such a frame, the
 //! innermost frame with line info (a library's) is shown.
 
+//!
+//! Around that, the crash event is given what explains it: the real signal
+//! of an access violation (Frida reports SIGBUS as one) and its cause from
+//! the memory map, the uncaught C++ exception's type, the runtime's own
+//! report from stderr (terminate message, Rust panic, sanitizer report,
+//! see [`crate::diagnosis`]) with the ids of those stderr events, and the
+//! last events of the process before it.
+
 use super::breakpoints::{StoppedFrame, read_local};
 use super::memory::Mem;
 use super::{Live, SessionManager};
+use crate::diagnosis::{self, Diagnosis, StderrLine};
 use crate::frames;
 use crate::trace;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use strobe_core::event::{Event, EventKind};
+use strobe_store::{EventFilter, QueryPage};
+use strobe_symbols::resolvers::dwarf::demangle_type_name;
 
-/// Frames walked looking for one with debug info.
-const MAX_UNWIND: usize = 16;
+/// Frames walked looking for one with debug info (a Rust `panic=abort`
+/// passes a dozen frames of the panic machinery first).
+const MAX_UNWIND: usize = 32;
+/// Source locations of code the toolchain links or inlines into the
+/// executable (Rust's std, C++ headers): not the program's own frames.
+const TOOLCHAIN_SOURCES: [&str; 3] = ["/rustc/", "/usr/include/", "/usr/lib/"];
 /// Locals shown.
 const MAX_LOCALS: usize = 32;
+/// Events before a crash listed in it.
+pub(super) const PRECEDING_EVENTS: u64 = 10;
+/// Stderr lines searched for the runtime's report.
+const REPORT_LINES: u64 = 400;
+/// Longest text of a listed preceding event.
+const PRECEDING_TEXT: usize = 160;
+/// How long a crash waits for the output already written to be stored.
+const OUTPUT_SYNC: Duration = Duration::from_millis(500);
+
+/// Makes sanitizer errors stop the process with `abort()` (a crash with a
+/// backtrace and the faulting frame's locals) instead of a bare
+/// `exit_group(1)` that leaves nothing to inspect, unless the user's
+/// `ASAN_OPTIONS` already decides.
+pub(super) fn sanitizers_abort_on_error(env: &mut BTreeMap<String, String>) {
+    let options = env.entry("ASAN_OPTIONS".to_string()).or_default();
+    if !options.contains("abort_on_error") {
+        if !options.is_empty() {
+            options.push(':');
+        }
+        options.push_str("abort_on_error=1");
+    }
+}
+
+/// The signal behind an access violation and why it happened, from the
+/// mapping of the fault address: no mapping (SIGSEGV), a mapping that
+/// forbids the access (SIGSEGV), or a file mapping that allows it, so the
+/// page lies past the end of the file (SIGBUS).
+fn classify_fault(pid: u32, crash: &mut Value) {
+    if crash["kind"] != "access-violation" {
+        return;
+    }
+    let Some(addr) = crash["memory"]["address"]
+        .as_str()
+        .and_then(trace::parse_hex_address)
+    else {
+        return;
+    };
+    let operation = crash["memory"]["operation"].as_str().unwrap_or("read");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mapping = maps.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (lo, hi) = f.next()?.split_once('-')?;
+        let (lo, hi) = (
+            u64::from_str_radix(lo, 16).ok()?,
+            u64::from_str_radix(hi, 16).ok()?,
+        );
+        let perms = f.next()?.to_string();
+        let path = f.nth(3).unwrap_or("").to_string();
+        (lo <= addr && addr < hi).then_some((perms, path))
+    });
+    let cause = match mapping {
+        None if addr < 4096 => "null pointer: nothing is mapped at this address".to_string(),
+        None => "nothing is mapped at this address".to_string(),
+        Some((perms, path)) => {
+            let needed = match operation {
+                "write" => 'w',
+                "execute" => 'x',
+                _ => 'r',
+            };
+            let what = if path.is_empty() {
+                "anonymous memory"
+            } else {
+                path.as_str()
+            };
+            if perms.contains(needed) && path.starts_with('/') {
+                crash["signal"] = json!("SIGBUS");
+                format!(
+                    "the page of {what} lies past the end of the file (it was truncated or is shorter than the mapping)"
+                )
+            } else {
+                format!("{operation} not allowed: {what} is mapped {perms}")
+            }
+        }
+    };
+    crash["memory"]["cause"] = json!(cause);
+}
 
 impl SessionManager {
+    /// Everything the crash event carries besides the frame: the real
+    /// signal and cause, the exception type, the runtime's report and the
+    /// events just before. Returns the one-line summary for the end reason.
+    pub(super) fn explain_crash(&self, live: &Live, crash: &mut Value) -> Option<String> {
+        classify_fault(live.pid, crash);
+        if let Some(mangled) = crash
+            .as_object_mut()
+            .and_then(|o| o.remove("exceptionType"))
+            .and_then(|v| v.as_str().map(demangle_type_name))
+        {
+            crash["exception"] = json!({"type": mangled});
+        }
+        self.sync_output(live);
+        let reports = self.runtime_reports(live);
+        let aborted = crash["signal"] == "SIGABRT";
+        if aborted && let Some(e) = &reports.exception {
+            let from_stderr = e.as_object().cloned().unwrap_or_default();
+            let merged = crash["exception"].as_object_mut();
+            match merged {
+                Some(m) => {
+                    for (k, v) in from_stderr {
+                        // The runtime's own type name wins over none.
+                        if k != "type" || m.get("type").is_none_or(Value::is_null) {
+                            m.insert(k, v);
+                        }
+                    }
+                }
+                None => crash["exception"] = e.clone(),
+            }
+        }
+        if aborted && let Some(p) = &reports.panic {
+            crash["panic"] = p.clone();
+        }
+        if let Some(s) = &reports.sanitizer {
+            crash["sanitizer"] = s.clone();
+        }
+        crash["precedingEvents"] = json!(self.preceding_events(live, live.pid));
+        let shown = Diagnosis {
+            exception: crash.get("exception").cloned(),
+            panic: crash.get("panic").cloned(),
+            sanitizer: crash.get("sanitizer").cloned(),
+        };
+        shown.headline()
+    }
+
+    /// A Rust panic that unwound out of `main` exits with 101 and a
+    /// sanitizer told not to abort leaves through `exit_group`: no signal,
+    /// yet the process crashed. When the ended process's stderr holds such
+    /// a report, a `crash` event (`signal: null`, `kind` "panic" or
+    /// "sanitizer") is recorded and the session ends as crashed.
+    pub(super) fn postmortem_crash(&self, live: &Live) {
+        let (exit_code, skip) = {
+            let life = live.life.lock().expect("lifecycle lock");
+            (
+                life.exit_code,
+                life.ended || life.crash_seen || life.stopping,
+            )
+        };
+        if skip || exit_code == Some(0) {
+            return;
+        }
+        self.sync_output(live);
+        let reports = self.runtime_reports(live);
+        let (kind, report) = match (&reports.sanitizer, &reports.panic) {
+            (Some(s), _) => ("sanitizer", s),
+            (None, Some(p)) if exit_code == Some(101) => ("panic", p),
+            _ => return,
+        };
+        let shown = Diagnosis {
+            sanitizer: (kind == "sanitizer").then(|| report.clone()),
+            panic: (kind == "panic").then(|| report.clone()),
+            exception: None,
+        };
+        let event = json!({
+            "type": "crash",
+            "pid": live.pid,
+            "signal": null,
+            "kind": kind,
+            "exitCode": exit_code,
+            kind: report,
+            "precedingEvents": self.preceding_events(live, live.pid),
+        });
+        self.append_json_event(live, EventKind::Crash, live.pid, 0, &event);
+        let mut life = live.life.lock().expect("lifecycle lock");
+        life.crash_seen = true;
+        life.crash_summary = shown.headline();
+    }
+
+    /// Stores what the target's pipes hold now (a crashing process is held,
+    /// so its last words are in them), then commits.
+    pub(super) fn sync_output(&self, live: &Live) {
+        let root = live.root();
+        let owner: &Live = root.as_deref().unwrap_or(live);
+        if let Some(capture) = owner.capture.lock().expect("capture lock").as_ref()
+            && !capture.sync(OUTPUT_SYNC)
+        {
+            tracing::debug!("session {}: output not synced before the crash", live.id);
+        }
+        let _ = self.store.flush();
+    }
+
+    /// The runtime reports in the session's recent stderr.
+    pub(super) fn runtime_reports(&self, live: &Live) -> Diagnosis {
+        let filter = EventFilter {
+            kinds: Some(EventKind::Stderr.bit()),
+            ..Default::default()
+        };
+        let lines: Vec<StderrLine> = self
+            .last_events(live, &filter, REPORT_LINES)
+            .into_iter()
+            .map(|e| StderrLine {
+                id: e.seq,
+                text: String::from_utf8_lossy(&e.payload).into_owned(),
+            })
+            .collect();
+        diagnosis::diagnose(&lines)
+    }
+
+    /// The last `PRECEDING_EVENTS` events of process `pid`, in a short form:
+    /// `{id, kind, tid, function?, text?}`.
+    pub(super) fn preceding_events(&self, live: &Live, pid: u32) -> Vec<Value> {
+        let filter = EventFilter {
+            pid: Some(pid),
+            ..Default::default()
+        };
+        let events = self.last_events(live, &filter, PRECEDING_EVENTS);
+        let ids: Vec<u32> = events
+            .iter()
+            .map(|e| e.header.func_id)
+            .filter(|id| *id != 0)
+            .collect();
+        let names: BTreeMap<u32, String> = self
+            .store
+            .functions(live.key, &ids)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|f| (f.func_id, f.name))
+            .collect();
+        events
+            .iter()
+            .map(|e| {
+                let kind = e.kind().map_or("unknown", EventKind::name);
+                let mut out = json!({"id": e.seq, "kind": kind, "tid": e.header.tid});
+                if let Some(name) = names.get(&e.header.func_id) {
+                    out["function"] = json!(name);
+                }
+                if matches!(
+                    e.kind(),
+                    Some(EventKind::Stdout | EventKind::Stderr | EventKind::Logpoint)
+                ) {
+                    let text = String::from_utf8_lossy(&e.payload);
+                    out["text"] = json!(text.chars().take(PRECEDING_TEXT).collect::<String>());
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// The newest `n` committed events matching `filter`, oldest first.
+    fn last_events(&self, live: &Live, filter: &EventFilter, n: u64) -> Vec<Event> {
+        let count = |page| self.store.query(live.key, filter, page);
+        let Ok(all) = count(QueryPage {
+            offset: 0,
+            limit: 0,
+        }) else {
+            return Vec::new();
+        };
+        count(QueryPage {
+            offset: all.total_count.saturating_sub(n),
+            limit: n as usize,
+        })
+        .map(|r| r.events)
+        .unwrap_or_default()
+    }
+
     /// Re-reads each frame's function and file:line from the program's own
     /// DWARF (Frida's symbolizer picks the row after the address at times);
     /// a caller's frame is looked up at its call, one byte before the return
@@ -115,11 +384,10 @@ impl SessionManager {
                     "frameIndex": depth,
                     "locals": locals,
                 });
-                let own = executable.as_deref() == Some(path.as_path())
-                    || loc
-                        .file
-                        .as_deref()
-                        .is_some_and(|f| std::path::Path::new(f).starts_with(&root));
+                let file = loc.file.as_deref().unwrap_or("");
+                let own = std::path::Path::new(file).starts_with(&root)
+                    || (executable.as_deref() == Some(path.as_path())
+                        && !TOOLCHAIN_SOURCES.iter().any(|p| file.starts_with(p)));
                 if own {
                     return Some(found);
                 }

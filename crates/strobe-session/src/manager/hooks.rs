@@ -4,10 +4,11 @@
 use super::{ErrorCode, Live, SessionManager, store_err};
 use crate::trace::{self, TraceOptions, TraceResponse, Tracer, WatchTarget};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 use strobe_core::{Settings, ToolError};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 
@@ -792,9 +793,11 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
 }
 
 /// The image mapped at `addr` in a process, and its runtime base: the
-/// mapping's start less its file offset (segments are mapped at their file
-/// offsets relative to the image's lowest address). The lowest mapping of
-/// the path is not used: Frida maps some files again, whole, to read them.
+/// mapping's start less the virtual address its file offset has in the
+/// ELF's program headers (GNU ld gives segments equal offsets and
+/// addresses; lld, which Rust uses, shifts them by a page). The lowest
+/// mapping of the path is not used: Frida maps some files again, whole, to
+/// read them.
 pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     for l in maps.lines() {
@@ -814,7 +817,72 @@ pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
             return None;
         }
         let offset = u64::from_str_radix(offset, 16).ok()?;
-        return Some((PathBuf::from(path), start - offset));
+        let shift = segment_shift(Path::new(path), offset).unwrap_or(0);
+        return Some((
+            PathBuf::from(path),
+            start.wrapping_sub(offset).wrapping_sub(shift),
+        ));
     }
     None
+}
+
+/// `p_vaddr - p_offset` of the loadable segment that holds file offset
+/// `offset` (0 for GNU ld output); cached per path and modification time
+/// (a rebuilt program gets read again).
+fn segment_shift(path: &Path, offset: u64) -> Option<u64> {
+    type Segments = Vec<(u64, u64, u64)>;
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, (SystemTime, Segments)>>> = OnceLock::new();
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .expect("segment cache lock");
+    if cache.get(path).is_none_or(|(at, _)| *at != modified) {
+        let segments = load_segments(path).unwrap_or_default();
+        cache.insert(path.to_path_buf(), (modified, segments));
+    }
+    let segments = &cache[path].1;
+    // A page can hold the end of one segment and the start of the next:
+    // the segment that starts in the mapping's first page is the one mapped.
+    segments
+        .iter()
+        .find(|(file_offset, _, _)| file_offset & !0xfff == offset)
+        .or_else(|| {
+            segments.iter().find(|(file_offset, size, _)| {
+                *file_offset <= offset && offset < file_offset + size
+            })
+        })
+        .map(|(file_offset, _, vaddr)| vaddr.wrapping_sub(*file_offset))
+}
+
+/// `(p_offset, p_filesz, p_vaddr)` of each PT_LOAD of a 64-bit little-endian ELF.
+fn load_segments(path: &Path) -> Option<Vec<(u64, u64, u64)>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut header = [0u8; 64];
+    f.read_exact(&mut header).ok()?;
+    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+    let (phoff, entsize, count) = (
+        u64_at(&header, 32),
+        u16_at(&header, 54),
+        u16_at(&header, 56),
+    );
+    if entsize < 56 || count > 4096 {
+        return None;
+    }
+    let mut table = vec![0u8; (entsize * count) as usize];
+    f.seek(SeekFrom::Start(phoff)).ok()?;
+    f.read_exact(&mut table).ok()?;
+    const PT_LOAD: u32 = 1;
+    Some(
+        table
+            .chunks(entsize as usize)
+            .filter(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]) == PT_LOAD)
+            .map(|e| (u64_at(e, 8), u64_at(e, 32), u64_at(e, 16)))
+            .collect(),
+    )
 }

@@ -218,6 +218,8 @@ struct Lifecycle {
     signal: Option<String>,
     reason: Option<String>,
     crash_seen: bool,
+    /// What the runtime said about the crash (see `diagnosis`), for the end reason.
+    crash_summary: Option<String>,
     stopping: bool,
     ended: bool,
     ended_at: Option<i64>,
@@ -687,6 +689,7 @@ impl SessionManager {
     ) -> Result<u32, ToolError> {
         let mut env: BTreeMap<String, String> = std::env::vars().collect();
         env.extend(req.env.clone());
+        crash::sanitizers_abort_on_error(&mut env);
         let mut argv = vec![binary.display().to_string()];
         argv.extend(req.args.iter().cloned());
         bridge
@@ -987,8 +990,15 @@ impl SessionManager {
 
     /// Stores the crash event (with the crashing frame's locals), then lets
     /// the crashing thread go on dying.
-    fn on_crash(&self, live: &Live, mut payload: Value) {
+    fn on_crash(&self, live: &Arc<Live>, mut payload: Value) {
+        let summary = self.explain_crash(live, &mut payload);
         let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
+        for image in std::iter::once(live.clone()).chain(live.root().filter(|r| r.pid == live.pid))
+        {
+            let mut life = image.life.lock().expect("lifecycle lock");
+            life.signal = Some(signal.clone());
+            life.crash_summary = summary.clone();
+        }
         if let Some(frame) = self.crash_frame(live, &payload) {
             payload["frame"] = frame;
         }
@@ -1039,12 +1049,13 @@ impl SessionManager {
         {
             c.finish(OUTPUT_GRACE);
         }
+        self.postmortem_crash(live);
         let mut life = live.life.lock().expect("lifecycle lock");
         if life.ended {
             return;
         }
         let (state, reason) = if life.crash_seen {
-            (SessionState::Crashed, None)
+            (SessionState::Crashed, life.crash_summary.clone())
         } else if let Some(code) = life.exit_code {
             (
                 SessionState::Exited,

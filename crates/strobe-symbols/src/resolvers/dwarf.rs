@@ -321,6 +321,21 @@ pub fn demangle(raw: &str) -> Option<String> {
     None
 }
 
+/// Readable form of a C++ `std::type_info` name (`St13runtime_error` →
+/// `std::runtime_error`); the name itself when it does not demangle.
+pub fn demangle_type_name(name: &str) -> String {
+    // Types local to a translation unit are marked with a leading '*'.
+    let name = name.strip_prefix('*').unwrap_or(name);
+    cpp_demangle::Symbol::new(format!("_ZTS{name}"))
+        .ok()
+        .and_then(|s| {
+            s.to_string()
+                .strip_prefix("typeinfo name for ")
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| name.to_string())
+}
+
 type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
 
 /// What the DWARF of one image holds, before relocation to load offsets.
