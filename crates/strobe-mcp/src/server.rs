@@ -24,7 +24,9 @@ Recommended workflow:\n\
 1. debug_launch the program with NO trace patterns. stdout and stderr are always recorded.\n\
 2. Read the output first: debug_query {sessionId, eventType: \"stderr\"}, then \"stdout\". Crash \
 messages, sanitizer reports, assertion failures and logs often explain the bug on their own. \
-debug_session {action: \"status\"} shows whether it exited (and with which code) or crashed (which signal).\n\
+debug_session {action: \"status\"} shows whether it exited (and with which code) or crashed (which signal, \
+and in `reason` the uncaught exception, panic or sanitizer error). A crash event (eventType \"crash\") has the \
+backtrace, the crashing frame's locals, the fault's cause and the ids of the events just before it.\n\
 3. Only if the output does not explain it, add targeted trace patterns to the running session \
 (debug_trace) and query again. Narrow or widen without restarting. debug_memory reads globals live.\n\
    To stop at the moment of interest: debug_breakpoint (function or file+line, with a condition), \
