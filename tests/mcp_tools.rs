@@ -277,6 +277,19 @@ async fn rust_panics_are_crashes_with_message_and_location() {
             };
             assert_eq!(local("total"), 84);
             assert_eq!(local("parts"), 0);
+            // Rust's std has no frame pointers: the backtrace comes from the
+            // daemon's CFI walk, through the panic machinery to main.
+            let bt = crash[0]["backtrace"].as_array().unwrap();
+            let at = |name: &str| {
+                bt.iter()
+                    .position(|f| f["name"] == name)
+                    .unwrap_or_else(|| panic!("{name} not in {bt:?}"))
+            };
+            let divide = at("panic::divide");
+            assert_eq!(at("panic::main"), divide + 1, "{bt:?}");
+            assert_eq!(bt[divide]["line"], 7);
+            assert_eq!(bt[divide + 1]["line"], 15);
+            assert!(at("core::panicking::panic_fmt") < divide);
         } else {
             // Unwound out of main: a normal exit with 101, no signal.
             assert_eq!(s["exitCode"], 101, "{s}");

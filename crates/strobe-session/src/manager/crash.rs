@@ -31,6 +31,8 @@ use strobe_symbols::resolvers::dwarf::demangle_type_name;
 /// Frames walked looking for one with debug info (a Rust `panic=abort`
 /// passes a dozen frames of the panic machinery first).
 const MAX_UNWIND: usize = 32;
+/// Longest backtrace kept.
+const MAX_BACKTRACE: usize = 64;
 /// Source locations of code the toolchain links or inlines into the
 /// executable (Rust's std, C++ headers): not the program's own frames.
 const TOOLCHAIN_SOURCES: [&str; 3] = ["/rustc/", "/usr/include/", "/usr/lib/"];
@@ -321,9 +323,12 @@ impl SessionManager {
         }
     }
 
-    /// `{function, file, line, frameIndex, locals}` of the innermost frame
-    /// with line info, or `None` when there is none (or memory is unreadable).
-    pub(super) fn crash_frame(&self, live: &Live, crash: &Value) -> Option<Value> {
+    /// Walks the crashed thread's stack with the CFI of each image (the
+    /// agent's walk guesses through code without frame pointers, such as
+    /// Rust's std): the frame to show (`{function, file, line, frameIndex,
+    /// locals}` of the innermost frame of the program's own code, else the
+    /// innermost with line info) and the return addresses walked.
+    pub(super) fn unwind_crash(&self, live: &Live, crash: &Value) -> Option<CrashUnwind> {
         let mut regs = frames::registers_from(&crash["registers"]);
         let mem = Mem::open(live.pid, false).ok()?;
         let mut guard = live.tracer.lock().expect("tracer lock");
@@ -343,7 +348,8 @@ impl SessionManager {
             })
             .unwrap_or_default();
         let mut fallback = None;
-        for depth in 0..MAX_UNWIND {
+        let mut out = CrashUnwind::default();
+        for depth in 0..MAX_BACKTRACE {
             let Some(pc) = regs.get(&16).copied() else {
                 break;
             };
@@ -352,10 +358,15 @@ impl SessionManager {
             let Some((path, base)) = super::hooks::image_at(live.pid, at) else {
                 break;
             };
+            if out.reliable {
+                out.pcs.push(pc);
+            }
             let loc = tracer
                 .module_index(&path)
                 .map(|m| tracer.locate(m, at - base));
-            if let Some(loc) = &loc
+            if out.frame.is_none()
+                && depth < MAX_UNWIND
+                && let Some(loc) = &loc
                 && let (Some(fi), Some(line)) = (loc.function_index, loc.line)
                 && let Some(layout) = tracer.frame_layout(loc.module, fi, loc.offset)
             {
@@ -389,9 +400,10 @@ impl SessionManager {
                     || (executable.as_deref() == Some(path.as_path())
                         && !TOOLCHAIN_SOURCES.iter().any(|p| file.starts_with(p)));
                 if own {
-                    return Some(found);
+                    out.frame = Some(found);
+                } else {
+                    fallback.get_or_insert(found);
                 }
-                fallback.get_or_insert(found);
             }
             let Some(unwind) = tracer.unwind_rule(&path, at - base) else {
                 break;
@@ -408,6 +420,13 @@ impl SessionManager {
             if super::hooks::image_at(live.pid, ret.wrapping_sub(1)).is_none() {
                 // A return address Frida swapped for one of its trampolines
                 // (it intercepts abort): the agent's backtrace has the real one.
+                // Past it the frame sizes are not known for sure (the
+                // tracer's hook adds a frame): the backtrace goes on with
+                // the agent's walk.
+                if out.reliable {
+                    out.reliable = false;
+                    out.rest_from = Some(pc);
+                }
                 let Some(j) = reported.iter().position(|a| *a == pc) else {
                     break;
                 };
@@ -425,6 +444,67 @@ impl SessionManager {
             regs.insert(7, cfa);
             regs.insert(16, ret);
         }
-        fallback
+        if out.frame.is_none() {
+            out.frame = fallback;
+        }
+        Some(out)
+    }
+
+    /// Replaces the agent's backtrace by the CFI walk where that walk got
+    /// past the crashing frame, keeping the agent's frames beyond a point
+    /// the walk could not cross.
+    pub(super) fn merge_backtrace(&self, live: &Live, backtrace: &mut Value, walk: &CrashUnwind) {
+        if walk.pcs.len() < 2 {
+            return;
+        }
+        let reported: Vec<Value> = backtrace.as_array().cloned().unwrap_or_default();
+        let address_of = |f: &Value| f["address"].as_str().and_then(trace::parse_hex_address);
+        let mut frames: Vec<Value> = walk
+            .pcs
+            .iter()
+            .map(|pc| {
+                reported
+                    .iter()
+                    .find(|f| address_of(f) == Some(*pc))
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        let module = super::hooks::image_at(live.pid, pc.wrapping_sub(1)).and_then(
+                            |(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()),
+                        );
+                        json!({"address": format!("{pc:#x}"), "module": module,
+                               "name": null, "file": null, "line": null})
+                    })
+            })
+            .collect();
+        if let Some(stop) = walk.rest_from
+            && let Some(j) = reported.iter().position(|f| address_of(f) == Some(stop))
+        {
+            frames.extend(reported.iter().skip(j + 1).cloned());
+        }
+        frames.truncate(MAX_BACKTRACE);
+        *backtrace = Value::Array(frames);
+    }
+}
+
+/// What [`SessionManager::unwind_crash`] found.
+pub(super) struct CrashUnwind {
+    /// The frame whose locals are shown.
+    pub frame: Option<Value>,
+    /// The pc, then the return addresses, while the walk is sure of them.
+    pub pcs: Vec<u64>,
+    /// The last sure pc, when the walk went on past a return address
+    /// outside every image (a trampoline, the tracer's hook).
+    pub rest_from: Option<u64>,
+    reliable: bool,
+}
+
+impl Default for CrashUnwind {
+    fn default() -> Self {
+        Self {
+            frame: None,
+            pcs: Vec::new(),
+            rest_from: None,
+            reliable: true,
+        }
     }
 }

@@ -999,8 +999,11 @@ impl SessionManager {
             life.signal = Some(signal.clone());
             life.crash_summary = summary.clone();
         }
-        if let Some(frame) = self.crash_frame(live, &payload) {
-            payload["frame"] = frame;
+        if let Some(walk) = self.unwind_crash(live, &payload) {
+            if let Some(frame) = &walk.frame {
+                payload["frame"] = frame.clone();
+            }
+            self.merge_backtrace(live, &mut payload["backtrace"], &walk);
         }
         self.refine_backtrace(live, &mut payload["backtrace"]);
         let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
