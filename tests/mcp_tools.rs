@@ -182,6 +182,52 @@ async fn crashes_record_their_signal() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn classic_executables_get_crash_frames_memory_and_breakpoints() {
+    // A non-PIE executable's symbols count from 0x400000, a PIE's from 0:
+    // image bases must come out right for both (and for lld's layout,
+    // covered by the Rust panic test).
+    let env = Env::new();
+    let c = env.client().await;
+    let crash = support::fixture_with("crash", &["-no-pie"]);
+    let (id, _) = c.launch(&crash, &["fpe"]).await;
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["signal"], "SIGFPE", "{s}");
+    let event = c.events(&id, Some("crash")).await;
+    let frame = &event[0]["frame"];
+    assert_eq!(frame["function"], "divide", "{}", event[0]);
+    let parts = frame["locals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "parts")
+        .unwrap();
+    assert_eq!(parts["value"], 0);
+
+    let typed = support::fixture_with("typed", &["-no-pie"]);
+    let (id, pid) = c.launch(&typed, &["0", "60"]).await;
+    let r = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "g_ratio"}]}),
+        )
+        .await;
+    assert_eq!(r["results"][0]["value"], 0.5, "{r}");
+    let b = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"function": "main"}]}),
+        )
+        .await;
+    let address = b["breakpoints"][0]["addresses"][0].as_str().unwrap();
+    assert!(address.starts_with("0x40"), "{b}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    assert!(support::wait_until(Duration::from_secs(10), || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn uncaught_cpp_exceptions_name_their_type() {
     let env = Env::new();
     let c = env.client().await;

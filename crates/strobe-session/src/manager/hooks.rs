@@ -764,7 +764,10 @@ pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolE
     }
 }
 
-/// Runtime base of an image in a process: the start of its lowest mapping.
+/// Runtime base of an image in a process, computed from its executable
+/// mapping as [`image_at`] does (the lowest mapping of the path is wrong
+/// when Frida maps the file again, whole, to read it, and for lld output);
+/// the lowest mapping when none is executable.
 pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
     let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
         Ok(m) => m,
@@ -773,29 +776,43 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
             return None;
         }
     };
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    tracing::debug!(
-        "maps of {pid}: {} lines, {} naming {name}",
-        maps.lines().count(),
-        maps.lines().filter(|l| l.contains(&name)).count()
-    );
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    maps.lines()
-        .filter(|l| {
-            // A file replaced on disk while mapped shows as "path (deleted)".
-            let fields: Vec<&str> = l.split_whitespace().skip(5).collect();
-            let mapped = fields.join(" ");
-            let p = mapped.strip_suffix(" (deleted)").unwrap_or(&mapped);
-            !p.is_empty() && (Path::new(p) == canonical || Path::new(p) == path)
-        })
-        .filter_map(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
-        .min()
+    let mut lowest: Option<u64> = None;
+    for l in maps.lines() {
+        let mut fields = l.split_whitespace();
+        let (Some(range), Some(perms), Some(offset)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        // A file replaced on disk while mapped shows as "path (deleted)".
+        let mapped = fields.skip(2).collect::<Vec<_>>().join(" ");
+        let p = mapped.strip_suffix(" (deleted)").unwrap_or(&mapped);
+        if p.is_empty() || (Path::new(p) != canonical && Path::new(p) != path) {
+            continue;
+        }
+        let Some(start) = range
+            .split_once('-')
+            .and_then(|(a, _)| u64::from_str_radix(a, 16).ok())
+        else {
+            continue;
+        };
+        lowest = Some(lowest.map_or(start, |l| l.min(start)));
+        if perms.contains('x')
+            && let Ok(offset) = u64::from_str_radix(offset, 16)
+        {
+            let shift = segment_shift(Path::new(p), offset).unwrap_or(0);
+            return Some(start.wrapping_sub(offset).wrapping_sub(shift));
+        }
+    }
+    lowest
 }
 
-/// The image mapped at `addr` in a process, and its runtime base: the
-/// mapping's start less the virtual address its file offset has in the
-/// ELF's program headers (GNU ld gives segments equal offsets and
-/// addresses; lld, which Rust uses, shifts them by a page). The lowest
+/// The image mapped at `addr` in a process, and its runtime base (where
+/// its lowest address is loaded, what symbol offsets count from): the
+/// mapping's start less the address its file offset has in the ELF's
+/// program headers, relative to the lowest (GNU ld gives segments equal
+/// offsets and addresses; lld, which Rust uses, shifts them by a page). The lowest
 /// mapping of the path is not used: Frida maps some files again, whole, to
 /// read them.
 pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
@@ -827,7 +844,8 @@ pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
 }
 
 /// `p_vaddr - p_offset` of the loadable segment that holds file offset
-/// `offset` (0 for GNU ld output); cached per path and modification time
+/// `offset` (0 for GNU ld output), less the image's lowest address; cached
+/// per path and modification time
 /// (a rebuilt program gets read again).
 fn segment_shift(path: &Path, offset: u64) -> Option<u64> {
     type Segments = Vec<(u64, u64, u64)>;
@@ -852,7 +870,12 @@ fn segment_shift(path: &Path, offset: u64) -> Option<u64> {
                 *file_offset <= offset && offset < file_offset + size
             })
         })
-        .map(|(file_offset, _, vaddr)| vaddr.wrapping_sub(*file_offset))
+        .map(|(file_offset, _, vaddr)| {
+            // Symbol offsets count from the image's lowest address (0 for
+            // PIE, 0x400000 for a classic executable).
+            let lowest = segments.iter().map(|s| s.2).min().unwrap_or(0) & !0xfff;
+            vaddr.wrapping_sub(*file_offset).wrapping_sub(lowest)
+        })
 }
 
 /// `(p_offset, p_filesz, p_vaddr)` of each PT_LOAD of a 64-bit little-endian ELF.
