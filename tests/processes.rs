@@ -60,7 +60,7 @@ async fn forked_and_execed_children_are_traced_with_the_session_patterns() {
     let v = c
         .ok(
             "debug_launch",
-            json!({"command": exe, "args": [execee], "projectRoot": exe.parent().unwrap(), "followChildren": true}),
+            json!({"command": exe, "args": [execee], "projectRoot": exe.parent().unwrap()}),
         )
         .await;
     let (id, root) = (

@@ -5,7 +5,7 @@ import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks } from "./lifecycle.js";
 import { send_ } from "./protocol.js";
 import {
-    detachHooks, drain, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
+    detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
 } from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
@@ -24,6 +24,12 @@ function listen(): void {
                 send({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
             }
             else if (msg.type === "trace-ack") onTraceAck(1);
+            else if (msg.type === "guard-forks") {
+                let slots = 0;
+                let error: string | null = null;
+                try { slots = guardForks(); } catch (e) { error = String(e); }
+                send({ type: "forks_guarded", id: msg.id, slots, error });
+            }
             else if (msg.type === "inherit") {
                 let undone = 0;
                 let error: string | null = null;

@@ -982,7 +982,8 @@ function writePatches(journaled = true): void {
         byPage.set(page, e);
     }
     patches = [];
-    const ranges = Process.enumerateRanges("--x");
+    // Every range, not only code: the fork guard patches GOT slots.
+    const ranges = Process.enumerateRanges("---");
     const protectionAt = (a: number) => {
         const r = ranges.find(x => {
             const base = parseInt(x.base.toString(16), 16);
@@ -1434,4 +1435,55 @@ let timer: ReturnType<typeof setInterval> | null = null;
 // here suspends them, and doing it periodically stalled traced programs.
 function startDraining(): void {
     if (timer === null) timer = setInterval(() => drain(), 2);
+}
+
+// Fork guard. Frida's fork handling in a gated child crashed (a NULL
+// object referenced in frida-agent) when the program forked while agent
+// messages were in flight — e.g. a traced call's records being shipped —
+// losing the child in about 1 fork in 6 when it came within ~1 ms of a
+// traced call. Frida's own fork hook runs before any listener a script
+// attaches to fork(), so the guard goes in front of it: each module's GOT
+// slot for fork points at a wrapper that ships the ring and makes a round
+// trip to the daemon (all messages delivered) before jumping to fork. The
+// slots are journalled like code patches; the wrapper lives in raw memory
+// and skips the round trip in a forked child that has no agent of its own.
+let forkBarrier: NativeCallback<"void", []> | null = null;
+
+/** Routes the program's fork() calls through the guard; returns how many
+ *  GOT slots now point at it. */
+export function guardForks(): number {
+    const fork = Module.findGlobalExportByName("fork");
+    if (fork === null) return 0;
+    if (forkBarrier === null) {
+        forkBarrier = new NativeCallback(() => {
+            try { drain(true); } catch (_e) { /* the fork matters more */ }
+            const op = recv("fork-barrier-ack", () => { /* no data */ });
+            send({ type: "fork_barrier", pid: Process.id });
+            op.wait();
+        }, "void", []);
+    }
+    // The runtime's config holds the flag the atfork handler sets.
+    const config = runtime().config;
+    const wrapper = rawAlloc(Process.pageSize, PROT_ALL);
+    wrapper.writeByteArray([
+        0x48, 0xb8, ...u64Bytes(config.add(40)), //    mov rax, &config[5] (set in a forked child)
+        0x48, 0x83, 0x38, 0x00, //                     cmp qword [rax], 0
+        0x75, 0x14, //                                 jne skip
+        0x48, 0x83, 0xec, 0x08, //                     sub rsp, 8 (align the call)
+        0x48, 0xb8, ...u64Bytes(forkBarrier), //       mov rax, barrier
+        0xff, 0xd0, //                                 call rax
+        0x48, 0x83, 0xc4, 0x08, //                     add rsp, 8
+        0x48, 0xb8, ...u64Bytes(fork), //       skip:  mov rax, fork
+        0xff, 0xe0, //                                 jmp rax
+    ]);
+    Memory.protect(wrapper, Process.pageSize, "r-x");
+    const slots: Array<[NativePointer, number[]]> = [];
+    for (const m of Process.enumerateModules()) {
+        if (!m.path.startsWith("/") || m.path.includes("frida")) continue;
+        for (const imp of m.enumerateImports()) {
+            if (imp.name === "fork" && imp.slot !== undefined) slots.push([imp.slot, u64Bytes(wrapper)]);
+        }
+    }
+    patchCodeNow(slots);
+    return slots.length;
 }

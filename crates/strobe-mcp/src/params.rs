@@ -22,9 +22,10 @@ pub struct LaunchParams {
     /// wherever they go), and `debug_session stop` detaches, leaving it running with all
     /// hooks and breakpoints removed.
     pub attach_pid: Option<i64>,
-    /// Follow forks and execs (default false): each child is suspended until it has the
+    /// Follow forks and execs (default true): each child is suspended until it has the
     /// session's trace patterns and watches, then runs on; its events carry its own pid.
-    /// Known issue: a fork within ~1 ms of the first traced call can crash the child.
+    /// Each followed child costs a Frida injection (tens to hundreds of ms); false
+    /// leaves children untraced (they run on with inherited hooks disabled).
     pub follow_children: Option<bool>,
     /// Command-line arguments passed to the program.
     #[serde(default)]

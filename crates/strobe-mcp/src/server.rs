@@ -135,7 +135,7 @@ impl StrobeServer {
             cwd: p.cwd,
             project_root: p.project_root,
             env: p.env,
-            follow_children: p.follow_children.unwrap_or(false),
+            follow_children: p.follow_children.unwrap_or(true),
             attach_pid,
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;

@@ -628,6 +628,9 @@ impl SessionManager {
             }
         };
 
+        if req.follow_children {
+            self.guard_forks(&live, launch_timeout);
+        }
         if !attached && let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
             return Err(self.abandon_launch(
                 &live,
@@ -890,7 +893,13 @@ impl SessionManager {
                     .add_drops(&deltas);
                 let _ = self.store.record_dropped(live.key, lost);
             }
-            Some("plans_updated" | "module_base" | "exprs_updated" | "inherited") => {
+            Some("fork_barrier") => {
+                // Everything the agent sent before has arrived: let it fork.
+                let _ = live.post(br#"{"type":"fork-barrier-ack"}"#);
+            }
+            Some(
+                "plans_updated" | "module_base" | "exprs_updated" | "inherited" | "forks_guarded",
+            ) => {
                 if let Some(id) = payload["id"].as_u64()
                     && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
                 {

@@ -314,8 +314,39 @@ impl SessionManager {
                 problems.join("; ")
             );
         }
+        if !child.gone.load(Ordering::SeqCst) {
+            self.guard_forks(&child, timeout);
+        }
         if let Err(e) = root.bridge.resume(pid, timeout) {
             tracing::warn!("session {}: could not resume {pid}: {e}", root.id);
+        }
+    }
+
+    /// Puts the agent's fork guard in front of fork() (see `guardForks` in
+    /// the agent): a followed process's forks wait until its messages are
+    /// delivered, which Frida's handling of gated children needs.
+    pub(super) fn guard_forks(&self, live: &Live, timeout: Duration) {
+        match self.agent_request(live, json!({"type": "guard-forks"}), timeout) {
+            Ok(r) if r["error"].is_string() => {
+                tracing::warn!(
+                    "session {}: fork guard of {}: {}",
+                    live.id,
+                    live.pid,
+                    r["error"]
+                )
+            }
+            Ok(r) => tracing::debug!(
+                "session {}: fork guard of {} in {} GOT slots",
+                live.id,
+                live.pid,
+                r["slots"]
+            ),
+            Err(e) => tracing::warn!(
+                "session {}: fork guard of {}: {}",
+                live.id,
+                live.pid,
+                e.message
+            ),
         }
     }
 
