@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks` or `=memory` runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints` or `=forks` runs only that benchmark.
 
 #[path = "../../../tests/support/mod.rs"]
 mod support;
@@ -544,6 +544,78 @@ async fn memory_read_latency(c: &support::Client) {
     }
 }
 
+/// What following forks costs: a program forking `FORKS` short workers one
+/// after another (each calls a traced function), uninstrumented, under
+/// Strobe not following, and following (Frida injection into each child,
+/// patterns applied, fork guard round trip).
+async fn fork_following(c: &support::Client) {
+    const FORKS: usize = 20;
+    let exe = fixture("fork_many");
+    let n = FORKS.to_string();
+    let base = median(
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                assert!(Command::new(&exe).arg(&n).status().unwrap().success());
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    );
+    let mut unfollowed = Vec::new();
+    let mut followed = Vec::new();
+    for _ in 0..3 {
+        unfollowed.push(fork_run(c, &exe, FORKS, false).await);
+        followed.push(fork_run(c, &exe, FORKS, true).await);
+    }
+    let (u, f) = (median(unfollowed), median(followed));
+    println!(
+        "fork following: {FORKS} sequential forks, each child calls a traced function (3 runs, median)"
+    );
+    println!(
+        "  uninstrumented run:                 {:>9.1} ms",
+        base * 1e3
+    );
+    println!(
+        "  strobe, children not followed:      {:>9.1} ms (launch to end)",
+        u * 1e3
+    );
+    println!(
+        "  strobe, children followed:          {:>9.1} ms (launch to end)",
+        f * 1e3
+    );
+    println!(
+        "  cost per followed fork:             {:>9.1} ms",
+        (f - u) / FORKS as f64 * 1e3
+    );
+}
+
+/// Launch to end of one fork_many run, seconds.
+async fn fork_run(c: &support::Client, exe: &std::path::Path, forks: usize, follow: bool) -> f64 {
+    c.ok("debug_trace", json!({"add": ["job"]})).await;
+    let t = Instant::now();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": [forks.to_string()], "projectRoot": exe.parent().unwrap(),
+                   "followChildren": follow}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(st["exitCode"], 0, "{st}");
+    if follow {
+        let followed = st["processes"]
+            .as_array()
+            .map_or(0, |p| p.iter().filter(|p| p["origin"] == "fork").count());
+        assert_eq!(followed, forks, "every child followed: {st}");
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    secs
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let runs: usize = std::env::var("STROBE_BENCH_RUNS")
@@ -576,6 +648,10 @@ async fn main() {
         }
         Ok("breakpoints") => {
             breakpoint_latency(&c).await;
+            return;
+        }
+        Ok("forks") => {
+            fork_following(&c).await;
             return;
         }
         _ => {}
@@ -623,6 +699,7 @@ async fn main() {
     hook_installation(&c).await;
     memory_read_latency(&c).await;
     breakpoint_latency(&c).await;
+    fork_following(&c).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;

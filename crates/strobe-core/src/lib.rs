@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod error;
 pub mod event;
+pub mod files;
 pub mod home;
 pub mod session_id;
 pub mod settings;

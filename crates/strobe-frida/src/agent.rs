@@ -55,9 +55,7 @@ pub fn prepare(cache_root: &Path, frida_version: &str) -> io::Result<AgentBuild>
             continue;
         }
         std::fs::create_dir_all(path.parent().expect("source paths have a parent"))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, &path)?;
+        strobe_core::files::write_atomically(&path, text.as_bytes())?;
     }
     Ok(AgentBuild {
         entry: dir.join("src/index.ts"),

@@ -165,9 +165,7 @@ impl Bridge {
             crate::agent::source_hash(BRIDGE_SCRIPT)
         ));
         if !script.is_file() {
-            let tmp = script.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, BRIDGE_SCRIPT)?;
-            std::fs::rename(&tmp, &script)?;
+            strobe_core::files::write_atomically(&script, BRIDGE_SCRIPT.as_bytes())?;
         }
         let (ours, theirs) = UnixStream::pair()?;
         let (out_r, out_w) = io::pipe()?;

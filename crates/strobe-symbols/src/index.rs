@@ -137,9 +137,7 @@ impl SymbolIndex {
         })
         .map_err(std::io::Error::other)?;
         let path = dir.join(format!("{key}.idx"));
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(tmp, path)
+        strobe_core::files::write_atomically(&path, &bytes)
     }
 
     /// Interns `calls` into `inlined` + `strings`.
