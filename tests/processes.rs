@@ -273,3 +273,56 @@ async fn attaching_to_a_running_process_traces_it_and_stop_leaves_it_running() {
     target.kill().unwrap();
     target.wait().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_an_exec_the_tools_act_on_the_new_image() {
+    let env = Env::new();
+    let c = env.client().await;
+    let execer = fixture("execer");
+    let typed = fixture("typed");
+    c.ok(
+        "debug_trace",
+        json!({"add": ["before_exec"], "projectRoot": execer.parent().unwrap()}),
+    )
+    .await;
+    let (id, pid) = c
+        .launch(&execer, &[typed.to_str().unwrap(), "0", "60"])
+        .await;
+    // The exec is followed: the same pid, a new image.
+    assert!(support::wait_until(
+        std::time::Duration::from_secs(10),
+        || { std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == typed) }
+    ));
+    let mut read = Value::Null;
+    for _ in 0..50 {
+        read = c
+            .ok(
+                "debug_memory",
+                json!({"sessionId": id, "targets": [{"variable": "g_ratio"}]}),
+            )
+            .await;
+        if read["results"][0]["value"] == 0.5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        read["results"][0]["value"], 0.5,
+        "a global of the exec'd program: {read}"
+    );
+    let b = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"function": "main"}]}),
+        )
+        .await;
+    assert_eq!(
+        b["breakpoints"][0]["file"]
+            .as_str()
+            .map(|f| f.ends_with("typed.c")),
+        Some(true),
+        "{b}"
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

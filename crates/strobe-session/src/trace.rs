@@ -902,7 +902,7 @@ impl Tracer {
         }
         let Some((m, g)) = found else {
             return Err(format!(
-                "no global or static variable named {name:?} in the program or its loaded libraries                  (locals cannot be watched; the image must be built with -g). Use address + type for raw memory."
+                "no global or static variable named {name:?} in the program or its loaded libraries (locals cannot be watched; the image must be built with -g). Use address + type for raw memory."
             ));
         };
         let path = self.modules[m].index().path.clone();

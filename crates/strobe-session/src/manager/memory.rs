@@ -191,6 +191,17 @@ impl SessionManager {
                 format!("the program of session '{id}' has ended: {lost}"),
             ));
         }
+        // After an exec the session's process runs a new image, with its
+        // own symbols and agent.
+        if live.replaced.load(std::sync::atomic::Ordering::SeqCst)
+            && let Some(image) = self
+                .running_children(&live)
+                .into_iter()
+                .filter(|c| c.pid == live.pid)
+                .max_by_key(|c| c.id_base)
+        {
+            return Ok(image);
+        }
         Ok(live)
     }
 
