@@ -6,7 +6,6 @@
 //! parameters and locals through their DWARF locations while the crashing
 //! thread is still blocked in the handler. Without such a frame, the
 //! innermost frame with line info (a library's) is shown.
-
 //!
 //! Around that, the crash event is given what explains it: the real signal
 //! of an access violation (Frida reports SIGBUS as one) and its cause from
@@ -39,7 +38,7 @@ const TOOLCHAIN_SOURCES: [&str; 3] = ["/rustc/", "/usr/include/", "/usr/lib/"];
 /// Locals shown.
 const MAX_LOCALS: usize = 32;
 /// Events before a crash listed in it.
-pub(super) const PRECEDING_EVENTS: u64 = 10;
+const PRECEDING_EVENTS: u64 = 10;
 /// Stderr lines searched for the runtime's report.
 const REPORT_LINES: u64 = 400;
 /// Longest text of a listed preceding event.
