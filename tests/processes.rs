@@ -70,16 +70,21 @@ async fn forked_and_execed_children_are_traced_with_the_session_patterns() {
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");
 
-    let out: Vec<String> = c
-        .events(&id, Some("stdout"))
-        .await
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_string())
-        .collect();
+    // Each process's output under its own pid: the followed workers got
+    // pipes of their own (the exec'd image writes to its worker's).
+    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for e in all(&c, &id, json!({"eventType": "stdout"})).await {
+        out.entry(e["pid"].as_u64().unwrap())
+            .or_default()
+            .push(e["text"].as_str().unwrap().to_string());
+    }
     assert_eq!(
-        out,
-        ["worker 0 exit 10", "execee sum 56", "worker 1 exit 3"],
-        "output of the exec'd image arrives in order (attributed to the launched pid)"
+        out.get(&(root as u64)),
+        Some(&vec![
+            "worker 0 exit 10".to_string(),
+            "worker 1 exit 3".to_string()
+        ]),
+        "{out:?}"
     );
 
     // The parent's own calls, and each fork's, under their own pids.
@@ -105,6 +110,24 @@ async fn forked_and_execed_children_are_traced_with_the_session_patterns() {
         .map(|(p, _)| *p)
         .unwrap();
     assert_eq!(*exec_pid, second_worker, "exec keeps the pid");
+    assert_eq!(
+        out.get(&second_worker),
+        Some(&vec![
+            "worker 1 running".to_string(),
+            "execee sum 56".to_string()
+        ]),
+        "{out:?}"
+    );
+    let first_worker = work
+        .iter()
+        .find(|(_, v)| v.first() == Some(&100))
+        .map(|(p, _)| *p)
+        .unwrap();
+    assert_eq!(
+        out.get(&first_worker),
+        Some(&vec!["worker 0 running".to_string()]),
+        "{out:?}"
+    );
 
     // The pid filter, and the pids every query response lists.
     let page = c

@@ -2,7 +2,8 @@
 // in the bridge; the daemon embeds these sources and caches the compiled
 // output by content hash, so an edited source is never shadowed by a stale build.
 import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
-import { installLifecycleHooks } from "./lifecycle.js";
+import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
+import { closeFds, ownOutput } from "./output.js";
 import { send_ } from "./protocol.js";
 import {
     detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
@@ -24,9 +25,20 @@ function listen(): void {
                 send({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
             }
             else if (msg.type === "trace-ack") onTraceAck(1);
+            else if (msg.type === "own-output") {
+                let readFds: Record<string, number> = {};
+                let error: string | null = null;
+                try { readFds = ownOutput(msg.fds as number[]); } catch (e) { error = String(e); }
+                send({ type: "output_owned", id: msg.id, readFds, error });
+            }
+            else if (msg.type === "close-fds") {
+                closeFds(msg.fds as number[]);
+                send({ type: "fds_closed", id: msg.id });
+            }
             else if (msg.type === "guard-forks") {
                 let slots = 0;
                 let error: string | null = null;
+                markFollowing();
                 try { slots = guardForks(); } catch (e) { error = String(e); }
                 send({ type: "forks_guarded", id: msg.id, slots, error });
             }

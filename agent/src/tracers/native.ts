@@ -520,8 +520,11 @@ return {
     plans,
     hook,
     exprCallback,
-    committed: new NativeFunction(cm.committed, "uint32", ["uint32"]),
-    release: new NativeFunction(cm.release, "void", ["uint32"]),
+    // Exclusive: a cooperative call lets another thread's drain run in
+    // between (the timer's beside an exit's or the fork guard's), and both
+    // shipped the same records (seen as a duplicated call before a fork).
+    committed: new NativeFunction(cm.committed, "uint32", ["uint32"], { scheduling: "exclusive" }),
+    release: new NativeFunction(cm.release, "void", ["uint32"], { scheduling: "exclusive" }),
 };
 }
 
@@ -810,11 +813,12 @@ let patches: Array<[NativePointer, number[]]> = [];
 // table reserves more address space than it touches).
 const libcMmap = new NativeFunction(Module.findGlobalExportByName("mmap")!, "pointer",
     ["pointer", "size_t", "int", "int", "int", "int64"]);
-const PROT_READ_WRITE = 3, PROT_ALL = 7;
+const PROT_READ_WRITE = 3;
+export const PROT_ALL = 7;
 const MAP_PRIVATE_ANONYMOUS = 0x22, MAP_FIXED_NOREPLACE = 0x100000;
 
 /** `size` bytes of zeroed memory no script teardown frees. */
-function rawAlloc(size: number, prot = PROT_READ_WRITE, at: NativePointer = NULL): NativePointer {
+export function rawAlloc(size: number, prot = PROT_READ_WRITE, at: NativePointer = NULL): NativePointer {
     const flags = MAP_PRIVATE_ANONYMOUS | (at.isNull() ? 0 : MAP_FIXED_NOREPLACE);
     const p = libcMmap(at, size, prot, flags, -1, 0) as NativePointer;
     if (p.equals(ptr(-1))) throw new Error(`mmap of ${size} bytes failed`);

@@ -51,15 +51,15 @@ struct SyncState {
 }
 
 impl Capture {
-    /// Starts capturing `stdout`/`stderr` of process `pid` into session `key`.
-    /// `origin_ns` is the session clock's zero.
+    /// Starts capturing `stdout`/`stderr` of process `pid` into session `key`
+    /// (either may be absent). `origin_ns` is the session clock's zero.
     pub fn start(
         store: Store,
         key: i64,
         pid: u32,
         origin_ns: u64,
-        stdout: PipeReader,
-        stderr: PipeReader,
+        stdout: Option<PipeReader>,
+        stderr: Option<PipeReader>,
     ) -> Capture {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -70,13 +70,13 @@ impl Capture {
             .spawn(move || {
                 let streams = [
                     Stream {
-                        pipe: Some(stdout),
+                        pipe: stdout,
                         kind: EventKind::Stdout,
                         carry: Vec::new(),
                         carry_since: None,
                     },
                     Stream {
-                        pipe: Some(stderr),
+                        pipe: stderr,
                         kind: EventKind::Stderr,
                         carry: Vec::new(),
                         carry_since: None,
@@ -139,6 +139,25 @@ impl Drop for Capture {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
     }
+}
+
+/// The inode of the pipe behind `fd` (what `/proc/PID/fd/N` shows as
+/// `pipe:[inode]`), `None` when it is not a pipe.
+pub fn pipe_inode(fd: &impl AsRawFd) -> Option<u64> {
+    // SAFETY: fstat writes into a zeroed stat buffer for a valid descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0;
+    (ok && st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some(st.st_ino)
+}
+
+/// The inode of the pipe that descriptor `fd` of process `pid` refers to.
+pub fn pipe_inode_of(pid: u32, fd: i32) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
+    link.to_str()?
+        .strip_prefix("pipe:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 fn run(

@@ -206,12 +206,14 @@ impl SessionManager {
     /// Stores what the target's pipes hold now (a crashing process is held,
     /// so its last words are in them), then commits.
     pub(super) fn sync_output(&self, live: &Live) {
+        // A followed child may have pipes of its own; the root's are shared.
         let root = live.root();
-        let owner: &Live = root.as_deref().unwrap_or(live);
-        if let Some(capture) = owner.capture.lock().expect("capture lock").as_ref()
-            && !capture.sync(OUTPUT_SYNC)
-        {
-            tracing::debug!("session {}: output not synced before the crash", live.id);
+        for owner in std::iter::once(live).chain(root.as_deref()) {
+            if let Some(capture) = owner.capture.lock().expect("capture lock").as_ref()
+                && !capture.sync(OUTPUT_SYNC)
+            {
+                tracing::debug!("session {}: output not synced before the crash", live.id);
+            }
         }
         let _ = self.store.flush();
     }

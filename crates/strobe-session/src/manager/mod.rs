@@ -1,6 +1,6 @@
 //! The session manager and the per-session lifecycle.
 
-use crate::capture::Capture;
+use crate::capture::{self, Capture};
 use crate::pool::BridgePool;
 use crate::trace::{self, Tracer};
 use crate::validate;
@@ -240,6 +240,9 @@ struct Live {
     ended: Condvar,
     bridge: Arc<Bridge>,
     capture: Mutex<Option<Capture>>,
+    /// Inodes of the pipes the session's captures read (root only): a
+    /// followed child whose stdout/stderr is one of them gets pipes of its own.
+    captured_pipes: Mutex<std::collections::HashSet<u64>>,
     /// Tracing state, created on the first debug_trace (or pending patterns).
     tracer: Mutex<Option<Tracer>>,
     /// Requests to the agent waiting for their answer, by request id.
@@ -537,14 +540,26 @@ impl SessionManager {
             life: Mutex::new(Lifecycle::default()),
             ended: Condvar::new(),
             bridge: bridge.clone(),
+            captured_pipes: Mutex::new(
+                output
+                    .iter()
+                    .flat_map(|o| {
+                        [
+                            capture::pipe_inode(&o.stdout),
+                            capture::pipe_inode(&o.stderr),
+                        ]
+                    })
+                    .flatten()
+                    .collect(),
+            ),
             capture: Mutex::new(output.map(|output| {
                 Capture::start(
                     self.store.clone(),
                     key,
                     pid,
                     origin_ns,
-                    output.stdout,
-                    output.stderr,
+                    Some(output.stdout),
+                    Some(output.stderr),
                 )
             })),
             tracer: Mutex::new(None),
@@ -898,7 +913,8 @@ impl SessionManager {
                 let _ = live.post(br#"{"type":"fork-barrier-ack"}"#);
             }
             Some(
-                "plans_updated" | "module_base" | "exprs_updated" | "inherited" | "forks_guarded",
+                "plans_updated" | "module_base" | "exprs_updated" | "inherited" | "forks_guarded"
+                | "output_owned" | "fds_closed",
             ) => {
                 if let Some(id) = payload["id"].as_u64()
                     && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)

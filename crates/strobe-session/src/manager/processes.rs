@@ -16,6 +16,7 @@
 //! resolved against its own executable.
 
 use super::{Live, SessionManager, SessionState};
+use crate::capture::{self, Capture};
 use crate::trace::{TraceOptions, WatchRequest};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -163,6 +164,7 @@ impl Live {
             ended: Condvar::new(),
             bridge: root.bridge.clone(),
             capture: Mutex::new(None),
+            captured_pipes: Mutex::new(Default::default()),
             tracer: Mutex::new(None),
             replies: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
@@ -315,10 +317,86 @@ impl SessionManager {
             );
         }
         if !child.gone.load(Ordering::SeqCst) {
+            if exec {
+                // Same process, same pipes: its capture goes on.
+                if !Arc::ptr_eq(&parent, root) {
+                    let moved = parent.capture.lock().expect("capture lock").take();
+                    *child.capture.lock().expect("capture lock") = moved;
+                }
+            } else if let Err(e) = self.own_output(root, &child, timeout) {
+                tracing::warn!(
+                    "session {}: output of {pid} stays on the shared pipes: {e}",
+                    root.id
+                );
+            }
             self.guard_forks(&child, timeout);
         }
         if let Err(e) = root.bridge.resume(pid, timeout) {
             tracing::warn!("session {}: could not resume {pid}: {e}", root.id);
+        }
+    }
+
+    /// Gives a forked child pipes of its own for the stdout/stderr it shares
+    /// with the session (a pipe does not say which process wrote): its agent
+    /// makes the pipes and puts their write ends on fds 1 and 2, the daemon
+    /// opens the read ends through /proc and captures them under the
+    /// child's pid. Descriptors the child already pointed elsewhere are left.
+    fn own_output(
+        &self,
+        root: &Arc<Live>,
+        child: &Arc<Live>,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let captured = root.captured_pipes.lock().expect("pipes lock").clone();
+        let fds: Vec<i32> = [1, 2]
+            .into_iter()
+            .filter(|fd| {
+                capture::pipe_inode_of(child.pid, *fd).is_some_and(|i| captured.contains(&i))
+            })
+            .collect();
+        if fds.is_empty() {
+            return Ok(());
+        }
+        let r = self
+            .agent_request(child, json!({"type": "own-output", "fds": fds}), timeout)
+            .map_err(|e| e.message)?;
+        if let Some(e) = r["error"].as_str() {
+            return Err(e.to_string());
+        }
+        let read_end = |fd: i32| r["readFds"][fd.to_string()].as_i64();
+        let open = |fd: i32| -> Option<std::io::PipeReader> {
+            let n = read_end(fd)?;
+            let file = std::fs::File::open(format!("/proc/{}/fd/{n}", child.pid)).ok()?;
+            Some(std::io::PipeReader::from(std::os::fd::OwnedFd::from(file)))
+        };
+        let (stdout, stderr) = (open(1), open(2));
+        {
+            let mut pipes = root.captured_pipes.lock().expect("pipes lock");
+            pipes.extend(stdout.iter().filter_map(capture::pipe_inode));
+            pipes.extend(stderr.iter().filter_map(capture::pipe_inode));
+        }
+        let opened = stdout.is_some() || stderr.is_some();
+        if opened {
+            *child.capture.lock().expect("capture lock") = Some(Capture::start(
+                self.store.clone(),
+                child.key,
+                child.pid,
+                child.origin_ns,
+                stdout,
+                stderr,
+            ));
+        }
+        // The child keeps only the write ends.
+        let read_ends: Vec<i64> = fds.iter().filter_map(|fd| read_end(*fd)).collect();
+        let _ = self.agent_request(
+            child,
+            json!({"type": "close-fds", "fds": read_ends}),
+            timeout,
+        );
+        if opened {
+            Ok(())
+        } else {
+            Err("the read ends could not be opened through /proc".to_string())
         }
     }
 
@@ -401,6 +479,11 @@ impl SessionManager {
             "origin": image.origin, "parentPid": image.parent_pid, "binary": image.binary_path,
         });
         drop(life);
+        // Its own output pipes (if any) end with it; a grandchild still
+        // holding them is given the usual grace, off the event thread.
+        if let Some(c) = image.capture.lock().expect("capture lock").take() {
+            std::thread::spawn(move || c.finish(super::OUTPUT_GRACE));
+        }
         self.append_json_event(image, EventKind::ProcessExit, image.pid, 0, &info);
         let _ = self.store.flush();
         image.ended.notify_all();
