@@ -349,3 +349,43 @@ async fn after_an_exec_the_tools_act_on_the_new_image() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn children_not_followed_run_without_frida_hooks_on_exit() {
+    // A child Frida does not gate has its state but none of its threads: a
+    // lock held at the fork would hang it in a hooked _exit. Not following,
+    // Strobe puts the original bytes of exit/_exit/abort back in the child.
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("exit_bytes");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap(), "followChildren": false}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let out: Vec<String> = c
+        .events(&id, Some("stdout"))
+        .await
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    let bytes = |who: &str| {
+        out.iter()
+            .find_map(|l| l.strip_prefix(&format!("{who} ")))
+            .unwrap_or_else(|| panic!("no {who} line: {out:?}"))
+            .to_string()
+    };
+    assert!(
+        bytes("parent").starts_with("e9"),
+        "hooked in the parent: {out:?}"
+    );
+    assert!(
+        !bytes("child").starts_with("e9"),
+        "restored in the child: {out:?}"
+    );
+    assert!(out.contains(&"child exit 7".to_string()), "{out:?}");
+}

@@ -7,7 +7,7 @@
 import { onTrap } from "./breakpoints.js";
 import { backtrace as stackOf } from "./backtrace.js";
 import { Frame, sendAndWait } from "./protocol.js";
-import { PROT_ALL, rawAlloc, u64Bytes } from "./tracers/native.js";
+import { PROT_ALL, rawAlloc, registerAtforkChild, u64Bytes } from "./tracers/native.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",
@@ -185,8 +185,7 @@ export function markFollowing(): void {
 
 function restoreExitsInUnfollowedChildren(): void {
     const mprotect = Module.findGlobalExportByName("mprotect");
-    const atfork = Module.findGlobalExportByName("pthread_atfork");
-    if (mprotect === null || atfork === null) return;
+    if (mprotect === null) return;
     const code: number[] = [
         0x48, 0x83, 0xec, 0x08, //                     sub rsp, 8
         0x48, 0xb8, ...u64Bytes(following), //         mov rax, &following
@@ -219,7 +218,7 @@ function restoreExitsInUnfollowedChildren(): void {
     const handler = rawAlloc(Process.pageSize, PROT_ALL);
     handler.writeByteArray(code);
     Memory.protect(handler, Process.pageSize, "r-x");
-    new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, handler);
+    registerAtforkChild(handler);
 }
 
 /** The first 16 bytes of the function at `at` as its library file has
@@ -234,8 +233,10 @@ function originalBytes(at: NativePointer): number[] | null {
         const disk = Array.from(new Uint8Array(f.readBytes(16)));
         f.close();
         const memory = Array.from(new Uint8Array(at.readByteArray(16)!));
-        // A hook rewrites at most the first 14 bytes.
-        return disk.length === 16 && disk.slice(14).every((b, i) => b === memory[14 + i]) ? disk : null;
+        // Frida's near jump (5 bytes, padded to an instruction boundary)
+        // leaves bytes 9..16 as they were; anything else (a far jump, a
+        // different library on disk) is left alone.
+        return disk.length === 16 && disk.slice(9).every((b, i) => b === memory[9 + i]) ? disk : null;
     } catch (_e) {
         return null;
     }

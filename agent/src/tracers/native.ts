@@ -495,11 +495,9 @@ void release(guint32 n) {
         0xc3, //                                   ret
     ]);
     Memory.protect(handler, Process.pageSize, "r-x");
-    const atfork = Module.findGlobalExportByName("pthread_atfork");
-    if (atfork !== null) {
-        new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, handler);
-    }
+    registerAtforkChild(handler);
 }
+
 const keyCreate = new NativeFunction(Module.findGlobalExportByName("pthread_key_create")!, "int", ["pointer", "pointer"]);
 const key = Memory.alloc(8);
 if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
@@ -823,6 +821,23 @@ export function rawAlloc(size: number, prot = PROT_READ_WRITE, at: NativePointer
     const p = libcMmap(at, size, prot, flags, -1, 0) as NativePointer;
     if (p.equals(ptr(-1))) throw new Error(`mmap of ${size} bytes failed`);
     return p;
+}
+
+/** Registers `handler` to run in every forked child, inside fork(). glibc
+ *  2.34+ exports `pthread_atfork` only as a compat version that symbol
+ *  lookup does not find (it lives in libc_nonshared.a): its implementation,
+ *  `__register_atfork`, is what is called. */
+export function registerAtforkChild(handler: NativePointer): void {
+    const register = Module.findGlobalExportByName("__register_atfork");
+    if (register !== null) {
+        const ok = new NativeFunction(register, "int", ["pointer", "pointer", "pointer", "pointer"])(
+            NULL, NULL, handler, NULL) as number;
+        if (ok !== 0) throw new Error(`__register_atfork failed: ${ok}`);
+        return;
+    }
+    const atfork = Module.findGlobalExportByName("pthread_atfork");
+    if (atfork === null) throw new Error("neither __register_atfork nor pthread_atfork found");
+    new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, handler);
 }
 
 /** Like rawAlloc, within `reach` of `target`: the free gap nearest to it. */
