@@ -1,0 +1,85 @@
+//! The extension point: one [`TestAdapter`] per test framework.
+
+use crate::result::{Progress, TestFailure, TestResult};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Which tests of a suite to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestLevel {
+    /// Tests next to the code (Rust: `--lib`/`--bins`).
+    Unit,
+    /// Tests of the public interface (Rust: `tests/`).
+    Integration,
+    /// Whole-program tests, where the framework tells them apart.
+    E2e,
+}
+
+/// A command to run, with its working directory and extra environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestCommand {
+    /// The program (looked up on PATH when not absolute).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Variables added to the environment.
+    pub env: BTreeMap<String, String>,
+}
+
+impl TestCommand {
+    /// The command as a shell line, for humans and rerun hints.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .map(|a| {
+                if a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c))
+                {
+                    a.to_string()
+                } else {
+                    format!("'{}'", a.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Which pipe a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// Reads a run's output as it arrives.
+pub trait OutputParser: Send {
+    /// One complete line (without its newline).
+    fn line(&mut self, stream: Stream, line: &str);
+    /// What is known so far: counts, the test running now, failures so far.
+    fn progress(&self) -> Progress;
+    /// The result once the run ended with `exit_code` (`None`: killed).
+    fn finish(self: Box<Self>, exit_code: Option<i32>) -> TestResult;
+}
+
+/// One test framework.
+pub trait TestAdapter: Send + Sync {
+    /// Short name, as `framework` takes it: "cargo", "pytest", …
+    fn name(&self) -> &'static str;
+    /// How sure the adapter is that `project_root` uses its framework,
+    /// 0 (not at all) to 100; the highest wins.
+    fn detect(&self, project_root: &Path) -> u8;
+    /// The whole suite, or one level of it.
+    fn suite_command(&self, project_root: &Path, level: Option<TestLevel>) -> TestCommand;
+    /// One test, by the name the framework reports.
+    fn single_test_command(&self, project_root: &Path, test: &str) -> TestCommand;
+    /// A parser for the output of this adapter's commands.
+    fn parser(&self) -> Box<dyn OutputParser>;
+    /// Trace patterns worth adding when rerunning `failure` instrumented.
+    fn suggest_traces(&self, failure: &TestFailure) -> Vec<String>;
+}

@@ -1,0 +1,332 @@
+//! Rust: `cargo test` on stable, reading libtest's human output (its JSON
+//! format needs nightly). `--no-fail-fast` so every test binary runs;
+//! `RUST_BACKTRACE=1` so a failure's frames name the functions to trace.
+
+use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel};
+use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Most trace patterns suggested per failure.
+const MAX_SUGGESTIONS: usize = 5;
+/// Most lines of a build failure kept.
+const MAX_BUILD_ERROR_LINES: usize = 60;
+
+/// The `cargo test` adapter.
+pub struct CargoAdapter;
+
+impl CargoAdapter {
+    fn command(project_root: &Path, args: &[&str]) -> TestCommand {
+        let env = [("CARGO_TERM_COLOR", "never"), ("RUST_BACKTRACE", "1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>();
+        TestCommand {
+            program: "cargo".into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: project_root.to_path_buf(),
+            env,
+        }
+    }
+}
+
+impl TestAdapter for CargoAdapter {
+    fn name(&self) -> &'static str {
+        "cargo"
+    }
+
+    fn detect(&self, project_root: &Path) -> u8 {
+        let Ok(manifest) = std::fs::read_to_string(project_root.join("Cargo.toml")) else {
+            return 0;
+        };
+        if manifest.contains("[package]") || manifest.contains("[workspace]") {
+            90
+        } else {
+            50
+        }
+    }
+
+    fn suite_command(&self, project_root: &Path, level: Option<TestLevel>) -> TestCommand {
+        let mut args = vec!["test", "--no-fail-fast"];
+        match level {
+            Some(TestLevel::Unit) => args.extend(["--lib", "--bins"]),
+            // Cargo has no separate end-to-end tests: both mean `tests/`.
+            Some(TestLevel::Integration | TestLevel::E2e) => args.extend(["--test", "*"]),
+            None => {}
+        }
+        Self::command(project_root, &args)
+    }
+
+    fn single_test_command(&self, project_root: &Path, test: &str) -> TestCommand {
+        Self::command(
+            project_root,
+            &["test", "--no-fail-fast", "--", test, "--exact"],
+        )
+    }
+
+    fn parser(&self) -> Box<dyn OutputParser> {
+        Box::new(CargoParser::default())
+    }
+
+    fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |p: String| {
+            if !out.contains(&p) && out.len() < MAX_SUGGESTIONS {
+                out.push(p);
+            }
+        };
+        // The functions the failure went through, then the test's module.
+        for f in failure.frames.iter().skip(1) {
+            push(f.clone());
+        }
+        if let Some(test) = failure.frames.first()
+            && let Some((module, _)) = test.rsplit_once("::")
+        {
+            push(format!("{module}::*"));
+        }
+        out
+    }
+}
+
+/// Parses `cargo test` output as it streams.
+#[derive(Default)]
+pub struct CargoParser {
+    group: Option<String>,
+    tests: Vec<TestCase>,
+    summary: Summary,
+    failures: Vec<TestFailure>,
+    /// The failure whose `---- name stdout ----` block is being read.
+    block: Option<usize>,
+    section: Section,
+    /// A backtrace frame's function, waiting for its `at` line.
+    frame: Option<String>,
+    build_errors: Vec<String>,
+}
+
+#[derive(Default, PartialEq)]
+enum Section {
+    /// Captured output before the panic.
+    #[default]
+    Output,
+    /// The panic message.
+    Message,
+    /// The backtrace.
+    Backtrace,
+    /// Notes after it.
+    Rest,
+}
+
+impl CargoParser {
+    fn failure(&mut self, name: &str) -> usize {
+        if let Some(i) = self.failures.iter().position(|f| f.name == name) {
+            return i;
+        }
+        self.failures.push(TestFailure {
+            name: name.to_string(),
+            file: None,
+            line: None,
+            message: String::new(),
+            output: String::new(),
+            frames: Vec::new(),
+            suggested_traces: Vec::new(),
+            rerun: None,
+        });
+        self.failures.len() - 1
+    }
+
+    fn test_line(&mut self, name: &str, outcome: &str) {
+        let status = if outcome == "ok" {
+            TestStatus::Passed
+        } else if outcome.starts_with("FAILED") {
+            TestStatus::Failed
+        } else if outcome.starts_with("ignored") {
+            TestStatus::Skipped
+        } else {
+            return;
+        };
+        match status {
+            TestStatus::Passed => self.summary.passed += 1,
+            TestStatus::Failed => {
+                self.summary.failed += 1;
+                self.failure(name);
+            }
+            TestStatus::Skipped => self.summary.skipped += 1,
+        }
+        self.tests.push(TestCase {
+            name: name.to_string(),
+            status,
+            duration_ms: None,
+            group: self.group.clone(),
+        });
+    }
+
+    fn block_line(&mut self, i: usize, line: &str) {
+        let f = &mut self.failures[i];
+        f.output.push_str(line);
+        f.output.push('\n');
+        if let Some(place) = panic_location(line) {
+            f.file = Some(place.0);
+            f.line = place.1;
+            if let Some(message) = place.2 {
+                f.message = message;
+            }
+            self.section = Section::Message;
+            return;
+        }
+        match self.section {
+            Section::Message if line.starts_with("stack backtrace:") => {
+                self.section = Section::Backtrace
+            }
+            Section::Message if line.starts_with("note: ") => self.section = Section::Rest,
+            Section::Message => {
+                if !f.message.is_empty() {
+                    f.message.push('\n');
+                }
+                f.message.push_str(line);
+            }
+            Section::Backtrace => {
+                let t = line.trim_start();
+                if let Some(at) = t.strip_prefix("at ") {
+                    // The program's own code: relative paths (toolchain
+                    // frames point into /rustc/ or the registry).
+                    if let Some(name) = self.frame.take()
+                        && !at.starts_with('/')
+                        && !f.frames.contains(&name)
+                    {
+                        f.frames.push(name);
+                    }
+                } else if let Some((n, name)) = t.split_once(": ")
+                    && n.chars().all(|c| c.is_ascii_digit())
+                {
+                    let name = name.trim_end_matches("::{{closure}}");
+                    self.frame = Some(name.to_string());
+                } else if t.starts_with("note: ") {
+                    self.section = Section::Rest;
+                }
+            }
+            Section::Output | Section::Rest => {}
+        }
+    }
+}
+
+/// `(file, line, message)` of a panic header: `thread 'x' (tid) panicked at
+/// src/lib.rs:11:9:` (message on the next lines) or, before Rust 1.73,
+/// `thread 'x' panicked at 'message', src/lib.rs:11:9`.
+fn panic_location(line: &str) -> Option<(String, Option<u32>, Option<String>)> {
+    let rest = line.strip_prefix("thread '")?;
+    let at = rest.find("panicked at ")? + "panicked at ".len();
+    let place = &rest[at..];
+    let (message, place) = match place.strip_prefix('\'') {
+        Some(old) => {
+            let (msg, place) = old.rsplit_once("', ")?;
+            (Some(msg.to_string()), place)
+        }
+        None => (None, place.strip_suffix(':').unwrap_or(place)),
+    };
+    let mut parts = place.rsplitn(3, ':');
+    let _column = parts.next();
+    let line = parts.next().and_then(|l| l.parse().ok());
+    let file = parts.next().unwrap_or(place).to_string();
+    Some((file, line, message))
+}
+
+impl OutputParser for CargoParser {
+    fn line(&mut self, stream: Stream, line: &str) {
+        if stream == Stream::Stderr {
+            let t = line.trim_start();
+            if let Some(running) = t.strip_prefix("Running ") {
+                self.group = Some(
+                    running
+                        .split_once(" (")
+                        .map_or(running, |(g, _)| g)
+                        .to_string(),
+                );
+            } else if t.starts_with("Doc-tests ") {
+                self.group = Some(t.to_string());
+            } else if (t.starts_with("error[") || t.starts_with("error:"))
+                && !t.starts_with("error: test failed")
+                && !t.contains("target failed")
+                && !t.contains("targets failed")
+            {
+                self.build_errors.push(line.to_string());
+            } else if !self.build_errors.is_empty()
+                && self.tests.is_empty()
+                && self.build_errors.len() < MAX_BUILD_ERROR_LINES
+            {
+                // The compiler's explanation under its error line.
+                self.build_errors.push(line.to_string());
+            }
+            return;
+        }
+        if let Some(i) = self.block {
+            if line == "failures:" || line.starts_with("test result: ") {
+                self.block = None;
+            } else if let Some(name) = line
+                .strip_prefix("---- ")
+                .and_then(|l| l.strip_suffix(" stdout ----"))
+            {
+                self.block = Some(self.failure(name));
+                self.section = Section::Output;
+                self.frame = None;
+                return;
+            } else {
+                self.block_line(i, line);
+                return;
+            }
+        }
+        if line.starts_with("test result: ") {
+            return;
+        }
+        if let Some(name) = line
+            .strip_prefix("---- ")
+            .and_then(|l| l.strip_suffix(" stdout ----"))
+        {
+            self.block = Some(self.failure(name));
+            self.section = Section::Output;
+            self.frame = None;
+        } else if let Some(rest) = line.strip_prefix("test ")
+            && let Some((name, outcome)) = rest.rsplit_once(" ... ")
+        {
+            self.test_line(name, outcome);
+        }
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            summary: self.summary,
+            current_group: self.group.clone(),
+            failures: self.failures.clone(),
+        }
+    }
+
+    fn finish(self: Box<Self>, exit_code: Option<i32>) -> TestResult {
+        let this = *self;
+        let error = if this.tests.is_empty() && !this.build_errors.is_empty() {
+            Some(this.build_errors.join("\n"))
+        } else if this.tests.is_empty() && exit_code != Some(0) {
+            Some(match exit_code {
+                Some(c) => format!("cargo test exited with code {c} before any test ran"),
+                None => "cargo test was killed before any test ran".to_string(),
+            })
+        } else {
+            None
+        };
+        let adapter = CargoAdapter;
+        let failures = this
+            .failures
+            .into_iter()
+            .map(|mut f| {
+                f.suggested_traces = adapter.suggest_traces(&f);
+                f
+            })
+            .collect();
+        TestResult {
+            framework: "cargo".into(),
+            summary: this.summary,
+            tests: this.tests,
+            failures,
+            exit_code,
+            error,
+        }
+    }
+}

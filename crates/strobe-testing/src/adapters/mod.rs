@@ -1,0 +1,3 @@
+//! The built-in adapters, one file each (registered in [`crate::adapters()`]).
+
+pub mod cargo;

@@ -1,0 +1,101 @@
+//! The universal test result every adapter produces.
+
+use serde::Serialize;
+
+/// How one test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestStatus {
+    /// It passed.
+    Passed,
+    /// It failed.
+    Failed,
+    /// It was not run (ignored, skipped, filtered).
+    Skipped,
+}
+
+/// One test as the framework reported it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestCase {
+    /// Its name as the framework prints it (and takes it back to run it alone).
+    pub name: String,
+    /// How it ended.
+    pub status: TestStatus,
+    /// Its duration, when the framework reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// The group it ran in (a Rust test binary, a Python module…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+/// A failed test, with where and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestFailure {
+    /// The test's name.
+    pub name: String,
+    /// Source file of the failure (the assertion or panic), when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Its line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The failure message (assertion text, panic message…).
+    pub message: String,
+    /// The test's captured output and the framework's report, as printed.
+    pub output: String,
+    /// Frames of the failure's stack in the project's own code, innermost
+    /// first: function names, for trace suggestions.
+    pub frames: Vec<String>,
+    /// Trace patterns worth adding for an instrumented rerun.
+    pub suggested_traces: Vec<String>,
+    /// The command that runs this test alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<String>,
+}
+
+/// Counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Tests that passed.
+    pub passed: u32,
+    /// Tests that failed.
+    pub failed: u32,
+    /// Tests not run.
+    pub skipped: u32,
+}
+
+/// What is known while a run goes on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Counts so far.
+    pub summary: Summary,
+    /// The group (test binary, module) running now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_group: Option<String>,
+    /// Failures reported so far, complete or not.
+    pub failures: Vec<TestFailure>,
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestResult {
+    /// The adapter's name.
+    pub framework: String,
+    /// Counts.
+    pub summary: Summary,
+    /// Every test reported.
+    pub tests: Vec<TestCase>,
+    /// The failures, with file:line and message.
+    pub failures: Vec<TestFailure>,
+    /// The run's exit code (`None`: killed).
+    pub exit_code: Option<i32>,
+    /// Why the run failed without a failing test (a build error…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

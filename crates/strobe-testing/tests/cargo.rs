@@ -1,0 +1,158 @@
+//! The cargo adapter over output captured from a real `cargo test` run
+//! (`tests/output/cargo_*`: a crate with a passing, a failing assertion, a
+//! panicking, an ignored and an integration test; then the same crate with
+//! a type error).
+
+use strobe_testing::{Stream, TestAdapter, TestLevel, TestStatus, adapters::cargo::CargoAdapter};
+
+const MIXED_OUT: &str = include_str!("output/cargo_mixed.stdout");
+const MIXED_ERR: &str = include_str!("output/cargo_mixed.stderr");
+
+/// Feeds stdout, putting each stderr `Running`/`Doc-tests` line before the
+/// `running N tests` line it announces, as they interleave live.
+fn feed(parser: &mut dyn strobe_testing::OutputParser, out: &str, err: &str, upto: Option<&str>) {
+    let mut announcements = err.lines().filter(|l| {
+        l.trim_start().starts_with("Running ") || l.trim_start().starts_with("Doc-tests ")
+    });
+    for l in err
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Compiling"))
+    {
+        parser.line(Stream::Stderr, l);
+    }
+    for line in out.lines() {
+        if line.starts_with("running ")
+            && let Some(a) = announcements.next()
+        {
+            parser.line(Stream::Stderr, a);
+        }
+        parser.line(Stream::Stdout, line);
+        if Some(line) == upto {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_mixed_run_is_counted_and_its_failures_located() {
+    let mut parser = CargoAdapter.parser();
+    feed(parser.as_mut(), MIXED_OUT, MIXED_ERR, None);
+    let r = parser.finish(Some(101));
+    assert_eq!(r.framework, "cargo");
+    assert_eq!(
+        (r.summary.passed, r.summary.failed, r.summary.skipped),
+        (2, 2, 1)
+    );
+    assert_eq!(r.error, None);
+    let it = r.tests.iter().find(|t| t.name == "integration_ok").unwrap();
+    assert_eq!(it.group.as_deref(), Some("tests/it.rs"));
+    assert_eq!(it.status, TestStatus::Passed);
+    let unit = r.tests.iter().find(|t| t.name == "tests::skipped").unwrap();
+    assert_eq!(unit.group.as_deref(), Some("unittests src/lib.rs"));
+    assert_eq!(unit.status, TestStatus::Skipped);
+
+    let fails = r
+        .failures
+        .iter()
+        .find(|f| f.name == "tests::fails")
+        .unwrap();
+    assert_eq!(fails.file.as_deref(), Some("src/lib.rs"));
+    assert_eq!(fails.line, Some(11));
+    assert_eq!(
+        fails.message,
+        "assertion `left == right` failed: one plus one\n  left: 2\n right: 3"
+    );
+    assert_eq!(fails.frames, ["demo::tests::fails"]);
+    assert_eq!(fails.suggested_traces, ["demo::tests::*"]);
+
+    let panics = r
+        .failures
+        .iter()
+        .find(|f| f.name == "tests::prints_then_fails")
+        .unwrap();
+    assert_eq!(panics.line, Some(17));
+    assert_eq!(panics.message, "boom 42");
+    assert!(
+        panics.output.starts_with("some output\n"),
+        "{}",
+        panics.output
+    );
+}
+
+#[test]
+fn failures_are_known_before_the_run_ends() {
+    // The run stops (say a later test hangs) right after the first failure
+    // report: its place and message are already there.
+    let mut parser = CargoAdapter.parser();
+    feed(
+        parser.as_mut(),
+        MIXED_OUT,
+        MIXED_ERR,
+        Some("test tests::fails ... FAILED"),
+    );
+    let p = parser.progress();
+    assert_eq!(p.summary.failed, 1);
+    assert_eq!(p.failures[0].name, "tests::fails");
+    assert_eq!(p.failures[0].file, None, "libtest prints details later");
+    assert_eq!(p.current_group.as_deref(), Some("unittests src/lib.rs"));
+
+    let mut parser = CargoAdapter.parser();
+    feed(parser.as_mut(), MIXED_OUT, MIXED_ERR, Some(" right: 3"));
+    let f = &parser.progress().failures;
+    let fails = f.iter().find(|f| f.name == "tests::fails").unwrap();
+    assert_eq!(
+        (fails.file.as_deref(), fails.line),
+        (Some("src/lib.rs"), Some(11))
+    );
+    let r = parser.finish(None);
+    assert_eq!(r.exit_code, None);
+    assert_eq!(r.error, None, "tests ran: the kill is not a build error");
+}
+
+#[test]
+fn a_build_error_is_the_runs_error() {
+    let mut parser = CargoAdapter.parser();
+    for l in include_str!("output/cargo_build_error.stderr").lines() {
+        parser.line(Stream::Stderr, l);
+    }
+    let r = parser.finish(Some(101));
+    assert!(r.tests.is_empty());
+    let error = r.error.unwrap();
+    assert!(
+        error.starts_with("error[E0308]: mismatched types"),
+        "{error}"
+    );
+    assert!(error.contains("src/lib.rs:19:26"), "{error}");
+}
+
+#[test]
+fn detection_and_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(CargoAdapter.detect(dir.path()), 0);
+    assert!(strobe_testing::choose(dir.path(), None).is_err());
+    std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    assert_eq!(CargoAdapter.detect(dir.path()), 90);
+    assert_eq!(
+        strobe_testing::choose(dir.path(), None).unwrap().name(),
+        "cargo"
+    );
+    let e = strobe_testing::choose(dir.path(), Some("nose"))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("known: cargo"), "{e}");
+
+    let unit = CargoAdapter.suite_command(dir.path(), Some(TestLevel::Unit));
+    assert_eq!(unit.args, ["test", "--no-fail-fast", "--lib", "--bins"]);
+    assert_eq!(unit.env["RUST_BACKTRACE"], "1");
+    let integration = CargoAdapter.suite_command(dir.path(), Some(TestLevel::Integration));
+    assert_eq!(
+        integration.display(),
+        "cargo test --no-fail-fast --test '*'"
+    );
+    let one = CargoAdapter.single_test_command(dir.path(), "tests::fails");
+    assert_eq!(
+        one.display(),
+        "cargo test --no-fail-fast -- tests::fails --exact"
+    );
+    assert_eq!(one.cwd, dir.path());
+}
