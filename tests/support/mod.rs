@@ -115,16 +115,21 @@ impl Env {
         let mut c = Command::new(STROBE);
         c.args(args)
             .env("STROBE_HOME", self.path())
-            .env("STROBE_VENV", &self.venv);
+            .env("STROBE_VENV", &self.venv)
+            .env_remove("CARGO_TARGET_DIR");
         c
     }
 
     /// Starts `strobe mcp` and initializes an rmcp client over its stdio.
     pub async fn client(&self) -> Client {
         let mut cmd = tokio::process::Command::new(STROBE);
+        // CI points CARGO_TARGET_DIR at Strobe's own build directory, which
+        // the `cargo test` running this suite keeps locked: a daemon that
+        // inherited it would wait forever to build a debug_test project.
         cmd.arg("mcp")
             .env("STROBE_HOME", self.path())
-            .env("STROBE_VENV", &self.venv);
+            .env("STROBE_VENV", &self.venv)
+            .env_remove("CARGO_TARGET_DIR");
         let transport = TokioChildProcess::new(cmd).expect("spawn strobe mcp");
         let proxy_pid = transport.id();
         let service = ().serve(transport).await.expect("MCP initialize");

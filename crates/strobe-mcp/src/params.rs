@@ -322,3 +322,22 @@ pub struct ContinueParams {
     /// On timeout the answer says "running" and the program goes on.
     pub timeout_ms: Option<u64>,
 }
+
+/// `debug_test`: run a project's tests and read the results.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestParams {
+    /// "run" (start a run; returns testRunId at once) or "status" (waits up to 15 s for the
+    /// run to finish, then returns the result or the progress so far).
+    pub action: String,
+    /// run: absolute project root; the test framework is detected from it.
+    pub project_root: Option<String>,
+    /// run: the framework, overriding detection: "cargo".
+    pub framework: Option<String>,
+    /// run: only "unit", "integration" or "e2e" tests (cargo: e2e = integration = tests/).
+    pub level: Option<String>,
+    /// run: only this test, by the name the framework reports (e.g. "tests::parses_header").
+    pub test: Option<String>,
+    /// status: the run.
+    pub test_run_id: Option<String>,
+}

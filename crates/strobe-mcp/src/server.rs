@@ -2,7 +2,7 @@
 
 use crate::params::{
     BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
-    SessionParams, TraceParams,
+    SessionParams, TestParams, TraceParams,
 };
 use crate::{render, timespec};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -497,6 +497,92 @@ impl StrobeServer {
                         .join("\n")
                 };
                 ok(json!({ "breakpoints": list }), text)
+            }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "Run a project's tests with structured results. action \"run\" (projectRoot; optional framework, \
+        level unit|integration|e2e, or one test) starts the run in the background and returns a testRunId at once. action \
+        \"status\" (testRunId) waits up to 15 s for the run to finish, then returns either the result (summary, failures \
+        with file:line, message, suggested trace patterns and a rerun command, and `details`: a file with every test and the \
+        full output) or the progress so far (phase compiling/running, counts, failures already reported). Frameworks: cargo."
+    )]
+    async fn debug_test(
+        &self,
+        Parameters(p): Parameters<TestParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let mgr = self.mgr.clone();
+        let r = blocking(move || match p.action.as_str() {
+            "run" => {
+                let project_root = p.project_root.ok_or_else(|| {
+                    ToolError::validation("action \"run\" needs 'projectRoot' (absolute)")
+                })?;
+                let level = match p.level.as_deref() {
+                    None => None,
+                    Some("unit") => Some(strobe_testing::TestLevel::Unit),
+                    Some("integration") => Some(strobe_testing::TestLevel::Integration),
+                    Some("e2e") => Some(strobe_testing::TestLevel::E2e),
+                    Some(other) => {
+                        return Err(ToolError::validation(format!(
+                            "'level' {other:?} is not \"unit\", \"integration\" or \"e2e\""
+                        )));
+                    }
+                };
+                if level.is_some() && p.test.is_some() {
+                    return Err(ToolError::validation(
+                        "give 'level' or 'test', not both: a single test runs at whatever level it is",
+                    ));
+                }
+                mgr.test_run(&strobe_session::testrun::TestRunRequest {
+                    project_root,
+                    framework: p.framework,
+                    level,
+                    test: p.test,
+                })
+            }
+            "status" => {
+                let id = p.test_run_id.ok_or_else(|| {
+                    ToolError::validation("action \"status\" needs 'testRunId' (from action \"run\")")
+                })?;
+                mgr.test_status(&id, strobe_session::testrun::STATUS_WAIT)
+            }
+            other => Err(ToolError::validation(format!(
+                "'action' {other:?} is not \"run\" or \"status\""
+            ))),
+        })
+        .await;
+        Ok(match r {
+            Ok(v) => {
+                let text = match v["status"].as_str() {
+                    Some("completed") => format!(
+                        "{}: {} passed, {} failed, {} skipped{}",
+                        v["testRunId"].as_str().unwrap_or("?"),
+                        v["summary"]["passed"],
+                        v["summary"]["failed"],
+                        v["summary"]["skipped"],
+                        v["failures"]
+                            .as_array()
+                            .map(|fs| fs
+                                .iter()
+                                .map(|f| format!(
+                                    "\nFAILED {} at {}:{}: {}",
+                                    f["name"].as_str().unwrap_or("?"),
+                                    f["file"].as_str().unwrap_or("?"),
+                                    f["line"],
+                                    f["message"].as_str().unwrap_or("")
+                                ))
+                                .collect::<String>())
+                            .unwrap_or_default()
+                    ),
+                    _ => format!(
+                        "{} running ({}); ask debug_test {{action: \"status\", testRunId}} again",
+                        v["testRunId"].as_str().unwrap_or("?"),
+                        v["phase"].as_str().unwrap_or("started")
+                    ),
+                };
+                ok(v, text)
             }
             Err(e) => fail(e),
         })

@@ -13,6 +13,7 @@ pub mod diagnosis;
 pub mod frames;
 mod manager;
 mod pool;
+pub mod testrun;
 pub mod trace;
 mod validate;
 pub mod values;

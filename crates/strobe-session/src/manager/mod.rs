@@ -330,6 +330,8 @@ pub struct SessionManager {
     /// Capture plans of every session of this daemon's life, by session id,
     /// so typed values of ended sessions still render.
     captures: Mutex<HashMap<String, Arc<std::sync::RwLock<trace::Decoders>>>>,
+    /// Test runs (debug_test).
+    tests: crate::testrun::TestRuns,
     /// Itself, for work handed to other threads.
     me: std::sync::Weak<SessionManager>,
 }
@@ -370,7 +372,9 @@ impl SessionManager {
             }
         }
         let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
+        let tests = crate::testrun::TestRuns::new(home.root().join("test-runs"));
         Ok(Arc::new_cyclic(|me| Self {
+            tests,
             home,
             store,
             pool,
@@ -1537,8 +1541,19 @@ impl SessionManager {
                 tracing::warn!("stopping {id} at shutdown: {e}");
             }
         }
+        self.tests.stop_all();
         self.pool.drain();
         let _ = self.store.flush();
+    }
+
+    /// Starts a test run (debug_test run).
+    pub fn test_run(&self, req: &crate::testrun::TestRunRequest) -> Result<Value, ToolError> {
+        self.tests.start(req)
+    }
+
+    /// A test run's result, or its progress after waiting up to `wait`.
+    pub fn test_status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
+        self.tests.status(id, wait)
     }
 }
 

@@ -1,0 +1,320 @@
+//! Test runs (`debug_test`): a framework's command started in the
+//! background, its output parsed line by line as it arrives by the
+//! adapter's parser, progress on request, and the finished result with every
+//! detail written to a file under `STROBE_HOME/test-runs/`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use strobe_core::ToolError;
+use strobe_testing::{OutputParser, Stream, TestAdapter, TestLevel, TestResult};
+
+/// Longest a failure message is in the response (the details file has all).
+const MESSAGE_CHARS: usize = 500;
+/// Most output lines kept for the details file.
+const MAX_LOG_LINES: usize = 200_000;
+/// How long `status` waits for a run to finish before reporting progress.
+pub const STATUS_WAIT: Duration = Duration::from_secs(15);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct TestRunRequest {
+    /// The project (absolute).
+    pub project_root: String,
+    /// An adapter name, to override detection.
+    pub framework: Option<String>,
+    /// Only this level.
+    pub level: Option<TestLevel>,
+    /// Only this test (the framework's name for it).
+    pub test: Option<String>,
+}
+
+/// The test runs of this daemon.
+pub struct TestRuns {
+    dir: PathBuf,
+    runs: Mutex<HashMap<String, Arc<Run>>>,
+    next: AtomicU64,
+}
+
+struct Run {
+    id: String,
+    framework: &'static str,
+    command: String,
+    started: Instant,
+    /// The process group of the command (its pid).
+    pgid: u32,
+    state: Mutex<RunState>,
+    finished: Condvar,
+}
+
+struct RunState {
+    parser: Option<Box<dyn OutputParser>>,
+    log: Vec<String>,
+    result: Option<Value>,
+}
+
+impl TestRuns {
+    /// Runs keep their details under `dir`.
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            runs: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// Starts a run and returns `{testRunId, status: "running", framework, command}` at once.
+    pub fn start(&self, req: &TestRunRequest) -> Result<Value, ToolError> {
+        let root = crate::validate::project_root(&req.project_root)?;
+        let adapter = strobe_testing::choose(&root, req.framework.as_deref())
+            .map_err(|e| ToolError::validation(e.to_string()))?;
+        let cmd = match &req.test {
+            Some(t) if t.trim().is_empty() => {
+                return Err(ToolError::validation(
+                    "'test' must not be empty; omit it to run the suite",
+                ));
+            }
+            Some(t) => adapter.single_test_command(&root, t),
+            None => adapter.suite_command(&root, req.level),
+        };
+        let mut command = Command::new(&cmd.program);
+        command
+            .args(&cmd.args)
+            .current_dir(&cmd.cwd)
+            .envs(&cmd.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so the whole tree can be stopped.
+            .process_group(0);
+        let mut child = command.spawn().map_err(|e| {
+            ToolError::validation(format!(
+                "could not start `{}` in {}: {e} (is {} installed and on the daemon's PATH?)",
+                cmd.display(),
+                cmd.cwd.display(),
+                cmd.program
+            ))
+        })?;
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let id = format!("test-{}-{n}", adapter.name());
+        let run = Arc::new(Run {
+            id: id.clone(),
+            framework: adapter.name(),
+            command: cmd.display(),
+            started: Instant::now(),
+            pgid: child.id(),
+            state: Mutex::new(RunState {
+                parser: Some(adapter.parser()),
+                log: Vec::new(),
+                result: None,
+            }),
+            finished: Condvar::new(),
+        });
+        self.runs
+            .lock()
+            .expect("runs lock")
+            .insert(id.clone(), run.clone());
+        let readers = [
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+                Stream::Stdout,
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+                Stream::Stderr,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(pipe, stream)| {
+            let pipe = pipe?;
+            let run = run.clone();
+            Some(std::thread::spawn(move || read_lines(&run, pipe, stream)))
+        })
+        .collect::<Vec<_>>();
+        let dir = self.dir.clone();
+        let root_for_rerun = root.clone();
+        let response = json!({
+            "testRunId": id,
+            "status": "running",
+            "framework": run.framework,
+            "command": run.command,
+        });
+        std::thread::spawn(move || {
+            let status = child.wait().ok();
+            for r in readers {
+                let _ = r.join();
+            }
+            let exit_code = status.and_then(|s| s.code());
+            finish(&run, adapter.as_ref(), &root_for_rerun, &dir, exit_code);
+        });
+        Ok(response)
+    }
+
+    /// The finished result, after waiting up to `wait`; else the progress.
+    pub fn status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
+        let found = {
+            let runs = self.runs.lock().expect("runs lock");
+            runs.get(id).cloned().ok_or_else(|| {
+                let mut known: Vec<&str> = runs.keys().map(String::as_str).collect();
+                known.sort();
+                ToolError::validation(format!(
+                    "no test run {id:?} in this daemon (runs: {}); start one with debug_test {{action: \"run\"}}",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                ))
+            })
+        };
+        let run = found?;
+        let deadline = Instant::now() + wait;
+        let mut state = run.state.lock().expect("run lock");
+        while state.result.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = run.finished.wait_timeout(state, left).expect("run lock").0;
+        }
+        if let Some(result) = &state.result {
+            return Ok(result.clone());
+        }
+        let progress = state
+            .parser
+            .as_ref()
+            .map(|p| p.progress())
+            .unwrap_or_default();
+        let phase = if progress.summary.passed + progress.summary.failed + progress.summary.skipped
+            > 0
+            || progress.current_group.is_some()
+        {
+            "running"
+        } else {
+            "compiling"
+        };
+        Ok(json!({
+            "testRunId": run.id,
+            "status": "running",
+            "framework": run.framework,
+            "phase": phase,
+            "elapsedMs": run.started.elapsed().as_millis() as u64,
+            "progress": {
+                "passed": progress.summary.passed,
+                "failed": progress.summary.failed,
+                "skipped": progress.summary.skipped,
+                "currentGroup": progress.current_group,
+            },
+            "failuresSoFar": progress.failures.iter().map(brief_failure).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// Stops every run still going (daemon shutdown): their process groups
+    /// are the commands Strobe started.
+    pub fn stop_all(&self) {
+        for run in self.runs.lock().expect("runs lock").values() {
+            if run.state.lock().expect("run lock").result.is_none() {
+                // SAFETY: signalling the process group this run created.
+                unsafe { libc::kill(-(run.pgid as i32), libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+fn read_lines(run: &Run, pipe: Box<dyn Read + Send>, stream: Stream) {
+    let mut reader = BufReader::new(pipe);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buf);
+                let line = line.trim_end_matches(['\n', '\r']);
+                let mut state = run.state.lock().expect("run lock");
+                if let Some(p) = state.parser.as_mut() {
+                    p.line(stream, line);
+                }
+                if state.log.len() < MAX_LOG_LINES {
+                    let tag = if stream == Stream::Stdout {
+                        "out"
+                    } else {
+                        "err"
+                    };
+                    state.log.push(format!("{tag}| {line}"));
+                }
+            }
+        }
+    }
+}
+
+/// The run ended: parse the rest, write the details file, keep the small
+/// result for `status`.
+fn finish(run: &Run, adapter: &dyn TestAdapter, root: &Path, dir: &Path, exit_code: Option<i32>) {
+    let mut state = run.state.lock().expect("run lock");
+    let Some(parser) = state.parser.take() else {
+        return;
+    };
+    let mut result: TestResult = parser.finish(exit_code);
+    for f in &mut result.failures {
+        f.rerun = Some(adapter.single_test_command(root, &f.name).display());
+    }
+    let duration_ms = run.started.elapsed().as_millis() as u64;
+    let details = dir.join(format!("{}.json", run.id));
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        let doc = json!({
+            "testRunId": run.id,
+            "command": run.command,
+            "durationMs": duration_ms,
+            "result": result,
+            "output": state.log,
+        });
+        strobe_core::files::write_atomically(&details, doc.to_string().as_bytes())
+    });
+    let mut out = json!({
+        "testRunId": run.id,
+        "status": "completed",
+        "framework": result.framework,
+        "summary": {
+            "passed": result.summary.passed,
+            "failed": result.summary.failed,
+            "skipped": result.summary.skipped,
+            "durationMs": duration_ms,
+        },
+        "exitCode": result.exit_code,
+        "failures": result.failures.iter().map(brief_failure).collect::<Vec<_>>(),
+    });
+    if let Some(e) = &result.error {
+        out["error"] = json!(e);
+    }
+    match written {
+        Ok(()) => out["details"] = json!(details.display().to_string()),
+        Err(e) => {
+            out["detailsError"] = json!(format!("could not write {}: {e}", details.display()))
+        }
+    }
+    state.result = Some(out);
+    run.finished.notify_all();
+}
+
+/// A failure as responses show it: the message cut short, the rest in the details.
+fn brief_failure(f: &strobe_testing::TestFailure) -> Value {
+    let message: String = f.message.chars().take(MESSAGE_CHARS).collect();
+    json!({
+        "name": f.name,
+        "file": f.file,
+        "line": f.line,
+        "message": message,
+        "suggestedTraces": f.suggested_traces,
+        "rerun": f.rerun,
+    })
+}

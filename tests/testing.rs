@@ -1,0 +1,151 @@
+//! debug_test through MCP on a real cargo project (tests/fixtures/cargo_project,
+//! copied to a temporary directory so its build stays out of the checkout).
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use support::{Client, Env};
+
+fn copy_project(to: &Path) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cargo_project");
+    for rel in ["Cargo.toml", "src/lib.rs", "tests/api.rs"] {
+        let dst = to.join(rel);
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(rel), &dst).unwrap();
+    }
+    to.to_path_buf()
+}
+
+/// Starts a run and waits for its result.
+async fn run(c: &Client, args: Value) -> Value {
+    let started = c.ok("debug_test", args).await;
+    assert_eq!(started["status"], "running", "{started}");
+    let id = started["testRunId"].as_str().unwrap().to_string();
+    for _ in 0..20 {
+        let s = c
+            .ok("debug_test", json!({"action": "status", "testRunId": id}))
+            .await;
+        if s["status"] == "completed" {
+            return s;
+        }
+        assert_eq!(s["status"], "running", "{s}");
+    }
+    panic!("test run {id} did not finish in 5 minutes");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cargo_suite_levels_and_single_tests_have_structured_results() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_project(work.path());
+    let root = project.to_str().unwrap();
+
+    let r = run(&c, json!({"action": "run", "projectRoot": root})).await;
+    assert_eq!(r["framework"], "cargo");
+    assert_eq!(r["summary"]["passed"], 2, "{r}");
+    assert_eq!(r["summary"]["failed"], 1, "{r}");
+    assert_eq!(r["summary"]["skipped"], 1, "{r}");
+    let failures = r["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{r}");
+    let f = &failures[0];
+    assert_eq!(f["name"], "tests::negative_numbers");
+    assert_eq!(f["file"], "src/lib.rs");
+    assert_eq!(f["line"], 20);
+    assert!(
+        f["message"].as_str().unwrap().contains("five minus two"),
+        "{f}"
+    );
+    assert_eq!(
+        f["rerun"],
+        "cargo test --no-fail-fast -- tests::negative_numbers --exact"
+    );
+    assert!(
+        f["suggestedTraces"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("calc::tests::*")),
+        "{f}"
+    );
+    // Every test and the whole output are in the details file.
+    let details: Value =
+        serde_json::from_slice(&std::fs::read(r["details"].as_str().unwrap()).unwrap()).unwrap();
+    assert!(
+        details["result"]["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "blank_items_count_as_zero" && t["group"] == "tests/api.rs"),
+        "{details}"
+    );
+    assert!(
+        details["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("five minus two"))
+    );
+
+    let unit = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "level": "unit"}),
+    )
+    .await;
+    assert_eq!(
+        (
+            &unit["summary"]["passed"],
+            &unit["summary"]["failed"],
+            &unit["summary"]["skipped"]
+        ),
+        (&json!(1), &json!(1), &json!(1)),
+        "unit tests only: {unit}"
+    );
+    let one = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": "tests::sums_numbers"}),
+    )
+    .await;
+    assert_eq!(one["summary"]["passed"], 1, "{one}");
+    assert_eq!(one["summary"]["failed"], 0, "{one}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn debug_test_mistakes_get_clear_errors() {
+    let env = Env::new();
+    let c = env.client().await;
+    let empty = tempfile::tempdir().unwrap();
+    let root = empty.path().to_str().unwrap();
+    for (args, expect) in [
+        (json!({"action": "run"}), "needs 'projectRoot'"),
+        (
+            json!({"action": "run", "projectRoot": "relative/dir"}),
+            "absolute",
+        ),
+        (
+            json!({"action": "run", "projectRoot": root}),
+            "no test framework detected",
+        ),
+        (
+            json!({"action": "run", "projectRoot": root, "framework": "nose"}),
+            "known: cargo",
+        ),
+        (
+            json!({"action": "run", "projectRoot": root, "level": "smoke"}),
+            "'level'",
+        ),
+        (json!({"action": "status"}), "needs 'testRunId'"),
+        (
+            json!({"action": "status", "testRunId": "test-cargo-99"}),
+            "no test run",
+        ),
+        (json!({"action": "list"}), "is not \"run\" or \"status\""),
+    ] {
+        let e = c.reply("debug_test", args.clone()).await;
+        assert!(
+            e.error_text().contains(expect),
+            "{args}: {}",
+            e.error_text()
+        );
+    }
+}
