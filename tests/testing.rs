@@ -8,8 +8,18 @@ use std::path::{Path, PathBuf};
 use support::{Client, Env};
 
 fn copy_project(to: &Path) -> PathBuf {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cargo_project");
-    for rel in ["Cargo.toml", "src/lib.rs", "tests/api.rs"] {
+    copy_fixture(
+        "cargo_project",
+        &["Cargo.toml", "src/lib.rs", "tests/api.rs"],
+        to,
+    )
+}
+
+fn copy_fixture(name: &str, files: &[&str], to: &Path) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name);
+    for rel in files {
         let dst = to.join(rel);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
         std::fs::copy(from.join(rel), &dst).unwrap();
@@ -104,6 +114,48 @@ async fn cargo_suite_levels_and_single_tests_have_structured_results() {
     let one = run(
         &c,
         json!({"action": "run", "projectRoot": root, "test": "tests::sums_numbers"}),
+    )
+    .await;
+    assert_eq!(one["summary"]["passed"], 1, "{one}");
+    assert_eq!(one["summary"]["failed"], 0, "{one}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_unittest_results_are_structured() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture(
+        "unittest_project",
+        &["calc.py", "test_calc.py"],
+        work.path(),
+    );
+    let root = project.to_str().unwrap();
+    let r = run(&c, json!({"action": "run", "projectRoot": root})).await;
+    assert_eq!(r["framework"], "unittest", "detected: {r}");
+    assert_eq!(
+        (
+            &r["summary"]["passed"],
+            &r["summary"]["failed"],
+            &r["summary"]["skipped"]
+        ),
+        (&json!(1), &json!(2), &json!(1)),
+        "{r}"
+    );
+    let failures = r["failures"].as_array().unwrap();
+    let error = failures
+        .iter()
+        .find(|f| f["name"] == "test_calc.CalcTests.test_parse_error")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(error["file"], project.join("calc.py").to_str().unwrap());
+    assert_eq!(error["line"], 6);
+    assert_eq!(
+        error["rerun"],
+        "python3 -m unittest -v test_calc.CalcTests.test_parse_error"
+    );
+    let one = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": "test_calc.CalcTests.test_adds"}),
     )
     .await;
     assert_eq!(one["summary"]["passed"], 1, "{one}");

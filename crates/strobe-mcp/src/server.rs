@@ -507,7 +507,8 @@ impl StrobeServer {
         level unit|integration|e2e, or one test) starts the run in the background and returns a testRunId at once. action \
         \"status\" (testRunId) waits up to 15 s for the run to finish, then returns either the result (summary, failures \
         with file:line, message, suggested trace patterns and a rerun command, and `details`: a file with every test and the \
-        full output) or the progress so far (phase compiling/running, counts, failures already reported). Frameworks: cargo."
+        full output) or the progress so far (phase compiling/running, counts, failures already reported). Frameworks: cargo, \
+        unittest (python3 -m unittest)."
     )]
     async fn debug_test(
         &self,

@@ -45,7 +45,10 @@ pub enum TestingError {
 
 /// Every built-in adapter.
 pub fn adapters() -> Vec<Box<dyn TestAdapter>> {
-    vec![Box::new(adapters::cargo::CargoAdapter)]
+    vec![
+        Box::new(adapters::cargo::CargoAdapter),
+        Box::new(adapters::unittest::UnittestAdapter),
+    ]
 }
 
 /// The adapter for `project_root`: the one named by `framework`, else the

@@ -1,3 +1,4 @@
 //! The built-in adapters, one file each (registered in [`crate::adapters()`]).
 
 pub mod cargo;
+pub mod unittest;
