@@ -163,6 +163,41 @@ async fn python_unittest_results_are_structured() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_project_without_tests_gets_a_hint() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Makefile"), "all:\n\tcc main.c\n").unwrap();
+    let r = c
+        .ok(
+            "debug_test",
+            json!({"action": "run", "projectRoot": dir.path().to_str().unwrap()}),
+        )
+        .await;
+    assert_eq!(r["status"], "noTests", "{r}");
+    assert_eq!(r["language"], "C/C++");
+    assert_eq!(r["buildSystem"], "make");
+    assert!(r["hint"].as_str().unwrap().contains("debug_launch"), "{r}");
+
+    // A crate without a single test: the run completes, and says so.
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(work.path().join("src")).unwrap();
+    std::fs::write(
+        work.path().join("Cargo.toml"),
+        "[package]\nname = \"empty\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(work.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": work.path().to_str().unwrap()}),
+    )
+    .await;
+    assert_eq!(r["noTests"], true, "{r}");
+    assert!(r["hint"].as_str().unwrap().contains("#[test]"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn debug_test_mistakes_get_clear_errors() {
     let env = Env::new();
     let c = env.client().await;
@@ -173,10 +208,6 @@ async fn debug_test_mistakes_get_clear_errors() {
         (
             json!({"action": "run", "projectRoot": "relative/dir"}),
             "absolute",
-        ),
-        (
-            json!({"action": "run", "projectRoot": root}),
-            "no test framework detected",
         ),
         (
             json!({"action": "run", "projectRoot": root, "framework": "nose"}),

@@ -557,6 +557,12 @@ impl StrobeServer {
         Ok(match r {
             Ok(v) => {
                 let text = match v["status"].as_str() {
+                    Some("noTests") => format!(
+                        "No tests found ({} project, {}): {}",
+                        v["language"].as_str().unwrap_or("?"),
+                        v["buildSystem"].as_str().unwrap_or("?"),
+                        v["hint"].as_str().unwrap_or("")
+                    ),
                     Some("completed") => format!(
                         "{}: {} passed, {} failed, {} skipped{}",
                         v["testRunId"].as_str().unwrap_or("?"),

@@ -73,8 +73,22 @@ impl TestRuns {
     /// Starts a run and returns `{testRunId, status: "running", framework, command}` at once.
     pub fn start(&self, req: &TestRunRequest) -> Result<Value, ToolError> {
         let root = crate::validate::project_root(&req.project_root)?;
-        let adapter = strobe_testing::choose(&root, req.framework.as_deref())
-            .map_err(|e| ToolError::validation(e.to_string()))?;
+        let adapter = match strobe_testing::choose(&root, req.framework.as_deref()) {
+            Ok(a) => a,
+            // Nothing to run is an answer, not a mistake: say what the
+            // project is and how to add a first test.
+            Err(strobe_testing::TestingError::NotDetected { known, .. }) => {
+                let info = strobe_testing::project::describe(&root);
+                return Ok(json!({
+                    "status": "noTests",
+                    "language": info.language,
+                    "buildSystem": info.build_system,
+                    "hint": info.hint,
+                    "frameworks": known,
+                }));
+            }
+            Err(e) => return Err(ToolError::validation(e.to_string())),
+        };
         let cmd = match &req.test {
             Some(t) if t.trim().is_empty() => {
                 return Err(ToolError::validation(
@@ -295,6 +309,10 @@ fn finish(run: &Run, adapter: &dyn TestAdapter, root: &Path, dir: &Path, exit_co
     });
     if let Some(e) = &result.error {
         out["error"] = json!(e);
+    } else if result.tests.is_empty() {
+        let info = strobe_testing::project::describe(root);
+        out["noTests"] = json!(true);
+        out["hint"] = json!(info.hint);
     }
     match written {
         Ok(()) => out["details"] = json!(details.display().to_string()),

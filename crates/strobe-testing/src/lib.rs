@@ -13,6 +13,7 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod project;
 pub mod result;
 
 pub use adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel};
