@@ -11,6 +11,15 @@ import {
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
 // their own recv() calls; everything else arrives here.
+/** Answers a daemon request: `{type, id, [key]: value, error}`, where a
+ *  failure of `work` becomes `error` and `key` keeps its fallback. */
+function answer<T>(msg: Record<string, unknown>, type: string, key: string, fallback: T, work: () => T): void {
+    let value = fallback;
+    let error: string | null = null;
+    try { value = work(); } catch (e) { error = String(e); }
+    send({ type, id: msg.id, [key]: value, error });
+}
+
 function listen(): void {
     recv((msg: { type: string } & Record<string, unknown>) => {
         try {
@@ -26,27 +35,17 @@ function listen(): void {
             }
             else if (msg.type === "trace-ack") onTraceAck(1);
             else if (msg.type === "own-output") {
-                let readFds: Record<string, number> = {};
-                let error: string | null = null;
-                try { readFds = ownOutput(msg.fds as number[]); } catch (e) { error = String(e); }
-                send({ type: "output_owned", id: msg.id, readFds, error });
+                answer(msg, "output_owned", "readFds", {}, () => ownOutput(msg.fds as number[]));
             }
             else if (msg.type === "close-fds") {
-                closeFds(msg.fds as number[]);
-                send({ type: "fds_closed", id: msg.id });
+                answer(msg, "fds_closed", "closed", 0, () => { closeFds(msg.fds as number[]); return (msg.fds as number[]).length; });
             }
             else if (msg.type === "guard-forks") {
-                let slots = 0;
-                let error: string | null = null;
                 markFollowing();
-                try { slots = guardForks(); } catch (e) { error = String(e); }
-                send({ type: "forks_guarded", id: msg.id, slots, error });
+                answer(msg, "forks_guarded", "slots", 0, guardForks);
             }
             else if (msg.type === "inherit") {
-                let undone = 0;
-                let error: string | null = null;
-                try { undone = undoJournal(ptr(String(msg.journal))); } catch (e) { error = String(e); }
-                send({ type: "inherited", id: msg.id, undone, error });
+                answer(msg, "inherited", "undone", 0, () => undoJournal(ptr(String(msg.journal))));
             }
         } finally {
             listen();

@@ -83,9 +83,8 @@ for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize
 const drops = Memory.alloc(MAX_FUNCTIONS * 8);
 // Read by stubs and the hook while a call is in flight: outlives the script.
 const fstate = rawAlloc(MAX_FUNCTIONS * FSTATE_SIZE);
-// Raw memory: the fork handler below writes it in a child where Frida's
-// allocations may be gone.
-const config = rawAlloc(Process.pageSize);
+// Raw memory, mapped at load (see runtimeConfig).
+const config = runtimeConfig;
 // CModule globals are not writable (its image is mapped read+execute): the
 // process id the hooks need is passed in config[2].
 config.add(16).writeU64(Process.id);
@@ -840,6 +839,12 @@ export function registerAtforkChild(handler: NativePointer): void {
     new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, handler);
 }
 
+/** The tracer's config page (read by the CModule, the fork handler and the
+ *  fork guard). Raw memory: the fork handler writes it in a child where
+ *  Frida's allocations may be gone. Mapped at load so the fork guard can use
+ *  it without creating the tracer (sessions that trace nothing pay nothing). */
+const runtimeConfig = rawAlloc(Process.pageSize);
+
 /** Like rawAlloc, within `reach` of `target`: the free gap nearest to it. */
 function rawAllocNear(target: NativePointer, size: number, reach: number): NativePointer | null {
     const t = parseInt(target.toString(16), 16);
@@ -1001,15 +1006,14 @@ function writePatches(journaled = true): void {
         byPage.set(page, e);
     }
     patches = [];
-    // Every range, not only code: the fork guard patches GOT slots.
-    const ranges = Process.enumerateRanges("---");
-    const protectionAt = (a: number) => {
-        const r = ranges.find(x => {
-            const base = parseInt(x.base.toString(16), 16);
-            return a >= base && a < base + x.size;
-        });
-        return r?.protection ?? "r-x";
-    };
+    // Every range, not only code (the fork guard patches GOT slots), as
+    // numbers once: looked up per page group.
+    const ranges = Process.enumerateRanges("---").map(r => {
+        const base = parseInt(r.base.toString(16), 16);
+        return { base, end: base + r.size, protection: r.protection };
+    });
+    const protectionAt = (a: number) =>
+        ranges.find(r => a >= r.base && a < r.end)?.protection ?? "r-x";
     for (const { first, last, items } of byPage.values()) {
         const start = ptr(first);
         const size = last - first + pageSize;
@@ -1481,8 +1485,9 @@ export function guardForks(): number {
             op.wait();
         }, "void", []);
     }
-    // The runtime's config holds the flag the atfork handler sets.
-    const config = runtime().config;
+    // config[5] is the flag the atfork handler sets; reading it does not
+    // need the tracer to exist.
+    const config = runtimeConfig;
     const wrapper = rawAlloc(Process.pageSize, PROT_ALL);
     wrapper.writeByteArray([
         0x48, 0xb8, ...u64Bytes(config.add(40)), //    mov rax, &config[5] (set in a forked child)

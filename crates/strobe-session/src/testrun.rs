@@ -290,7 +290,8 @@ fn finish(run: &Run, adapter: &dyn TestAdapter, root: &Path, dir: &Path, exit_co
             "command": run.command,
             "durationMs": duration_ms,
             "result": result,
-            "output": state.log,
+            // Nothing reads the log once it is on disk.
+            "output": std::mem::take(&mut state.log),
         });
         strobe_core::files::write_atomically(&details, doc.to_string().as_bytes())
     });

@@ -56,6 +56,22 @@ pub struct TestFailure {
     pub rerun: Option<String>,
 }
 
+impl TestFailure {
+    /// A failure known by name only, its details still to come.
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            file: None,
+            line: None,
+            message: String::new(),
+            output: String::new(),
+            frames: Vec::new(),
+            suggested_traces: Vec::new(),
+            rerun: None,
+        }
+    }
+}
+
 /// Counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -186,7 +186,7 @@ impl SessionManager {
         let shown = Diagnosis {
             sanitizer: (kind == "sanitizer").then(|| report.clone()),
             panic: (kind == "panic").then(|| report.clone()),
-            exception: None,
+            ..Diagnosis::default()
         };
         let event = json!({
             "type": "crash",
@@ -359,7 +359,7 @@ impl SessionManager {
             let Some((path, base)) = super::hooks::image_at(live.pid, at) else {
                 break;
             };
-            if out.reliable {
+            if out.rest_from.is_none() {
                 out.pcs.push(pc);
             }
             let loc = tracer
@@ -424,8 +424,7 @@ impl SessionManager {
                 // Past it the frame sizes are not known for sure (the
                 // tracer's hook adds a frame): the backtrace goes on with
                 // the agent's walk.
-                if out.reliable {
-                    out.reliable = false;
+                if out.rest_from.is_none() {
                     out.rest_from = Some(pc);
                 }
                 let Some(j) = reported.iter().position(|a| *a == pc) else {
@@ -488,6 +487,7 @@ impl SessionManager {
 }
 
 /// What [`SessionManager::unwind_crash`] found.
+#[derive(Default)]
 pub(super) struct CrashUnwind {
     /// The frame whose locals are shown.
     pub frame: Option<Value>,
@@ -496,16 +496,4 @@ pub(super) struct CrashUnwind {
     /// The last sure pc, when the walk went on past a return address
     /// outside every image (a trampoline, the tracer's hook).
     pub rest_from: Option<u64>,
-    reliable: bool,
-}
-
-impl Default for CrashUnwind {
-    fn default() -> Self {
-        Self {
-            frame: None,
-            pcs: Vec::new(),
-            rest_from: None,
-            reliable: true,
-        }
-    }
 }

@@ -49,8 +49,6 @@ impl SessionManager {
         })
     }
 
-    /// Resolves and applies pattern (and watch, sampling, depth) changes on
-    /// a live session.
     /// Where image `path` is loaded in the session's process:
     /// /proc/PID/maps first (no round trip); the agent knows too, and answers
     /// when the daemon may not read the target's maps.
@@ -67,6 +65,8 @@ impl SessionManager {
         })
     }
 
+    /// Resolves and applies pattern (and watch, sampling, depth) changes on
+    /// a live session.
     pub(super) fn apply_patterns(
         &self,
         live: &Live,

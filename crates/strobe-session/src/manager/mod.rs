@@ -50,9 +50,8 @@ pub struct LaunchRequest {
     pub project_root: String,
     /// Extra environment variables (on top of the daemon's environment).
     pub env: BTreeMap<String, String>,
-    /// Follow forks and execs (off unless asked: see the fork race in
-    /// docs/FRIDA_NOTES.md): children are instrumented with the session's
-    /// patterns and watches before they run on.
+    /// Follow forks and execs (the MCP tool defaults to true): children are
+    /// instrumented with the session's patterns and watches before they run on.
     pub follow_children: bool,
     /// Attach to this running process instead of launching `command`.
     pub attach_pid: Option<u32>,

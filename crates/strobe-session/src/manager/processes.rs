@@ -270,8 +270,9 @@ impl SessionManager {
         let mut problems = Vec::new();
         match root.bridge.adopt(pid, timeout) {
             Ok(()) => {
-                if !exec && let Some(journal) = parent.journal.lock().expect("journal lock").clone()
-                {
+                // Cloned first: the guard must not live across the agent's answer.
+                let journal = parent.journal.lock().expect("journal lock").clone();
+                if !exec && let Some(journal) = journal {
                     match self.agent_request(
                         &child,
                         json!({"type": "inherit", "journal": journal}),

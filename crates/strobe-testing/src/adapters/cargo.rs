@@ -121,16 +121,7 @@ impl CargoParser {
         if let Some(i) = self.failures.iter().position(|f| f.name == name) {
             return i;
         }
-        self.failures.push(TestFailure {
-            name: name.to_string(),
-            file: None,
-            line: None,
-            message: String::new(),
-            output: String::new(),
-            frames: Vec::new(),
-            suggested_traces: Vec::new(),
-            rerun: None,
-        });
+        self.failures.push(TestFailure::new(name));
         self.failures.len() - 1
     }
 
@@ -311,12 +302,11 @@ impl OutputParser for CargoParser {
         } else {
             None
         };
-        let adapter = CargoAdapter;
         let failures = this
             .failures
             .into_iter()
             .map(|mut f| {
-                f.suggested_traces = adapter.suggest_traces(&f);
+                f.suggested_traces = CargoAdapter.suggest_traces(&f);
                 f
             })
             .collect();

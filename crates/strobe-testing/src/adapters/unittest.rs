@@ -131,16 +131,7 @@ impl UnittestParser {
         if let Some(i) = self.failures.iter().position(|f| f.name == name) {
             return i;
         }
-        self.failures.push(TestFailure {
-            name: name.to_string(),
-            file: None,
-            line: None,
-            message: String::new(),
-            output: String::new(),
-            frames: Vec::new(),
-            suggested_traces: Vec::new(),
-            rerun: None,
-        });
+        self.failures.push(TestFailure::new(name));
         self.failures.len() - 1
     }
 
