@@ -338,6 +338,11 @@ pub struct TestParams {
     pub level: Option<String>,
     /// run: only this test, by the name the framework reports (e.g. "tests::parses_header").
     pub test: Option<String>,
+    /// run: the compiled test program for Catch2 / Google Test (path, absolute or relative to
+    /// projectRoot), or for framework "generic" the command line to run.
+    pub command: Option<String>,
+    /// run: environment variables added for the test command, e.g. {"RUST_LOG": "debug"}.
+    pub env: Option<std::collections::BTreeMap<String, String>>,
     /// status: the run.
     pub test_run_id: Option<String>,
 }

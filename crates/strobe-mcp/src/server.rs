@@ -541,6 +541,8 @@ impl StrobeServer {
                     framework: p.framework,
                     level,
                     test: p.test,
+                    command: p.command,
+                    env: p.env.unwrap_or_default(),
                 })
             }
             "status" => {

@@ -3,7 +3,7 @@
 //! adapter's parser, progress on request, and the finished result with every
 //! detail written to a file under `STROBE_HOME/test-runs/`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use strobe_core::ToolError;
-use strobe_testing::{OutputParser, Stream, TestAdapter, TestLevel, TestResult};
+use strobe_testing::{OutputParser, Stream, TestAdapter, TestLevel, TestResult, TestTarget};
 
 /// Longest a failure message is in the response (the details file has all).
 const MESSAGE_CHARS: usize = 500;
@@ -34,6 +34,11 @@ pub struct TestRunRequest {
     pub level: Option<TestLevel>,
     /// Only this test (the framework's name for it).
     pub test: Option<String>,
+    /// The test program (Catch2 / Google Test binary) or, for the generic
+    /// adapter, the command line.
+    pub command: Option<String>,
+    /// Variables added to the test command's environment.
+    pub env: BTreeMap<String, String>,
 }
 
 /// The test runs of this daemon.
@@ -73,7 +78,14 @@ impl TestRuns {
     /// Starts a run and returns `{testRunId, status: "running", framework, command}` at once.
     pub fn start(&self, req: &TestRunRequest) -> Result<Value, ToolError> {
         let root = crate::validate::project_root(&req.project_root)?;
-        let adapter = match strobe_testing::choose(&root, req.framework.as_deref()) {
+        for (k, v) in &req.env {
+            crate::validate::env_key(k, v)?;
+        }
+        let target = TestTarget {
+            root: root.clone(),
+            command: req.command.clone(),
+        };
+        let adapter = match strobe_testing::choose(&target, req.framework.as_deref()) {
             Ok(a) => a,
             // Nothing to run is an answer, not a mistake: say what the
             // project is and how to add a first test.
@@ -95,14 +107,15 @@ impl TestRuns {
                     "'test' must not be empty; omit it to run the suite",
                 ));
             }
-            Some(t) => adapter.single_test_command(&root, t),
-            None => adapter.suite_command(&root, req.level),
+            Some(t) => adapter.single_test_command(&target, t),
+            None => adapter.suite_command(&target, req.level),
         };
         let mut command = Command::new(&cmd.program);
         command
             .args(&cmd.args)
             .current_dir(&cmd.cwd)
             .envs(&cmd.env)
+            .envs(&req.env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -159,7 +172,7 @@ impl TestRuns {
         })
         .collect::<Vec<_>>();
         let dir = self.dir.clone();
-        let root_for_rerun = root.clone();
+        let target_for_rerun = target.clone();
         let response = json!({
             "testRunId": id,
             "status": "running",
@@ -172,7 +185,7 @@ impl TestRuns {
                 let _ = r.join();
             }
             let exit_code = status.and_then(|s| s.code());
-            finish(&run, adapter.as_ref(), &root_for_rerun, &dir, exit_code);
+            finish(&run, adapter.as_ref(), &target_for_rerun, &dir, exit_code);
         });
         Ok(response)
     }
@@ -273,14 +286,20 @@ fn read_lines(run: &Run, pipe: Box<dyn Read + Send>, stream: Stream) {
 
 /// The run ended: parse the rest, write the details file, keep the small
 /// result for `status`.
-fn finish(run: &Run, adapter: &dyn TestAdapter, root: &Path, dir: &Path, exit_code: Option<i32>) {
+fn finish(
+    run: &Run,
+    adapter: &dyn TestAdapter,
+    target: &TestTarget,
+    dir: &Path,
+    exit_code: Option<i32>,
+) {
     let mut state = run.state.lock().expect("run lock");
     let Some(parser) = state.parser.take() else {
         return;
     };
     let mut result: TestResult = parser.finish(exit_code);
     for f in &mut result.failures {
-        f.rerun = Some(adapter.single_test_command(root, &f.name).display());
+        f.rerun = Some(adapter.single_test_command(target, &f.name).display());
     }
     let duration_ms = run.started.elapsed().as_millis() as u64;
     let details = dir.join(format!("{}.json", run.id));
@@ -311,7 +330,7 @@ fn finish(run: &Run, adapter: &dyn TestAdapter, root: &Path, dir: &Path, exit_co
     if let Some(e) = &result.error {
         out["error"] = json!(e);
     } else if result.tests.is_empty() {
-        let info = strobe_testing::project::describe(root);
+        let info = strobe_testing::project::describe(&target.root);
         out["noTests"] = json!(true);
         out["hint"] = json!(info.hint);
     }

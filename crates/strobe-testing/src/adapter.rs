@@ -2,7 +2,7 @@
 
 use crate::result::{Progress, TestFailure, TestResult};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Which tests of a suite to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -14,6 +14,27 @@ pub enum TestLevel {
     Integration,
     /// Whole-program tests, where the framework tells them apart.
     E2e,
+}
+
+/// What a run is pointed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestTarget {
+    /// The project directory (absolute).
+    pub root: PathBuf,
+    /// The test program or command line the caller named (`command`): the
+    /// compiled Catch2 / Google Test binary, or the generic adapter's
+    /// command line. `None` lets the adapter find or build it.
+    pub command: Option<String>,
+}
+
+impl TestTarget {
+    /// A project with no command named.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            command: None,
+        }
+    }
 }
 
 /// A command to run, with its working directory and extra environment.
@@ -71,13 +92,13 @@ pub trait OutputParser: Send {
 pub trait TestAdapter: Send + Sync {
     /// Short name, as `framework` takes it: "cargo", "pytest", …
     fn name(&self) -> &'static str;
-    /// How sure the adapter is that `project_root` uses its framework,
-    /// 0 (not at all) to 100; the highest wins.
-    fn detect(&self, project_root: &Path) -> u8;
+    /// How sure the adapter is that `target` uses its framework, 0 (not at
+    /// all) to 100; the highest wins.
+    fn detect(&self, target: &TestTarget) -> u8;
     /// The whole suite, or one level of it.
-    fn suite_command(&self, project_root: &Path, level: Option<TestLevel>) -> TestCommand;
+    fn suite_command(&self, target: &TestTarget, level: Option<TestLevel>) -> TestCommand;
     /// One test, by the name the framework reports.
-    fn single_test_command(&self, project_root: &Path, test: &str) -> TestCommand;
+    fn single_test_command(&self, target: &TestTarget, test: &str) -> TestCommand;
     /// A parser for the output of this adapter's commands.
     fn parser(&self) -> Box<dyn OutputParser>;
     /// Trace patterns worth adding when rerunning `failure` instrumented.

@@ -16,10 +16,8 @@ pub mod adapters;
 pub mod project;
 pub mod result;
 
-pub use adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel};
+pub use adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 pub use result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
-
-use std::path::Path;
 
 /// Errors choosing an adapter.
 #[derive(Debug, thiserror::Error)]
@@ -52,10 +50,10 @@ pub fn adapters() -> Vec<Box<dyn TestAdapter>> {
     ]
 }
 
-/// The adapter for `project_root`: the one named by `framework`, else the
+/// The adapter for `target`: the one named by `framework`, else the
 /// one detecting the project with the highest confidence.
 pub fn choose(
-    project_root: &Path,
+    target: &TestTarget,
     framework: Option<&str>,
 ) -> Result<Box<dyn TestAdapter>, TestingError> {
     let all = adapters();
@@ -70,12 +68,12 @@ pub fn choose(
             });
     }
     all.into_iter()
-        .map(|a| (a.detect(project_root), a))
+        .map(|a| (a.detect(target), a))
         .filter(|(confidence, _)| *confidence > 0)
         .max_by_key(|(confidence, _)| *confidence)
         .map(|(_, a)| a)
         .ok_or(TestingError::NotDetected {
-            root: project_root.display().to_string(),
+            root: target.root.display().to_string(),
             known,
         })
 }

@@ -28,6 +28,9 @@ pub struct TestCase {
     /// The group it ran in (a Rust test binary, a Python module…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// What the test printed, where the framework reports it per test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// A failed test, with where and why.
@@ -93,6 +96,10 @@ pub struct Progress {
     /// The group (test binary, module) running now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_group: Option<String>,
+    /// Tests started and not finished yet, where the framework reports
+    /// starts (Google Test's `[ RUN ]`, `go test -json`'s "run"…): the
+    /// candidates when a run stops making progress.
+    pub running: Vec<String>,
     /// Failures reported so far, complete or not.
     pub failures: Vec<TestFailure>,
 }

@@ -3,7 +3,9 @@
 //! panicking, an ignored and an integration test; then the same crate with
 //! a type error).
 
-use strobe_testing::{Stream, TestAdapter, TestLevel, TestStatus, adapters::cargo::CargoAdapter};
+use strobe_testing::{
+    Stream, TestAdapter, TestLevel, TestStatus, TestTarget, adapters::cargo::CargoAdapter,
+};
 
 const MIXED_OUT: &str = include_str!("output/cargo_mixed.stdout");
 const MIXED_ERR: &str = include_str!("output/cargo_mixed.stderr");
@@ -128,28 +130,31 @@ fn a_build_error_is_the_runs_error() {
 #[test]
 fn detection_and_commands() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(CargoAdapter.detect(dir.path()), 0);
-    assert!(strobe_testing::choose(dir.path(), None).is_err());
+    assert_eq!(CargoAdapter.detect(&TestTarget::new(dir.path())), 0);
+    assert!(strobe_testing::choose(&TestTarget::new(dir.path()), None).is_err());
     std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
-    assert_eq!(CargoAdapter.detect(dir.path()), 90);
+    assert_eq!(CargoAdapter.detect(&TestTarget::new(dir.path())), 90);
     assert_eq!(
-        strobe_testing::choose(dir.path(), None).unwrap().name(),
+        strobe_testing::choose(&TestTarget::new(dir.path()), None)
+            .unwrap()
+            .name(),
         "cargo"
     );
-    let e = strobe_testing::choose(dir.path(), Some("nose"))
+    let e = strobe_testing::choose(&TestTarget::new(dir.path()), Some("nose"))
         .err()
         .unwrap();
     assert!(e.to_string().contains("known: cargo"), "{e}");
 
-    let unit = CargoAdapter.suite_command(dir.path(), Some(TestLevel::Unit));
+    let unit = CargoAdapter.suite_command(&TestTarget::new(dir.path()), Some(TestLevel::Unit));
     assert_eq!(unit.args, ["test", "--no-fail-fast", "--lib", "--bins"]);
     assert_eq!(unit.env["RUST_BACKTRACE"], "1");
-    let integration = CargoAdapter.suite_command(dir.path(), Some(TestLevel::Integration));
+    let integration =
+        CargoAdapter.suite_command(&TestTarget::new(dir.path()), Some(TestLevel::Integration));
     assert_eq!(
         integration.display(),
         "cargo test --no-fail-fast --test '*'"
     );
-    let one = CargoAdapter.single_test_command(dir.path(), "tests::fails");
+    let one = CargoAdapter.single_test_command(&TestTarget::new(dir.path()), "tests::fails");
     assert_eq!(
         one.display(),
         "cargo test --no-fail-fast -- tests::fails --exact"

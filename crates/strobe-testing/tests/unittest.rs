@@ -3,7 +3,7 @@
 //! skipped test (`tests/output/unittest_mixed.stderr`).
 
 use strobe_testing::adapters::unittest::UnittestAdapter;
-use strobe_testing::{Stream, TestAdapter, TestStatus};
+use strobe_testing::{Stream, TestAdapter, TestStatus, TestTarget};
 
 const MIXED: &str = include_str!("output/unittest_mixed.stderr");
 
@@ -71,23 +71,30 @@ fn failures_are_known_as_their_report_arrives() {
 #[test]
 fn detection_and_commands() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(UnittestAdapter.detect(dir.path()), 0);
+    assert_eq!(UnittestAdapter.detect(&TestTarget::new(dir.path())), 0);
     std::fs::write(dir.path().join("test_x.py"), "").unwrap();
-    assert_eq!(UnittestAdapter.detect(dir.path()), 60);
+    assert_eq!(UnittestAdapter.detect(&TestTarget::new(dir.path())), 60);
     assert_eq!(
-        strobe_testing::choose(dir.path(), None).unwrap().name(),
+        strobe_testing::choose(&TestTarget::new(dir.path()), None)
+            .unwrap()
+            .name(),
         "unittest"
     );
     std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
     assert_eq!(
-        strobe_testing::choose(dir.path(), None).unwrap().name(),
+        strobe_testing::choose(&TestTarget::new(dir.path()), None)
+            .unwrap()
+            .name(),
         "cargo",
         "the more confident adapter wins"
     );
-    let one = UnittestAdapter.single_test_command(dir.path(), "test_x.T.test_a");
+    let one = UnittestAdapter.single_test_command(&TestTarget::new(dir.path()), "test_x.T.test_a");
     assert_eq!(one.display(), "python3 -m unittest -v test_x.T.test_a");
     std::fs::create_dir_all(dir.path().join("tests/unit")).unwrap();
-    let unit = UnittestAdapter.suite_command(dir.path(), Some(strobe_testing::TestLevel::Unit));
+    let unit = UnittestAdapter.suite_command(
+        &TestTarget::new(dir.path()),
+        Some(strobe_testing::TestLevel::Unit),
+    );
     assert_eq!(
         unit.display(),
         "python3 -m unittest -v discover -s tests/unit -t ."

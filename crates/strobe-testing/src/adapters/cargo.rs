@@ -2,7 +2,7 @@
 //! format needs nightly). `--no-fail-fast` so every test binary runs;
 //! `RUST_BACKTRACE=1` so a failure's frames name the functions to trace.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel};
+use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,7 +35,8 @@ impl TestAdapter for CargoAdapter {
         "cargo"
     }
 
-    fn detect(&self, project_root: &Path) -> u8 {
+    fn detect(&self, target: &TestTarget) -> u8 {
+        let project_root = target.root.as_path();
         let Ok(manifest) = std::fs::read_to_string(project_root.join("Cargo.toml")) else {
             return 0;
         };
@@ -46,7 +47,8 @@ impl TestAdapter for CargoAdapter {
         }
     }
 
-    fn suite_command(&self, project_root: &Path, level: Option<TestLevel>) -> TestCommand {
+    fn suite_command(&self, target: &TestTarget, level: Option<TestLevel>) -> TestCommand {
+        let project_root = target.root.as_path();
         let mut args = vec!["test", "--no-fail-fast"];
         match level {
             Some(TestLevel::Unit) => args.extend(["--lib", "--bins"]),
@@ -57,7 +59,8 @@ impl TestAdapter for CargoAdapter {
         Self::command(project_root, &args)
     }
 
-    fn single_test_command(&self, project_root: &Path, test: &str) -> TestCommand {
+    fn single_test_command(&self, target: &TestTarget, test: &str) -> TestCommand {
+        let project_root = target.root.as_path();
         Self::command(
             project_root,
             &["test", "--no-fail-fast", "--", test, "--exact"],
@@ -148,6 +151,7 @@ impl CargoParser {
             status,
             duration_ms: None,
             group: self.group.clone(),
+            output: None,
         });
     }
 
@@ -286,6 +290,7 @@ impl OutputParser for CargoParser {
         Progress {
             summary: self.summary,
             current_group: self.group.clone(),
+            running: Vec::new(),
             failures: self.failures.clone(),
         }
     }

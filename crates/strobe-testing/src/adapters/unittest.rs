@@ -2,7 +2,7 @@
 //! report (on stderr) names every test as it finishes and ends with a
 //! traceback per failure and error.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel};
+use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,7 +55,8 @@ impl TestAdapter for UnittestAdapter {
         "unittest"
     }
 
-    fn detect(&self, project_root: &Path) -> u8 {
+    fn detect(&self, target: &TestTarget) -> u8 {
+        let project_root = target.root.as_path();
         if !has_test_files(project_root) {
             return 0;
         }
@@ -66,7 +67,8 @@ impl TestAdapter for UnittestAdapter {
         }
     }
 
-    fn suite_command(&self, project_root: &Path, level: Option<TestLevel>) -> TestCommand {
+    fn suite_command(&self, target: &TestTarget, level: Option<TestLevel>) -> TestCommand {
+        let project_root = target.root.as_path();
         // unittest has no levels: a `tests/<level>` directory is one.
         let dir = level.map(|l| {
             let name = match l {
@@ -85,7 +87,8 @@ impl TestAdapter for UnittestAdapter {
         }
     }
 
-    fn single_test_command(&self, project_root: &Path, test: &str) -> TestCommand {
+    fn single_test_command(&self, target: &TestTarget, test: &str) -> TestCommand {
+        let project_root = target.root.as_path();
         Self::command(project_root, &[test])
     }
 
@@ -232,6 +235,7 @@ impl OutputParser for UnittestParser {
                 status,
                 duration_ms: None,
                 group: None,
+                output: None,
             });
         } else if line.starts_with("ModuleNotFoundError")
             || line.starts_with("ImportError")
@@ -246,6 +250,7 @@ impl OutputParser for UnittestParser {
         Progress {
             summary: self.summary,
             current_group: None,
+            running: Vec::new(),
             failures: self.failures.clone(),
         }
     }

@@ -1,6 +1,7 @@
 //! debug_test through MCP on a real cargo project (tests/fixtures/cargo_project,
 //! copied to a temporary directory so its build stays out of the checkout).
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ fn copy_project(to: &Path) -> PathBuf {
     )
 }
 
-fn copy_fixture(name: &str, files: &[&str], to: &Path) -> PathBuf {
+pub(crate) fn copy_fixture(name: &str, files: &[&str], to: &Path) -> PathBuf {
     let from = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(name);
@@ -28,7 +29,7 @@ fn copy_fixture(name: &str, files: &[&str], to: &Path) -> PathBuf {
 }
 
 /// Starts a run and waits for its result.
-async fn run(c: &Client, args: Value) -> Value {
+pub(crate) async fn run(c: &Client, args: Value) -> Value {
     let started = c.ok("debug_test", args).await;
     assert_eq!(started["status"], "running", "{started}");
     let id = started["testRunId"].as_str().unwrap().to_string();
