@@ -4,6 +4,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod stuck;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use support::{Client, Env};

@@ -13,6 +13,8 @@ pub mod diagnosis;
 pub mod frames;
 mod manager;
 mod pool;
+pub mod stacks;
+pub mod stuck;
 pub mod testrun;
 pub mod trace;
 mod validate;

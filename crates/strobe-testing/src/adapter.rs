@@ -73,9 +73,9 @@ impl TestCommand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
     /// Standard output.
-    Stdout,
+    Stdout = 0,
     /// Standard error.
-    Stderr,
+    Stderr = 1,
 }
 
 /// Reads a run's output as it arrives.
@@ -84,6 +84,12 @@ pub trait OutputParser: Send {
     fn line(&mut self, stream: Stream, line: &str);
     /// What is known so far: counts, the test running now, failures so far.
     fn progress(&self) -> Progress;
+    /// The test an unfinished last line names, for frameworks that print a
+    /// test's name when it starts and its outcome on the same line when it
+    /// ends (`test_x (mod.Class.test_x) ... `): the one running now.
+    fn running_in_partial_line(&self, _stream: Stream, _partial: &str) -> Option<String> {
+        None
+    }
     /// The result once the run ended with `exit_code` (`None`: killed).
     fn finish(self: Box<Self>, exit_code: Option<i32>) -> TestResult;
 }
@@ -103,4 +109,10 @@ pub trait TestAdapter: Send + Sync {
     fn parser(&self) -> Box<dyn OutputParser>;
     /// Trace patterns worth adding when rerunning `failure` instrumented.
     fn suggest_traces(&self, failure: &TestFailure) -> Vec<String>;
+    /// Whether the command builds before it tests (cargo, go, CMake): its
+    /// silence then is compilation, not a stuck test, until the parser
+    /// reports the run has started.
+    fn builds_first(&self) -> bool {
+        false
+    }
 }

@@ -815,7 +815,7 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
 /// offsets and addresses; lld, which Rust uses, shifts them by a page). The lowest
 /// mapping of the path is not used: Frida maps some files again, whole, to
 /// read them.
-pub(super) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
+pub(crate) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     for l in maps.lines() {
         let mut fields = l.split_whitespace();

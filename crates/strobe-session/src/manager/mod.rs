@@ -7,7 +7,7 @@ use crate::validate;
 
 pub mod breakpoints;
 mod crash;
-mod hooks;
+pub(crate) mod hooks;
 pub mod memory;
 mod processes;
 use hooks::{HookOutcome, hook_outcome};
@@ -371,7 +371,10 @@ impl SessionManager {
             }
         }
         let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
-        let tests = crate::testrun::TestRuns::new(home.root().join("test-runs"));
+        let tests = crate::testrun::TestRuns::new(
+            home.root().join("test-runs"),
+            home.root().join("symbol-cache"),
+        );
         Ok(Arc::new_cyclic(|me| Self {
             tests,
             home,

@@ -246,6 +246,10 @@ impl OutputParser for UnittestParser {
         }
     }
 
+    fn running_in_partial_line(&self, _stream: Stream, partial: &str) -> Option<String> {
+        test_id(partial.strip_suffix(" ... ")?)
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,

@@ -4,13 +4,15 @@
 //! detail written to a file under `STROBE_HOME/test-runs/`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+mod watch;
 
 use serde_json::{Value, json};
 use strobe_core::ToolError;
@@ -44,8 +46,19 @@ pub struct TestRunRequest {
 /// The test runs of this daemon.
 pub struct TestRuns {
     dir: PathBuf,
+    symbol_cache: PathBuf,
     runs: Mutex<HashMap<String, Arc<Run>>>,
     next: AtomicU64,
+}
+
+/// Longest silence of a run still doing work (its stacks change) before
+/// it is stopped, by level.
+fn hard_timeout(level: Option<TestLevel>) -> Duration {
+    Duration::from_secs(match level {
+        Some(TestLevel::Unit) => 30,
+        Some(TestLevel::Integration) | None => 120,
+        Some(TestLevel::E2e) => 300,
+    })
 }
 
 struct Run {
@@ -63,13 +76,23 @@ struct RunState {
     parser: Option<Box<dyn OutputParser>>,
     log: Vec<String>,
     result: Option<Value>,
+    /// When the last line of output arrived.
+    last_output: Instant,
+    /// Tests the stuck detector stopped, as reported.
+    stuck: Vec<Value>,
+    /// What the stuck detector sees now, while it waits (silent but working).
+    warning: Option<Value>,
+    /// The unfinished last line of stdout and of stderr.
+    partial: [String; 2],
 }
 
 impl TestRuns {
-    /// Runs keep their details under `dir`.
-    pub fn new(dir: PathBuf) -> Self {
+    /// Runs keep their details under `dir`; stack samples cache symbol
+    /// indexes under `symbol_cache`.
+    pub fn new(dir: PathBuf, symbol_cache: PathBuf) -> Self {
         Self {
             dir,
+            symbol_cache,
             runs: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         }
@@ -141,6 +164,10 @@ impl TestRuns {
                 parser: Some(adapter.parser()),
                 log: Vec::new(),
                 result: None,
+                last_output: Instant::now(),
+                stuck: Vec::new(),
+                warning: None,
+                partial: Default::default(),
             }),
             finished: Condvar::new(),
         });
@@ -171,6 +198,14 @@ impl TestRuns {
             Some(std::thread::spawn(move || read_lines(&run, pipe, stream)))
         })
         .collect::<Vec<_>>();
+        let watch = watch::Watch {
+            run: run.clone(),
+            project_root: root.clone(),
+            hard_timeout: hard_timeout(req.level),
+            waits_for_build: adapter.builds_first(),
+            samplers: crate::stacks::samplers(Some(self.symbol_cache.clone())),
+        };
+        std::thread::spawn(move || watch.run());
         let dir = self.dir.clone();
         let target_for_rerun = target.clone();
         let response = json!({
@@ -242,6 +277,9 @@ impl TestRuns {
                 "currentGroup": progress.current_group,
             },
             "failuresSoFar": progress.failures.iter().map(brief_failure).collect::<Vec<_>>(),
+            "running": progress.running,
+            "stuck": state.stuck,
+            "stuckWarning": state.warning,
         }))
     }
 
@@ -257,30 +295,49 @@ impl TestRuns {
     }
 }
 
-fn read_lines(run: &Run, pipe: Box<dyn Read + Send>, stream: Stream) {
-    let mut reader = BufReader::new(pipe);
-    let mut buf = Vec::new();
+/// Feeds a pipe to the parser line by line. The unfinished last line is
+/// kept as the stream's partial line: a framework that prints a test's name
+/// before running it and its outcome after (unittest, pytest) shows there
+/// which test is hanging.
+fn read_lines(run: &Run, mut pipe: Box<dyn Read + Send>, stream: Stream) {
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
     loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buf);
-                let line = line.trim_end_matches(['\n', '\r']);
-                let mut state = run.state.lock().expect("run lock");
-                if let Some(p) = state.parser.as_mut() {
-                    p.line(stream, line);
-                }
-                if state.log.len() < MAX_LOG_LINES {
-                    let tag = if stream == Stream::Stdout {
-                        "out"
-                    } else {
-                        "err"
-                    };
-                    state.log.push(format!("{tag}| {line}"));
-                }
-            }
+        let n = match pipe.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        let mut state = run.state.lock().expect("run lock");
+        state.last_output = Instant::now();
+        while let Some(end) = memchr::memchr(b'\n', &pending) {
+            let raw: Vec<u8> = pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&raw);
+            feed(&mut state, stream, line.trim_end_matches(['\n', '\r']));
         }
+        let partial = String::from_utf8_lossy(&pending).into_owned();
+        state.partial[stream as usize] = partial;
+    }
+    let mut state = run.state.lock().expect("run lock");
+    if !pending.is_empty() {
+        let line = String::from_utf8_lossy(&pending).into_owned();
+        feed(&mut state, stream, line.trim_end_matches('\r'));
+    }
+    state.partial[stream as usize].clear();
+}
+
+/// One line to the parser and the log.
+fn feed(state: &mut RunState, stream: Stream, line: &str) {
+    if let Some(p) = state.parser.as_mut() {
+        p.line(stream, line);
+    }
+    if state.log.len() < MAX_LOG_LINES {
+        let tag = if stream == Stream::Stdout {
+            "out"
+        } else {
+            "err"
+        };
+        state.log.push(format!("{tag}| {line}"));
     }
 }
 
@@ -309,11 +366,13 @@ fn finish(
             "command": run.command,
             "durationMs": duration_ms,
             "result": result,
+            "stuck": state.stuck,
             // Nothing reads the log once it is on disk.
             "output": std::mem::take(&mut state.log),
         });
         strobe_core::files::write_atomically(&details, doc.to_string().as_bytes())
     });
+    let stuck = std::mem::take(&mut state.stuck);
     let mut out = json!({
         "testRunId": run.id,
         "status": "completed",
@@ -322,11 +381,15 @@ fn finish(
             "passed": result.summary.passed,
             "failed": result.summary.failed,
             "skipped": result.summary.skipped,
+            "stuck": stuck.len(),
             "durationMs": duration_ms,
         },
         "exitCode": result.exit_code,
         "failures": result.failures.iter().map(brief_failure).collect::<Vec<_>>(),
     });
+    if !stuck.is_empty() {
+        out["stuck"] = json!(stuck);
+    }
     if let Some(e) = &result.error {
         out["error"] = json!(e);
     } else if result.tests.is_empty() {

@@ -1,0 +1,368 @@
+//! Stuck detection for test runs: output silence, the CPU time of the whole
+//! process tree, and the thread stacks of the processes doing the work
+//! sampled twice, turned into a verdict — deadlock (idle, stacks unchanged),
+//! infinite loop (busy, stacks unchanged) or work (stacks changing) — with
+//! the stacks kept for the report before anything is stopped.
+//!
+//! Everything here reads `/proc` as the test's own user; the stacks come
+//! from [`crate::stacks`].
+
+use crate::stacks::{self, StackSampler, ThreadStack};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::time::Duration;
+
+/// Output silence after which the detector looks closer.
+pub const SILENCE: Duration = Duration::from_secs(4);
+/// Between the two stack samples.
+pub const STACK_GAP: Duration = Duration::from_millis(1500);
+/// Below this share of one core the tree counts as idle.
+const IDLE_CPU: f64 = 0.05;
+/// From this share of one core the tree counts as busy.
+const BUSY_CPU: f64 = 0.5;
+/// A thread asleep for at least this long is waiting on purpose.
+const LONG_SLEEP: Duration = Duration::from_secs(1);
+/// Frames kept per thread in a report.
+const REPORT_FRAMES: usize = 16;
+
+/// What the samples say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// Idle, every stack unchanged, nobody sleeping on a timer.
+    Deadlock,
+    /// Busy, every stack unchanged.
+    InfiniteLoop,
+    /// Stacks changing, or some thread in a long timed sleep: wait for the
+    /// hard timeout.
+    Working,
+    /// Silent past the level's hard timeout.
+    Timeout,
+}
+
+/// The decision matrix: `cpu` is the tree's CPU time over the gap between
+/// the samples, in cores; `same` whether every thread kept its stack;
+/// `sleeping` whether a thread is in a long timed sleep.
+pub fn judge(cpu: f64, same: bool, sleeping: bool) -> Verdict {
+    if same && cpu >= BUSY_CPU {
+        Verdict::InfiniteLoop
+    } else if same && cpu < IDLE_CPU && !sleeping {
+        Verdict::Deadlock
+    } else {
+        Verdict::Working
+    }
+}
+
+/// One process of a run's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    /// Its pid.
+    pub pid: u32,
+    /// Its parent.
+    pub ppid: u32,
+    /// User + system CPU time of all its threads, in clock ticks.
+    pub cpu_ticks: u64,
+}
+
+/// Fields of `/proc/PID/stat` after the command (which may hold spaces and
+/// parentheses): state is field 3, so index 0 here.
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().collect())
+}
+
+/// Every live process whose process group is `pgid` (a test run's command
+/// starts one; what it starts stays in it unless it makes its own).
+pub fn group_members(pgid: u32) -> Vec<Member> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let f = stat_fields(&stat)?;
+            // state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+            let (state, ppid, pgrp) = (f[0], f[1].parse().ok()?, f[2].parse::<u32>().ok()?);
+            if pgrp != pgid || state == "Z" {
+                return None;
+            }
+            let cpu_ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
+            Some(Member {
+                pid,
+                ppid,
+                cpu_ticks,
+            })
+        })
+        .collect()
+}
+
+/// The members no other member is the parent of: the processes doing the
+/// work (the test binary under `cargo`, the interpreter under a script).
+pub fn leaves(members: &[Member]) -> Vec<u32> {
+    members
+        .iter()
+        .filter(|m| !members.iter().any(|c| c.ppid == m.pid))
+        .map(|m| m.pid)
+        .collect()
+}
+
+/// Clock ticks per second.
+pub fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// What a thread is doing, from `/proc/PID/task/TID/syscall`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadWait {
+    /// "running", or the system call it waits in ("futex", "read"…).
+    pub state: String,
+    /// A timed sleep of at least a second (nanosleep, clock_nanosleep).
+    pub long_sleep: bool,
+}
+
+/// The system calls a stuck thread usually sits in.
+fn syscall_name(nr: i64) -> Option<&'static str> {
+    Some(match nr {
+        0 => "read",
+        1 => "write",
+        7 => "poll",
+        23 => "select",
+        35 => "nanosleep",
+        43 => "accept",
+        61 => "wait4",
+        202 => "futex",
+        219 => "restart_syscall",
+        228 => "clock_gettime",
+        230 => "clock_nanosleep",
+        232 => "epoll_wait",
+        247 => "waitid",
+        270 => "pselect6",
+        271 => "ppoll",
+        281 => "epoll_pwait",
+        288 => "accept4",
+        _ => return None,
+    })
+}
+
+/// What thread `tid` of `pid` waits in.
+pub fn thread_wait(pid: u32, tid: u32) -> ThreadWait {
+    let text =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).unwrap_or_default();
+    let mut fields = text.split_whitespace();
+    let Some(first) = fields.next() else {
+        return ThreadWait {
+            state: "unknown".into(),
+            long_sleep: false,
+        };
+    };
+    let Ok(nr) = first.parse::<i64>() else {
+        return ThreadWait {
+            state: first.to_string(),
+            long_sleep: false,
+        };
+    };
+    if nr < 0 {
+        return ThreadWait {
+            state: "stopped".into(),
+            long_sleep: false,
+        };
+    }
+    let args: Vec<u64> = fields
+        .take(6)
+        .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+        .collect();
+    let long_sleep = match (nr, args.as_slice()) {
+        (35, [req, ..]) => sleep_length(pid, *req, None).is_some_and(|d| d >= LONG_SLEEP),
+        (230, [clock, flags, req, ..]) => {
+            let absolute = (flags & 1 == 1).then_some(*clock as libc::clockid_t);
+            sleep_length(pid, *req, absolute).is_some_and(|d| d >= LONG_SLEEP)
+        }
+        _ => false,
+    };
+    ThreadWait {
+        state: syscall_name(nr).map_or_else(|| format!("syscall {nr}"), str::to_string),
+        long_sleep,
+    }
+}
+
+/// The sleep a `struct timespec` at `addr` asks for: as given, or for an
+/// absolute time on `clock`, what is left of it.
+fn sleep_length(pid: u32, addr: u64, absolute: Option<libc::clockid_t>) -> Option<Duration> {
+    let mem = File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut b = [0u8; 16];
+    mem.read_exact_at(&mut b, addr).ok()?;
+    let sec = i64::from_le_bytes(b[..8].try_into().ok()?);
+    let nsec = i64::from_le_bytes(b[8..].try_into().ok()?);
+    let asked = Duration::new(sec.max(0) as u64, nsec.clamp(0, 999_999_999) as u32);
+    match absolute {
+        None => Some(asked),
+        Some(clock) => {
+            // SAFETY: clock_gettime fills the timespec it is given.
+            let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+            if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
+                return None;
+            }
+            let now = Duration::new(now.tv_sec.max(0) as u64, now.tv_nsec as u32);
+            Some(asked.saturating_sub(now))
+        }
+    }
+}
+
+/// The stacks of one process at one moment.
+#[derive(Debug, Clone)]
+pub struct ProcessStacks {
+    /// The process.
+    pub pid: u32,
+    /// Its executable's name.
+    pub exe: String,
+    /// Which sampler took them ("native", "python").
+    pub sampler: &'static str,
+    /// Its threads, or why they could not be had.
+    pub threads: Result<Vec<ThreadStack>, String>,
+    /// What each thread waits in, by tid.
+    pub waits: HashMap<u32, ThreadWait>,
+}
+
+/// Samples the stacks and waits of `pid`.
+pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessStacks {
+    let info = stacks::ProcessInfo::of(pid);
+    let (threads, sampler) = stacks::sample(samplers, pid);
+    let waits = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .map(|tid| (tid, thread_wait(pid, tid)))
+                .collect()
+        })
+        .unwrap_or_default();
+    ProcessStacks {
+        pid,
+        exe: info.exe_name().to_string(),
+        sampler,
+        threads: threads.map_err(|e| e.to_string()),
+        waits,
+    }
+}
+
+/// Whether two samples of a process show every thread with the same stack
+/// (threads only in one of them count as a change).
+pub fn same_stacks(a: &ProcessStacks, b: &ProcessStacks) -> bool {
+    let (Ok(a), Ok(b)) = (&a.threads, &b.threads) else {
+        return false;
+    };
+    a.len() == b.len()
+        && !a.is_empty()
+        && a.iter().all(|t| {
+            b.iter()
+                .find(|u| u.tid == t.tid)
+                .is_some_and(|u| u.signature() == t.signature())
+        })
+}
+
+/// Names the frames of a sample that is going into a report.
+pub fn name_frames(samplers: &[Box<dyn StackSampler>], p: &mut ProcessStacks) {
+    if let Ok(threads) = p.threads.as_mut() {
+        stacks::name_frames(samplers, p.sampler, threads);
+    }
+}
+
+/// A stuck process's threads as the report shows them.
+pub fn report_threads(p: &ProcessStacks) -> serde_json::Value {
+    match &p.threads {
+        Ok(threads) => serde_json::Value::Array(
+            threads
+                .iter()
+                .map(|t| {
+                    let wait = p.waits.get(&t.tid);
+                    serde_json::json!({
+                        "tid": t.tid,
+                        "name": t.name,
+                        "state": wait.map(|w| w.state.as_str()),
+                        "stack": t.frames.iter().take(REPORT_FRAMES).map(|f| f.display()).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+        ),
+        Err(e) => serde_json::json!({ "error": e }),
+    }
+}
+
+/// The functions of the project's own code on the stuck threads, innermost
+/// first: trace patterns for an instrumented rerun.
+pub fn suggested_traces(p: &ProcessStacks, project_root: &std::path::Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Ok(threads) = &p.threads else {
+        return out;
+    };
+    for t in threads {
+        for f in &t.frames {
+            let (Some(function), Some(file)) = (&f.function, &f.file) else {
+                continue;
+            };
+            let own = std::path::Path::new(file).starts_with(project_root)
+                || (!file.starts_with('/') && !file.starts_with('<'));
+            if own && !out.contains(function) && out.len() < 8 {
+                out.push(function.clone());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decision_matrix() {
+        assert_eq!(judge(0.0, true, false), Verdict::Deadlock);
+        assert_eq!(judge(1.0, true, false), Verdict::InfiniteLoop);
+        assert_eq!(judge(1.0, false, false), Verdict::Working);
+        assert_eq!(judge(0.0, false, false), Verdict::Working);
+        // A test sleeping on a timer is waiting on purpose, not deadlocked.
+        assert_eq!(judge(0.0, true, true), Verdict::Working);
+        // Some CPU, not busy: neither verdict is sure.
+        assert_eq!(judge(0.2, true, false), Verdict::Working);
+    }
+
+    #[test]
+    fn leaves_are_the_processes_without_children_in_the_group() {
+        let m = |pid, ppid| Member {
+            pid,
+            ppid,
+            cpu_ticks: 0,
+        };
+        // cargo (10) → test binary (11); a shell (12) → its child (13).
+        let members = [m(10, 1), m(11, 10), m(12, 10), m(13, 12)];
+        assert_eq!(leaves(&members), [11, 13]);
+    }
+
+    #[test]
+    fn stat_fields_survive_odd_command_names() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194304 100 0 0 0 7 3 0 0 20 0";
+        let f = stat_fields(stat).unwrap();
+        assert_eq!((f[0], f[1], f[2], f[11], f[12]), ("S", "1", "42", "7", "3"));
+    }
+
+    #[test]
+    fn this_process_is_seen_sleeping_and_its_stack_sampled() {
+        // A thread of ours asleep for a minute: a long sleep, in nanosleep
+        // or clock_nanosleep.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+        });
+        let tid = rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let w = thread_wait(std::process::id(), tid);
+        assert!(w.state.contains("nanosleep"), "{w:?}");
+        assert!(w.long_sleep, "{w:?}");
+    }
+}
