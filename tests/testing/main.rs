@@ -4,7 +4,16 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bun;
+mod catch2;
+mod deno;
+mod generic;
+mod gtest;
+mod jest;
+mod mocha;
+mod nextest;
 mod stuck;
+mod vitest;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -121,6 +130,55 @@ async fn cargo_suite_levels_and_single_tests_have_structured_results() {
     .await;
     assert_eq!(one["summary"]["passed"], 1, "{one}");
     assert_eq!(one["summary"]["failed"], 0, "{one}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_rerun_traces_the_test_binary_not_cargo() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_project(work.path());
+    let root = project.to_str().unwrap();
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": "tests::negative_numbers",
+               "tracePatterns": ["calc::sum_list"]}),
+    )
+    .await;
+    assert_eq!(r["summary"]["failed"], 1, "{r}");
+    assert_eq!(r["failures"][0]["line"], 20, "{r}");
+    let session = r["sessionId"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let status = c.status(session).await;
+    assert!(
+        status["binaryPath"]
+            .as_str()
+            .unwrap()
+            .contains("/target/debug/deps/calc-"),
+        "the test binary itself ran under Frida: {status}"
+    );
+    let enters = c.events(session, Some("function_enter")).await;
+    assert!(
+        enters.iter().any(|e| e["function"] == "calc::sum_list"),
+        "{enters:?}"
+    );
+    // Two binaries have tests: without 'test' the run says which to pick.
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "tracePatterns": ["calc::*"]}),
+    )
+    .await;
+    assert!(
+        r["error"].as_str().unwrap().contains("Name one test"),
+        "{r}"
+    );
+    // A pattern that cannot parse is refused before anything is built.
+    let e = c
+        .reply(
+            "debug_test",
+            json!({"action": "run", "projectRoot": root, "tracePatterns": ["@file:"]}),
+        )
+        .await;
+    assert!(e.error_text().contains("@file"), "{}", e.error_text());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -343,6 +343,13 @@ pub struct TestParams {
     pub command: Option<String>,
     /// run: environment variables added for the test command, e.g. {"RUST_LOG": "debug"}.
     pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// run: trace patterns (as debug_trace takes them). Given this or 'watches', the test
+    /// program itself (the test binary, not cargo) runs under Frida as a debug session:
+    /// status returns its sessionId for debug_query / debug_trace while it runs. Cargo builds
+    /// first and traces one test binary: name a 'test' when the project has several.
+    pub trace_patterns: Option<Vec<String>>,
+    /// run: watches (as debug_trace's watches.add), read at traced functions.
+    pub watches: Option<Vec<WatchTargetParam>>,
     /// status: the run.
     pub test_run_id: Option<String>,
 }

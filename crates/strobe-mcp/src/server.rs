@@ -35,6 +35,18 @@ debug_continue. Logpoints (debug_breakpoint with message) log without pausing.\n
 4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
 Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";
 
+/// A watch parameter as the session layer takes it.
+fn watch_request(w: crate::params::WatchTargetParam) -> strobe_session::trace::WatchRequest {
+    strobe_session::trace::WatchRequest {
+        variable: w.variable,
+        address: w.address,
+        type_hint: w.type_hint,
+        label: w.label,
+        expr: w.expr,
+        on: w.on,
+    }
+}
+
 /// Largest page `debug_query` returns.
 pub const MAX_LIMIT: i64 = 500;
 
@@ -137,6 +149,7 @@ impl StrobeServer {
             env: p.env,
             follow_children: p.follow_children.unwrap_or(true),
             attach_pid,
+            ..Default::default()
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;
         Ok(match r {
@@ -316,18 +329,7 @@ impl StrobeServer {
         let opts = strobe_session::trace::TraceOptions {
             sampling: p.sampling,
             serialization_depth: p.serialization_depth,
-            watch_add: watches
-                .add
-                .into_iter()
-                .map(|w| strobe_session::trace::WatchRequest {
-                    variable: w.variable,
-                    address: w.address,
-                    type_hint: w.type_hint,
-                    label: w.label,
-                    expr: w.expr,
-                    on: w.on,
-                })
-                .collect(),
+            watch_add: watches.add.into_iter().map(watch_request).collect(),
             watch_remove: watches.remove,
             lenient_watches: false,
         };
@@ -515,6 +517,7 @@ impl StrobeServer {
         Parameters(p): Parameters<TestParams>,
     ) -> Result<CallToolResult, McpError> {
         let mgr = self.mgr.clone();
+        let (settings, _) = self.settings(p.project_root.as_deref().map(Path::new));
         let r = blocking(move || match p.action.as_str() {
             "run" => {
                 let project_root = p.project_root.ok_or_else(|| {
@@ -543,7 +546,14 @@ impl StrobeServer {
                     test: p.test,
                     command: p.command,
                     env: p.env.unwrap_or_default(),
-                })
+                    trace_patterns: p.trace_patterns.unwrap_or_default(),
+                    watches: p
+                        .watches
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(watch_request)
+                        .collect(),
+                }, &settings)
             }
             "status" => {
                 let id = p.test_run_id.ok_or_else(|| {

@@ -109,6 +109,22 @@ pub trait TestAdapter: Send + Sync {
     fn parser(&self) -> Box<dyn OutputParser>;
     /// Trace patterns worth adding when rerunning `failure` instrumented.
     fn suggest_traces(&self, failure: &TestFailure) -> Vec<String>;
+    /// The process that runs the tests itself — the test binary or the
+    /// interpreter, not a build tool or launcher — for an instrumented
+    /// rerun under Frida, whose trace patterns resolve against its symbols.
+    /// Building it first if need be (blocking). By default the single-test
+    /// or suite command, for frameworks whose command is that process.
+    fn test_program(
+        &self,
+        target: &TestTarget,
+        level: Option<TestLevel>,
+        test: Option<&str>,
+    ) -> Result<TestCommand, String> {
+        Ok(match test {
+            Some(t) => self.single_test_command(target, t),
+            None => self.suite_command(target, level),
+        })
+    }
     /// Whether the command builds before it tests (cargo, go, CMake): its
     /// silence then is compilation, not a stuck test, until the parser
     /// reports the run has started.

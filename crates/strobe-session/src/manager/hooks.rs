@@ -697,7 +697,7 @@ pub(super) fn save_captures(store: &strobe_store::Store, live: &Live, tracer: &m
     }
 }
 
-fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
+pub(crate) fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
     texts
         .iter()
         .map(|t| {

@@ -55,6 +55,11 @@ pub struct LaunchRequest {
     pub follow_children: bool,
     /// Attach to this running process instead of launching `command`.
     pub attach_pid: Option<u32>,
+    /// Trace patterns hooked before the program runs (besides those staged
+    /// with debug_trace without a session).
+    pub trace_patterns: Vec<String>,
+    /// Watches installed with them.
+    pub watches: Vec<trace::WatchRequest>,
 }
 
 /// `debug_launch` result.
@@ -424,6 +429,7 @@ impl SessionManager {
     ) -> Result<LaunchResponse, ToolError> {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
+        let launch_patterns = hooks::parse_patterns(&req.trace_patterns)?;
         let binary = match req.attach_pid {
             Some(_) if !req.command.trim().is_empty() || !req.args.is_empty() => {
                 return Err(ToolError::validation(
@@ -617,9 +623,13 @@ impl SessionManager {
         }
 
         // Pending patterns are hooked now, before the program's main runs.
-        let pending: Vec<strobe_symbols::Pattern> =
+        let mut pending: Vec<strobe_symbols::Pattern> =
             self.pending.lock().expect("pending lock").clone();
+        pending.extend(launch_patterns);
         let mut pending_options = self.pending_options.lock().expect("pending lock").clone();
+        pending_options
+            .watch_add
+            .extend(req.watches.iter().cloned());
         pending_options.lenient_watches = true;
         live.desired
             .lock()
@@ -1548,9 +1558,113 @@ impl SessionManager {
         let _ = self.store.flush();
     }
 
-    /// Starts a test run (debug_test run).
-    pub fn test_run(&self, req: &crate::testrun::TestRunRequest) -> Result<Value, ToolError> {
-        self.tests.start(req)
+    /// Starts a test run (debug_test run): the framework's command as a
+    /// plain subprocess, or with trace patterns or watches the test program
+    /// itself under Frida as a debug session.
+    pub fn test_run(
+        self: &Arc<Self>,
+        req: &crate::testrun::TestRunRequest,
+        settings: &Settings,
+    ) -> Result<Value, ToolError> {
+        if req.trace_patterns.is_empty() && req.watches.is_empty() {
+            return self.tests.start(req);
+        }
+        hooks::parse_patterns(&req.trace_patterns)?;
+        let handle = match self.tests.prepare_instrumented(req) {
+            Ok(h) => h,
+            Err(answer) => return answer,
+        };
+        let response = handle.response();
+        let (mgr, req, settings) = (self.clone(), req.clone(), settings.clone());
+        std::thread::spawn(move || mgr.run_instrumented(handle, &req, &settings));
+        Ok(response)
+    }
+
+    /// Builds and launches an instrumented test run's program, feeds the
+    /// session's output to the run as it is stored, and ends the run with
+    /// the session. The session stays for debug_query (stop it as usual).
+    fn run_instrumented(
+        self: &Arc<Self>,
+        handle: crate::testrun::InstrumentedRun,
+        req: &crate::testrun::TestRunRequest,
+        settings: &Settings,
+    ) {
+        let program = match handle.program() {
+            Ok(p) => p,
+            Err(e) => return handle.fail(&e),
+        };
+        let mut env = program.env.clone();
+        env.extend(req.env.clone());
+        let launched = self.launch(
+            LaunchRequest {
+                command: program.program.clone(),
+                args: program.args.clone(),
+                cwd: Some(program.cwd.display().to_string()),
+                project_root: handle.target().root.display().to_string(),
+                env,
+                follow_children: true,
+                attach_pid: None,
+                trace_patterns: req.trace_patterns.clone(),
+                watches: req.watches.clone(),
+            },
+            settings,
+        );
+        let session = match launched {
+            Ok(r) => r.session_id,
+            Err(e) => {
+                return handle.fail(&format!(
+                    "could not launch `{}` under Frida: {}",
+                    program.display(),
+                    e.message
+                ));
+            }
+        };
+        handle.set_session(&session);
+        let filter = EventFilter {
+            kinds: Some(EventKind::Stdout.bit() | EventKind::Stderr.bit()),
+            ..Default::default()
+        };
+        let mut offset = 0u64;
+        // Output can still be on its way to the store when the session ends:
+        // the run ends after a quiet read past the end.
+        let mut quiet_after_end = 0;
+        loop {
+            let ended = self
+                .status(&session)
+                .map(|s| !matches!(s.state, SessionState::Starting | SessionState::Running))
+                .unwrap_or(true);
+            let page = match self.query(
+                &session,
+                &filter,
+                QueryPage {
+                    offset,
+                    limit: 1000,
+                },
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    return handle.fail(&format!("reading the session's output: {}", e.message));
+                }
+            };
+            offset += page.events.len() as u64;
+            for e in &page.events {
+                let stream = match e.kind() {
+                    Some(EventKind::Stderr) => strobe_testing::Stream::Stderr,
+                    _ => strobe_testing::Stream::Stdout,
+                };
+                handle.line(stream, &e.payload);
+            }
+            if ended && page.events.is_empty() {
+                quiet_after_end += 1;
+                if quiet_after_end >= 3 {
+                    let code = self.status(&session).ok().and_then(|s| s.exit_code);
+                    return handle.finish(code);
+                }
+            }
+            if !page.has_more {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
     }
 
     /// A test run's result, or its progress after waiting up to `wait`.

@@ -41,6 +41,10 @@ pub struct TestRunRequest {
     pub command: Option<String>,
     /// Variables added to the test command's environment.
     pub env: BTreeMap<String, String>,
+    /// Trace patterns: the test program runs under Frida as a session.
+    pub trace_patterns: Vec<String>,
+    /// Watches, likewise.
+    pub watches: Vec<crate::trace::WatchRequest>,
 }
 
 /// The test runs of this daemon.
@@ -84,6 +88,8 @@ struct RunState {
     warning: Option<Value>,
     /// The unfinished last line of stdout and of stderr.
     partial: [String; 2],
+    /// The Frida session of an instrumented run, once launched.
+    session_id: Option<String>,
 }
 
 impl TestRuns {
@@ -98,38 +104,96 @@ impl TestRuns {
         }
     }
 
-    /// Starts a run and returns `{testRunId, status: "running", framework, command}` at once.
-    pub fn start(&self, req: &TestRunRequest) -> Result<Value, ToolError> {
-        let root = crate::validate::project_root(&req.project_root)?;
+    /// The project, its adapter and the command a request runs; `Err(Ok(v))`
+    /// is an answer without a run (no tests found).
+    fn resolve(
+        req: &TestRunRequest,
+    ) -> Result<(TestTarget, Box<dyn TestAdapter>), Result<Value, ToolError>> {
+        let root = crate::validate::project_root(&req.project_root).map_err(Err)?;
         for (k, v) in &req.env {
-            crate::validate::env_key(k, v)?;
+            crate::validate::env_key(k, v).map_err(Err)?;
+        }
+        if req.test.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(Err(ToolError::validation(
+                "'test' must not be empty; omit it to run the suite",
+            )));
         }
         let target = TestTarget {
             root: root.clone(),
             command: req.command.clone(),
         };
-        let adapter = match strobe_testing::choose(&target, req.framework.as_deref()) {
-            Ok(a) => a,
+        match strobe_testing::choose(&target, req.framework.as_deref()) {
+            Ok(a) => Ok((target, a)),
             // Nothing to run is an answer, not a mistake: say what the
             // project is and how to add a first test.
             Err(strobe_testing::TestingError::NotDetected { known, .. }) => {
                 let info = strobe_testing::project::describe(&root);
-                return Ok(json!({
+                Err(Ok(json!({
                     "status": "noTests",
                     "language": info.language,
                     "buildSystem": info.build_system,
                     "hint": info.hint,
                     "frameworks": known,
-                }));
+                })))
             }
-            Err(e) => return Err(ToolError::validation(e.to_string())),
+            Err(e) => Err(Err(ToolError::validation(e.to_string()))),
+        }
+    }
+
+    /// Registers a new run.
+    fn register(&self, adapter: &dyn TestAdapter, command: String, pgid: u32) -> Arc<Run> {
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let id = format!("test-{}-{n}", adapter.name());
+        let run = Arc::new(Run {
+            id: id.clone(),
+            framework: adapter.name(),
+            command,
+            started: Instant::now(),
+            pgid,
+            state: Mutex::new(RunState {
+                parser: Some(adapter.parser()),
+                log: Vec::new(),
+                result: None,
+                last_output: Instant::now(),
+                stuck: Vec::new(),
+                warning: None,
+                partial: Default::default(),
+                session_id: None,
+            }),
+            finished: Condvar::new(),
+        });
+        self.runs.lock().expect("runs lock").insert(id, run.clone());
+        run
+    }
+
+    /// Prepares a run whose test program the session layer launches under
+    /// Frida (`tracePatterns`, `watches`): the program to launch, and the
+    /// handle its output and end go to. `Err(Ok(v))` is an answer without
+    /// a run (no tests found).
+    pub fn prepare_instrumented(
+        &self,
+        req: &TestRunRequest,
+    ) -> Result<InstrumentedRun, Result<Value, ToolError>> {
+        let (target, adapter) = Self::resolve(req)?;
+        let run = self.register(adapter.as_ref(), String::new(), 0);
+        Ok(InstrumentedRun {
+            run,
+            adapter,
+            target,
+            level: req.level,
+            test: req.test.clone(),
+            dir: self.dir.clone(),
+        })
+    }
+
+    /// Starts a run and returns `{testRunId, status: "running", framework, command}` at once.
+    pub fn start(&self, req: &TestRunRequest) -> Result<Value, ToolError> {
+        let (target, adapter) = match Self::resolve(req) {
+            Ok(r) => r,
+            Err(answer) => return answer,
         };
+        let root = target.root.clone();
         let cmd = match &req.test {
-            Some(t) if t.trim().is_empty() => {
-                return Err(ToolError::validation(
-                    "'test' must not be empty; omit it to run the suite",
-                ));
-            }
             Some(t) => adapter.single_test_command(&target, t),
             None => adapter.suite_command(&target, req.level),
         };
@@ -152,29 +216,8 @@ impl TestRuns {
                 cmd.program
             ))
         })?;
-        let n = self.next.fetch_add(1, Ordering::SeqCst);
-        let id = format!("test-{}-{n}", adapter.name());
-        let run = Arc::new(Run {
-            id: id.clone(),
-            framework: adapter.name(),
-            command: cmd.display(),
-            started: Instant::now(),
-            pgid: child.id(),
-            state: Mutex::new(RunState {
-                parser: Some(adapter.parser()),
-                log: Vec::new(),
-                result: None,
-                last_output: Instant::now(),
-                stuck: Vec::new(),
-                warning: None,
-                partial: Default::default(),
-            }),
-            finished: Condvar::new(),
-        });
-        self.runs
-            .lock()
-            .expect("runs lock")
-            .insert(id.clone(), run.clone());
+        let run = self.register(adapter.as_ref(), cmd.display(), child.id());
+        let id = run.id.clone();
         let readers = [
             (
                 child
@@ -276,6 +319,7 @@ impl TestRuns {
                 "skipped": progress.summary.skipped,
                 "currentGroup": progress.current_group,
             },
+            "sessionId": state.session_id,
             "failuresSoFar": progress.failures.iter().map(brief_failure).collect::<Vec<_>>(),
             "running": progress.running,
             "stuck": state.stuck,
@@ -373,6 +417,7 @@ fn finish(
         strobe_core::files::write_atomically(&details, doc.to_string().as_bytes())
     });
     let stuck = std::mem::take(&mut state.stuck);
+    let session_id = state.session_id.clone();
     let mut out = json!({
         "testRunId": run.id,
         "status": "completed",
@@ -389,6 +434,9 @@ fn finish(
     });
     if !stuck.is_empty() {
         out["stuck"] = json!(stuck);
+    }
+    if let Some(id) = session_id {
+        out["sessionId"] = json!(id);
     }
     if let Some(e) = &result.error {
         out["error"] = json!(e);
@@ -418,4 +466,78 @@ fn brief_failure(f: &strobe_testing::TestFailure) -> Value {
         "suggestedTraces": f.suggested_traces,
         "rerun": f.rerun,
     })
+}
+
+/// A run whose test program runs under Frida as a debug session: the
+/// session layer launches [`InstrumentedRun::program`] with the run's trace
+/// patterns and hands the session's output and end back here.
+pub struct InstrumentedRun {
+    run: Arc<Run>,
+    adapter: Box<dyn TestAdapter>,
+    target: TestTarget,
+    level: Option<TestLevel>,
+    test: Option<String>,
+    dir: PathBuf,
+}
+
+impl InstrumentedRun {
+    /// `{testRunId, status: "running", framework, instrumented: true}`.
+    pub fn response(&self) -> Value {
+        json!({
+            "testRunId": self.run.id,
+            "status": "running",
+            "framework": self.run.framework,
+            "instrumented": true,
+            "next": "debug_test {action: \"status\"} returns the sessionId once the test program runs under Frida; debug_query it while it runs",
+        })
+    }
+
+    /// The project.
+    pub fn target(&self) -> &TestTarget {
+        &self.target
+    }
+
+    /// The test program itself (built first when the adapter must).
+    pub fn program(&self) -> Result<strobe_testing::TestCommand, String> {
+        self.adapter
+            .test_program(&self.target, self.level, self.test.as_deref())
+    }
+
+    /// The session the program runs in.
+    pub fn set_session(&self, id: &str) {
+        self.run.state.lock().expect("run lock").session_id = Some(id.to_string());
+    }
+
+    /// One line the program wrote (the session stores output line by line).
+    pub fn line(&self, stream: Stream, text: &[u8]) {
+        let mut state = self.run.state.lock().expect("run lock");
+        state.last_output = Instant::now();
+        let line = String::from_utf8_lossy(text);
+        feed(&mut state, stream, line.trim_end_matches(['\n', '\r']));
+    }
+
+    /// The program ended with `exit_code` (`None`: killed or crashed).
+    pub fn finish(self, exit_code: Option<i32>) {
+        finish(
+            &self.run,
+            self.adapter.as_ref(),
+            &self.target,
+            &self.dir,
+            exit_code,
+        );
+    }
+
+    /// The run could not start: its result is the error.
+    pub fn fail(self, error: &str) {
+        let mut state = self.run.state.lock().expect("run lock");
+        state.parser = None;
+        state.result = Some(json!({
+            "testRunId": self.run.id,
+            "status": "completed",
+            "framework": self.run.framework,
+            "error": error,
+            "sessionId": state.session_id,
+        }));
+        self.run.finished.notify_all();
+    }
 }

@@ -71,6 +71,72 @@ impl TestAdapter for CargoAdapter {
         Box::new(CargoParser::default())
     }
 
+    fn builds_first(&self) -> bool {
+        true
+    }
+
+    fn test_program(
+        &self,
+        target: &TestTarget,
+        level: Option<TestLevel>,
+        test: Option<&str>,
+    ) -> Result<TestCommand, String> {
+        let mut build = self.suite_command(target, level);
+        build
+            .args
+            .extend(["--no-run", "--message-format=json"].map(String::from));
+        let out = std::process::Command::new(&build.program)
+            .args(&build.args)
+            .current_dir(&build.cwd)
+            .envs(&build.env)
+            .output()
+            .map_err(|e| format!("cannot run `{}`: {e}", build.display()))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(MAX_BUILD_ERROR_LINES).collect();
+            return Err(format!(
+                "`{}` failed:\n{}",
+                build.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        let executables = test_executables(&String::from_utf8_lossy(&out.stdout));
+        let chosen: Vec<&String> = match test {
+            Some(t) => executables
+                .iter()
+                .filter(|exe| lists_test(exe, &target.root, t))
+                .collect(),
+            None => executables.iter().collect(),
+        };
+        let mut env = build.env.clone();
+        env.remove("CARGO_TERM_COLOR");
+        match (chosen.as_slice(), test) {
+            ([exe], _) => Ok(TestCommand {
+                program: exe.to_string(),
+                args: test
+                    .map(|t| vec![t.to_string(), "--exact".to_string()])
+                    .unwrap_or_default(),
+                cwd: target.root.clone(),
+                env,
+            }),
+            ([], Some(t)) => Err(format!(
+                "no test binary of this project has a test named {t:?} (as `cargo test -- --list` names it)"
+            )),
+            ([], None) => Err("the build produced no test binary".into()),
+            (many, _) => Err(format!(
+                "an instrumented run traces one test binary; these {} have {}: {}. Name one test with 'test' (or a 'level')",
+                many.len(),
+                test.map_or("tests".to_string(), |t| format!("a test named {t:?}")),
+                many.iter()
+                    .map(|e| std::path::Path::new(e.as_str())
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
     fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         let mut push = |p: String| {
@@ -202,6 +268,45 @@ impl CargoParser {
             Section::Output | Section::Rest => {}
         }
     }
+}
+
+/// Reads libtest's report of one failed test (its captured output: the
+/// panic header, message and backtrace) into `failure`, line by line as a
+/// `---- name stdout ----` block of `cargo test` is read: for runners that
+/// hand the report over whole (cargo-nextest).
+pub(crate) fn read_failure_report(failure: TestFailure, report: &str) -> TestFailure {
+    let mut parser = CargoParser {
+        failures: vec![failure],
+        block: Some(0),
+        ..CargoParser::default()
+    };
+    for line in report.lines() {
+        parser.block_line(0, line);
+    }
+    parser.failures.pop().expect("the failure being read")
+}
+
+/// The test executables in `cargo --message-format=json` output.
+fn test_executables(json_lines: &str) -> Vec<String> {
+    json_lines
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .filter_map(|m| m["executable"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Whether a libtest binary has a test named exactly `test`.
+fn lists_test(exe: &str, cwd: &Path, test: &str) -> bool {
+    std::process::Command::new(exe)
+        .args(["--list", "--exact", test])
+        .current_dir(cwd)
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.strip_suffix(": test") == Some(test))
+        })
 }
 
 /// `(file, line, message)` of a panic header: `thread 'x' (tid) panicked at
