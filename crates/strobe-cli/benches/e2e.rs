@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints` or `=forks` runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks` or `=tests` runs only that benchmark.
 
 #[path = "../../../tests/support/mod.rs"]
 mod support;
@@ -680,6 +680,128 @@ async fn fork_run(c: &support::Client, exe: &std::path::Path, forks: usize, foll
     secs
 }
 
+/// Copies a fixture project into a fresh directory.
+fn copy_project(name: &str, files: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name);
+    for f in files {
+        let to = dir.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(f), to).unwrap();
+    }
+    dir
+}
+
+/// Starts a debug_test run and polls it to the end; wall seconds and the result.
+async fn debug_test_run(c: &support::Client, args: serde_json::Value) -> (f64, serde_json::Value) {
+    let t = Instant::now();
+    let id = c.ok("debug_test", args).await["testRunId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    loop {
+        let s = c
+            .ok("debug_test", json!({"action": "status", "testRunId": id}))
+            .await;
+        if s["status"] == "completed" {
+            return (t.elapsed().as_secs_f64(), s);
+        }
+    }
+}
+
+/// debug_test beside running the framework directly (the cargo fixture,
+/// already built; the unittest fixture), and how long a hanging test takes
+/// to be judged stuck (a Rust deadlock, a busy loop, a Python deadlock).
+async fn test_runs(c: &support::Client) {
+    let cargo = copy_project(
+        "cargo_project",
+        &["Cargo.toml", "src/lib.rs", "tests/api.rs"],
+    );
+    let python = copy_project("unittest_project", &["calc.py", "test_calc.py"]);
+    let direct = |program: &str, args: &[&str], dir: &std::path::Path| {
+        let t = Instant::now();
+        Command::new(program)
+            .args(args)
+            .current_dir(dir)
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .unwrap();
+        t.elapsed().as_secs_f64()
+    };
+    // Build once so both sides run the tests, not the compiler.
+    direct("cargo", &["test", "--no-run"], cargo.path());
+    let runs = 5;
+    for (label, dir, program, args) in [
+        (
+            "cargo test (2 binaries, 4 tests)",
+            cargo.path(),
+            "cargo",
+            &["test", "--no-fail-fast"][..],
+        ),
+        (
+            "python3 -m unittest (4 tests)",
+            python.path(),
+            "python3",
+            &["-m", "unittest", "-v"][..],
+        ),
+    ] {
+        let mut d = Vec::new();
+        let mut s = Vec::new();
+        for _ in 0..runs {
+            d.push(direct(program, args, dir));
+            s.push(
+                debug_test_run(
+                    c,
+                    json!({"action": "run", "projectRoot": dir.to_str().unwrap()}),
+                )
+                .await
+                .0,
+            );
+        }
+        let (d, s) = (median(d), median(s));
+        println!("{label}, {runs} runs each, median:");
+        println!("  directly:                  {:>9.1} ms", d * 1e3);
+        println!(
+            "  debug_test run→completed:  {:>9.1} ms (ratio {:.2}x)",
+            s * 1e3,
+            s / d
+        );
+    }
+    let stuck = copy_project(
+        "stuck_project",
+        &["Cargo.toml", "src/lib.rs", "tests/after.rs"],
+    );
+    direct("cargo", &["test", "--no-run"], stuck.path());
+    let py = copy_project("stuck_python", &["test_stuck.py"]);
+    println!("hanging test → stuck verdict (silence from the test's last output to the verdict):");
+    for (label, dir, framework, hang) in [
+        ("rust deadlock", stuck.path(), "cargo", "deadlock"),
+        ("rust busy loop", stuck.path(), "cargo", "spin"),
+        ("python deadlock", py.path(), "unittest", "deadlock"),
+    ] {
+        let mut silences = Vec::new();
+        for _ in 0..3 {
+            let (_, r) = debug_test_run(
+                c,
+                json!({"action": "run", "projectRoot": dir.to_str().unwrap(), "framework": framework,
+                       "env": {"STROBE_FIXTURE_HANG": hang}}),
+            )
+            .await;
+            let s = &r["stuck"][0];
+            assert!(s.is_object(), "{r}");
+            silences.push(s["silentForMs"].as_f64().unwrap() / 1e3);
+        }
+        println!(
+            "  {label:<16} verdict after {:.1} s of silence (median of 3; min {:.1}, max {:.1})",
+            median(silences.clone()),
+            silences.iter().cloned().fold(f64::MAX, f64::min),
+            silences.iter().cloned().fold(0.0, f64::max)
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let runs: usize = std::env::var("STROBE_BENCH_RUNS")
@@ -716,6 +838,10 @@ async fn main() {
         }
         Ok("forks") => {
             fork_following(&c).await;
+            return;
+        }
+        Ok("tests") => {
+            test_runs(&c).await;
             return;
         }
         _ => {}
