@@ -8,10 +8,12 @@ mod bun;
 mod catch2;
 mod deno;
 mod generic;
+mod go;
 mod gtest;
 mod jest;
 mod mocha;
 mod nextest;
+mod pytest;
 mod stuck;
 mod vitest;
 

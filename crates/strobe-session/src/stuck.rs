@@ -73,30 +73,53 @@ fn stat_fields(stat: &str) -> Option<Vec<&str>> {
     Some(rest.split_whitespace().collect())
 }
 
-/// Every live process whose process group is `pgid` (a test run's command
-/// starts one; what it starts stays in it unless it makes its own).
+/// Every live process of a test run's tree: those in the process group
+/// `pgid` the run's command started, and their descendants that moved to
+/// groups of their own (cargo-nextest runs each test in one).
 pub fn group_members(pgid: u32) -> Vec<Member> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.flatten()
+    let all: Vec<(Member, u32)> = dir
+        .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             let f = stat_fields(&stat)?;
             // state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
             let (state, ppid, pgrp) = (f[0], f[1].parse().ok()?, f[2].parse::<u32>().ok()?);
-            if pgrp != pgid || state == "Z" {
+            if state == "Z" {
                 return None;
             }
             let cpu_ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
-            Some(Member {
-                pid,
-                ppid,
-                cpu_ticks,
-            })
+            Some((
+                Member {
+                    pid,
+                    ppid,
+                    cpu_ticks,
+                },
+                pgrp,
+            ))
         })
-        .collect()
+        .collect();
+    let mut members: Vec<Member> = all
+        .iter()
+        .filter(|(_, pgrp)| *pgrp == pgid)
+        .map(|(m, _)| *m)
+        .collect();
+    loop {
+        let more: Vec<Member> = all
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| {
+                !members.iter().any(|k| k.pid == m.pid) && members.iter().any(|k| k.pid == m.ppid)
+            })
+            .collect();
+        if more.is_empty() {
+            return members;
+        }
+        members.extend(more);
+    }
 }
 
 /// The members no other member is the parent of: the processes doing the

@@ -46,7 +46,18 @@ pub enum TestingError {
 pub fn adapters() -> Vec<Box<dyn TestAdapter>> {
     vec![
         Box::new(adapters::cargo::CargoAdapter),
+        Box::new(adapters::gtest::GtestAdapter),
+        Box::new(adapters::catch2::Catch2Adapter),
         Box::new(adapters::unittest::UnittestAdapter),
+        Box::new(adapters::pytest::PytestAdapter),
+        Box::new(adapters::go::GoAdapter),
+        Box::new(adapters::jest::JestAdapter),
+        Box::new(adapters::vitest::VitestAdapter),
+        Box::new(adapters::mocha::MochaAdapter),
+        Box::new(adapters::bun::BunAdapter),
+        Box::new(adapters::deno::DenoAdapter),
+        Box::new(adapters::nextest::NextestAdapter),
+        Box::new(adapters::generic::GenericAdapter),
     ]
 }
 

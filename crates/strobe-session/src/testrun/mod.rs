@@ -328,12 +328,18 @@ impl TestRuns {
     }
 
     /// Stops every run still going (daemon shutdown): their process groups
-    /// are the commands Strobe started.
+    /// are the commands Strobe started, and descendants that left them
+    /// (cargo-nextest gives each test its own group) go too.
     pub fn stop_all(&self) {
         for run in self.runs.lock().expect("runs lock").values() {
-            if run.state.lock().expect("run lock").result.is_none() {
+            if run.pgid != 0 && run.state.lock().expect("run lock").result.is_none() {
+                let tree = crate::stuck::group_members(run.pgid);
                 // SAFETY: signalling the process group this run created.
                 unsafe { libc::kill(-(run.pgid as i32), libc::SIGKILL) };
+                for m in tree {
+                    // SAFETY: a process of that run's tree, found just before.
+                    unsafe { libc::kill(m.pid as i32, libc::SIGKILL) };
+                }
             }
         }
     }

@@ -1,0 +1,98 @@
+//! debug_test with pytest through MCP: tests/fixtures/pytest_project, copied
+//! to a temporary directory, run with the `python3` on PATH (`./dev test`
+//! puts a venv with pytest first).
+
+use crate::support::Env;
+use crate::{copy_fixture, run};
+use serde_json::json;
+
+const FILES: [&str; 7] = [
+    "pyproject.toml",
+    "calc.py",
+    "tests/unit/test_calc.py",
+    "tests/unit/test_edges.py",
+    "tests/unit/test_hang.py",
+    "tests/integration/test_flow.py",
+    "tests/e2e/test_cli.py",
+];
+
+const PYTEST: &str =
+    "python3 -m pytest --verbosity=2 -p no:cacheprovider --tb=short -o console_output_style=times";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pytest_suite_levels_and_single_tests_have_structured_results() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("pytest_project", &FILES, work.path());
+    let root = project.to_str().unwrap();
+
+    let r = run(&c, json!({"action": "run", "projectRoot": root})).await;
+    assert_eq!(r["framework"], "pytest", "detected: {r}");
+    assert_eq!(r.get("error"), None, "{r}");
+    assert_eq!(
+        (
+            &r["summary"]["passed"],
+            &r["summary"]["failed"],
+            &r["summary"]["skipped"]
+        ),
+        (&json!(6), &json!(7), &json!(2)),
+        "{r}"
+    );
+    let failures = r["failures"].as_array().unwrap();
+    let f = failures
+        .iter()
+        .find(|f| f["name"] == "tests/unit/test_calc.py::test_parse_error")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(f["file"], "calc.py", "raised in the project's code: {f}");
+    assert_eq!(f["line"], 11);
+    assert_eq!(
+        f["message"],
+        "ValueError: invalid literal for int() with base 10: 'x'"
+    );
+    assert_eq!(
+        f["rerun"],
+        format!("{PYTEST} tests/unit/test_calc.py::test_parse_error")
+    );
+    assert_eq!(
+        f["suggestedTraces"],
+        json!([]),
+        "Python is not traced natively"
+    );
+    let assertion = failures
+        .iter()
+        .find(|f| f["name"] == "tests/unit/test_calc.py::test_adds_wrong")
+        .unwrap();
+    assert_eq!(
+        (&assertion["file"], &assertion["line"]),
+        (&json!("tests/unit/test_calc.py"), &json!(14))
+    );
+    assert!(!project.join(".pytest_cache").exists(), "no cache written");
+
+    let integration = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "level": "integration"}),
+    )
+    .await;
+    assert_eq!(
+        (
+            &integration["summary"]["passed"],
+            &integration["summary"]["failed"]
+        ),
+        (&json!(1), &json!(0)),
+        "tests/integration only: {integration}"
+    );
+
+    // One test alone, by the node id the failures carry.
+    let one = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": "tests/unit/test_calc.py::test_table[2-2-5]"}),
+    )
+    .await;
+    assert_eq!(
+        (&one["summary"]["passed"], &one["summary"]["failed"]),
+        (&json!(0), &json!(1)),
+        "{one}"
+    );
+    assert_eq!(one["failures"][0]["line"], 33, "{one}");
+}
