@@ -332,7 +332,8 @@ pub struct TestParams {
     pub action: String,
     /// run: absolute project root; the test framework is detected from it.
     pub project_root: Option<String>,
-    /// run: the framework, overriding detection: "cargo" or "unittest".
+    /// run: the framework, overriding detection: cargo, nextest, pytest, unittest, go, gtest, catch2,
+    /// jest, vitest, mocha, bun, deno or generic.
     pub framework: Option<String>,
     /// run: only "unit", "integration" or "e2e" tests (cargo: e2e = integration = tests/).
     pub level: Option<String>,

@@ -506,11 +506,16 @@ impl StrobeServer {
 
     #[tool(
         description = "Run a project's tests with structured results. action \"run\" (projectRoot; optional framework, \
-        level unit|integration|e2e, or one test) starts the run in the background and returns a testRunId at once. action \
-        \"status\" (testRunId) waits up to 15 s for the run to finish, then returns either the result (summary, failures \
-        with file:line, message, suggested trace patterns and a rerun command, and `details`: a file with every test and the \
-        full output) or the progress so far (phase compiling/running, counts, failures already reported). Frameworks: cargo, \
-        unittest (python3 -m unittest)."
+        level unit|integration|e2e, one test, command = the test binary for catch2/gtest or the command line for \
+        generic, env) starts the run in the background and returns a testRunId at once. action \"status\" (testRunId) \
+        waits up to 15 s for the run to finish, then returns either the result (summary, failures with file:line, message, \
+        suggested trace patterns and a rerun command, stuck tests, and `details`: a file with every test and the full \
+        output) or the progress so far (phase compiling/running, counts, tests running, failures already reported, a \
+        stuck warning). A hanging test is caught in seconds: deadlock (idle, stacks unchanged) or infinite loop (busy, \
+        stacks unchanged) is reported with every thread's stack (function, file:line) and the process stopped; the \
+        framework goes on where it can. With tracePatterns or watches the test program itself runs under Frida: status \
+        returns a sessionId for debug_query / debug_trace. Frameworks: cargo, nextest, pytest, unittest, go, gtest, \
+        catch2, jest, vitest, mocha, bun, deno, generic."
     )]
     async fn debug_test(
         &self,
