@@ -89,6 +89,25 @@ async fn catch2_binary_results_are_structured() {
         "[integration] only: {integration}"
     );
 
+    // Rerun instrumented: the binary under Frida, the suggested function
+    // traced.
+    let traced = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "command": "calc_tests",
+               "test": "mean of two numbers", "tracePatterns": ["calc::mean"]}),
+    )
+    .await;
+    assert_eq!(traced["summary"]["failed"], 1, "{traced}");
+    assert_eq!(traced["failures"][0]["line"], 54, "{traced}");
+    let session = traced["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{traced}"));
+    let enters = c.events(session, Some("function_enter")).await;
+    assert!(
+        enters.iter().any(|e| e["function"] == "calc::mean"),
+        "{enters:?}"
+    );
+
     // Named without a binary: the run says what is missing.
     let missing = run(
         &c,

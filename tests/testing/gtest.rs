@@ -94,6 +94,38 @@ async fn gtest_is_built_with_cmake_and_its_results_structured() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn gtest_instrumented_rerun_traces_the_test_binary() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("gtest_project", &FILES, work.path());
+    let root = project.to_str().unwrap();
+    // Built by the adapter, then the test binary itself runs under Frida.
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": "CalcUnitTest.MeanOfTwo",
+               "tracePatterns": ["calc::mean"]}),
+    )
+    .await;
+    assert_eq!(r["summary"]["failed"], 1, "{r}");
+    assert_eq!(r["failures"][0]["line"], 16, "{r}");
+    let session = r["sessionId"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let status = c.status(session).await;
+    assert!(
+        status["binaryPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("build/strobe/calc_test"),
+        "the test binary itself ran under Frida: {status}"
+    );
+    let enters = c.events(session, Some("function_enter")).await;
+    assert!(
+        enters.iter().any(|e| e["function"] == "calc::mean"),
+        "{enters:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_gtest_build_error_is_the_run_error() {
     let env = Env::new();
     let c = env.client().await;

@@ -125,6 +125,14 @@ pub trait TestAdapter: Send + Sync {
             None => self.suite_command(target, level),
         })
     }
+    /// The signal the stuck detector stops a stuck test process with
+    /// before it kills it (SIGKILL after a grace period): SIGINT (2) by
+    /// default, so frameworks print what they know (pytest's report,
+    /// Catch2's fatal condition); Go's test binaries print every goroutine's
+    /// stack on SIGQUIT (3) and nothing on SIGINT.
+    fn stop_signal(&self) -> i32 {
+        2
+    }
     /// Whether the command builds before it tests (cargo, go, CMake): its
     /// silence then is compilation, not a stuck test, until the parser
     /// reports the run has started.

@@ -246,6 +246,7 @@ impl TestRuns {
             project_root: root.clone(),
             hard_timeout: hard_timeout(req.level),
             waits_for_build: adapter.builds_first(),
+            stop_signal: adapter.stop_signal(),
             samplers: crate::stacks::samplers(Some(self.symbol_cache.clone())),
         };
         std::thread::spawn(move || watch.run());

@@ -31,6 +31,8 @@ pub(super) struct Watch {
     pub hard_timeout: Duration,
     /// The command builds first: silence before the run starts is the build.
     pub waits_for_build: bool,
+    /// The first signal a stuck process gets.
+    pub stop_signal: i32,
     pub samplers: Vec<Box<dyn StackSampler>>,
 }
 
@@ -112,7 +114,7 @@ impl Watch {
                 state.last_output = Instant::now();
             }
             for p in &look.second {
-                stop(self.run.pgid, p.pid);
+                stop(self.run.pgid, p.pid, self.stop_signal);
             }
         }
     }
@@ -293,15 +295,16 @@ fn thread_named_tests(processes: &[ProcessStacks]) -> Option<String> {
     (!names.is_empty()).then(|| names.join(", "))
 }
 
-/// Stops a stuck process of the run's group: SIGINT first (pytest, for
-/// one, then prints its report), SIGKILL when it is still there.
-fn stop(pgid: u32, pid: u32) {
+/// Stops a stuck process of the run's tree: the adapter's signal first
+/// (pytest then prints its report, Go its goroutines), SIGKILL when it is
+/// still there.
+fn stop(pgid: u32, pid: u32, signal: i32) {
     let in_group = || stuck::group_members(pgid).iter().any(|m| m.pid == pid);
     if !in_group() {
         return;
     }
     // SAFETY: signalling a process of the group this run started.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid as i32, signal) };
     let deadline = Instant::now() + INTERRUPT_GRACE;
     while Instant::now() < deadline {
         if !in_group() {

@@ -182,6 +182,10 @@ fn suggest(frames: &[String]) -> Vec<String> {
 }
 
 impl TestAdapter for GoAdapter {
+    fn stop_signal(&self) -> i32 {
+        3 // SIGQUIT: the binary prints every goroutine, placing the hung test
+    }
+
     fn name(&self) -> &'static str {
         "go"
     }
