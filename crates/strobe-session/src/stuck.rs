@@ -255,7 +255,7 @@ pub struct ProcessStacks {
 /// Samples the stacks and waits of `pid`.
 pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessStacks {
     let info = stacks::ProcessInfo::of(pid);
-    let (threads, sampler) = stacks::sample(samplers, pid);
+    let (threads, sampler) = stacks::sample(samplers, &info);
     let waits = std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|d| {
             d.flatten()

@@ -164,19 +164,18 @@ pub fn name_frames(samplers: &[Box<dyn StackSampler>], sampler: &str, threads: &
     }
 }
 
-/// The stacks of `pid` by the first sampler that handles it, and that
+/// The stacks of `process` by the first sampler that handles it, and that
 /// sampler's name.
 pub fn sample(
     samplers: &[Box<dyn StackSampler>],
-    pid: u32,
+    process: &ProcessInfo,
 ) -> (Result<Vec<ThreadStack>, StackError>, &'static str) {
-    let process = ProcessInfo::of(pid);
     if process.exe.is_none() {
-        return (Err(StackError::Gone(pid)), "none");
+        return (Err(StackError::Gone(process.pid)), "none");
     }
     for s in samplers {
-        if s.handles(&process) {
-            return (s.sample(&process), s.name());
+        if s.handles(process) {
+            return (s.sample(process), s.name());
         }
     }
     (

@@ -29,16 +29,13 @@ struct SpyFrame {
 
 /// py-spy on PATH, else in Strobe's venv (`STROBE_VENV`).
 fn py_spy() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("py-spy"))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| {
-        let venv = std::env::var_os("STROBE_VENV")?;
-        let p = PathBuf::from(venv).join("bin/py-spy");
-        p.is_file().then_some(p)
-    })
+    crate::validate::resolve_command("py-spy", std::path::Path::new("/"))
+        .ok()
+        .or_else(|| {
+            let venv = std::env::var_os("STROBE_VENV")?;
+            let p = PathBuf::from(venv).join("bin/py-spy");
+            p.is_file().then_some(p)
+        })
 }
 
 impl StackSampler for PythonSampler {
