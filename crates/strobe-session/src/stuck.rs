@@ -252,10 +252,11 @@ pub struct ProcessStacks {
     pub waits: HashMap<u32, ThreadWait>,
 }
 
-/// Samples the stacks and waits of `pid`.
+/// Samples the waits and stacks of `pid`. The waits are read first: the
+/// sample's ptrace stop interrupts a sleep, which the kernel then resumes
+/// as `restart_syscall`, hiding how long it was.
 pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessStacks {
     let info = stacks::ProcessInfo::of(pid);
-    let (threads, sampler) = stacks::sample(samplers, &info);
     let waits = std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|d| {
             d.flatten()
@@ -264,6 +265,7 @@ pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessSt
                 .collect()
         })
         .unwrap_or_default();
+    let (threads, sampler) = stacks::sample(samplers, &info);
     ProcessStacks {
         pid,
         exe: info.exe_name().to_string(),

@@ -163,8 +163,11 @@ impl Watch {
             .iter()
             .zip(&second)
             .all(|(a, b)| stuck::same_stacks(a, b));
-        let sleeping = second
+        // The first sample sees a sleep as it was asked for; after its stop
+        // the kernel resumes it as restart_syscall.
+        let sleeping = first
             .iter()
+            .chain(&second)
             .any(|p| p.waits.values().any(|w| w.long_sleep));
         Some(Look {
             verdict: stuck::judge(cpu, same, sleeping),
