@@ -3,13 +3,14 @@
 //! `strobe mcp` over pipes, and clean-up of the daemon by PID.
 #![allow(dead_code)]
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The `strobe` binary under test.
@@ -132,8 +133,17 @@ impl Env {
             .env_remove("CARGO_TARGET_DIR");
         let transport = TokioChildProcess::new(cmd).expect("spawn strobe mcp");
         let proxy_pid = transport.id();
-        let service = ().serve(transport).await.expect("MCP initialize");
-        Client { service, proxy_pid }
+        let progress = Recorder::default();
+        let service = progress
+            .clone()
+            .serve(transport)
+            .await
+            .expect("MCP initialize");
+        Client {
+            service,
+            proxy_pid,
+            progress,
+        }
     }
 
     /// The daemon's pid as written in its pid file.
@@ -209,10 +219,28 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// The client's handler: keeps every progress notification it receives.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub notes: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.notes.lock().unwrap().push(params);
+    }
+}
+
 /// An MCP client connected through a real `strobe mcp` proxy.
 pub struct Client {
-    pub service: RunningService<RoleClient, ()>,
+    pub service: RunningService<RoleClient, Recorder>,
     pub proxy_pid: Option<u32>,
+    /// Progress notifications received so far.
+    pub progress: Recorder,
 }
 
 /// A tool result: structured content, whether it is an error, and the text.
@@ -241,8 +269,19 @@ impl Client {
             .await
     }
 
+    /// The progress notifications received so far, and forgets them.
+    /// (The rmcp client gives every request a progress token of its own.)
+    pub fn take_progress(&self) -> Vec<ProgressNotificationParam> {
+        std::mem::take(&mut *self.progress.notes.lock().unwrap())
+    }
+
     pub async fn reply(&self, tool: &str, args: Value) -> Reply {
         let r = self.raw(tool, args).await.expect("tool call transport");
+        Self::to_reply(r)
+    }
+
+    /// The structured content, error flag and text of a result.
+    pub fn to_reply(r: CallToolResult) -> Reply {
         let text = r
             .content
             .iter()

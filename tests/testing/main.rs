@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod baseline;
 mod bun;
 mod catch2;
 mod deno;

@@ -7,6 +7,7 @@
 //! `SessionManager`, so sessions outlive connections.
 
 pub mod params;
+mod progress;
 pub mod render;
 mod server;
 pub mod timespec;

@@ -76,7 +76,7 @@ fn fail(e: ToolError) -> CallToolResult {
     r
 }
 
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
@@ -511,7 +511,8 @@ impl StrobeServer {
         waits up to 15 s for the run to finish, then returns either the result (summary, failures with file:line, message, \
         suggested trace patterns and a rerun command, stuck tests, and `details`: a file with every test and the full \
         output) or the progress so far (phase compiling/running, counts, tests running, failures already reported, a \
-        stuck warning). A hanging test is caught in seconds: deadlock (idle, stacks unchanged) or infinite loop (busy, \
+        stuck warning, currentTest with currentTestElapsedMs and currentTestBaselineMs = its mean over its last 10 \
+        passing runs). With a progress token, status sends a progress notification every second while it waits. A hanging test is caught in seconds: deadlock (idle, stacks unchanged) or infinite loop (busy, \
         stacks unchanged) is reported with every thread's stack (function, file:line) and the process stopped; the \
         framework goes on where it can. With tracePatterns or watches the test program itself runs under Frida: status \
         returns a sessionId for debug_query / debug_trace. Frameworks: cargo, nextest, pytest, unittest, go, gtest, \
@@ -520,10 +521,19 @@ impl StrobeServer {
     async fn debug_test(
         &self,
         Parameters(p): Parameters<TestParams>,
+        meta: rmcp::model::RequestMetaObject,
+        peer: rmcp::Peer<rmcp::RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let mgr = self.mgr.clone();
         let (settings, _) = self.settings(p.project_root.as_deref().map(Path::new));
-        let r = blocking(move || match p.action.as_str() {
+        let progress_token = meta.get_progress_token();
+        let r = if let ("status", Some(id), Some(token)) =
+            (p.action.as_str(), p.test_run_id.clone(), progress_token)
+        {
+            crate::progress::test_status(mgr, id, strobe_session::testrun::STATUS_WAIT, token, peer)
+                .await
+        } else {
+            blocking(move || match p.action.as_str() {
             "run" => {
                 let project_root = p.project_root.ok_or_else(|| {
                     ToolError::validation("action \"run\" needs 'projectRoot' (absolute)")
@@ -570,7 +580,8 @@ impl StrobeServer {
                 "'action' {other:?} is not \"run\" or \"status\""
             ))),
         })
-        .await;
+            .await
+        };
         Ok(match r {
             Ok(v) => {
                 let text = match v["status"].as_str() {
@@ -600,10 +611,14 @@ impl StrobeServer {
                                 .collect::<String>())
                             .unwrap_or_default()
                     ),
-                    _ => format!(
-                        "{} running ({}); ask debug_test {{action: \"status\", testRunId}} again",
+                    _ if v.get("phase").is_some() => format!(
+                        "{} {}; ask debug_test {{action: \"status\", testRunId}} again",
                         v["testRunId"].as_str().unwrap_or("?"),
-                        v["phase"].as_str().unwrap_or("started")
+                        crate::progress::message(&v)
+                    ),
+                    _ => format!(
+                        "{} started; ask debug_test {{action: \"status\", testRunId}} for its progress",
+                        v["testRunId"].as_str().unwrap_or("?"),
                     ),
                 };
                 ok(v, text)

@@ -22,9 +22,11 @@ mod error;
 pub mod query;
 mod schema;
 mod sessions;
+mod test_history;
 mod writer;
 
 pub use error::StoreError;
 pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
+pub use test_history::{RUNS_KEPT, TestBaseline, TestDurations};
 pub use writer::{PurgeReport, Store};

@@ -76,6 +76,16 @@ CREATE TABLE IF NOT EXISTS threads (
     name      TEXT NOT NULL,
     PRIMARY KEY (session, pid, tid)
 ) WITHOUT ROWID;
+-- Each test's recent durations (test_history.rs keeps the last ten).
+CREATE TABLE IF NOT EXISTS test_durations (
+    project_root  TEXT NOT NULL,
+    framework     TEXT NOT NULL,
+    name          TEXT NOT NULL,
+    finished_at   INTEGER NOT NULL,
+    duration_ms   REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS test_durations_by_test
+    ON test_durations(project_root, framework, name, finished_at);
 "#;
 
 /// Opens a connection with the pragmas every connection needs.

@@ -8,6 +8,7 @@ use crate::schema;
 use crate::sessions::{
     self, CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
 };
+use crate::test_history::{self, TestBaseline, TestDurations};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rusqlite::{Connection, params};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -42,6 +43,7 @@ enum Msg {
     Flush(Reply<()>),
     Delete(i64, Reply<()>),
     Purge(PurgeParams, Reply<PurgeReport>),
+    TestDurations(TestDurations, Reply<()>),
     Shutdown(Reply<()>),
 }
 
@@ -242,6 +244,23 @@ impl Store {
             max_total_bytes,
         };
         self.call(|r| Msg::Purge(p, r))
+    }
+
+    /// Records how long each test of a finished run took; the baselines
+    /// read afterwards include it.
+    pub fn record_test_durations(&self, d: TestDurations) -> Result<(), StoreError> {
+        self.call(|r| Msg::TestDurations(d, r))
+    }
+
+    /// A test's mean duration over its last [`crate::RUNS_KEPT`] runs;
+    /// `None` when it never finished before.
+    pub fn test_baseline(
+        &self,
+        project_root: &str,
+        framework: &str,
+        name: &str,
+    ) -> Result<Option<TestBaseline>, StoreError> {
+        self.with_reader(|c| Ok(test_history::baseline(c, project_root, framework, name)?))
     }
 
     /// Flushes and stops the writer. Other clones become unusable.
@@ -517,6 +536,9 @@ impl Writer {
             }
             Msg::Purge(p, reply) => {
                 let _ = reply.send(self.purge(p));
+            }
+            Msg::TestDurations(d, reply) => {
+                let _ = reply.send(test_history::record(&mut self.conn, &d).map_err(Into::into));
             }
             Msg::Shutdown(reply) => {
                 let _ = reply.send(self.commit(true));

@@ -84,6 +84,12 @@ pub trait OutputParser: Send {
     fn line(&mut self, stream: Stream, line: &str);
     /// What is known so far: counts, the test running now, failures so far.
     fn progress(&self) -> Progress;
+    /// The tests running now, as in [`Progress::running`]. Asked after
+    /// every line to time tests whose framework reports no duration, so it
+    /// must be cheap (`progress` copies every failure so far).
+    fn running(&self) -> Vec<String> {
+        self.progress().running
+    }
     /// The test an unfinished last line names, for frameworks that print a
     /// test's name when it starts and its outcome on the same line when it
     /// ends (`test_x (mod.Class.test_x) ... `): the one running now.

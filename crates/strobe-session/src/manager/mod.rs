@@ -379,6 +379,7 @@ impl SessionManager {
         let tests = crate::testrun::TestRuns::new(
             home.root().join("test-runs"),
             home.root().join("symbol-cache"),
+            store.clone(),
         );
         Ok(Arc::new_cyclic(|me| Self {
             tests,

@@ -51,6 +51,8 @@ pub struct TestRunRequest {
 pub struct TestRuns {
     dir: PathBuf,
     symbol_cache: PathBuf,
+    /// Where each test's recent durations are kept (its baseline).
+    store: strobe_store::Store,
     runs: Mutex<HashMap<String, Arc<Run>>>,
     next: AtomicU64,
 }
@@ -68,6 +70,8 @@ fn hard_timeout(level: Option<TestLevel>) -> Duration {
 struct Run {
     id: String,
     framework: &'static str,
+    /// The project, as baselines are keyed.
+    project_root: String,
     command: String,
     started: Instant,
     /// The process group of the command (its pid).
@@ -90,15 +94,22 @@ struct RunState {
     partial: [String; 2],
     /// The Frida session of an instrumented run, once launched.
     session_id: Option<String>,
+    /// When each test running now was first seen running.
+    running_since: HashMap<String, Instant>,
+    /// Durations Strobe measured (first seen running → gone), for tests
+    /// whose framework reports none.
+    measured_ms: HashMap<String, f64>,
 }
 
 impl TestRuns {
     /// Runs keep their details under `dir`; stack samples cache symbol
-    /// indexes under `symbol_cache`.
-    pub fn new(dir: PathBuf, symbol_cache: PathBuf) -> Self {
+    /// indexes under `symbol_cache`; tests' durations go to `store`, which
+    /// gives each test its baseline.
+    pub fn new(dir: PathBuf, symbol_cache: PathBuf, store: strobe_store::Store) -> Self {
         Self {
             dir,
             symbol_cache,
+            store,
             runs: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         }
@@ -141,12 +152,19 @@ impl TestRuns {
     }
 
     /// Registers a new run.
-    fn register(&self, adapter: &dyn TestAdapter, command: String, pgid: u32) -> Arc<Run> {
+    fn register(
+        &self,
+        adapter: &dyn TestAdapter,
+        target: &TestTarget,
+        command: String,
+        pgid: u32,
+    ) -> Arc<Run> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let id = format!("test-{}-{n}", adapter.name());
         let run = Arc::new(Run {
             id: id.clone(),
             framework: adapter.name(),
+            project_root: target.root.display().to_string(),
             command,
             started: Instant::now(),
             pgid,
@@ -159,6 +177,8 @@ impl TestRuns {
                 warning: None,
                 partial: Default::default(),
                 session_id: None,
+                running_since: HashMap::new(),
+                measured_ms: HashMap::new(),
             }),
             finished: Condvar::new(),
         });
@@ -175,7 +195,7 @@ impl TestRuns {
         req: &TestRunRequest,
     ) -> Result<InstrumentedRun, Result<Value, ToolError>> {
         let (target, adapter) = Self::resolve(req)?;
-        let run = self.register(adapter.as_ref(), String::new(), 0);
+        let run = self.register(adapter.as_ref(), &target, String::new(), 0);
         Ok(InstrumentedRun {
             run,
             adapter,
@@ -183,6 +203,7 @@ impl TestRuns {
             level: req.level,
             test: req.test.clone(),
             dir: self.dir.clone(),
+            store: self.store.clone(),
         })
     }
 
@@ -216,7 +237,7 @@ impl TestRuns {
                 cmd.program
             ))
         })?;
-        let run = self.register(adapter.as_ref(), cmd.display(), child.id());
+        let run = self.register(adapter.as_ref(), &target, cmd.display(), child.id());
         let id = run.id.clone();
         let readers = [
             (
@@ -251,6 +272,7 @@ impl TestRuns {
         };
         std::thread::spawn(move || watch.run());
         let dir = self.dir.clone();
+        let store = self.store.clone();
         let target_for_rerun = target.clone();
         let response = json!({
             "testRunId": id,
@@ -264,7 +286,14 @@ impl TestRuns {
                 let _ = r.join();
             }
             let exit_code = status.and_then(|s| s.code());
-            finish(&run, adapter.as_ref(), &target_for_rerun, &dir, exit_code);
+            finish(
+                &run,
+                adapter.as_ref(),
+                &target_for_rerun,
+                &dir,
+                &store,
+                exit_code,
+            );
         });
         Ok(response)
     }
@@ -295,6 +324,12 @@ impl TestRuns {
         if let Some(result) = &state.result {
             return Ok(result.clone());
         }
+        // The test running longest is the one worth a look.
+        let current = state
+            .running_since
+            .iter()
+            .min_by_key(|(_, since)| **since)
+            .map(|(name, since)| (name.clone(), since.elapsed()));
         let progress = state
             .parser
             .as_ref()
@@ -308,7 +343,7 @@ impl TestRuns {
         } else {
             "compiling"
         };
-        Ok(json!({
+        let mut out = json!({
             "testRunId": run.id,
             "status": "running",
             "framework": run.framework,
@@ -325,7 +360,24 @@ impl TestRuns {
             "running": progress.running,
             "stuck": state.stuck,
             "stuckWarning": state.warning,
-        }))
+        });
+        drop(state);
+        if let Some((name, elapsed)) = current {
+            let p = &mut out["progress"];
+            p["currentTest"] = json!(name);
+            p["currentTestElapsedMs"] = json!(elapsed.as_millis() as u64);
+            let baseline = self
+                .store
+                .test_baseline(&run.project_root, run.framework, &name)
+                .inspect_err(|e| tracing::warn!("reading the baseline of {name}: {e}"))
+                .ok()
+                .flatten();
+            if let Some(b) = baseline {
+                p["currentTestBaselineMs"] = json!(b.mean_ms.round() as u64);
+                p["currentTestBaselineRuns"] = json!(b.runs);
+            }
+        }
+        Ok(out)
     }
 
     /// Stops every run still going (daemon shutdown): their process groups
@@ -368,6 +420,7 @@ fn read_lines(run: &Run, mut pipe: Box<dyn Read + Send>, stream: Stream) {
         }
         let partial = String::from_utf8_lossy(&pending).into_owned();
         state.partial[stream as usize] = partial;
+        track_running(&mut state);
     }
     let mut state = run.state.lock().expect("run lock");
     if !pending.is_empty() {
@@ -375,6 +428,38 @@ fn read_lines(run: &Run, mut pipe: Box<dyn Read + Send>, stream: Stream) {
         feed(&mut state, stream, line.trim_end_matches('\r'));
     }
     state.partial[stream as usize].clear();
+    track_running(&mut state);
+}
+
+/// Notes which tests started and which ended since the last look, timing
+/// each from the first look that saw it running to the first that did not.
+/// Looked at once per read of output, so a test is timed to within one
+/// read; one that starts and ends within a read is not timed.
+fn track_running(state: &mut RunState) {
+    let Some(parser) = state.parser.as_ref() else {
+        return;
+    };
+    let mut now_running = parser.running();
+    for stream in [Stream::Stdout, Stream::Stderr] {
+        if let Some(name) = parser.running_in_partial_line(stream, &state.partial[stream as usize])
+            && !now_running.contains(&name)
+        {
+            now_running.push(name);
+        }
+    }
+    let now = Instant::now();
+    let measured = &mut state.measured_ms;
+    state.running_since.retain(|name, since| {
+        let still = now_running.contains(name);
+        if !still {
+            let ms = now.duration_since(*since).as_secs_f64() * 1000.0;
+            measured.insert(name.clone(), ms);
+        }
+        still
+    });
+    for name in now_running {
+        state.running_since.entry(name).or_insert(now);
+    }
 }
 
 /// One line to the parser and the log.
@@ -399,6 +484,7 @@ fn finish(
     adapter: &dyn TestAdapter,
     target: &TestTarget,
     dir: &Path,
+    store: &strobe_store::Store,
     exit_code: Option<i32>,
 ) {
     let mut state = run.state.lock().expect("run lock");
@@ -410,6 +496,7 @@ fn finish(
         f.rerun = Some(adapter.single_test_command(target, &f.name).display());
     }
     let duration_ms = run.started.elapsed().as_millis() as u64;
+    record_durations(store, run, &result, &state.measured_ms);
     let details = dir.join(format!("{}.json", run.id));
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let doc = json!({
@@ -462,6 +549,41 @@ fn finish(
     run.finished.notify_all();
 }
 
+/// Stores how long each passed test took (the framework's own duration,
+/// else the one Strobe measured), for later runs' baselines. Failed tests
+/// are left out: a failure cut short or a test stopped as stuck says
+/// nothing about how long the test usually takes.
+fn record_durations(
+    store: &strobe_store::Store,
+    run: &Run,
+    result: &TestResult,
+    measured_ms: &HashMap<String, f64>,
+) {
+    let tests: Vec<(String, f64)> = result
+        .tests
+        .iter()
+        .filter(|t| t.status == strobe_testing::TestStatus::Passed)
+        .filter_map(|t| {
+            let ms = t
+                .duration_ms
+                .or_else(|| measured_ms.get(&t.name).copied())?;
+            Some((t.name.clone(), ms))
+        })
+        .collect();
+    if tests.is_empty() {
+        return;
+    }
+    let durations = strobe_store::TestDurations {
+        project_root: run.project_root.clone(),
+        framework: run.framework.to_string(),
+        finished_at: strobe_core::clock::unix_millis(),
+        tests,
+    };
+    if let Err(e) = store.record_test_durations(durations) {
+        tracing::warn!("storing the durations of test run {}: {e}", run.id);
+    }
+}
+
 /// A failure as responses show it: the message cut short, the rest in the details.
 fn brief_failure(f: &strobe_testing::TestFailure) -> Value {
     let message: String = f.message.chars().take(MESSAGE_CHARS).collect();
@@ -485,6 +607,7 @@ pub struct InstrumentedRun {
     level: Option<TestLevel>,
     test: Option<String>,
     dir: PathBuf,
+    store: strobe_store::Store,
 }
 
 impl InstrumentedRun {
@@ -521,6 +644,7 @@ impl InstrumentedRun {
         state.last_output = Instant::now();
         let line = String::from_utf8_lossy(text);
         feed(&mut state, stream, line.trim_end_matches(['\n', '\r']));
+        track_running(&mut state);
     }
 
     /// The program ended with `exit_code` (`None`: killed or crashed).
@@ -530,6 +654,7 @@ impl InstrumentedRun {
             self.adapter.as_ref(),
             &self.target,
             &self.dir,
+            &self.store,
             exit_code,
         );
     }

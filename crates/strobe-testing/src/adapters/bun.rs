@@ -516,6 +516,10 @@ impl OutputParser for BunParser {
         }
     }
 
+    fn running(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,

@@ -391,6 +391,10 @@ impl OutputParser for CargoParser {
         }
     }
 
+    fn running(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,

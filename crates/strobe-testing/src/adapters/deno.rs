@@ -321,6 +321,10 @@ impl OutputParser for DenoParser {
         }
     }
 
+    fn running(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,

@@ -673,11 +673,15 @@ impl OutputParser for GenericParser {
         self.text_line(line);
     }
 
+    fn running(&self) -> Vec<String> {
+        self.running.clone()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary(),
             current_group: None,
-            running: self.running.clone(),
+            running: self.running(),
             failures: self.failures.clone(),
         }
     }

@@ -698,11 +698,10 @@ impl OutputParser for GoParser {
         }
     }
 
-    fn progress(&self) -> Progress {
+    fn running(&self) -> Vec<String> {
         // The innermost (a test whose subtest runs is waiting for it), and
         // not one a sibling followed.
-        let running = self
-            .running
+        self.running
             .iter()
             .filter(|key| {
                 let (p, t) = key;
@@ -713,7 +712,11 @@ impl OutputParser for GoParser {
                         .any(|(p2, t2)| p2 == p && t2.starts_with(&format!("{t}/")))
             })
             .map(|(_, t)| t.clone())
-            .collect();
+            .collect()
+    }
+
+    fn progress(&self) -> Progress {
+        let running = self.running();
         Progress {
             summary: self.summary,
             current_group: self.package.clone(),

@@ -533,11 +533,15 @@ impl OutputParser for GtestParser {
         }
     }
 
+    fn running(&self) -> Vec<String> {
+        self.running.clone()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,
             current_group: self.group.clone(),
-            running: self.running.clone(),
+            running: self.running(),
             failures: self.failures.clone(),
         }
     }

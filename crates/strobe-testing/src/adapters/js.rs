@@ -807,11 +807,15 @@ impl OutputParser for JsParser {
         }
     }
 
+    fn running(&self) -> Vec<String> {
+        self.running.iter().map(|r| r.name.clone()).collect()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,
             current_group: self.group.clone(),
-            running: self.running.iter().map(|r| r.name.clone()).collect(),
+            running: self.running(),
             failures: self.failures.clone(),
         }
     }

@@ -291,6 +291,13 @@ impl OutputParser for NextestParser {
         }
     }
 
+    fn running(&self) -> Vec<String> {
+        if self.runs_libtest() {
+            return self.libtest.running();
+        }
+        self.running.iter().map(|(_, name)| name.clone()).collect()
+    }
+
     fn progress(&self) -> Progress {
         if self.runs_libtest() {
             return self.libtest.progress();
@@ -298,7 +305,7 @@ impl OutputParser for NextestParser {
         Progress {
             summary: self.summary,
             current_group: self.group.clone(),
-            running: self.running.iter().map(|(_, name)| name.clone()).collect(),
+            running: self.running(),
             failures: self.failures.clone(),
         }
     }

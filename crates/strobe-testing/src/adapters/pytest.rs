@@ -663,6 +663,10 @@ impl OutputParser for PytestParser {
         started_test(partial).map(str::to_string)
     }
 
+    fn running(&self) -> Vec<String> {
+        self.started.iter().cloned().collect()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,
@@ -671,7 +675,7 @@ impl OutputParser for PytestParser {
                 .as_deref()
                 .or(self.tests.last().map(|t| t.name.as_str()))
                 .map(|id| id_file(id).to_string()),
-            running: self.started.iter().cloned().collect(),
+            running: self.running(),
             failures: self.failures.clone(),
         }
     }

@@ -250,6 +250,10 @@ impl OutputParser for UnittestParser {
         test_id(partial.strip_suffix(" ... ")?)
     }
 
+    fn running(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn progress(&self) -> Progress {
         Progress {
             summary: self.summary,
