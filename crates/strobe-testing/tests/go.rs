@@ -308,3 +308,16 @@ fn detection_and_commands() {
     assert_eq!(level(TestLevel::Integration), "go test -json ./integration");
     assert_eq!(level(TestLevel::E2e), "go test -json ./tests/e2e");
 }
+
+#[test]
+fn instrumented_reruns_are_refused_with_what_to_do_instead() {
+    let target = TestTarget {
+        root: std::path::PathBuf::from("/p"),
+        command: None,
+    };
+    let e = GoAdapter
+        .test_program(&target, None, Some("TestAdd"))
+        .unwrap_err();
+    assert!(e.contains("not supported yet"), "{e}");
+    assert!(e.contains("without tracePatterns/watches"), "{e}");
+}
