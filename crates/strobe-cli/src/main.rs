@@ -3,6 +3,7 @@
 //! - `strobe mcp`    stdio MCP endpoint for coding agents (starts the daemon)
 //! - `strobe daemon` the per-user daemon, in the foreground
 //! - `strobe setup`  creates the Python venv with the pinned frida
+//! - `strobe export` writes a stored session as a Perfetto / chrome://tracing trace
 
 use std::process::ExitCode;
 use strobe_core::{Settings, StrobeHome};
@@ -15,6 +16,10 @@ USAGE:
     strobe mcp       Serve MCP on stdin/stdout (register this with your coding agent)
     strobe daemon    Run the daemon in the foreground (normally started by `strobe mcp`)
     strobe setup     Install the Python venv with the pinned frida (needs python3)
+    strobe export SESSION [-o FILE]
+                     Write a stored session as Chrome trace-event JSON, which
+                     Perfetto UI (ui.perfetto.dev) and chrome://tracing open
+                     (default FILE: SESSION.trace.json; `-o -` for stdout)
     strobe --version
 
 ENVIRONMENT:
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("export") => export(&home, &args[1..]),
         Some("--version" | "-V") => {
             println!(
                 "strobe {} (frida {PINNED_FRIDA_VERSION})",
@@ -117,6 +123,98 @@ fn main() -> ExitCode {
         Some(other) => {
             eprintln!("strobe: unknown command '{other}'\n\n{USAGE}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `strobe export SESSION [-o FILE]`: reads the store directly, so it works
+/// whether or not the daemon runs (SQLite WAL lets both read at once).
+fn export(home: &StrobeHome, args: &[String]) -> ExitCode {
+    let usage = "usage: strobe export SESSION [-o FILE]";
+    let (mut session, mut file) = (None, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-o" | "--output" => match it.next() {
+                Some(f) => file = Some(f.clone()),
+                None => {
+                    eprintln!("strobe export: -o needs a file name\n{usage}");
+                    return ExitCode::from(2);
+                }
+            },
+            other if other.starts_with('-') => {
+                eprintln!("strobe export: unknown option '{other}'\n{usage}");
+                return ExitCode::from(2);
+            }
+            other if session.is_none() => session = Some(other.to_string()),
+            other => {
+                eprintln!("strobe export: one session at a time ('{other}' is extra)\n{usage}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(session) = session else {
+        eprintln!("strobe export: which session? {usage}");
+        return ExitCode::from(2);
+    };
+    if !home.database().exists() {
+        eprintln!(
+            "strobe export: no store at {} (STROBE_HOME={}); nothing was recorded there yet",
+            home.database().display(),
+            home.root().display()
+        );
+        return ExitCode::from(1);
+    }
+    let store = match strobe_store::Store::open(&home.database()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "strobe export: cannot open {}: {e}",
+                home.database().display()
+            );
+            return ExitCode::from(1);
+        }
+    };
+    let file = file.unwrap_or_else(|| format!("{session}.trace.json"));
+    let result = if file == "-" {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        strobe_view::export::chrome_trace(&store, &session, &mut out)
+    } else {
+        // Written beside the target and renamed, so a failed export leaves
+        // no half file under the name asked for.
+        let tmp = format!("{file}.partial");
+        let written = std::fs::File::create(&tmp)
+            .map_err(strobe_view::ViewError::from)
+            .and_then(|f| {
+                let mut out = std::io::BufWriter::new(f);
+                strobe_view::export::chrome_trace(&store, &session, &mut out)
+            });
+        match written {
+            Ok(s) => std::fs::rename(&tmp, &file)
+                .map(|()| s)
+                .map_err(strobe_view::ViewError::from),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    };
+    let _ = store.close();
+    match result {
+        Ok(s) => {
+            if file != "-" {
+                eprintln!(
+                    "strobe export: {} calls ({} unfinished) and {} instant events from {} stored events \
+                     written to {file}; open it in https://ui.perfetto.dev or chrome://tracing",
+                    s.spans, s.unfinished, s.instants, s.events
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("strobe export: {e}");
+            ExitCode::from(1)
         }
     }
 }
