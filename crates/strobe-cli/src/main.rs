@@ -3,6 +3,7 @@
 //! - `strobe mcp`    stdio MCP endpoint for coding agents (starts the daemon)
 //! - `strobe daemon` the per-user daemon, in the foreground
 //! - `strobe setup`  creates the Python venv with the pinned frida
+//! - `strobe ui`     turns on the daemon's loopback web UI and prints its URL
 //! - `strobe export` writes a stored session as a Perfetto / chrome://tracing trace
 
 use std::process::ExitCode;
@@ -16,6 +17,8 @@ USAGE:
     strobe mcp       Serve MCP on stdin/stdout (register this with your coding agent)
     strobe daemon    Run the daemon in the foreground (normally started by `strobe mcp`)
     strobe setup     Install the Python venv with the pinned frida (needs python3)
+    strobe ui        Start the web UI on loopback (starting the daemon if needed)
+                     and print its URL, which carries the access token
     strobe export SESSION [-o FILE]
                      Write a stored session as Chrome trace-event JSON, which
                      Perfetto UI (ui.perfetto.dev) and chrome://tracing open
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
             }
         }
         Some("export") => export(&home, &args[1..]),
+        Some("ui") => ui(home),
         Some("--version" | "-V") => {
             println!(
                 "strobe {} (frida {PINNED_FRIDA_VERSION})",
@@ -214,6 +218,49 @@ fn export(home: &StrobeHome, args: &[String]) -> ExitCode {
         }
         Err(e) => {
             eprintln!("strobe export: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `strobe ui`: asks the daemon (started if need be) to serve the web UI.
+fn ui(home: StrobeHome) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("strobe ui: cannot find my own executable to start the daemon: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (settings, _) = Settings::load(&home.settings_file(), None);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match rt.block_on(strobe_daemon::proxy::control(
+        &home,
+        &exe,
+        serde_json::json!({"strobeControl": "ui", "port": settings.ui_port}),
+    )) {
+        Ok(reply) => match reply["url"].as_str() {
+            Some(url) => {
+                println!("{url}");
+                eprintln!(
+                    "strobe ui: open that URL in a browser or an editor webview; it carries this \
+                     daemon's access token, so keep it to yourself"
+                );
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!(
+                    "strobe ui: the daemon could not start the web UI: {}",
+                    reply["error"].as_str().unwrap_or("no reason given")
+                );
+                ExitCode::from(1)
+            }
+        },
+        Err(e) => {
+            eprintln!("strobe ui: {e}");
             ExitCode::from(1)
         }
     }

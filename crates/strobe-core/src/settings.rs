@@ -31,6 +31,11 @@ pub struct Settings {
     pub hot_calls_per_second: u64,
     /// `frida.venv`: the Python venv holding the pinned `frida` (None = `$STROBE_HOME/venv`).
     pub frida_venv: Option<PathBuf>,
+    /// `ui.http`: serve the web UI on loopback from daemon start (`strobe ui` turns it on
+    /// for the running daemon either way).
+    pub ui_http: bool,
+    /// `ui.port`: its port on 127.0.0.1; 0 = any free port.
+    pub ui_port: u64,
 }
 
 impl Default for Settings {
@@ -44,6 +49,8 @@ impl Default for Settings {
             bridge_request_timeout_ms: 30_000,
             hot_calls_per_second: 100_000,
             frida_venv: None,
+            ui_http: false,
+            ui_port: 0,
         }
     }
 }
@@ -67,6 +74,7 @@ impl std::fmt::Display for SettingsWarning {
 type IntField = (&'static str, fn(&mut Settings) -> &mut u64, u64, u64);
 
 const INT_FIELDS: &[IntField] = &[
+    ("ui.port", |s| &mut s.ui_port, 0, 65_535),
     (
         "trace.hotCallsPerSecond",
         |s| &mut s.hot_calls_per_second,
@@ -170,6 +178,16 @@ impl Settings {
             return;
         }
         match key {
+            "ui.http" => match value.as_bool() {
+                Some(b) => self.ui_http = b,
+                None => {
+                    self.ui_http = false;
+                    warnings.push(SettingsWarning {
+                        key: key.into(),
+                        message: format!("{value} is not true or false; the web UI stays off"),
+                    });
+                }
+            },
             "frida.venv" => match value.as_str() {
                 Some(p) if Path::new(p).is_absolute() => self.frida_venv = Some(PathBuf::from(p)),
                 _ => {

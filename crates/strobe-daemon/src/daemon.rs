@@ -10,7 +10,8 @@ use strobe_core::{Settings, StrobeHome};
 use strobe_mcp::StrobeServer;
 use strobe_session::SessionManager;
 use strobe_store::Store;
-use tokio::net::UnixListener;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Why the daemon could not run.
@@ -70,6 +71,17 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     let (settings, _) = Settings::load(&home.settings_file(), None);
     purge(&home, &store, &settings);
     mgr.prewarm(&settings);
+    let web = Arc::new(Web {
+        endpoint: tokio::sync::Mutex::new(None),
+        mgr: mgr.clone(),
+        store: store.clone(),
+        home: home.clone(),
+    });
+    if settings.ui_http
+        && let Err(e) = web.url(settings.ui_port as u16).await
+    {
+        tracing::warn!("web UI not started: {e}");
+    }
     tracing::info!("daemon {} serving {}", std::process::id(), socket.display());
 
     let clients = Arc::new(AtomicUsize::new(0));
@@ -84,13 +96,10 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
                 let Ok((stream, _)) = accepted else { continue };
                 let server = StrobeServer::new(mgr.clone(), home.clone());
                 let clients = clients.clone();
+                let web = web.clone();
                 clients.fetch_add(1, Ordering::SeqCst);
                 tokio::spawn(async move {
-                    match server.serve(stream).await {
-                        Ok(running) => { let _ = running.waiting().await; }
-                        // EOF before `initialize` (e.g. a liveness probe) is a clean close.
-                        Err(e) => tracing::debug!("connection closed before initialization: {e}"),
-                    }
+                    serve_connection(stream, server, &web).await;
                     clients.fetch_sub(1, Ordering::SeqCst);
                 });
             }
@@ -116,6 +125,7 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     }
     // Stop accepting first, so no client reaches a half-shut daemon.
     drop(listener);
+    web.stop().await;
     let _ = std::fs::remove_file(&socket);
     let m = mgr.clone();
     let _ = tokio::task::spawn_blocking(move || m.shutdown()).await;
@@ -123,6 +133,88 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     let _ = std::fs::remove_file(home.pid_file());
     tracing::info!("daemon stopped");
     Ok(true)
+}
+
+/// A connection: MCP, unless its first line is a control request
+/// (`{"strobeControl": "ui"}` from `strobe ui`). MCP's first message is a
+/// JSON-RPC object, so the two cannot be confused; the line read is handed
+/// back to rmcp in front of the rest of the stream.
+async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut first = String::new();
+    match reader.read_line(&mut first).await {
+        // EOF before anything (a liveness probe) is a clean close.
+        Ok(0) | Err(_) => return,
+        Ok(_) => {}
+    }
+    if let Ok(control) = serde_json::from_str::<serde_json::Value>(&first)
+        && let Some(what) = control.get("strobeControl")
+    {
+        let reply = match what.as_str() {
+            Some("ui") => {
+                let port = control["port"].as_u64().unwrap_or(0) as u16;
+                match web.url(port).await {
+                    Ok(url) => serde_json::json!({"url": url}),
+                    Err(e) => serde_json::json!({"error": e}),
+                }
+            }
+            _ => serde_json::json!({"error": format!("unknown control request {what}")}),
+        };
+        let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
+        return;
+    }
+    let replayed = std::io::Cursor::new(first.into_bytes()).chain(reader);
+    match server.serve((replayed, write)).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(e) => tracing::debug!("connection closed before initialization: {e}"),
+    }
+}
+
+/// The web endpoint, started on demand and kept for the daemon's life.
+struct Web {
+    endpoint: tokio::sync::Mutex<Option<strobe_web::WebEndpoint>>,
+    mgr: Arc<SessionManager>,
+    store: Store,
+    home: StrobeHome,
+}
+
+impl Web {
+    /// The UI's URL, starting the endpoint on `port` (0: any) if it is not
+    /// running. The URL is also written to `ui.json` (owner-only) for the
+    /// desktop app and editors.
+    async fn url(&self, port: u16) -> Result<String, String> {
+        let mut endpoint = self.endpoint.lock().await;
+        if endpoint.is_none() {
+            let started = strobe_web::start(
+                self.mgr.clone(),
+                self.store.clone(),
+                strobe_web::WebConfig {
+                    port,
+                    ui_dir: strobe_web::find_ui_dir(),
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            let info = serde_json::json!({"url": started.url(), "port": started.port, "pid": std::process::id()});
+            let file = self.home.root().join("ui.json");
+            strobe_core::files::write_atomically(&file, info.to_string().as_bytes())
+                .and_then(|()| {
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                })
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            *endpoint = Some(started);
+        }
+        Ok(endpoint.as_ref().expect("started above").url())
+    }
+
+    async fn stop(&self) {
+        if self.endpoint.lock().await.take().is_some() {
+            let _ = std::fs::remove_file(self.home.root().join("ui.json"));
+        }
+    }
 }
 
 fn purge(home: &StrobeHome, store: &Store, settings: &Settings) {

@@ -18,6 +18,35 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 /// How long the proxy keeps trying to reach a (re)started daemon.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 
+/// Sends one control request (`{"strobeControl": …}`) to the daemon,
+/// starting it if need be, and returns its one-line JSON reply.
+pub async fn control(
+    home: &StrobeHome,
+    strobe_exe: &Path,
+    request: Value,
+) -> std::io::Result<Value> {
+    let stream = connect_or_start(home, strobe_exe).await?;
+    let (read, mut write) = stream.into_split();
+    write.write_all(format!("{request}\n").as_bytes()).await?;
+    let mut line = String::new();
+    let mut reader = BufReader::new(read);
+    match tokio::time::timeout(Duration::from_secs(30), reader.read_line(&mut line)).await {
+        Ok(r) => {
+            r?;
+        }
+        Err(_) => {
+            return Err(std::io::Error::other(
+                "the daemon did not answer within 30 s; see its log under $STROBE_HOME/logs",
+            ));
+        }
+    }
+    serde_json::from_str(&line).map_err(|e| {
+        std::io::Error::other(format!(
+            "the daemon's reply {line:?} is not JSON ({e}); is an older daemon running? stop it and retry"
+        ))
+    })
+}
+
 /// Connects to the daemon, starting it (detached) when nothing answers.
 /// A starter that exits at once (it lost a start-up race, or the previous
 /// daemon still held the lock while dying) is simply started again.

@@ -12,4 +12,4 @@ pub mod render;
 mod server;
 pub mod timespec;
 
-pub use server::{INSTRUCTIONS, StrobeServer};
+pub use server::{INSTRUCTIONS, StrobeServer, query};

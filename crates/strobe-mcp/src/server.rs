@@ -762,6 +762,12 @@ fn aggregate_by_function(
     ))
 }
 
+/// `debug_query` outside MCP (the web UI's event table): the same
+/// validation, filters and rendering; the structured result.
+pub fn query(mgr: &SessionManager, p: QueryParams) -> Result<Value, ToolError> {
+    run_query(mgr, p).map(|(v, _)| v)
+}
+
 fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), ToolError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=MAX_LIMIT).contains(&limit) {

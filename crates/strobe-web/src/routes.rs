@@ -1,0 +1,321 @@
+//! The routes: the UI's files, and the JSON API under `/api`.
+
+use crate::guard::{COOKIE, Guard, Refusal};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Query, Request};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use strobe_core::ToolError;
+use strobe_session::SessionManager;
+use strobe_store::Store;
+
+/// What every handler shares.
+pub struct State {
+    pub mgr: Arc<SessionManager>,
+    pub store: Store,
+    pub guard: Guard,
+    pub ui_dir: Option<PathBuf>,
+}
+
+type Shared = axum::extract::State<Arc<State>>;
+
+pub fn router(state: Arc<State>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{*path}", get(asset))
+        .route(
+            "/api/health",
+            get(|| async { axum::Json(json!({"ok": true})) }),
+        )
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{id}", get(session))
+        .route("/api/sessions/{id}/timeline", get(timeline))
+        .route("/api/sessions/{id}/query", post(query))
+        .route("/api/sessions/{id}/export", get(export))
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "no such page or API route",
+            )
+        })
+        .layer(middleware::from_fn_with_state(state.clone(), check))
+        .with_state(state)
+}
+
+/// Every request passes the guard first.
+async fn check(s: Shared, req: Request, next: Next) -> Response {
+    match s.guard.check(req.headers(), req.uri().query()) {
+        Ok(()) => {
+            let from_query = req
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|kv| kv.starts_with("token=")));
+            let mut resp = next.run(req).await;
+            // The page's own requests then carry the token as a cookie.
+            if from_query
+                && let Ok(v) = HeaderValue::from_str(&format!(
+                    "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+                    s.guard.token()
+                ))
+            {
+                resp.headers_mut().append(header::SET_COOKIE, v);
+            }
+            resp
+        }
+        Err(r) => {
+            let status = match r {
+                Refusal::Token => StatusCode::UNAUTHORIZED,
+                Refusal::Host(_) | Refusal::Origin(_) => StatusCode::FORBIDDEN,
+            };
+            tracing::warn!("web request refused: {}", r.message());
+            error(status, "REFUSED", &r.message())
+        }
+    }
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    ApiError::new(status, code, message).into_response()
+}
+
+/// A refused or failed API request: `{"error": {code, message}}`.
+pub struct ApiError {
+    status: StatusCode,
+    code: String,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &str, message: &str) -> Self {
+        Self {
+            status,
+            code: code.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            axum::Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response()
+    }
+}
+
+fn tool_error(e: ToolError) -> ApiError {
+    let status = match e.code {
+        strobe_core::ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
+        strobe_core::ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    ApiError::new(status, e.code.as_str(), &e.message)
+}
+
+fn view_error(e: strobe_view::ViewError) -> ApiError {
+    match e {
+        strobe_view::ViewError::NoSession(_) => {
+            ApiError::new(StatusCode::NOT_FOUND, "SESSION_NOT_FOUND", &e.to_string())
+        }
+        other => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            &other.to_string(),
+        ),
+    }
+}
+
+/// Runs blocking store/session work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            &format!("handler panicked: {e}"),
+        ))
+    })
+}
+
+fn json_result<T: serde::Serialize>(r: Result<T, ApiError>) -> Response {
+    match r {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn index(s: Shared) -> Response {
+    let Some(dir) = s.ui_dir.clone() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            "<!doctype html><title>Strobe</title><p>The web UI is not built. Run <code>./dev ui</code> \
+             in Strobe's checkout (or set STROBE_UI_DIR to a built <code>ui/dist</code>). The JSON API \
+             under <code>/api</code> works meanwhile.</p>",
+        )
+            .into_response();
+    };
+    file(dir.join("index.html")).await
+}
+
+async fn asset(s: Shared, Path(path): Path<String>) -> Response {
+    let Some(dir) = s.ui_dir.clone() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "the web UI is not built",
+        );
+    };
+    // Only plain relative names below assets/: no way out of the folder.
+    if path
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\\'))
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "VALIDATION_ERROR",
+            "bad asset path",
+        );
+    }
+    file(dir.join("assets").join(path)).await
+}
+
+async fn file(path: PathBuf) -> Response {
+    let mime = match path.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("json") => "application/json",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    };
+    match tokio::fs::read(&path).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, mime)], bytes).into_response(),
+        Err(_) => error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "no such file in the web UI",
+        ),
+    }
+}
+
+async fn sessions(s: Shared) -> Response {
+    json_result(blocking(move || s.mgr.list().map_err(tool_error)).await)
+}
+
+async fn session(s: Shared, Path(id): Path<String>) -> Response {
+    json_result(blocking(move || s.mgr.status(&id).map_err(tool_error)).await)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimelineParams {
+    from: Option<u64>,
+    to: Option<u64>,
+    columns: Option<u32>,
+    /// The token may come in the query; it is not a timeline parameter.
+    #[allow(dead_code)]
+    token: Option<String>,
+}
+
+async fn timeline(s: Shared, Path(id): Path<String>, Query(p): Query<TimelineParams>) -> Response {
+    let columns = p.columns.unwrap_or(1000);
+    if columns == 0 || columns > strobe_view::timeline::MAX_COLUMNS {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "VALIDATION_ERROR",
+            &format!(
+                "'columns' must be 1 to {}",
+                strobe_view::timeline::MAX_COLUMNS
+            ),
+        );
+    }
+    if let (Some(f), Some(t)) = (p.from, p.to)
+        && t <= f
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "VALIDATION_ERROR",
+            "'to' must be after 'from'",
+        );
+    }
+    let window = strobe_view::timeline::Window {
+        from_ns: p.from.unwrap_or(0),
+        to_ns: p.to,
+        columns,
+    };
+    json_result(
+        blocking(move || {
+            let _ = s.store.flush();
+            strobe_view::timeline::build(&s.store, &id, window).map_err(view_error)
+        })
+        .await,
+    )
+}
+
+/// `debug_query`'s arguments as a JSON body (the session comes from the path).
+async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Response {
+    let mut args = body.0;
+    let Some(obj) = args.as_object_mut() else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "VALIDATION_ERROR",
+            "the body must be a JSON object of debug_query's arguments",
+        );
+    };
+    obj.insert("sessionId".into(), json!(id));
+    let params: strobe_mcp::params::QueryParams = match serde_json::from_value(args) {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "VALIDATION_ERROR",
+                &format!("bad query: {e}"),
+            );
+        }
+    };
+    json_result(blocking(move || strobe_mcp::query(&s.mgr, params).map_err(tool_error)).await)
+}
+
+async fn export(s: Shared, Path(id): Path<String>) -> Response {
+    let name = id.clone();
+    let r = blocking(move || {
+        let _ = s.store.flush();
+        let mut out = Vec::new();
+        strobe_view::export::chrome_trace(&s.store, &id, &mut out).map_err(view_error)?;
+        Ok(out)
+    })
+    .await;
+    match r {
+        Ok(bytes) => Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(
+                header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"{}.trace.json\"",
+                    name.replace('"', "")
+                ),
+            )
+            .body(Body::from(bytes))
+            .unwrap_or_else(|e| {
+                error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_ERROR",
+                    &e.to_string(),
+                )
+            }),
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,290 @@
+//! The daemon's web endpoint over real loopback HTTP: `strobe ui` turns it
+//! on, the API serves a real traced session (trace_c under Frida, launched
+//! through MCP), and requests without the token, from a foreign Origin or
+//! to a foreign Host are refused.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use support::{Env, fixture};
+
+struct Http {
+    status: u16,
+    headers: String,
+    body: Vec<u8>,
+}
+
+impl Http {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// One HTTP/1.1 request over a fresh loopback connection.
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Http {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !body.is_empty() {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut body = raw[split + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    Http {
+        status,
+        headers: head,
+        body,
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b.windows(2).position(|w| w == b"\r\n").unwrap();
+        let n = usize::from_str_radix(std::str::from_utf8(&b[..eol]).unwrap().trim(), 16).unwrap();
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[eol + 2..eol + 2 + n]);
+        b = &b[eol + 2 + n + 2..];
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_web_api_serves_a_real_session_behind_its_token() {
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok(
+        "debug_trace",
+        json!({"add": ["fib", "process_point", "add"]}),
+    )
+    .await;
+    let exe = fixture("trace_c");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+
+    let out = env.command(&["ui"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let rest = url
+        .strip_prefix("http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("{url}"));
+    let (port, query) = rest.split_once("/?token=").unwrap();
+    let port: u16 = port.parse().unwrap();
+    let token = query.to_string();
+    assert_eq!(token.len(), 64);
+    let again = env.command(&["ui"]).output().unwrap();
+    assert_eq!(
+        String::from_utf8(again.stdout).unwrap().trim(),
+        url,
+        "one endpoint per daemon"
+    );
+    let info = env.path().join("ui.json");
+    assert_eq!(
+        std::fs::metadata(&info).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let auth = format!("Bearer {token}");
+    let bearer = [("Authorization", auth.as_str())];
+
+    // Refusals come before anything else.
+    let none = http(port, "GET", "/api/sessions", &[], None);
+    assert_eq!(none.status, 401);
+    assert!(
+        none.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("token")
+    );
+    let wrong = http(
+        port,
+        "GET",
+        "/api/sessions",
+        &[("Authorization", "Bearer nope")],
+        None,
+    );
+    assert_eq!(wrong.status, 401);
+    let foreign = http(
+        port,
+        "GET",
+        "/api/sessions",
+        &[bearer[0], ("Origin", "https://evil.example")],
+        None,
+    );
+    assert_eq!(foreign.status, 403);
+    let rebound = http(
+        port,
+        "GET",
+        "/api/sessions",
+        &[bearer[0], ("Host", &format!("evil.example:{port}"))],
+        None,
+    );
+    assert_eq!(rebound.status, 403);
+
+    // The session list and one session.
+    let list = http(port, "GET", "/api/sessions", &bearer, None);
+    assert_eq!(list.status, 200);
+    let sessions = list.json();
+    let row = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == id.as_str())
+        .unwrap_or_else(|| panic!("{sessions}"));
+    assert_eq!(row["exitCode"], 0, "{row}");
+    let one = http(port, "GET", &format!("/api/sessions/{id}"), &bearer, None);
+    assert_eq!(one.json()["sessionId"], id.as_str());
+    let missing = http(port, "GET", "/api/sessions/nope", &bearer, None);
+    assert_eq!(missing.status, 404);
+
+    // The timeline. Over the whole session (mostly Frida's start-up) the
+    // microsecond calls are only counted per column; zooming into the
+    // columns that hold them, as a user would, brings them out as spans.
+    let timeline = |from: u64, to: Option<u64>| {
+        let range = to.map_or(format!("from={from}"), |to| format!("from={from}&to={to}"));
+        let path = format!("/api/sessions/{id}/timeline?columns=800&{range}");
+        let r = http(port, "GET", &path, &bearer, None);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()
+    };
+    let whole = timeline(0, None);
+    assert!(
+        whole["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["text"].as_str().unwrap().contains("hello world")),
+        "{whole}"
+    );
+    assert_eq!(whole["markers"][0]["kind"], "process_exit");
+    let mut t = whole;
+    for _ in 0..6 {
+        if !t["lanes"][0]["spans"].as_array().unwrap().is_empty() {
+            break;
+        }
+        let counts = t["lanes"][0]["counts"].as_array().unwrap();
+        let first = counts
+            .iter()
+            .position(|c| c.as_u64() > Some(0))
+            .expect("calls are counted");
+        let last = counts.iter().rposition(|c| c.as_u64() > Some(0)).unwrap();
+        let (from, to) = (t["fromNs"].as_u64().unwrap(), t["toNs"].as_u64().unwrap());
+        let per = (to - from) as f64 / 800.0;
+        t = timeline(
+            from + (first as f64 * per) as u64,
+            Some(from + ((last + 1) as f64 * per) as u64 + 1),
+        );
+    }
+    let lane = &t["lanes"][0];
+    let names: std::collections::HashSet<&str> = lane["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| t["functions"][s["func"].to_string()].as_str().unwrap())
+        .collect();
+    assert!(names.contains("fib"), "{t}");
+    assert!(
+        lane["maxDepth"].as_u64().unwrap() >= 1,
+        "recursive fib nests: {t}"
+    );
+    let bad = http(
+        port,
+        "GET",
+        &format!("/api/sessions/{id}/timeline?columns=0"),
+        &bearer,
+        None,
+    );
+    assert_eq!(bad.status, 400);
+
+    // The event table's query is debug_query's.
+    let q = http(
+        port,
+        "POST",
+        &format!("/api/sessions/{id}/query"),
+        &bearer,
+        Some(&json!({"eventType": "function_enter", "function": {"equals": "add"}})),
+    );
+    assert_eq!(q.status, 200, "{}", String::from_utf8_lossy(&q.body));
+    assert_eq!(q.json()["events"].as_array().unwrap().len(), 3);
+    let bad = http(
+        port,
+        "POST",
+        &format!("/api/sessions/{id}/query"),
+        &bearer,
+        Some(&json!({"eventType": "nonsense"})),
+    );
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("eventType")
+    );
+
+    // Export, and the cookie the URL's token sets.
+    let e = http(
+        port,
+        "GET",
+        &format!("/api/sessions/{id}/export?token={token}"),
+        &[],
+        None,
+    );
+    assert_eq!(e.status, 200);
+    assert!(e.headers.contains("strobe_token="), "{}", e.headers);
+    assert!(e.headers.to_ascii_lowercase().contains("httponly"));
+    let doc = e.json();
+    assert!(
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["ph"] == "X" && e["name"] == "fib")
+    );
+    let cookie = format!("strobe_token={token}");
+    let with_cookie = http(port, "GET", "/api/health", &[("Cookie", &cookie)], None);
+    assert_eq!(with_cookie.status, 200);
+}
