@@ -161,3 +161,69 @@ fn detection_and_commands() {
     );
     assert_eq!(one.cwd, dir.path());
 }
+
+/// The two pipes are read by separate threads, so cargo's stderr headers can
+/// be read after the stdout results they announce, or all before any: each
+/// binary's tests still get its own group.
+#[test]
+fn groups_survive_stdout_and_stderr_read_out_of_order() {
+    let groups = |lines: &[(Stream, &str)]| {
+        let mut parser = CargoAdapter.parser();
+        for (s, l) in lines {
+            parser.line(*s, l);
+        }
+        parser
+            .finish(Some(0))
+            .tests
+            .into_iter()
+            .map(|t| (t.name, t.group.unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    use Stream::{Stderr as E, Stdout as O};
+    let want = vec![
+        ("tests::a".to_string(), "unittests src/lib.rs".to_string()),
+        ("api_works".to_string(), "tests/api.rs".to_string()),
+        (
+            "src/lib.rs - f (line 3)".to_string(),
+            "Doc-tests calc".to_string(),
+        ),
+    ];
+    // Every header first (stderr's thread ran ahead).
+    assert_eq!(
+        groups(&[
+            (
+                E,
+                "     Running unittests src/lib.rs (target/debug/deps/calc-1)"
+            ),
+            (E, "     Running tests/api.rs (target/debug/deps/api-2)"),
+            (E, "   Doc-tests calc"),
+            (O, "running 1 test"),
+            (O, "test tests::a ... ok"),
+            (O, "test result: ok. 1 passed"),
+            (O, "running 1 test"),
+            (O, "test api_works ... ok"),
+            (O, "test result: ok. 1 passed"),
+            (O, "running 1 test"),
+            (O, "test src/lib.rs - f (line 3) ... ok"),
+        ]),
+        want
+    );
+    // Each header after its results (stdout's thread ran ahead).
+    assert_eq!(
+        groups(&[
+            (O, "running 1 test"),
+            (O, "test tests::a ... ok"),
+            (
+                E,
+                "     Running unittests src/lib.rs (target/debug/deps/calc-1)"
+            ),
+            (O, "running 1 test"),
+            (O, "test api_works ... ok"),
+            (E, "     Running tests/api.rs (target/debug/deps/api-2)"),
+            (O, "running 1 test"),
+            (E, "   Doc-tests calc"),
+            (O, "test src/lib.rs - f (line 3) ... ok"),
+        ]),
+        want
+    );
+}

@@ -161,6 +161,15 @@ impl TestAdapter for CargoAdapter {
 #[derive(Default)]
 pub struct CargoParser {
     group: Option<String>,
+    /// Test binaries cargo announced on stderr ("Running …", "Doc-tests …")
+    /// whose results have not started on stdout yet. The two pipes are read
+    /// by separate threads, so a header may be read after the results it
+    /// announces, or before the previous binary's last results: headers are
+    /// paired with stdout's `running N tests` lines in order instead.
+    headers: std::collections::VecDeque<String>,
+    /// Where the current binary's tests start in `tests`, while its header
+    /// has not been read yet.
+    awaiting_header: Option<usize>,
     tests: Vec<TestCase>,
     summary: Summary,
     failures: Vec<TestFailure>,
@@ -219,6 +228,20 @@ impl CargoParser {
             group: self.group.clone(),
             output: None,
         });
+    }
+
+    /// A test binary announced on stderr: the group of the results
+    /// already read without one, else of the next results to start.
+    fn header(&mut self, group: String) {
+        match self.awaiting_header.take() {
+            Some(start) => {
+                for t in &mut self.tests[start..] {
+                    t.group = Some(group.clone());
+                }
+                self.group = Some(group);
+            }
+            None => self.headers.push_back(group),
+        }
     }
 
     fn block_line(&mut self, i: usize, line: &str) {
@@ -334,15 +357,15 @@ impl OutputParser for CargoParser {
     fn line(&mut self, stream: Stream, line: &str) {
         if stream == Stream::Stderr {
             let t = line.trim_start();
-            if let Some(running) = t.strip_prefix("Running ") {
-                self.group = Some(
-                    running
-                        .split_once(" (")
-                        .map_or(running, |(g, _)| g)
-                        .to_string(),
-                );
+            let header = if let Some(running) = t.strip_prefix("Running ") {
+                Some(running.split_once(" (").map_or(running, |(g, _)| g))
             } else if t.starts_with("Doc-tests ") {
-                self.group = Some(t.to_string());
+                Some(t)
+            } else {
+                None
+            };
+            if let Some(group) = header {
+                self.header(group.to_string());
             } else if (t.starts_with("error[") || t.starts_with("error:"))
                 && !t.starts_with("error: test failed")
                 && !t.contains("target failed")
@@ -375,6 +398,20 @@ impl OutputParser for CargoParser {
             }
         }
         if line.starts_with("test result: ") {
+            return;
+        }
+        if line.starts_with("running ") && (line.ends_with(" test") || line.ends_with(" tests")) {
+            // A test binary starts reporting.
+            match self.headers.pop_front() {
+                Some(group) => {
+                    self.group = Some(group);
+                    self.awaiting_header = None;
+                }
+                None => {
+                    self.group = None;
+                    self.awaiting_header = Some(self.tests.len());
+                }
+            }
             return;
         }
         if let Some(name) = line
