@@ -277,11 +277,6 @@ impl Client {
 
     pub async fn reply(&self, tool: &str, args: Value) -> Reply {
         let r = self.raw(tool, args).await.expect("tool call transport");
-        Self::to_reply(r)
-    }
-
-    /// The structured content, error flag and text of a result.
-    pub fn to_reply(r: CallToolResult) -> Reply {
         let text = r
             .content
             .iter()

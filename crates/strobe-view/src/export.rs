@@ -15,15 +15,13 @@
 //! Timestamps are microseconds since the session started (the store keeps
 //! nanoseconds; fractions are kept).
 
+use crate::calls::{OpenCall, OpenCalls, Thread, for_each_page};
 use crate::{Names, ViewError};
 use serde_json::{Value, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::io::Write;
 use strobe_core::event::{EventKind, FLAG_JSON, FLAG_SAMPLED};
-use strobe_store::{EventFilter, QueryPage, SessionRow, Store};
-
-/// Events read per store page.
-const PAGE: usize = 20_000;
+use strobe_store::{EventFilter, SessionRow, Store};
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,13 +34,6 @@ pub struct ExportSummary {
     pub instants: u64,
     /// Stored events read.
     pub events: u64,
-}
-
-/// A call entered and not yet left.
-struct Open {
-    func_id: u32,
-    ts_ns: u64,
-    seq: u64,
 }
 
 /// Writes session `session_id` as trace-event JSON to `out`.
@@ -73,23 +64,13 @@ pub fn chrome_trace(
             "eventsDropped": session.dropped,
         })
     )?;
-    let mut open: HashMap<(u32, u32), Vec<Open>> = HashMap::new();
-    let mut threads: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut open = OpenCalls::default();
+    let mut threads: BTreeSet<Thread> = BTreeSet::new();
     let mut pids: BTreeSet<u32> = session.pids.iter().copied().collect();
     let mut last_ts = 0u64;
-    let mut offset = 0u64;
-    loop {
-        let page = store.query(
-            session.key,
-            &EventFilter::default(),
-            QueryPage {
-                offset,
-                limit: PAGE,
-            },
-        )?;
-        offset += page.events.len() as u64;
-        names.prefetch(page.events.iter().map(|e| e.header.func_id))?;
-        for e in &page.events {
+    for_each_page(store, session.key, &EventFilter::default(), |events| {
+        names.prefetch(events.iter().map(|e| e.header.func_id))?;
+        for e in events {
             w.summary.events += 1;
             let h = &e.header;
             last_ts = last_ts.max(h.ts_ns);
@@ -98,23 +79,14 @@ pub fn chrome_trace(
             match kind {
                 EventKind::FunctionEnter => {
                     threads.insert((h.pid, h.tid));
-                    open.entry((h.pid, h.tid)).or_default().push(Open {
-                        func_id: h.func_id,
-                        ts_ns: h.ts_ns,
-                        seq: e.seq,
-                    });
+                    open.enter(h, e.seq);
                 }
                 EventKind::FunctionExit => {
                     threads.insert((h.pid, h.tid));
                     let start = h.ts_ns.saturating_sub(h.duration_ns);
-                    // Calls above this one that never returned (a longjmp,
-                    // an exception unwinding past them) end where it ends.
-                    if let Some(stack) = open.get_mut(&(h.pid, h.tid))
-                        && let Some(at) = stack.iter().rposition(|o| o.func_id == h.func_id)
-                    {
-                        for o in stack.drain(at..).skip(1).collect::<Vec<_>>() {
-                            w.unfinished(&mut names, h.pid, h.tid, &o, h.ts_ns)?;
-                        }
+                    // Calls above this one that never returned end where it ends.
+                    for o in open.exit(h) {
+                        w.unfinished(&mut names, h.pid, h.tid, &o, h.ts_ns)?;
                     }
                     let f = names.function(h.func_id)?;
                     let mut args = json!({"seq": e.seq});
@@ -154,11 +126,9 @@ pub fn chrome_trace(
                 }
             }
         }
-        if !page.has_more || page.events.is_empty() {
-            break;
-        }
-    }
-    for ((pid, tid), stack) in open {
+        Ok(())
+    })?;
+    for ((pid, tid), stack) in open.into_open() {
         for o in &stack {
             w.unfinished(&mut names, pid, tid, o, last_ts)?;
         }
@@ -220,7 +190,7 @@ impl Writer<'_> {
         names: &mut Names,
         pid: u32,
         tid: u32,
-        o: &Open,
+        o: &OpenCall,
         end_ns: u64,
     ) -> Result<(), ViewError> {
         let name = names.function(o.func_id)?.name.clone();

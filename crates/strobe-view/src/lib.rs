@@ -14,6 +14,7 @@
 //! [`strobe_store::Store::query`] pages, so memory stays bounded by a page
 //! plus the calls still open on each thread.
 
+mod calls;
 pub mod export;
 mod names;
 pub mod timeline;

@@ -12,11 +12,12 @@
 //! (`main` while zoomed in) has neither its enter nor its exit inside the
 //! window, so it is not drawn there.
 
+use crate::calls::{OpenCalls, Thread, for_each_page};
 use crate::{Names, ViewError};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use strobe_core::event::EventKind;
-use strobe_store::{EventFilter, QueryPage, Store};
+use strobe_store::{EventFilter, Store};
 
 /// Most columns a request may ask for.
 pub const MAX_COLUMNS: u32 = 8192;
@@ -26,11 +27,6 @@ pub const MAX_SPANS_PER_LANE: usize = 4000;
 pub const MAX_ITEMS: usize = 1000;
 /// Characters of an output line or marker text shipped.
 const TEXT_CHARS: usize = 240;
-/// Events read per store page.
-const PAGE: usize = 20_000;
-
-/// (pid, tid).
-type Thread = (u32, u32);
 
 /// What to draw.
 #[derive(Debug, Clone, Copy)]
@@ -144,8 +140,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
     };
 
     let mut spans: HashMap<Thread, Vec<Span>> = HashMap::new();
-    // Per (pid, tid): the calls entered and not left, as (function, ts, seq).
-    let mut open: HashMap<Thread, Vec<(u32, u64, u64)>> = HashMap::new();
+    let mut open = OpenCalls::default();
     let mut output = Vec::new();
     let mut output_counts = vec![0u32; columns as usize];
     let mut markers = Vec::new();
@@ -156,32 +151,16 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
         time_to: Some(to_ns - 1),
         ..EventFilter::default()
     };
-    let mut offset = 0;
-    loop {
-        let page = store.query(
-            session.key,
-            &filter,
-            QueryPage {
-                offset,
-                limit: PAGE,
-            },
-        )?;
-        offset += page.events.len() as u64;
-        for e in &page.events {
+    for_each_page(store, session.key, &filter, |events| {
+        for e in events {
             events_read += 1;
             let h = &e.header;
             let Some(kind) = e.kind() else { continue };
             match kind {
-                EventKind::FunctionEnter => open
-                    .entry((h.pid, h.tid))
-                    .or_default()
-                    .push((h.func_id, h.ts_ns, e.seq)),
+                EventKind::FunctionEnter => open.enter(h, e.seq),
                 EventKind::FunctionExit => {
-                    if let Some(stack) = open.get_mut(&(h.pid, h.tid))
-                        && let Some(at) = stack.iter().rposition(|o| o.0 == h.func_id)
-                    {
-                        stack.truncate(at);
-                    }
+                    // Calls above it that never returned are not drawn.
+                    open.exit(h);
                     let start = h.ts_ns.saturating_sub(h.duration_ns).max(from_ns);
                     spans.entry((h.pid, h.tid)).or_default().push(Span {
                         start_ns: start,
@@ -209,20 +188,18 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 }
             }
         }
-        if !page.has_more || page.events.is_empty() {
-            break;
-        }
-    }
+        Ok(())
+    })?;
     // Calls entered in the window and not left in it run to its end.
     let window_end = to_ns.min(end_ns.max(from_ns + 1));
-    for (thread, stack) in open {
-        for (func, ts, seq) in stack {
+    for (thread, stack) in open.into_open() {
+        for o in stack {
             spans.entry(thread).or_default().push(Span {
-                start_ns: ts,
-                dur_ns: window_end.saturating_sub(ts),
+                start_ns: o.ts_ns,
+                dur_ns: window_end.saturating_sub(o.ts_ns),
                 depth: 0,
-                func,
-                seq,
+                func: o.func_id,
+                seq: o.seq,
                 open: true,
             });
         }
@@ -237,7 +214,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
     let mut names = Names::new(store, session.key);
     let mut functions = BTreeMap::new();
     let mut lanes = Vec::new();
-    let mut threads: Vec<(u32, u32)> = spans.keys().copied().collect();
+    let mut threads: Vec<Thread> = spans.keys().copied().collect();
     threads.sort_unstable();
     for thread in threads {
         let mut all = spans.remove(&thread).unwrap_or_default();

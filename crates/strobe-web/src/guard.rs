@@ -44,6 +44,17 @@ impl Refusal {
     }
 }
 
+/// Where a request's token was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `Authorization: Bearer`.
+    Header,
+    /// `?token=` in the URL.
+    Query,
+    /// The cookie set by an earlier response.
+    Cookie,
+}
+
 /// The endpoint's identity: its port and its secret.
 #[derive(Clone)]
 pub struct Guard {
@@ -76,8 +87,9 @@ impl Guard {
         ]
     }
 
-    /// Checks a request's headers and query string.
-    pub fn check(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(), Refusal> {
+    /// Checks a request's headers and query string; says where the right
+    /// token was found.
+    pub fn check(&self, headers: &HeaderMap, query: Option<&str>) -> Result<TokenSource, Refusal> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
@@ -98,8 +110,11 @@ impl Guard {
         let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "));
-        let from_query = query.and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")));
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(|t| (TokenSource::Header, t.to_string()));
+        let from_query = query
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")))
+            .map(|t| (TokenSource::Query, t.to_string()));
         let from_cookie = headers
             .get_all(header::COOKIE)
             .iter()
@@ -109,21 +124,14 @@ impl Guard {
                 c.trim()
                     .strip_prefix(&format!("{COOKIE}="))
                     .map(str::to_string)
-            });
-        let presented = [
-            bearer.map(str::to_string),
-            from_query.map(str::to_string),
-            from_cookie,
-        ];
-        if presented
-            .iter()
+            })
+            .map(|t| (TokenSource::Cookie, t));
+        [from_query, bearer, from_cookie]
+            .into_iter()
             .flatten()
-            .any(|t| same_secret(t.as_bytes(), self.token.as_bytes()))
-        {
-            Ok(())
-        } else {
-            Err(Refusal::Token)
-        }
+            .find(|(_, t)| same_secret(t.as_bytes(), self.token.as_bytes()))
+            .map(|(source, _)| source)
+            .ok_or(Refusal::Token)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The routes: the UI's files, and the JSON API under `/api`.
 
-use crate::guard::{COOKIE, Guard, Refusal};
+use crate::guard::{COOKIE, Guard, Refusal, TokenSource};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request};
@@ -53,11 +53,8 @@ pub fn router(state: Arc<State>) -> Router {
 /// Every request passes the guard first.
 async fn check(s: Shared, req: Request, next: Next) -> Response {
     match s.guard.check(req.headers(), req.uri().query()) {
-        Ok(()) => {
-            let from_query = req
-                .uri()
-                .query()
-                .is_some_and(|q| q.split('&').any(|kv| kv.starts_with("token=")));
+        Ok(source) => {
+            let from_query = source == TokenSource::Query;
             let mut resp = next.run(req).await;
             // The page's own requests then carry the token as a cookie.
             if from_query

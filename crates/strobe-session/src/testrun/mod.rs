@@ -72,6 +72,8 @@ struct Run {
     framework: &'static str,
     /// The project, as baselines are keyed.
     project_root: String,
+    /// Where its tests' durations go and their baselines come from.
+    store: strobe_store::Store,
     command: String,
     started: Instant,
     /// The process group of the command (its pid).
@@ -165,6 +167,7 @@ impl TestRuns {
             id: id.clone(),
             framework: adapter.name(),
             project_root: target.root.display().to_string(),
+            store: self.store.clone(),
             command,
             started: Instant::now(),
             pgid,
@@ -203,7 +206,6 @@ impl TestRuns {
             level: req.level,
             test: req.test.clone(),
             dir: self.dir.clone(),
-            store: self.store.clone(),
         })
     }
 
@@ -272,7 +274,6 @@ impl TestRuns {
         };
         std::thread::spawn(move || watch.run());
         let dir = self.dir.clone();
-        let store = self.store.clone();
         let target_for_rerun = target.clone();
         let response = json!({
             "testRunId": id,
@@ -286,14 +287,7 @@ impl TestRuns {
                 let _ = r.join();
             }
             let exit_code = status.and_then(|s| s.code());
-            finish(
-                &run,
-                adapter.as_ref(),
-                &target_for_rerun,
-                &dir,
-                &store,
-                exit_code,
-            );
+            finish(&run, adapter.as_ref(), &target_for_rerun, &dir, exit_code);
         });
         Ok(response)
     }
@@ -366,7 +360,7 @@ impl TestRuns {
             let p = &mut out["progress"];
             p["currentTest"] = json!(name);
             p["currentTestElapsedMs"] = json!(elapsed.as_millis() as u64);
-            let baseline = self
+            let baseline = run
                 .store
                 .test_baseline(&run.project_root, run.framework, &name)
                 .inspect_err(|e| tracing::warn!("reading the baseline of {name}: {e}"))
@@ -484,7 +478,6 @@ fn finish(
     adapter: &dyn TestAdapter,
     target: &TestTarget,
     dir: &Path,
-    store: &strobe_store::Store,
     exit_code: Option<i32>,
 ) {
     let mut state = run.state.lock().expect("run lock");
@@ -496,7 +489,7 @@ fn finish(
         f.rerun = Some(adapter.single_test_command(target, &f.name).display());
     }
     let duration_ms = run.started.elapsed().as_millis() as u64;
-    record_durations(store, run, &result, &state.measured_ms);
+    record_durations(run, &result, &state.measured_ms);
     let details = dir.join(format!("{}.json", run.id));
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let doc = json!({
@@ -553,12 +546,7 @@ fn finish(
 /// else the one Strobe measured), for later runs' baselines. Failed tests
 /// are left out: a failure cut short or a test stopped as stuck says
 /// nothing about how long the test usually takes.
-fn record_durations(
-    store: &strobe_store::Store,
-    run: &Run,
-    result: &TestResult,
-    measured_ms: &HashMap<String, f64>,
-) {
+fn record_durations(run: &Run, result: &TestResult, measured_ms: &HashMap<String, f64>) {
     let tests: Vec<(String, f64)> = result
         .tests
         .iter()
@@ -579,7 +567,7 @@ fn record_durations(
         finished_at: strobe_core::clock::unix_millis(),
         tests,
     };
-    if let Err(e) = store.record_test_durations(durations) {
+    if let Err(e) = run.store.record_test_durations(durations) {
         tracing::warn!("storing the durations of test run {}: {e}", run.id);
     }
 }
@@ -607,7 +595,6 @@ pub struct InstrumentedRun {
     level: Option<TestLevel>,
     test: Option<String>,
     dir: PathBuf,
-    store: strobe_store::Store,
 }
 
 impl InstrumentedRun {
@@ -654,7 +641,6 @@ impl InstrumentedRun {
             self.adapter.as_ref(),
             &self.target,
             &self.dir,
-            &self.store,
             exit_code,
         );
     }
