@@ -288,3 +288,310 @@ async fn the_web_api_serves_a_real_session_behind_its_token() {
     let with_cookie = http(port, "GET", "/api/health", &[("Cookie", &cookie)], None);
     assert_eq!(with_cookie.status, 200);
 }
+
+/// Starts the daemon's web endpoint with `strobe ui`: (port, token).
+fn ui_endpoint(env: &Env) -> (u16, String) {
+    let out = env.command(&["ui"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+    let (port, token) = rest.split_once("/?token=").unwrap();
+    (port.parse().unwrap(), token.to_string())
+}
+
+/// A session's live stream, read as the page reads it.
+struct Live {
+    ws: tungstenite::WebSocket<std::net::TcpStream>,
+    seen: Vec<Value>,
+}
+
+impl Live {
+    fn open(port: u16, token: &str, id: &str) -> Live {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+            .unwrap();
+        let url = format!("ws://127.0.0.1:{port}/api/sessions/{id}/live?token={token}");
+        let (ws, _) = tungstenite::client::client(url.as_str(), stream)
+            .unwrap_or_else(|e| panic!("websocket handshake: {e}"));
+        Live {
+            ws,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads messages until `done` holds for everything seen, or 30 s pass.
+    fn until(&mut self, what: &str, done: impl Fn(&[Value]) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done(&self.seen) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {what} on the live stream; seen: {:?}",
+                self.seen
+            );
+            match self.ws.read() {
+                Ok(tungstenite::Message::Text(t)) => {
+                    self.seen.push(serde_json::from_str(&t).unwrap())
+                }
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!(
+                    "live stream failed while waiting for {what}: {e}; seen: {:?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    fn of_type<'a>(seen: &'a [Value], t: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        seen.iter().filter(move |m| m["type"] == t)
+    }
+}
+
+/// A running target seen live: output streams in, the agent's calls (the
+/// pattern staged before the launch included) are recorded and stream in,
+/// a pattern added from the page hooks the running target, a span's detail
+/// carries its enter, and the end of the session is announced.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_session_streams_output_agent_calls_and_takes_patterns_from_the_page() {
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["tick_work"]})).await;
+    let exe = fixture("ticker");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["-1", "100"], "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let (port, token) = ui_endpoint(&env);
+    let auth = format!("Bearer {token}");
+    let bearer = [("Authorization", auth.as_str())];
+
+    let mut live = Live::open(port, &token, &id);
+    live.until("three tick lines", |seen| {
+        Live::of_type(seen, "output")
+            .flat_map(|m| m["items"].as_array().unwrap())
+            .filter(|i| i["text"].as_str().unwrap().starts_with("tick "))
+            .count()
+            >= 3
+    });
+    live.until("a note of new events", |seen| {
+        Live::of_type(seen, "events").next().is_some()
+    });
+    live.until("the staged pattern and the launch", |seen| {
+        let tools: Vec<&str> = Live::of_type(seen, "agent")
+            .map(|m| m["call"]["tool"].as_str().unwrap())
+            .collect();
+        tools.starts_with(&["debug_trace", "debug_launch"])
+    });
+    let first = Live::of_type(&live.seen, "agent").next().unwrap()["call"].clone();
+    assert!(
+        first["offsetNs"].as_i64().unwrap() < 0,
+        "staged before the launch: {first}"
+    );
+    assert_eq!(first["args"]["add"][0], "tick_work");
+
+    // A call the agent makes now streams in too.
+    c.ok(
+        "debug_query",
+        json!({"sessionId": id, "eventType": "stdout", "limit": 2}),
+    )
+    .await;
+    live.until("the agent's query", |seen| {
+        Live::of_type(seen, "agent").any(|m| m["call"]["tool"] == "debug_query")
+    });
+
+    // A pattern added from the page hooks the running target.
+    let added = http(
+        port,
+        "POST",
+        &format!("/api/sessions/{id}/trace"),
+        &bearer,
+        Some(&json!({"add": ["tick_leaf"]})),
+    );
+    assert_eq!(
+        added.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&added.body)
+    );
+    let added = added.json();
+    assert!(
+        added["activePatterns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "tick_leaf"),
+        "{added}"
+    );
+    let leaf_calls = || {
+        http(
+            port,
+            "POST",
+            &format!("/api/sessions/{id}/query"),
+            &bearer,
+            Some(&json!({"eventType": "function_exit", "function": {"equals": "tick_leaf"}, "limit": 1})),
+        )
+        .json()["totalCount"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        support::wait_until(std::time::Duration::from_secs(20), || leaf_calls() > 0),
+        "tick_leaf is traced after the page added it"
+    );
+    let empty = http(
+        port,
+        "POST",
+        &format!("/api/sessions/{id}/trace"),
+        &bearer,
+        Some(&json!({})),
+    );
+    assert_eq!(empty.status, 400);
+    assert!(
+        empty.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("add")
+    );
+
+    // A span's detail: the exit, with its enter.
+    let exits = http(
+        port,
+        "POST",
+        &format!("/api/sessions/{id}/query"),
+        &bearer,
+        Some(
+            &json!({"eventType": "function_exit", "function": {"equals": "tick_work"}, "limit": 1}),
+        ),
+    )
+    .json();
+    let exit_id = exits["events"][0]["id"].as_u64().unwrap();
+    let detail = http(
+        port,
+        "GET",
+        &format!("/api/sessions/{id}/events/{exit_id}"),
+        &bearer,
+        None,
+    );
+    assert_eq!(
+        detail.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&detail.body)
+    );
+    let detail = detail.json();
+    assert_eq!(detail["event"]["id"], exit_id);
+    assert_eq!(detail["event"]["function"], "tick_work");
+    assert_eq!(detail["enter"]["eventType"], "function_enter", "{detail}");
+    assert_eq!(detail["enter"]["function"], "tick_work");
+    assert!(detail["enter"]["id"].as_u64().unwrap() < exit_id);
+    assert_eq!(
+        detail["enter"]["timestampNs"].as_u64().unwrap()
+            + detail["event"]["durationNs"].as_u64().unwrap(),
+        detail["event"]["timestampNs"].as_u64().unwrap()
+    );
+    let missing = http(
+        port,
+        "GET",
+        &format!("/api/sessions/{id}/events/999999999"),
+        &bearer,
+        None,
+    );
+    assert_eq!(missing.status, 400);
+    assert!(
+        missing.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("999999999")
+    );
+
+    // The audit trail, whole.
+    let calls = http(
+        port,
+        "GET",
+        &format!("/api/sessions/{id}/agent"),
+        &bearer,
+        None,
+    )
+    .json();
+    let calls = calls["calls"].as_array().unwrap();
+    let tools: Vec<&str> = calls.iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        ["debug_trace", "debug_launch", "debug_query"],
+        "{calls:?}"
+    );
+    for call in calls {
+        assert!(call["responseBytes"].as_u64().unwrap() > 0, "{call}");
+        assert!(call["durationMs"].as_f64().unwrap() >= 0.0);
+        assert_eq!(call["isError"], false);
+    }
+
+    // Stopping it is announced; the stream stays for later agent calls.
+    c.ok(
+        "debug_session",
+        json!({"action": "stop", "sessionId": id, "retain": true}),
+    )
+    .await;
+    live.until("the end", |seen| {
+        Live::of_type(seen, "ended").next().is_some()
+    });
+    c.ok("debug_query", json!({"sessionId": id, "limit": 1}))
+        .await;
+    live.until("a call after the end", |seen| {
+        Live::of_type(seen, "agent")
+            .filter(|m| m["call"]["tool"] == "debug_query")
+            .count()
+            == 2
+    });
+
+    // Test runs (none in this daemon), and an unknown one.
+    let runs = http(port, "GET", "/api/tests", &bearer, None).json();
+    assert_eq!(runs["runs"], json!([]));
+    let nope = http(port, "GET", "/api/tests/nope", &bearer, None);
+    assert_eq!(nope.status, 404);
+}
+
+/// A page streaming a session counts as a client: the daemon does not
+/// idle out under it, and does once it closes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_page_keeps_the_daemon_from_idling_out() {
+    let env = Env::with_settings(json!({"daemon.idleTimeoutMs": 500}));
+    let c = env.client().await;
+    let exe = fixture("trace_c");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_ended(&id).await;
+    let (port, token) = ui_endpoint(&env);
+    let pid = env.daemon_pid().unwrap();
+    let mut live = Live::open(port, &token, &id);
+    live.until("the end", |seen| {
+        Live::of_type(seen, "ended").next().is_some()
+    });
+    c.service.cancel().await.unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(env.is_our_daemon(pid), "an open page keeps the daemon up");
+    live.ws.close(None).unwrap();
+    let _ = live.ws.flush();
+    drop(live);
+    assert!(
+        env.wait_daemon_gone(pid, std::time::Duration::from_secs(15)),
+        "the daemon idles out once the page is gone"
+    );
+}

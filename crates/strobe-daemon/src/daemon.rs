@@ -41,9 +41,37 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError
 /// How often retained sessions are checked against retention and size caps.
 const PURGE_PERIOD: Duration = Duration::from_secs(3600);
 
+/// How a daemon is embedded: the `strobe daemon` process uses the
+/// defaults; the desktop app, which is the user's daemon while it is open,
+/// stops it itself and never lets it idle out.
+pub struct DaemonOptions {
+    /// Resolving (or dropping the sender) stops the daemon.
+    pub stop: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// Exit after `daemon.idleTimeoutMs` with no clients and no live sessions.
+    pub idle_shutdown: bool,
+    /// Stop on SIGTERM/SIGINT (a host process with its own handling says no).
+    pub handle_signals: bool,
+}
+
+impl Default for DaemonOptions {
+    fn default() -> Self {
+        Self {
+            stop: None,
+            idle_shutdown: true,
+            handle_signals: true,
+        }
+    }
+}
+
 /// Runs the daemon until SIGTERM/SIGINT or idle shutdown. Returns
 /// `Ok(false)` at once when another daemon already owns this home.
 pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
+    run_with(home, DaemonOptions::default()).await
+}
+
+/// [`run`], embedded as `options` say. Returns `Ok(false)` at once when
+/// another daemon already owns this home (the caller attaches to it).
+pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, DaemonError> {
     home.ensure()
         .map_err(io_err(format!("cannot create {}", home.root().display())))?;
     let Some(_lock) =
@@ -73,6 +101,7 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     mgr.prewarm(&settings);
     let web = Arc::new(Web {
         endpoint: tokio::sync::Mutex::new(None),
+        viewers: Arc::default(),
         mgr: mgr.clone(),
         store: store.clone(),
         home: home.clone(),
@@ -85,8 +114,17 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     tracing::info!("daemon {} serving {}", std::process::id(), socket.display());
 
     let clients = Arc::new(AtomicUsize::new(0));
-    let mut sigterm = signal(SignalKind::terminate()).map_err(io_err("cannot watch SIGTERM"))?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(io_err("cannot watch SIGINT"))?;
+    let mut sigterm = options
+        .handle_signals
+        .then(|| signal(SignalKind::terminate()))
+        .transpose()
+        .map_err(io_err("cannot watch SIGTERM"))?;
+    let mut sigint = options
+        .handle_signals
+        .then(|| signal(SignalKind::interrupt()))
+        .transpose()
+        .map_err(io_err("cannot watch SIGINT"))?;
+    let mut stop = options.stop;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut idle_since = Instant::now();
     let mut last_purge = Instant::now();
@@ -103,11 +141,14 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
                     clients.fetch_sub(1, Ordering::SeqCst);
                 });
             }
-            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
-            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+            Some(_) = recv_signal(&mut sigterm) => { tracing::info!("SIGTERM: shutting down"); break; }
+            Some(_) = recv_signal(&mut sigint) => { tracing::info!("SIGINT: shutting down"); break; }
+            _ = stopped(&mut stop) => { tracing::info!("stopped by its host: shutting down"); break; }
             _ = tick.tick() => {
-                let busy = clients.load(Ordering::SeqCst) > 0 || mgr.running_count() > 0;
-                if busy {
+                let busy = clients.load(Ordering::SeqCst) > 0
+                    || mgr.running_count() > 0
+                    || web.viewers() > 0;
+                if busy || !options.idle_shutdown {
                     idle_since = Instant::now();
                     continue;
                 }
@@ -133,6 +174,24 @@ pub async fn run(home: StrobeHome) -> Result<bool, DaemonError> {
     let _ = std::fs::remove_file(home.pid_file());
     tracing::info!("daemon stopped");
     Ok(true)
+}
+
+/// The next signal, or never when signals are not handled.
+async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match s {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the host asks the daemon to stop; never without a host.
+async fn stopped(stop: &mut Option<tokio::sync::oneshot::Receiver<()>>) {
+    match stop {
+        Some(rx) => {
+            let _ = rx.await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// A connection: MCP, unless its first line is a control request
@@ -176,12 +235,19 @@ async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
 /// The web endpoint, started on demand and kept for the daemon's life.
 struct Web {
     endpoint: tokio::sync::Mutex<Option<strobe_web::WebEndpoint>>,
+    /// Pages streaming a session live: clients, for idle shutdown.
+    viewers: Arc<AtomicUsize>,
     mgr: Arc<SessionManager>,
     store: Store,
     home: StrobeHome,
 }
 
 impl Web {
+    /// Pages streaming a session live now.
+    fn viewers(&self) -> usize {
+        self.viewers.load(Ordering::SeqCst)
+    }
+
     /// The UI's URL, starting the endpoint on `port` (0: any) if it is not
     /// running. The URL is also written to `ui.json` (owner-only) for the
     /// desktop app and editors.
@@ -194,6 +260,7 @@ impl Web {
                 strobe_web::WebConfig {
                     port,
                     ui_dir: strobe_web::find_ui_dir(),
+                    viewers: self.viewers.clone(),
                 },
             )
             .await

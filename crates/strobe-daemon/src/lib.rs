@@ -14,5 +14,5 @@ pub mod daemon;
 mod lock;
 pub mod proxy;
 
-pub use daemon::{DaemonError, run as run_daemon};
+pub use daemon::{DaemonError, DaemonOptions, run as run_daemon, run_with as run_daemon_with};
 pub use proxy::run as run_proxy;

@@ -26,6 +26,18 @@ pub async fn control(
     request: Value,
 ) -> std::io::Result<Value> {
     let stream = connect_or_start(home, strobe_exe).await?;
+    control_on(stream, request).await
+}
+
+/// Sends one control request to the daemon already serving `home`; fails
+/// (NotFound / ConnectionRefused) when none does, starting nothing. For a
+/// host that would rather be the daemon itself (the desktop app).
+pub async fn control_running(home: &StrobeHome, request: Value) -> std::io::Result<Value> {
+    let stream = UnixStream::connect(home.socket()).await?;
+    control_on(stream, request).await
+}
+
+async fn control_on(stream: UnixStream, request: Value) -> std::io::Result<Value> {
     let (read, mut write) = stream.into_split();
     write.write_all(format!("{request}\n").as_bytes()).await?;
     let mut line = String::new();

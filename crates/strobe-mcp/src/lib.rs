@@ -6,10 +6,11 @@
 //! `StrobeServer` is created per client connection; they all share one
 //! `SessionManager`, so sessions outlive connections.
 
+mod audit;
 pub mod params;
 mod progress;
 pub mod render;
 mod server;
 pub mod timespec;
 
-pub use server::{INSTRUCTIONS, StrobeServer, query};
+pub use server::{INSTRUCTIONS, StrobeServer, event, query, trace_session};

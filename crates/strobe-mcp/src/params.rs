@@ -136,6 +136,10 @@ pub struct QueryParams {
     pub pid: Option<i64>,
     /// Only output/log events whose text contains this substring.
     pub text_contains: Option<String>,
+    /// Only events with this id or a later one (e.g. the last id seen plus one, to read only what is new).
+    pub event_id_from: Option<i64>,
+    /// Only events with this id or an earlier one.
+    pub event_id_to: Option<i64>,
     /// Most events to return: 1–500, default 50.
     pub limit: Option<i64>,
     /// Matching events to skip (for paging), default 0.

@@ -56,6 +56,8 @@ pub struct StrobeServer {
     mgr: Arc<SessionManager>,
     home: StrobeHome,
     tool_router: ToolRouter<Self>,
+    /// This connection's record of what the agent did.
+    audit: Arc<crate::audit::Audit>,
 }
 
 fn ok(value: Value, text: String) -> CallToolResult {
@@ -100,6 +102,7 @@ impl StrobeServer {
             mgr,
             home,
             tool_router: Self::tool_router(),
+            audit: Arc::default(),
         }
     }
 
@@ -805,6 +808,16 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     if let Some(t) = p.text_contains.as_ref().filter(|t| !t.is_empty()) {
         filter.payload_contains = Some(t.as_bytes().to_vec());
     }
+    for (name, v, slot) in [
+        ("eventIdFrom", p.event_id_from, &mut filter.seq_from),
+        ("eventIdTo", p.event_id_to, &mut filter.seq_to),
+    ] {
+        if let Some(v) = v {
+            *slot = Some(u64::try_from(v).map_err(|_| {
+                ToolError::validation(format!("'{name}' must be 0 or more, got {v}"))
+            })?);
+        }
+    }
     if p.time_from.is_some() || p.time_to.is_some() {
         let latest = mgr.latest_ts(&p.session_id)?;
         if let Some(v) = &p.time_from {
@@ -895,49 +908,7 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
         },
     )?;
     let status = mgr.status(&p.session_id)?;
-    let ids = distinct_nonzero(&result.events, |e| e.header.func_id);
-    let funcs: std::collections::HashMap<u32, strobe_store::FunctionRow> = mgr
-        .function_rows(&p.session_id, &ids)?
-        .into_iter()
-        .map(|f| (f.func_id, f))
-        .collect();
-    let func_of = |e: &strobe_core::Event| funcs.get(&e.header.func_id);
-    // Typed values are decoded once per event, for both the JSON and the text.
-    let captures = mgr.captures(&p.session_id);
-    let mut typed: Vec<Option<Value>> = {
-        let caps = captures.as_ref().and_then(|c| c.read().ok());
-        result
-            .events
-            .iter()
-            .map(|e| strobe_session::trace::typed_values(caps.as_ref()?, e))
-            .collect()
-    };
-    let lines: Vec<String> = result
-        .events
-        .iter()
-        .zip(&typed)
-        .map(|(e, t)| render::event_line(e, func_of(e), t.as_ref()))
-        .collect();
-    let tids = distinct_nonzero(&result.events, |e| e.header.tid);
-    let names: std::collections::HashMap<u32, String> = if p.verbose {
-        mgr.thread_names(&p.session_id, &tids)?
-            .into_iter()
-            .collect()
-    } else {
-        Default::default()
-    };
-    let events: Vec<Value> = result
-        .events
-        .iter()
-        .zip(typed.iter_mut())
-        .map(|(e, t)| {
-            let mut v = render::event(e, p.verbose, func_of(e), t.take());
-            if let Some(n) = names.get(&e.header.tid) {
-                v["threadName"] = json!(n);
-            }
-            v
-        })
-        .collect();
+    let (events, lines) = render_events(mgr, &p.session_id, &result.events, p.verbose)?;
     let cut = render::Truncation::of_page(
         &result.events,
         &events,
@@ -997,6 +968,124 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     Ok((v, text))
 }
 
+/// Renders stored events as debug_query shows them: the JSON of each and
+/// its one-line text.
+fn render_events(
+    mgr: &SessionManager,
+    session_id: &str,
+    events: &[strobe_core::Event],
+    verbose: bool,
+) -> Result<(Vec<Value>, Vec<String>), ToolError> {
+    let ids = distinct_nonzero(events, |e| e.header.func_id);
+    let funcs: std::collections::HashMap<u32, strobe_store::FunctionRow> = mgr
+        .function_rows(session_id, &ids)?
+        .into_iter()
+        .map(|f| (f.func_id, f))
+        .collect();
+    let func_of = |e: &strobe_core::Event| funcs.get(&e.header.func_id);
+    // Typed values are decoded once per event, for both the JSON and the text.
+    let captures = mgr.captures(session_id);
+    let mut typed: Vec<Option<Value>> = {
+        let caps = captures.as_ref().and_then(|c| c.read().ok());
+        events
+            .iter()
+            .map(|e| strobe_session::trace::typed_values(caps.as_ref()?, e))
+            .collect()
+    };
+    let lines: Vec<String> = events
+        .iter()
+        .zip(&typed)
+        .map(|(e, t)| render::event_line(e, func_of(e), t.as_ref()))
+        .collect();
+    let tids = distinct_nonzero(events, |e| e.header.tid);
+    let names: std::collections::HashMap<u32, String> = if verbose {
+        mgr.thread_names(session_id, &tids)?.into_iter().collect()
+    } else {
+        Default::default()
+    };
+    let rendered: Vec<Value> = events
+        .iter()
+        .zip(typed.iter_mut())
+        .map(|(e, t)| {
+            let mut v = render::event(e, verbose, func_of(e), t.take());
+            if let Some(n) = names.get(&e.header.tid) {
+                v["threadName"] = json!(n);
+            }
+            v
+        })
+        .collect();
+    Ok((rendered, lines))
+}
+
+/// Adds and removes trace patterns on a live session, as `debug_trace`
+/// with `sessionId` does (the session's project settings apply), for
+/// callers beside MCP (the web UI).
+pub fn trace_session(
+    mgr: &SessionManager,
+    session_id: &str,
+    add: &[String],
+    remove: &[String],
+) -> Result<Value, ToolError> {
+    let root = mgr.status(session_id)?.project_root;
+    let (settings, warnings) = Settings::load(&mgr.home().settings_file(), Some(Path::new(&root)));
+    mgr.apply_settings(session_id, &settings);
+    let mut resp = mgr.trace(
+        Some(session_id),
+        add,
+        remove,
+        &strobe_session::trace::TraceOptions::default(),
+        &settings,
+    )?;
+    resp.warnings
+        .extend(warnings.into_iter().map(|w| w.to_string()));
+    Ok(serde_json::to_value(&resp).expect("serializable"))
+}
+
+/// One event by id, in debug_query's verbose form, for the web UI's detail
+/// view. A function_exit comes with its function_enter (the arguments)
+/// under `enter`, found as the same thread's enter of the same function at
+/// the exit's time minus its duration.
+pub fn event(mgr: &SessionManager, session_id: &str, id: u64) -> Result<Value, ToolError> {
+    let one = |filter: &EventFilter| {
+        mgr.query(
+            session_id,
+            filter,
+            QueryPage {
+                offset: 0,
+                limit: 1,
+            },
+        )
+        .map(|r| r.events)
+    };
+    let found = one(&EventFilter {
+        seq_from: Some(id),
+        seq_to: Some(id),
+        ..Default::default()
+    })?;
+    let Some(e) = found.first() else {
+        return Err(ToolError::validation(format!(
+            "session {session_id} has no event {id} (evicted, or not recorded yet)"
+        )));
+    };
+    let mut out = json!({"event": render_events(mgr, session_id, &found, true)?.0.remove(0)});
+    if e.header.kind == EventKind::FunctionExit as u8 {
+        let start = e.header.ts_ns.saturating_sub(e.header.duration_ns);
+        let enter = one(&EventFilter {
+            kinds: Some(EventKind::FunctionEnter.bit()),
+            func_ids: Some([e.header.func_id].into()),
+            tids: Some([e.header.tid].into()),
+            time_from: Some(start),
+            time_to: Some(start),
+            seq_to: Some(id),
+            ..Default::default()
+        })?;
+        if !enter.is_empty() {
+            out["enter"] = render_events(mgr, session_id, &enter, true)?.0.remove(0);
+        }
+    }
+    Ok(out)
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for StrobeServer {
     /// Routes a call; an unknown tool name gets an error listing the real ones.
@@ -1021,8 +1110,21 @@ impl ServerHandler for StrobeServer {
                 None,
             ));
         }
+        let tool = request.name.to_string();
+        let args = request.arguments.clone();
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
         let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(tcc).await
+        let reply = self.tool_router.call(tcc).await;
+        self.audit.record(
+            self.mgr.store(),
+            &tool,
+            args.as_ref(),
+            started,
+            clock.elapsed(),
+            &reply,
+        );
+        reply
     }
 
     fn get_info(&self) -> ServerConfig {

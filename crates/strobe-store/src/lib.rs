@@ -16,6 +16,7 @@
 //!   range is visible as a gap and counted in `evicted`.
 //! - A committed transaction survives a `kill -9` of the daemon (WAL).
 
+mod agent_calls;
 mod calltree;
 pub mod codec;
 mod error;
@@ -25,6 +26,7 @@ mod sessions;
 mod test_history;
 mod writer;
 
+pub use agent_calls::{AgentCall, AgentCallRow, MAX_ARGS_CHARS, SUMMARY_CHARS, clip};
 pub use error::StoreError;
 pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};

@@ -35,6 +35,10 @@ pub struct EventFilter {
     pub payload_contains: Option<Vec<u8>>,
     /// Only function_exit events whose JSON payload's `returnValue` matches.
     pub return_value: Option<ReturnValueFilter>,
+    /// Smallest sequence number (event id), inclusive.
+    pub seq_from: Option<u64>,
+    /// Largest sequence number (event id), inclusive.
+    pub seq_to: Option<u64>,
 }
 
 /// Decodes an event's typed return value (see [`ReturnValueFilter::typed`]).
@@ -146,9 +150,16 @@ impl EventFilter {
     /// chunk summaries can answer exactly.
     fn summary_answerable(&self) -> bool {
         self.min_duration_ns.is_none()
+            && self.seq_from.is_none()
+            && self.seq_to.is_none()
             && self.tids.is_none()
             && self.payload_contains.is_none()
             && self.return_value.is_none()
+    }
+
+    /// Is the event id inside the filter's id range?
+    fn seq_in_range(&self, seq: u64) -> bool {
+        self.seq_from.is_none_or(|f| seq >= f) && self.seq_to.is_none_or(|t| seq <= t)
     }
 
     /// Does one decoded event match?
@@ -296,7 +307,7 @@ fn run_in_snapshot(
         let mut matched = out.total_count;
         let events = &mut out.events;
         codec::decode(&data, m.first_seq, |seq, header, payload| {
-            if filter.matches(&header, payload) {
+            if filter.seq_in_range(seq) && filter.matches(&header, payload) {
                 if matched >= window_start && matched < window_end {
                     events.push(Event {
                         seq,
@@ -340,11 +351,25 @@ fn candidate_chunks(
          FROM chunks c
          WHERE c.session = ?1 AND c.ts_max >= ?2 AND c.ts_min <= ?3 AND (c.kind_mask & ?4) != 0
            AND c.pid_max >= ?5 AND c.pid_min <= ?6
+           AND c.first_seq + c.count > ?8 AND c.first_seq <= ?9
          ORDER BY c.first_seq",
     )?;
     let metas: Vec<ChunkMeta> = stmt
         .query_map(
-            params![session, from, to, mask, pid_lo, pid_hi, probe.is_some()],
+            params![
+                session,
+                from,
+                to,
+                mask,
+                pid_lo,
+                pid_hi,
+                probe.is_some(),
+                filter.seq_from.unwrap_or(0).min(i64::MAX as u64) as i64,
+                filter
+                    .seq_to
+                    .unwrap_or(i64::MAX as u64)
+                    .min(i64::MAX as u64) as i64
+            ],
             |r| {
                 let blob: Vec<u8> = r.get(6)?;
                 let ruled_out = match (&probe, r.get::<_, Option<Vec<u8>>>(8)?) {
@@ -412,8 +437,9 @@ pub(crate) fn aggregate(
         let mut data_stmt = tx.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;
         for m in metas {
             let data: Vec<u8> = data_stmt.query_row([m.id], |r| r.get(0))?;
-            codec::decode(&data, m.first_seq, |_, h, payload| {
+            codec::decode(&data, m.first_seq, |seq, h, payload| {
                 if h.func_id != 0
+                    && filter.seq_in_range(seq)
                     && (h.kind == enter || h.kind == exit)
                     && filter.matches(&h, payload)
                 {

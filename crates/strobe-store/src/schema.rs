@@ -86,6 +86,19 @@ CREATE TABLE IF NOT EXISTS test_durations (
 );
 CREATE INDEX IF NOT EXISTS test_durations_by_test
     ON test_durations(project_root, framework, name, finished_at);
+-- Every MCP tool call an agent made on a session (agent_calls.rs).
+CREATE TABLE IF NOT EXISTS agent_calls (
+    seq             INTEGER PRIMARY KEY,
+    session         INTEGER NOT NULL,
+    started_us      INTEGER NOT NULL,
+    duration_us     INTEGER NOT NULL,
+    tool            TEXT NOT NULL,
+    args            TEXT NOT NULL,
+    response_bytes  INTEGER NOT NULL,
+    is_error        INTEGER NOT NULL,
+    summary         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS agent_calls_by_session ON agent_calls(session, seq);
 "#;
 
 /// Opens a connection with the pragmas every connection needs.

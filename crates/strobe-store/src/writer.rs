@@ -1,5 +1,6 @@
 //! The store handle and its single writer thread.
 
+use crate::agent_calls::{self, AgentCall, AgentCallRow};
 use crate::calltree::CallTree;
 use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
@@ -44,6 +45,7 @@ enum Msg {
     Delete(i64, Reply<()>),
     Purge(PurgeParams, Reply<PurgeReport>),
     TestDurations(TestDurations, Reply<()>),
+    AgentCalls(String, Vec<AgentCall>),
     Shutdown(Reply<()>),
 }
 
@@ -250,6 +252,31 @@ impl Store {
     /// read afterwards include it.
     pub fn record_test_durations(&self, d: TestDurations) -> Result<(), StoreError> {
         self.call(|r| Msg::TestDurations(d, r))
+    }
+
+    /// Records MCP tool calls an agent made on session `id`, without
+    /// waiting (the agent's call must not wait on the store). Calls naming a
+    /// session that is not stored are dropped with a debug log.
+    pub fn record_agent_calls(&self, id: &str, calls: Vec<AgentCall>) -> Result<(), StoreError> {
+        self.tx
+            .send(Msg::AgentCalls(id.to_string(), calls))
+            .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// The agent's calls on session `id` after `after_seq` (0: from the
+    /// first), oldest first, at most `limit`; `None` if no such session.
+    pub fn agent_calls(
+        &self,
+        id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Option<Vec<AgentCallRow>>, StoreError> {
+        self.with_reader(|c| {
+            let Some(s) = sessions::by_id(c, id)? else {
+                return Ok(None);
+            };
+            Ok(Some(agent_calls::list(c, s.key, after_seq, limit)?))
+        })
     }
 
     /// A test's mean duration over its last [`crate::RUNS_KEPT`] runs;
@@ -537,6 +564,11 @@ impl Writer {
             Msg::Purge(p, reply) => {
                 let _ = reply.send(self.purge(p));
             }
+            Msg::AgentCalls(id, calls) => match agent_calls::record(&mut self.conn, &id, &calls) {
+                Ok(true) => {}
+                Ok(false) => tracing::debug!("agent calls for unknown session {id} dropped"),
+                Err(e) => tracing::warn!("storing agent calls of {id}: {e}"),
+            },
             Msg::TestDurations(d, reply) => {
                 let _ = reply.send(test_history::record(&mut self.conn, &d).map_err(Into::into));
             }
@@ -799,6 +831,7 @@ impl Writer {
         tx.execute("DELETE FROM functions WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM threads WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM captures WHERE session = ?1", [key])?;
+        tx.execute("DELETE FROM agent_calls WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM sessions WHERE key = ?1", [key])?;
         tx.commit()?;
         Ok(())

@@ -98,6 +98,31 @@ fn appended_events_are_queryable_after_flush_in_order() {
     };
     let r = store.query(key, &text, ALL).unwrap();
     assert_eq!(r.total_count, 11, "777 and 7770..7779");
+
+    // An id range, across a chunk boundary, and one id alone.
+    let first = all.events[4095].seq;
+    let ids = EventFilter {
+        seq_from: Some(first),
+        seq_to: Some(first + 2),
+        ..Default::default()
+    };
+    let r = store.query(key, &ids, ALL).unwrap();
+    assert_eq!(
+        r.events
+            .iter()
+            .map(|e| e.payload.as_slice())
+            .collect::<Vec<_>>(),
+        [&b"line 4095"[..], b"line 4096", b"line 4097"]
+    );
+    let one = EventFilter {
+        seq_from: Some(all.events[10_003].seq),
+        seq_to: Some(all.events[10_003].seq),
+        kinds: Some(EventKind::Stderr.bit()),
+        ..Default::default()
+    };
+    let r = store.query(key, &one, ALL).unwrap();
+    assert_eq!(r.total_count, 1);
+    assert_eq!(r.events[0].payload, b"line 10003");
 }
 
 #[test]

@@ -6,17 +6,19 @@
 //! be the endpoint's loopback address, a browser's Origin must be its own
 //! (or the desktop app's), and the per-daemon token must be presented.
 //!
-//! The API only reads through the same layers as MCP: session status from
+//! The API goes through the same layers as MCP: session status from
 //! the [`SessionManager`], events through `strobe_mcp::query` (the very
 //! filters and rendering of `debug_query`), timeline and export through
 //! `strobe-view`.
 
 pub mod guard;
+mod live;
 mod routes;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use strobe_session::SessionManager;
 use strobe_store::Store;
 
@@ -69,6 +71,9 @@ pub struct WebConfig {
     /// The built web UI (`ui/dist`); `None` serves the API and a page
     /// saying how to build the UI.
     pub ui_dir: Option<PathBuf>,
+    /// Counts the open live streams: the host treats them as clients
+    /// (a daemon watched in a browser does not idle out).
+    pub viewers: Arc<AtomicUsize>,
 }
 
 /// Starts the endpoint on the current tokio runtime.
@@ -97,6 +102,7 @@ pub async fn start(
         store,
         guard: guard::Guard::new(port, token.clone()),
         ui_dir: config.ui_dir,
+        viewers: config.viewers,
     });
     let app = routes::router(state);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

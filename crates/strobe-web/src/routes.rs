@@ -22,6 +22,8 @@ pub struct State {
     pub store: Store,
     pub guard: Guard,
     pub ui_dir: Option<PathBuf>,
+    /// Open live streams (the host counts them as clients).
+    pub viewers: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 type Shared = axum::extract::State<Arc<State>>;
@@ -39,6 +41,12 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/sessions/{id}/timeline", get(timeline))
         .route("/api/sessions/{id}/query", post(query))
         .route("/api/sessions/{id}/export", get(export))
+        .route("/api/sessions/{id}/events/{event}", get(event))
+        .route("/api/sessions/{id}/agent", get(agent))
+        .route("/api/sessions/{id}/trace", post(trace))
+        .route("/api/sessions/{id}/live", get(live))
+        .route("/api/tests", get(tests))
+        .route("/api/tests/{id}", get(test))
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
@@ -284,6 +292,147 @@ async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
         }
     };
     json_result(blocking(move || strobe_mcp::query(&s.mgr, params).map_err(tool_error)).await)
+}
+
+async fn event(s: Shared, Path((id, event)): Path<(String, u64)>) -> Response {
+    json_result(blocking(move || strobe_mcp::event(&s.mgr, &id, event).map_err(tool_error)).await)
+}
+
+/// One agent call as the UI reads it; `offsetNs` places it on the
+/// session's timeline (negative: before the launch).
+pub(crate) fn agent_call_json(c: &strobe_store::AgentCallRow, session_started_ms: i64) -> Value {
+    let args: Value = serde_json::from_str(&c.args).unwrap_or_else(|_| json!(c.args));
+    json!({
+        "seq": c.seq,
+        "tool": c.tool,
+        "args": args,
+        "startedAtMs": c.started_us as f64 / 1000.0,
+        "offsetNs": (c.started_us - session_started_ms * 1000).saturating_mul(1000),
+        "durationMs": c.duration_us as f64 / 1000.0,
+        "responseBytes": c.response_bytes,
+        "isError": c.is_error,
+        "summary": c.summary,
+    })
+}
+
+/// Most agent calls one request returns.
+const MAX_AGENT_CALLS: usize = 10_000;
+
+async fn agent(s: Shared, Path(id): Path<String>) -> Response {
+    json_result(
+        blocking(move || {
+            let session = s
+                .store
+                .session(&id)
+                .map_err(|e| {
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "INTERNAL_ERROR",
+                        &e.to_string(),
+                    )
+                })?
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::NOT_FOUND,
+                        "SESSION_NOT_FOUND",
+                        &format!("no session {id:?}"),
+                    )
+                })?;
+            let calls = s
+                .store
+                .agent_calls(&id, 0, MAX_AGENT_CALLS)
+                .map_err(|e| {
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "INTERNAL_ERROR",
+                        &e.to_string(),
+                    )
+                })?
+                .unwrap_or_default();
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|c| agent_call_json(c, session.started_at))
+                .collect();
+            Ok(json!({"calls": calls}))
+        })
+        .await,
+    )
+}
+
+/// The patterns to add to and remove from a live session.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceBody {
+    #[serde(default)]
+    add: Vec<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+async fn trace(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Response {
+    let body: TraceBody = match serde_json::from_value(body.0) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "VALIDATION_ERROR",
+                &format!(
+                    "bad trace request: {e}; send {{\"add\": [patterns], \"remove\": [patterns]}}"
+                ),
+            );
+        }
+    };
+    if body.add.is_empty() && body.remove.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "VALIDATION_ERROR",
+            "nothing to do: give patterns in 'add' and/or 'remove'",
+        );
+    }
+    json_result(
+        blocking(move || {
+            strobe_mcp::trace_session(&s.mgr, &id, &body.add, &body.remove).map_err(tool_error)
+        })
+        .await,
+    )
+}
+
+async fn live(
+    s: Shared,
+    Path(id): Path<String>,
+    ws: axum::extract::ws::WebSocketUpgrade,
+) -> Response {
+    // An unknown session is refused before the upgrade, as plain JSON.
+    let known = {
+        let (mgr, id) = (s.mgr.clone(), id.clone());
+        blocking(move || mgr.status(&id).map(|_| ()).map_err(tool_error)).await
+    };
+    if let Err(e) = known {
+        return e.into_response();
+    }
+    let state = s.0.clone();
+    ws.on_upgrade(move |socket| crate::live::serve(socket, state, id))
+}
+
+async fn tests(s: Shared) -> Response {
+    json_result(blocking(move || Ok(json!({"runs": s.mgr.test_runs()}))).await)
+}
+
+async fn test(s: Shared, Path(id): Path<String>) -> Response {
+    json_result(
+        blocking(move || {
+            s.mgr
+                .test_status(&id, std::time::Duration::ZERO)
+                .map_err(|e| {
+                    if e.code == strobe_core::ErrorCode::ValidationError {
+                        ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", &e.message)
+                    } else {
+                        tool_error(e)
+                    }
+                })
+        })
+        .await,
+    )
 }
 
 async fn export(s: Shared, Path(id): Path<String>) -> Response {

@@ -1672,6 +1672,22 @@ impl SessionManager {
     pub fn test_status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
         self.tests.status(id, wait)
     }
+
+    /// Every test run of this daemon, newest first, as `test_status` shows it now.
+    pub fn test_runs(&self) -> Vec<Value> {
+        self.tests.list()
+    }
+
+    /// The daemon's home (settings, logs).
+    pub fn home(&self) -> &StrobeHome {
+        &self.home
+    }
+
+    /// The event store every session writes to (for readers beside MCP:
+    /// the web views and the agent-call audit).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
 }
 
 /// Start time of `pid` (clock ticks since boot, /proc/PID/stat field 22):

@@ -292,6 +292,18 @@ impl TestRuns {
         Ok(response)
     }
 
+    /// Every run, newest first, as [`TestRuns::status`] shows it now.
+    pub fn list(&self) -> Vec<Value> {
+        let mut runs: Vec<(Instant, String)> = {
+            let runs = self.runs.lock().expect("runs lock");
+            runs.values().map(|r| (r.started, r.id.clone())).collect()
+        };
+        runs.sort_by_key(|r| std::cmp::Reverse(r.0));
+        runs.into_iter()
+            .filter_map(|(_, id)| self.status(&id, Duration::ZERO).ok())
+            .collect()
+    }
+
     /// The finished result, after waiting up to `wait`; else the progress.
     pub fn status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
         let found = {

@@ -1,0 +1,107 @@
+//! The record of what the agent did: every tool call, with its arguments,
+//! how long it took and how big its reply was, stored under the session it
+//! concerned so the web UI can lay it beside the session's own timeline.
+//!
+//! A call concerns the session its `sessionId` argument names, or the one
+//! its reply names (a `debug_launch`, an instrumented `debug_test`). Calls
+//! that name none (staging trace patterns before a launch, listing
+//! sessions) are held per connection and filed under the next session this
+//! connection launches: they are how the agent prepared it.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResponse, JsonObject};
+use serde_json::Value;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use strobe_store::{AgentCall, SUMMARY_CHARS, Store};
+
+/// Session-less calls held for the next launch; older ones beyond it are
+/// let go (and counted in the log), since they are preparation long past.
+const PENDING_KEPT: usize = 64;
+
+/// One connection's audit trail.
+#[derive(Default)]
+pub(crate) struct Audit {
+    pending: Mutex<Vec<AgentCall>>,
+}
+
+impl Audit {
+    /// Records a finished call.
+    pub(crate) fn record(
+        &self,
+        store: &Store,
+        tool: &str,
+        args: Option<&JsonObject>,
+        started: SystemTime,
+        took: Duration,
+        reply: &Result<CallToolResponse, McpError>,
+    ) {
+        let (response_bytes, is_error, summary, reply_session) = describe(reply);
+        let call = AgentCall {
+            started_us: started
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64),
+            duration_us: took.as_micros() as i64,
+            tool: tool.to_string(),
+            args: args.map_or_else(
+                || "{}".to_string(),
+                |a| Value::Object(a.clone()).to_string(),
+            ),
+            response_bytes,
+            is_error,
+            summary,
+        };
+        let named = args
+            .and_then(|a| a.get("sessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut pending = self.pending.lock().expect("audit lock");
+        let Some(session) = named.clone().or(reply_session.clone()) else {
+            if pending.len() >= PENDING_KEPT {
+                pending.remove(0);
+                tracing::debug!("audit: an old session-less call let go");
+            }
+            pending.push(call);
+            return;
+        };
+        // The session this call created takes the calls that prepared it.
+        let mut calls = Vec::new();
+        if named.is_none() && reply_session.is_some() && tool == "debug_launch" {
+            calls.append(&mut pending);
+        }
+        calls.push(call);
+        if let Err(e) = store.record_agent_calls(&session, calls) {
+            tracing::warn!("audit: cannot record calls on {session}: {e}");
+        }
+    }
+}
+
+/// A reply's size, error flag, text summary and the session it names.
+fn describe(reply: &Result<CallToolResponse, McpError>) -> (u64, bool, String, Option<String>) {
+    match reply {
+        Ok(CallToolResponse::Complete(r)) => {
+            let bytes = serde_json::to_vec(r).map_or(0, |v| v.len() as u64);
+            let text = r
+                .content
+                .iter()
+                .find_map(|c| c.as_text())
+                .map(|t| t.text.chars().take(SUMMARY_CHARS + 1).collect::<String>())
+                .unwrap_or_default();
+            let session = r
+                .structured_content
+                .as_ref()
+                .and_then(|v| v.get("sessionId"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            (bytes, r.is_error == Some(true), text, session)
+        }
+        // Strobe's tools always complete; other kinds carry no reply to size.
+        Ok(_) => (0, false, String::new(), None),
+        Err(e) => (
+            serde_json::to_vec(e).map_or(0, |v| v.len() as u64),
+            true,
+            e.message.to_string(),
+            None,
+        ),
+    }
+}
