@@ -8,16 +8,18 @@
 //! while there are few, else as counts per column too. What is shipped
 //! therefore grows with the screen's width, not with the session's size.
 //!
-//! Known limit: a call that began before the window and ends after it
-//! (`main` while zoomed in) has neither its enter nor its exit inside the
-//! window, so it is not drawn there.
+//! A call that began before the window and ends after it (`main` while
+//! zoomed in) has neither its enter nor its exit inside the window: it is
+//! found by walking the parent links of each thread's first event in the
+//! window. Known limit: a thread with no traced event inside the window
+//! shows no lane there, even while it is inside a long call.
 
 use crate::calls::{OpenCalls, Thread, for_each_page};
 use crate::{Names, ViewError};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
-use strobe_core::event::EventKind;
-use strobe_store::{EventFilter, Store};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use strobe_core::event::{Event, EventKind};
+use strobe_store::{EventFilter, QueryPage, Store};
 
 /// Most columns a request may ask for.
 pub const MAX_COLUMNS: u32 = 8192;
@@ -27,6 +29,8 @@ pub const MAX_SPANS_PER_LANE: usize = 4000;
 pub const MAX_ITEMS: usize = 1000;
 /// Characters of an output line or marker text shipped.
 const TEXT_CHARS: usize = 240;
+/// Enclosing calls looked up per thread (the parent chain's depth).
+const MAX_ENCLOSING: usize = 64;
 
 /// What to draw.
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +150,10 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
     let mut markers = Vec::new();
     let mut marker_counts = vec![0u32; columns as usize];
     let mut events_read = 0u64;
+    // Per thread, the parent link of its first function event in the window.
+    let mut first_parent: HashMap<Thread, u64> = HashMap::new();
+    // Calls entered before the window that end in it (already drawn).
+    let mut ended_in_window: HashSet<(Thread, u32, u64)> = HashSet::new();
     let filter = EventFilter {
         time_from: Some(from_ns),
         time_to: Some(to_ns - 1),
@@ -156,12 +164,19 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
             events_read += 1;
             let h = &e.header;
             let Some(kind) = e.kind() else { continue };
+            if matches!(kind, EventKind::FunctionEnter | EventKind::FunctionExit) {
+                first_parent.entry((h.pid, h.tid)).or_insert(h.parent);
+            }
             match kind {
                 EventKind::FunctionEnter => open.enter(h, e.seq),
                 EventKind::FunctionExit => {
                     // Calls above it that never returned are not drawn.
                     open.exit(h);
-                    let start = h.ts_ns.saturating_sub(h.duration_ns).max(from_ns);
+                    let entered = h.ts_ns.saturating_sub(h.duration_ns);
+                    if entered < from_ns {
+                        ended_in_window.insert(((h.pid, h.tid), h.func_id, entered));
+                    }
+                    let start = entered.max(from_ns);
                     spans.entry((h.pid, h.tid)).or_default().push(Span {
                         start_ns: start,
                         dur_ns: h.ts_ns - start,
@@ -203,6 +218,38 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 open: true,
             });
         }
+    }
+    // Calls that enclose the whole window: the parent chain of each
+    // thread's first event, less those whose exit is in the window.
+    for (thread, parent) in first_parent {
+        let mut enclosing = Vec::new();
+        let mut link = parent;
+        while link != 0 && enclosing.len() < MAX_ENCLOSING {
+            let Some(e) = event_at(store, session.key, link - 1)? else {
+                break;
+            };
+            events_read += 1;
+            let h = &e.header;
+            if e.kind() != Some(EventKind::FunctionEnter) || h.ts_ns >= from_ns {
+                break;
+            }
+            if !ended_in_window.contains(&(thread, h.func_id, h.ts_ns)) {
+                enclosing.push(Span {
+                    start_ns: from_ns,
+                    dur_ns: window_end.saturating_sub(from_ns),
+                    depth: 0,
+                    func: h.func_id,
+                    seq: e.seq,
+                    open: true,
+                });
+            }
+            link = h.parent;
+        }
+        // Outermost first: the stable sort below keeps them in that order.
+        enclosing.reverse();
+        let lane = spans.entry(thread).or_default();
+        enclosing.append(lane);
+        *lane = enclosing;
     }
     if output.len() > MAX_ITEMS {
         output.clear();
@@ -274,6 +321,24 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
         functions,
         events_read,
     })
+}
+
+/// The event with sequence number `seq`, if stored.
+fn event_at(store: &Store, key: i64, seq: u64) -> Result<Option<Event>, ViewError> {
+    let filter = EventFilter {
+        seq_from: Some(seq),
+        seq_to: Some(seq),
+        ..EventFilter::default()
+    };
+    let page = store.query(
+        key,
+        &filter,
+        QueryPage {
+            offset: 0,
+            limit: 1,
+        },
+    )?;
+    Ok(page.events.into_iter().next())
 }
 
 fn item(e: &strobe_core::event::Event, kind: EventKind) -> Item {

@@ -67,10 +67,16 @@ fn session(store: &Store) -> String {
     b.push(header(FunctionEnter, 12 * MS, 1, 3, 0), b"");
     b.push(header(FunctionExit, 20 * MS, 1, 3, 8 * MS), b"");
     b.push(header(FunctionExit, 40 * MS, 1, 2, 30 * MS), b"");
+    // The hot calls are main's children: main's enter is event 1, and a
+    // parent link is the parent's sequence number plus one.
+    let in_main = |mut h: EventHeader| {
+        h.parent = 2;
+        h
+    };
     for i in 0..1000u64 {
         let t = 41 * MS + i * 5_000;
-        b.push(header(FunctionEnter, t, 1, 4, 0), b"");
-        b.push(header(FunctionExit, t + 1_000, 1, 4, 1_000), b"");
+        b.push(in_main(header(FunctionEnter, t, 1, 4, 0)), b"");
+        b.push(in_main(header(FunctionExit, t + 1_000, 1, 4, 1_000)), b"");
     }
     b.push(header(FunctionEnter, 50 * MS, 2, 5, 0), b"");
     b.push(header(Stderr, 60 * MS, 0, 0, 0), b"warning: slow");
@@ -208,8 +214,21 @@ fn the_timeline_ships_wide_calls_as_spans_and_counts_the_rest() {
     )
     .unwrap();
     let z1 = zoom.lanes.iter().find(|l| l.tid == 1).unwrap();
-    assert_eq!(z1.spans.len(), 20, "{:?}", z1.spans);
-    assert!(z1.spans.iter().all(|s| zoom.functions[&s.func] == "hot"));
+    assert_eq!(z1.spans.len(), 21, "{:?}", z1.spans);
+    // main encloses the whole window: neither its enter nor its exit is in
+    // it, yet it is drawn across it, under the hot calls.
+    let main = &z1.spans[0];
+    assert_eq!(zoom.functions[&main.func], "main");
+    assert_eq!(
+        (main.start_ns, main.dur_ns, main.depth),
+        (41 * MS, 100_000, 0)
+    );
+    assert!(main.open);
+    assert!(
+        z1.spans[1..]
+            .iter()
+            .all(|s| zoom.functions[&s.func] == "hot" && s.depth == 1)
+    );
     assert!(
         zoom.events_read < 100,
         "only the window is read: {}",
