@@ -205,6 +205,13 @@ pub fn signal(pid: u32, sig: i32) {
     unsafe { libc_kill(pid as i32, sig) };
 }
 
+/// Sends `sig` to the process group `pgid` (one the test started with
+/// `process_group(0)`, so its id is its leader's pid).
+pub fn signal_group(pgid: u32, sig: i32) {
+    // SAFETY: plain kill(2) on a negative pid: the group.
+    unsafe { libc_kill(-(pgid as i32), sig) };
+}
+
 /// Polls `cond` every 20 ms until it holds or `timeout` passes.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;

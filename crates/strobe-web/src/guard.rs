@@ -21,6 +21,9 @@ pub enum Refusal {
     Host(String),
     /// A cross-origin request.
     Origin(String),
+    /// A cross-origin request a browser made without an Origin header
+    /// (a no-cors GET), told apart by its `Sec-Fetch-Site`.
+    CrossSite(String),
     /// No token, or the wrong one.
     Token,
 }
@@ -34,6 +37,9 @@ impl Refusal {
             ),
             Refusal::Origin(o) => format!(
                 "requests from origin {o:?} are refused: only Strobe's own page may use this endpoint"
+            ),
+            Refusal::CrossSite(site) => format!(
+                "a {site} request (from another page) is refused: only Strobe's own page may use this endpoint"
             ),
             Refusal::Token => {
                 "missing or wrong token: open the URL `strobe ui` prints (it carries the \
@@ -96,6 +102,16 @@ impl Guard {
             .unwrap_or("");
         if !self.allowed_hosts().iter().any(|a| a == host) {
             return Err(Refusal::Host(host.to_string()));
+        }
+        // Browsers leave Origin off no-cors GETs, yet send the token cookie
+        // from any page on another loopback port (same site: ports do not
+        // count). Fetch metadata tells those apart; opening the page itself
+        // (a navigation, e.g. from an editor's link) stays allowed.
+        let fetch_meta = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        if let Some(site @ ("cross-site" | "same-site")) = fetch_meta("sec-fetch-site")
+            && fetch_meta("sec-fetch-mode") != Some("navigate")
+        {
+            return Err(Refusal::CrossSite(site.to_string()));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
@@ -229,6 +245,43 @@ mod tests {
         ] {
             let h = headers(&[(header::HOST, "localhost:4100"), (header::ORIGIN, own)]);
             assert!(g.check(&h, Some("token=s3cret")).is_ok(), "{own}");
+        }
+    }
+
+    #[test]
+    fn another_pages_originless_requests_are_refused_but_opening_the_page_is_not() {
+        let g = guard();
+        let site = header::HeaderName::from_static("sec-fetch-site");
+        let mode = header::HeaderName::from_static("sec-fetch-mode");
+        let host = (header::HOST, "127.0.0.1:4100");
+        let cookie = (header::COOKIE, "strobe_token=s3cret");
+        // A no-cors GET from a page on another loopback port: no Origin,
+        // but the cookie comes along (same site).
+        for from in ["same-site", "cross-site"] {
+            let h = headers(&[
+                host.clone(),
+                cookie.clone(),
+                (site.clone(), from),
+                (mode.clone(), "no-cors"),
+            ]);
+            assert_eq!(g.check(&h, None), Err(Refusal::CrossSite(from.into())));
+        }
+        // Following a link to the page (an editor, another tab) is fine.
+        let nav = headers(&[
+            host.clone(),
+            (site.clone(), "cross-site"),
+            (mode.clone(), "navigate"),
+        ]);
+        assert_eq!(g.check(&nav, Some("token=s3cret")), Ok(TokenSource::Query));
+        // The page's own requests, and a typed-in URL.
+        for own in ["same-origin", "none"] {
+            let h = headers(&[
+                host.clone(),
+                cookie.clone(),
+                (site.clone(), own),
+                (mode.clone(), "cors"),
+            ]);
+            assert_eq!(g.check(&h, None), Ok(TokenSource::Cookie));
         }
     }
 

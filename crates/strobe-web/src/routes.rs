@@ -78,7 +78,9 @@ async fn check(s: Shared, req: Request, next: Next) -> Response {
         Err(r) => {
             let status = match r {
                 Refusal::Token => StatusCode::UNAUTHORIZED,
-                Refusal::Host(_) | Refusal::Origin(_) => StatusCode::FORBIDDEN,
+                Refusal::Host(_) | Refusal::Origin(_) | Refusal::CrossSite(_) => {
+                    StatusCode::FORBIDDEN
+                }
             };
             tracing::warn!("web request refused: {}", r.message());
             error(status, "REFUSED", &r.message())

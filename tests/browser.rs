@@ -1,0 +1,109 @@
+//! The web UI end to end in a real browser: Debian's Chromium, driven by
+//! playwright-core (tests/browser/e2e.mjs), against a real daemon whose
+//! sessions are real targets launched through MCP — a live ticker, a
+//! finished traced run and a segfault. The script checks that the
+//! sessions appear, the timeline draws and zooms, filtering works, live
+//! output arrives, patterns can be added, the export opens, the crash view
+//! names the signal, and that the token and Origin checks refuse
+//! strangers. Screenshots land in `$CARGO_TARGET_TMPDIR/browser/`.
+
+mod support;
+
+use serde_json::json;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::{Env, fixture};
+
+/// The script's own limit; it normally takes 10–20 s.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_web_ui_in_chromium_shows_real_sessions_live() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ui = repo.join("ui/dist/index.html");
+    assert!(
+        ui.is_file(),
+        "{} is missing: build the web UI first (`./dev test` does: npm ci && npm run build in ui/)",
+        ui.display()
+    );
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).is_file(),
+        "{chromium} is missing: `./dev test` installs Debian's chromium"
+    );
+
+    let env = Env::new();
+    let c = env.client().await;
+    let launch = |exe: &Path, args: serde_json::Value| json!({"command": exe, "args": args, "projectRoot": exe.parent().unwrap()});
+    let crash = fixture("crash");
+    let v = c.ok("debug_launch", launch(&crash, json!(["segv"]))).await;
+    let crashed = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(c.wait_ended(&crashed).await["state"], "crashed");
+
+    c.ok("debug_trace", json!({"add": ["fib", "add"]})).await;
+    let trace_c = fixture("trace_c");
+    let v = c.ok("debug_launch", launch(&trace_c, json!([]))).await;
+    let done = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_ended(&done).await;
+
+    c.ok(
+        "debug_trace",
+        json!({"add": ["tick_work", "tick_wait"], "remove": ["fib", "add"]}),
+    )
+    .await;
+    let ticker = fixture("ticker");
+    let v = c
+        .ok("debug_launch", launch(&ticker, json!(["-1", "150"])))
+        .await;
+    let live = v["sessionId"].as_str().unwrap().to_string();
+
+    let out = env.command(&["ui"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    let _ = std::fs::remove_dir_all(&shots);
+
+    let mut script = std::process::Command::new("node");
+    script
+        .arg(repo.join("tests/browser/e2e.mjs"))
+        .env("STROBE_UI_URL", &url)
+        .env("LIVE_SESSION", &live)
+        .env("DONE_SESSION", &done)
+        .env("CRASH_SESSION", &crashed)
+        .env("OUT_DIR", &shots)
+        .env("CHROMIUM", &chromium)
+        // Its own process group, so a hung run takes its browser with it.
+        .process_group(0);
+    let mut child = script
+        .spawn()
+        .expect("node is missing: `./dev test` installs it");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > SCRIPT_TIMEOUT {
+            // The group: the script and the browser it started.
+            support::signal_group(child.id(), 9);
+            let _ = child.wait();
+            panic!("the browser script ran past {SCRIPT_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    println!("screenshots in {}", shots.display());
+    assert!(
+        status.success(),
+        "the browser checks failed ({status}); see the output above and the screenshots in {}",
+        shots.display()
+    );
+    c.ok(
+        "debug_session",
+        json!({"action": "stop", "sessionId": live}),
+    )
+    .await;
+}
