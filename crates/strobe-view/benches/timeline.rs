@@ -6,79 +6,10 @@
 //! `STROBE_BENCH_EVENTS` changes it). Medians of 5 runs each, alternating.
 
 use std::time::{Duration, Instant};
-use strobe_core::event::{EventBatch, EventHeader, EventKind};
-use strobe_store::{EventFilter, FunctionRow, NewSession, QueryPage, Store};
+use strobe_store::{EventFilter, QueryPage, Store};
 use strobe_view::timeline::{self, Window};
 
 const RUNS: usize = 5;
-
-/// 4 threads making calls three deep (outer ⊃ middle ⊃ 2 leaves), one
-/// output line per 100 calls: `events` events over about 2 s.
-fn fill(store: &Store, events: u64) -> String {
-    let id = "bench-2026-11-22-00h00".to_string();
-    let (key, _) = store
-        .create_session(NewSession {
-            id: id.clone(),
-            binary_path: "/bench".into(),
-            project_root: "/".into(),
-            launch_json: "{}".into(),
-            started_at: 0,
-            event_cap: events * 2,
-        })
-        .unwrap();
-    let funcs = (1..=4)
-        .map(|i| FunctionRow {
-            func_id: i,
-            name: ["outer", "middle", "leaf_a", "leaf_b"][i as usize - 1].into(),
-            name_raw: None,
-            file: Some("bench.c".into()),
-            line: Some(i),
-        })
-        .collect();
-    store.register_functions(key, funcs).unwrap();
-    let h = |kind: EventKind, ts_ns: u64, tid: u32, func_id: u32, duration_ns: u64| EventHeader {
-        ts_ns,
-        kind: kind as u8,
-        pid: 1,
-        tid,
-        func_id,
-        duration_ns,
-        ..EventHeader::default()
-    };
-    // One outer call = 8 call events over 2 µs per thread step.
-    let groups = events / 8 / 4;
-    let mut batch = EventBatch::default();
-    let mut written = 0u64;
-    for g in 0..groups {
-        for tid in 1..=4u32 {
-            let t = g * 4_000 + tid as u64 * 500;
-            use EventKind::*;
-            batch.push(h(FunctionEnter, t, tid, 1, 0), b"");
-            batch.push(h(FunctionEnter, t + 100, tid, 2, 0), b"");
-            batch.push(h(FunctionEnter, t + 200, tid, 3, 0), b"");
-            batch.push(h(FunctionExit, t + 600, tid, 3, 400), b"");
-            batch.push(h(FunctionEnter, t + 700, tid, 4, 0), b"");
-            batch.push(h(FunctionExit, t + 1_100, tid, 4, 400), b"");
-            batch.push(h(FunctionExit, t + 1_200, tid, 2, 1_100), b"");
-            batch.push(h(FunctionExit, t + 1_400, tid, 1, 1_400), b"");
-            written += 8;
-        }
-        if g % 25 == 0 {
-            batch.push(
-                h(EventKind::Stdout, g * 4_000, 0, 0, 0),
-                b"progress line from the benchmark target",
-            );
-            written += 1;
-        }
-        if batch.len() >= 50_000 {
-            store.append(key, std::mem::take(&mut batch)).unwrap();
-        }
-    }
-    store.append(key, batch).unwrap();
-    store.flush().unwrap();
-    eprintln!("{written} events stored");
-    id
-}
 
 /// The baseline: every event of the window read and shipped as JSON.
 fn ship_everything(store: &Store, id: &str) -> usize {
@@ -124,7 +55,7 @@ fn main() {
         .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("bench.db")).unwrap();
-    let id = fill(&store, events);
+    let id = strobe_view::synthetic::fill(&store, "bench-2026-11-22-00h00", events).unwrap();
     let end = store
         .latest_ts(store.session(&id).unwrap().unwrap().key)
         .unwrap();

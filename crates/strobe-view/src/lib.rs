@@ -17,6 +17,8 @@
 mod calls;
 pub mod export;
 mod names;
+#[doc(hidden)]
+pub mod synthetic;
 pub mod timeline;
 
 pub use names::Names;
@@ -26,7 +28,7 @@ pub use names::Names;
 pub enum ViewError {
     /// No stored session has that id.
     #[error(
-        "no session '{0}' in the store; `strobe sessions` or debug_session {{action: \"list\"}} lists them"
+        "no session '{0}' in the store; debug_session {{action: \"list\"}} (or the web UI's session list) shows the stored ones"
     )]
     NoSession(String),
     /// The store failed.
