@@ -1,0 +1,162 @@
+// Shapes of the daemon's JSON API. Everything optional that the daemon may
+// leave out is optional here, and every consumer copes with a missing field.
+
+export interface EventCounts {
+  stored: number;
+  evicted?: number;
+  dropped?: number;
+  [k: string]: unknown;
+}
+
+export interface TraceInfo {
+  mode?: string;
+  activePatterns?: string[];
+  hookedFunctions?: number;
+  [k: string]: unknown;
+}
+
+export interface Session {
+  sessionId: string;
+  pid?: number;
+  /** running / exited / crashed / killed / stopped, or something newer. */
+  state: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  reason?: string | null;
+  binaryPath?: string;
+  projectRoot?: string;
+  startedAt?: number;
+  endedAt?: number;
+  events?: EventCounts;
+  retained?: boolean;
+  live?: boolean;
+  pids?: number[];
+  trace?: TraceInfo;
+  breakpoints?: unknown;
+  paused?: unknown;
+  [k: string]: unknown;
+}
+
+export interface Span {
+  startNs: number;
+  durNs: number;
+  depth: number;
+  func: number;
+  seq: number;
+  open: boolean;
+}
+
+export interface Lane {
+  pid: number;
+  tid: number;
+  name: string | null;
+  spans: Span[];
+  counts: number[];
+  maxDepth: number;
+}
+
+/** An output line or a marker on the timeline. */
+export interface Item {
+  tsNs: number;
+  kind: string;
+  seq: number;
+  pid: number;
+  tid: number;
+  text: string;
+}
+
+export interface Timeline {
+  fromNs: number;
+  toNs: number;
+  endNs: number;
+  columns: number;
+  lanes: Lane[];
+  output: Item[];
+  outputCounts: number[];
+  markers: Item[];
+  markerCounts: number[];
+  functions: Record<string, string>;
+  eventsRead?: number;
+}
+
+/** One event as debug_query renders it; only these few are always there. */
+export interface QueryEvent {
+  id: number;
+  timestampNs: number;
+  eventType: string;
+  function?: string;
+  sourceFile?: string | null;
+  line?: number | null;
+  text?: string;
+  durationNs?: number;
+  returnValue?: unknown;
+  pid?: number;
+  threadId?: number;
+  threadName?: string | null;
+  [k: string]: unknown;
+}
+
+export interface QueryReply {
+  events: QueryEvent[];
+  totalCount: number;
+  hasMore: boolean;
+  truncated?: Record<string, unknown>;
+}
+
+export interface QueryArgs {
+  eventType?: string;
+  function?: { equals?: string; contains?: string; matches?: string };
+  sourceFile?: { equals?: string; contains?: string };
+  returnValue?: { equals?: unknown; isNull?: boolean };
+  threadName?: { contains?: string };
+  timeFrom?: number | string;
+  timeTo?: number | string;
+  minDurationNs?: number;
+  pid?: number;
+  textContains?: string;
+  limit?: number;
+  offset?: number;
+  verbose?: boolean;
+  aggregate?: string;
+}
+
+export interface EventDetail {
+  event: QueryEvent;
+  enter?: QueryEvent;
+}
+
+export interface AgentCall {
+  seq: number;
+  tool: string;
+  args?: unknown;
+  startedAtMs?: number;
+  /** ns relative to the session's start; negative = before launch. */
+  offsetNs: number;
+  durationMs: number;
+  responseBytes?: number;
+  isError?: boolean;
+  summary?: string;
+}
+
+export interface TraceReply {
+  mode?: string;
+  activePatterns?: string[];
+  hookedFunctions?: number;
+  [k: string]: unknown;
+}
+
+/** A debug_test status object: running or completed (or a newer shape). */
+export type TestRun = Record<string, unknown> & {
+  testRunId?: string;
+  status?: string;
+  framework?: string;
+  sessionId?: string;
+};
+
+export type LiveMessage =
+  | { type: 'status'; status: Session }
+  | { type: 'output'; items: Item[]; skipped: number }
+  | { type: 'events'; stored: number; endNs: number }
+  | { type: 'agent'; call: AgentCall }
+  | { type: 'ended'; status: Session }
+  | { type: 'error'; message: string };

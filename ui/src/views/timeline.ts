@@ -1,0 +1,898 @@
+// The timeline: a canvas with one lane per thread (nested call bars over a
+// density strip of calls too narrow to draw), then output, markers and the
+// agent's tool calls. The server aggregates by zoom level; on zoom/pan the
+// data in hand is redrawn at once at the new scale and the new window is
+// fetched ~100 ms later, stale replies dropped.
+
+import { api, errorText } from '../api';
+import { debounce, h, throttle } from '../dom';
+import { functionColor } from '../lib/color';
+import { compact } from '../lib/events';
+import { formatDuration, formatTick } from '../lib/format';
+import {
+  agentAt,
+  agentCallEndNs,
+  agentOutside,
+  agentRect,
+  countBars,
+  itemAt,
+  spanAt,
+  spanRect,
+} from '../lib/geom';
+import { DEFAULT_METRICS as M, depthAt, laneAt, layoutLanes, spanY, threadLabel, type LaneBox, type LaneSpec } from '../lib/lanes';
+import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, span as viewSpan, ticks, wheelFactor, xOf, zoomAt } from '../lib/scale';
+import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
+
+export type TimelineSelection =
+  | { kind: 'span'; span: Span; lane: Lane; name: string }
+  | { kind: 'item'; item: Item }
+  | { kind: 'agent'; call: AgentCall };
+
+export interface TimelineHandle {
+  el: HTMLElement;
+  /** New events were stored (live); `endNs` when known. */
+  eventsGrew: (endNs?: number) => void;
+  /** The agent's calls; null when the daemon cannot tell. */
+  setAgentCalls: (calls: AgentCall[] | null) => void;
+  addAgentCall: (c: AgentCall) => void;
+  /** Brings a call into view. */
+  showCall: (c: AgentCall) => void;
+  setRunning: (running: boolean) => void;
+  select: (seq: number | null) => void;
+  destroy: () => void;
+}
+
+const GUTTER = 150;
+
+type Target =
+  | { kind: 'span'; span: Span; lane: Lane; box: LaneBox }
+  | { kind: 'density'; count: number; box: LaneBox; what: string }
+  | { kind: 'item'; item: Item; box: LaneBox }
+  | { kind: 'agent'; call: AgentCall; box: LaneBox }
+  | { kind: 'label'; text: string };
+
+interface Colors {
+  bg: string;
+  fg: string;
+  muted: string;
+  grid: string;
+  laneBg: string;
+  density: string;
+  stdout: string;
+  stderr: string;
+  crash: string;
+  logpoint: string;
+  snapshot: string;
+  exit: string;
+  agent: string;
+  agentError: string;
+  select: string;
+  spanText: string;
+}
+
+function readColors(el: HTMLElement): Colors {
+  const cs = getComputedStyle(el);
+  const v = (n: string, d: string) => cs.getPropertyValue(n).trim() || d;
+  return {
+    bg: v('--tl-bg', '#fff'),
+    fg: v('--fg', '#222'),
+    muted: v('--muted', '#777'),
+    grid: v('--tl-grid', '#e4e4e4'),
+    laneBg: v('--tl-lane', '#f6f7f9'),
+    density: v('--tl-density', '#8aa'),
+    stdout: v('--stdout', '#3a7'),
+    stderr: v('--stderr', '#d60'),
+    crash: v('--err', '#d22'),
+    logpoint: v('--accent', '#36c'),
+    snapshot: v('--tl-snapshot', '#85c'),
+    exit: v('--muted', '#777'),
+    agent: v('--tl-agent', '#5b6'),
+    agentError: v('--err', '#d22'),
+    select: v('--tl-select', '#000'),
+    spanText: v('--tl-span-text', '#111'),
+  };
+}
+
+export function createTimeline(sessionId: string, onSelect: (s: TimelineSelection) => void): TimelineHandle {
+  const canvas = h('canvas', { role: 'img', 'aria-label': 'Timeline of the session: threads, output, markers and agent calls' });
+  const tip = h('div', { class: 'tl-tip', role: 'tooltip', hidden: true });
+  const wrap = h(
+    'div',
+    {
+      class: 'tl-canvas-wrap',
+      'data-testid': 'timeline',
+      tabindex: 0,
+      'aria-label': 'Timeline. Mouse wheel or + and − zoom, drag or arrow keys pan, double-click or 0 shows the whole session. The event table below lists the same events.',
+    },
+    canvas,
+    tip,
+  );
+  const range = h('span', { class: 'mono small' });
+  const busy = h('span', { class: 'muted small', 'aria-live': 'polite' });
+  const followBox = h('input', { type: 'checkbox', checked: true });
+  const followLabel = h('label', { class: 'small follow', hidden: true, title: 'Keep the end of a running session in view' }, followBox, ' follow the end');
+  const caption = h('p', { class: 'tl-caption muted small', 'aria-live': 'polite' });
+  const zoomBtn = (label: string, title: string, f: () => void) =>
+    h('button', { type: 'button', class: 'small', title, 'aria-label': title, onclick: f }, label);
+  const toolbar = h(
+    'div',
+    { class: 'tl-toolbar' },
+    h('h2', null, 'Timeline'),
+    zoomBtn('−', 'Zoom out (−)', () => keyZoom(2)),
+    zoomBtn('+', 'Zoom in (+)', () => keyZoom(0.5)),
+    zoomBtn('Whole session', 'Show the whole session (0 or double-click)', () => reset()),
+    range,
+    followLabel,
+    busy,
+    h('span', { class: 'muted small hint' }, 'wheel: zoom · drag: pan · click a bar: details'),
+  );
+  const el = h('section', { class: 'panel timeline', 'aria-label': 'Timeline' }, toolbar, wrap, caption);
+
+  let view: View = { from: 0, to: 1 };
+  let whole = true;
+  let pinned = true;
+  let bounds: Bounds = { min: 0, max: 1 };
+  let data: Timeline | null = null;
+  let endNs = 0;
+  let seq = 0;
+  let abort: AbortController | null = null;
+  let agentCalls: AgentCall[] = [];
+  let agentAvailable: boolean | null = null;
+  let running = false;
+  let hover: Target | null = null;
+  let hoverX: number | null = null;
+  let selectedSeq: number | null = null;
+  let colors: Colors | null = null;
+  let dark = matchMedia('(prefers-color-scheme: dark)').matches;
+  let layoutCache: { lanes: LaneBox[]; height: number } = { lanes: [], height: 0 };
+  let destroyed = false;
+  let error: string | null = null;
+  let lastWidth = 0;
+
+  const plotWidth = () => Math.max(50, wrap.clientWidth - GUTTER);
+
+  const updateBounds = () => {
+    let agentEnd = 0;
+    for (const c of agentCalls) agentEnd = Math.max(agentEnd, agentCallEndNs(c));
+    // A little room after the last agent call so it need not sit on the edge.
+    const max = Math.max(endNs + 1, 1, agentEnd > endNs ? agentEnd + Math.max(1e6, (agentEnd - endNs) * 0.02) : 0);
+    bounds = { min: 0, max };
+  };
+
+  // Every thread seen so far keeps its lane, so lanes do not jump while
+  // zooming into windows where some threads made no calls.
+  const threads = new Map<string, { pid: number; tid: number; name: string | null }>();
+  const laneKey = (l: { pid: number; tid: number }) => `t${l.pid}:${l.tid}`;
+
+  const specs = (): LaneSpec[] => {
+    const out: LaneSpec[] = [];
+    const depth = new Map((data?.lanes ?? []).map((l) => [laneKey(l), l.maxDepth]));
+    const all = [...threads.values()].sort((a, b) => a.pid - b.pid || a.tid - b.tid);
+    const pids = new Set(all.map((l) => l.pid));
+    for (const l of all) out.push({ kind: 'thread', key: laneKey(l), label: threadLabel(l, pids.size > 1), maxDepth: depth.get(laneKey(l)) ?? 0 });
+    out.push({ kind: 'output', key: 'output', label: 'output' });
+    out.push({ kind: 'markers', key: 'markers', label: 'markers' });
+    if (agentAvailable !== false) out.push({ kind: 'agent', key: 'agent', label: 'agent' });
+    return out;
+  };
+
+  // ---- drawing -------------------------------------------------------
+
+  function ellipsize(ctx: CanvasRenderingContext2D, text: string, max: number): string {
+    if (ctx.measureText(text).width <= max) return text;
+    let lo = 0;
+    let hi = text.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(text.slice(0, mid) + '…').width <= max) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo > 0 ? text.slice(0, lo) + '…' : '';
+  }
+
+  function draw(fromServer = false) {
+    if (destroyed) return;
+    colors ??= readColors(wrap);
+    const c = colors;
+    const cssW = Math.max(GUTTER + 50, wrap.clientWidth);
+    const plotW = cssW - GUTTER;
+    const layout = layoutLanes(specs(), M);
+    layoutCache = layout;
+    const cssH = Math.max(layout.height + 2, 120);
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(cssW * dpr) || canvas.height !== Math.round(cssH * dpr)) {
+      canvas.width = Math.round(cssW * dpr);
+      canvas.height = Math.round(cssH * dpr);
+    }
+    canvas.style.width = `${cssW}px`;
+    canvas.style.height = `${cssH}px`;
+    const ctx = canvas.getContext('2d');
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = c.bg;
+    ctx.fillRect(0, 0, cssW, cssH);
+    ctx.font = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
+    ctx.textBaseline = 'middle';
+
+    // Axis and grid.
+    const tk = ticks(view, plotW, 100);
+    ctx.strokeStyle = c.grid;
+    ctx.lineWidth = 1;
+    ctx.fillStyle = c.muted;
+    for (const t of tk.ticks) {
+      const x = Math.round(GUTTER + t.x) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, 14);
+      ctx.lineTo(x, cssH);
+      ctx.stroke();
+      ctx.fillText(t.label, x + 3, 9);
+    }
+    ctx.beginPath();
+    ctx.moveTo(GUTTER + 0.5, 0);
+    ctx.lineTo(GUTTER + 0.5, cssH);
+    ctx.stroke();
+
+    let drawnSpans = 0;
+    let outputItems = 0;
+    let markerItems = 0;
+    const maxCount = Math.max(1, ...(data?.lanes ?? []).flatMap((l) => l.counts));
+
+    for (let i = 0; i < layout.lanes.length; i++) {
+      const box = layout.lanes[i];
+      // Lane background and label.
+      ctx.fillStyle = c.laneBg;
+      ctx.fillRect(GUTTER, box.y, plotW, box.height);
+      ctx.fillStyle = box.kind === 'thread' ? c.fg : c.muted;
+      ctx.fillText(ellipsize(ctx, box.label, GUTTER - 14), 8, box.y + Math.min(box.height, 18) / 2);
+
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(GUTTER, box.y, plotW, box.height);
+      ctx.clip();
+      if (data) {
+        if (box.kind === 'thread') {
+          const lane = data.lanes.find((l) => laneKey(l) === box.key);
+          if (lane) drawnSpans += drawThread(ctx, c, box, lane, plotW, maxCount);
+          else {
+            ctx.fillStyle = c.muted;
+            ctx.fillText('no traced calls in this window', GUTTER + 6, box.y + box.height / 2);
+          }
+        } else if (box.kind === 'output') {
+          outputItems = drawItems(ctx, c, box, data.output, data.outputCounts, plotW, 'output');
+        } else if (box.kind === 'markers') {
+          markerItems = drawItems(ctx, c, box, data.markers, data.markerCounts, plotW, 'markers');
+        }
+      }
+      if (box.kind === 'agent') drawAgent(ctx, c, box, plotW);
+      ctx.restore();
+    }
+
+    // Process exits and crashes as lines across every lane.
+    if (data) {
+      for (const m of data.markers) {
+        if (m.kind !== 'process_exit' && m.kind !== 'crash') continue;
+        const x = xOf(view, plotW, m.tsNs);
+        if (x < 0 || x > plotW) continue;
+        ctx.strokeStyle = m.kind === 'crash' ? c.crash : c.exit;
+        ctx.setLineDash([3, 3]);
+        ctx.beginPath();
+        ctx.moveTo(Math.round(GUTTER + x) + 0.5, 14);
+        ctx.lineTo(Math.round(GUTTER + x) + 0.5, layout.height);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      }
+    }
+
+    // Hover cursor with its time.
+    if (hoverX !== null && hoverX >= 0 && hoverX <= plotW) {
+      const x = Math.round(GUTTER + hoverX) + 0.5;
+      ctx.strokeStyle = c.muted;
+      ctx.globalAlpha = 0.6;
+      ctx.beginPath();
+      ctx.moveTo(x, 14);
+      ctx.lineTo(x, cssH);
+      ctx.stroke();
+      ctx.globalAlpha = 1;
+      const label = formatTick(nsAt(view, plotW, hoverX), tk.step, Math.max(view.to, 1), 2);
+      const w = ctx.measureText(label).width + 8;
+      const lx = Math.min(x + 2, GUTTER + plotW - w);
+      ctx.fillStyle = c.bg;
+      ctx.fillRect(lx, 1, w, 16);
+      ctx.fillStyle = c.fg;
+      ctx.fillText(label, lx + 4, 9);
+    }
+
+    if (!data) {
+      ctx.fillStyle = error ? c.crash : c.muted;
+      ctx.fillText(error ?? 'Loading the timeline…', GUTTER + 12, M.top + 10);
+    }
+
+    if (fromServer && data) {
+      wrap.dataset.drawnSpans = String(drawnSpans);
+      wrap.dataset.lanes = String(layout.lanes.filter((l) => l.kind === 'thread').length);
+      wrap.dataset.fromNs = String(data.fromNs);
+      wrap.dataset.toNs = String(data.toNs);
+      wrap.dataset.outputItems = String(outputItems);
+      wrap.dataset.markers = String(markerItems);
+      wrap.dataset.agentCalls = String(agentCalls.length);
+      wrap.dataset.ready = 'true';
+      describe(drawnSpans, outputItems, markerItems);
+    }
+    const maxAbs = Math.max(Math.abs(view.from), Math.abs(view.to), 1);
+    range.textContent = `${formatTick(view.from, tk.step, maxAbs, 1)} – ${formatTick(view.to, tk.step, maxAbs, 1)} (${formatDuration(viewSpan(view))} shown)`;
+  }
+
+  function drawThread(ctx: CanvasRenderingContext2D, c: Colors, box: LaneBox, lane: Lane, plotW: number, maxCount: number): number {
+    if (!data) return 0;
+    // Density of calls too narrow to draw: the whole lane when nothing is wide enough.
+    const dh = lane.spans.length ? M.densityHeight : box.height;
+    const bars = countBars(lane.counts, data.fromNs, data.toNs, view, plotW);
+    ctx.fillStyle = c.density;
+    const logMax = Math.log1p(maxCount);
+    for (const b of bars) {
+      const hgt = Math.max(2, (Math.log1p(b.value) / logMax) * (dh - 2));
+      ctx.fillRect(GUTTER + b.x, box.y + dh - hgt, b.w, hgt);
+    }
+    let n = 0;
+    const rowH = M.rowHeight;
+    for (const s of lane.spans) {
+      const r = spanRect(s, view, plotW);
+      if (!r) continue;
+      const y = spanY(box, s.depth, M);
+      if (y === null) continue;
+      n++;
+      const name = data.functions[String(s.func)] ?? `#${s.func}`;
+      ctx.fillStyle = functionColor(name, dark);
+      const x = GUTTER + r.x;
+      ctx.fillRect(x, y + 1, r.w, rowH - 2);
+      if (s.open) {
+        // Not ended inside the window: a hatched tail.
+        ctx.fillStyle = c.bg;
+        ctx.globalAlpha = 0.5;
+        ctx.fillRect(x + Math.max(0, r.w - 6), y + 1, Math.min(6, r.w), rowH - 2);
+        ctx.globalAlpha = 1;
+      }
+      if (r.w > 28) {
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(x, y, r.w, rowH);
+        ctx.clip();
+        ctx.fillStyle = c.spanText;
+        ctx.fillText(name, Math.max(x, GUTTER) + 3, y + rowH / 2);
+        ctx.restore();
+      }
+      if (s.seq === selectedSeq) {
+        ctx.strokeStyle = c.select;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x + 1, y + 1, Math.max(1, r.w - 2), rowH - 2);
+        ctx.lineWidth = 1;
+      }
+    }
+    if (hover?.kind === 'span' && hover.lane === lane) {
+      const r = spanRect(hover.span, view, plotW);
+      const y = spanY(box, hover.span.depth, M);
+      if (r && y !== null) {
+        ctx.strokeStyle = c.fg;
+        ctx.strokeRect(GUTTER + r.x + 0.5, y + 0.5, Math.max(1, r.w - 1), rowH - 1);
+      }
+    }
+    return n;
+  }
+
+  function drawItems(
+    ctx: CanvasRenderingContext2D,
+    c: Colors,
+    box: LaneBox,
+    items: Item[],
+    counts: number[],
+    plotW: number,
+    what: 'output' | 'markers',
+  ): number {
+    if (!data) return 0;
+    const total = counts.reduce((a, b) => a + b, 0);
+    if (!items.length && total > 0) {
+      // Too many to send one by one: density.
+      const bars = countBars(counts, data.fromNs, data.toNs, view, plotW);
+      const max = Math.max(1, ...counts);
+      ctx.fillStyle = what === 'output' ? c.stdout : c.logpoint;
+      for (const b of bars) {
+        const hgt = Math.max(2, (Math.log1p(b.value) / Math.log1p(max)) * (box.height - 4));
+        ctx.fillRect(GUTTER + b.x, box.y + box.height - 2 - hgt, b.w, hgt);
+      }
+      return total;
+    }
+    // stderr after stdout so it stays visible where they overlap.
+    const sorted = what === 'output' ? [...items].sort((a, b) => (a.kind === 'stderr' ? 1 : 0) - (b.kind === 'stderr' ? 1 : 0)) : items;
+    for (const it of sorted) {
+      const x = xOf(view, plotW, it.tsNs);
+      if (x < -6 || x > plotW + 6) continue;
+      // Keep glyphs at the very ends (a process exit is the last event) inside.
+      const px = GUTTER + (what === 'markers' ? Math.min(Math.max(x, 6), plotW - 7) : x);
+      const mid = box.y + box.height / 2;
+      if (what === 'output') {
+        ctx.fillStyle = it.kind === 'stderr' ? c.stderr : c.stdout;
+        ctx.fillRect(Math.round(px) - (it.kind === 'stderr' ? 1 : 0.5), box.y + 3, it.kind === 'stderr' ? 2 : 1.5, box.height - 6);
+      } else {
+        drawMarker(ctx, c, it.kind, px, mid);
+      }
+      if (hover?.kind === 'item' && hover.item === it) {
+        ctx.strokeStyle = c.fg;
+        ctx.strokeRect(px - 5.5, box.y + 1.5, 11, box.height - 3);
+      }
+      if (it.seq === selectedSeq) {
+        ctx.strokeStyle = c.select;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(px - 6, box.y + 1, 12, box.height - 2);
+        ctx.lineWidth = 1;
+      }
+    }
+    return items.length;
+  }
+
+  function drawMarker(ctx: CanvasRenderingContext2D, c: Colors, kind: string, x: number, y: number) {
+    ctx.beginPath();
+    switch (kind) {
+      case 'crash':
+        ctx.fillStyle = c.crash;
+        ctx.moveTo(x, y - 6);
+        ctx.lineTo(x + 6, y + 5);
+        ctx.lineTo(x - 6, y + 5);
+        ctx.closePath();
+        ctx.fill();
+        return;
+      case 'logpoint':
+        ctx.fillStyle = c.logpoint;
+        ctx.arc(x, y, 4, 0, Math.PI * 2);
+        ctx.fill();
+        return;
+      case 'variable_snapshot':
+        ctx.fillStyle = c.snapshot;
+        ctx.fillRect(x - 4, y - 4, 8, 8);
+        return;
+      case 'process_exit':
+        ctx.fillStyle = c.exit;
+        ctx.fillRect(x - 1, y - 6, 2, 12);
+        ctx.fillRect(x, y - 6, 6, 5);
+        return;
+      default:
+        ctx.fillStyle = c.muted;
+        ctx.moveTo(x, y - 5);
+        ctx.lineTo(x + 5, y);
+        ctx.lineTo(x, y + 5);
+        ctx.lineTo(x - 5, y);
+        ctx.closePath();
+        ctx.fill();
+    }
+  }
+
+  function drawAgent(ctx: CanvasRenderingContext2D, c: Colors, box: LaneBox, plotW: number) {
+    if (agentAvailable === null) return;
+    for (const call of agentCalls) {
+      const r = agentRect(call, view, plotW);
+      if (!r) continue;
+      ctx.fillStyle = call.isError ? c.agentError : c.agent;
+      ctx.fillRect(GUTTER + r.x, box.y + 3, r.w, box.height - 6);
+      if (hover?.kind === 'agent' && hover.call === call) {
+        ctx.strokeStyle = c.fg;
+        ctx.strokeRect(GUTTER + r.x - 0.5, box.y + 1.5, r.w + 1, box.height - 3);
+      }
+    }
+    const out = agentOutside(agentCalls, view);
+    const label = (t: string, x: number) => {
+      const w = ctx.measureText(t).width + 8;
+      ctx.fillStyle = c.bg;
+      ctx.globalAlpha = 0.9;
+      ctx.fillRect(x, box.y + 2, w, box.height - 4);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = c.fg;
+      ctx.fillText(t, x + 4, box.y + box.height / 2);
+      return w;
+    };
+    if (out.before) label(`◀ ${out.before} earlier`, GUTTER + 2);
+    if (out.after) {
+      const t = `${out.after} later ▶`;
+      label(t, GUTTER + plotW - ctx.measureText(t).width - 10);
+    }
+    if (!agentCalls.length) {
+      ctx.fillStyle = c.muted;
+      ctx.fillText('no tool calls recorded for this session', GUTTER + 4, box.y + box.height / 2);
+    }
+  }
+
+  function describe(spans: number, output: number, markers: number) {
+    if (!data) return;
+    const narrow = data.lanes.reduce((a, l) => a + l.counts.reduce((x, y) => x + y, 0), 0);
+    const parts = [
+      `${threads.size} thread lane${threads.size === 1 ? '' : 's'}`,
+      `${spans} call${spans === 1 ? '' : 's'} drawn`,
+    ];
+    if (narrow) parts.push(`${narrow} too short to draw at this zoom (shaded; zoom in to see them)`);
+    parts.push(`${output} output line${output === 1 ? '' : 's'}`, `${markers} marker${markers === 1 ? '' : 's'}`);
+    if (agentAvailable) parts.push(`${agentCalls.length} agent call${agentCalls.length === 1 ? '' : 's'}`);
+    else if (agentAvailable === false) parts.push('agent calls: not available in this daemon');
+    if (!data.lanes.length && !data.output.length && !data.markers.length)
+      parts.push('nothing recorded in this window');
+    caption.textContent = parts.join(' · ');
+  }
+
+  // ---- fetching ------------------------------------------------------
+
+  function fetchNow() {
+    if (destroyed) return;
+    const mine = ++seq;
+    abort?.abort();
+    abort = new AbortController();
+    const columns = plotWidth();
+    const params = whole ? { from: 0, columns } : { from: view.from, to: Math.max(view.to, view.from + 1), columns };
+    busy.textContent = 'updating…';
+    api
+      .timeline(sessionId, params, abort.signal)
+      .then((t) => {
+        if (mine !== seq || destroyed) return;
+        error = null;
+        data = t;
+        for (const l of t.lanes) {
+          const known = threads.get(laneKey(l));
+          if (!known || (l.name && !known.name)) threads.set(laneKey(l), { pid: l.pid, tid: l.tid, name: l.name });
+        }
+        endNs = Math.max(endNs, t.endNs);
+        if (whole) view = { from: t.fromNs, to: Math.max(t.toNs, t.fromNs + 1) };
+        updateBounds();
+        busy.textContent = '';
+        draw(true);
+      })
+      .catch((e: unknown) => {
+        if ((e as Error).name === 'AbortError' || mine !== seq || destroyed) return;
+        error = `Could not load the timeline: ${errorText(e)}`;
+        busy.textContent = '';
+        caption.textContent = error;
+        draw();
+      });
+  }
+  const fetchSoon = debounce(fetchNow, 100);
+
+  const changed = (how: 'zoom' | 'pan' = 'pan') => {
+    whole = false;
+    if (how === 'zoom' && following()) {
+      // Zooming while following the end keeps the end at the right edge.
+      const s = viewSpan(view);
+      view = clampView({ from: endNs - s, to: endNs }, bounds);
+    } else {
+      // A view that shows the end keeps showing it while the session runs.
+      pinned = showsEnd(view, endNs);
+    }
+    draw();
+    fetchSoon.call();
+  };
+
+  function reset() {
+    whole = true;
+    pinned = true;
+    view = { from: 0, to: Math.max(endNs + 1, 1) };
+    draw();
+    fetchSoon.cancel();
+    fetchNow();
+  }
+
+  /** Following a running session's end: zooming keeps the end in place. */
+  const following = () => running && followBox.checked && pinned;
+  const zoomAnchor = (x: number, plotW: number) => (following() ? plotW : x);
+
+  function keyZoom(factor: number) {
+    const plotW = plotWidth();
+    const x = zoomAnchor(hoverX ?? plotW / 2, plotW);
+    view = zoomAt(view, plotW, x, factor, bounds);
+    changed('zoom');
+  }
+
+  // ---- interaction ---------------------------------------------------
+
+  function hitTest(x: number, y: number): Target | null {
+    const plotW = plotWidth();
+    const i = laneAt(layoutCache, y);
+    if (i < 0) return null;
+    const box = layoutCache.lanes[i];
+    if (x < GUTTER) return { kind: 'label', text: box.label };
+    const px = x - GUTTER;
+    const countAt = (counts: number[]) => {
+      if (!data || !counts.length) return 0;
+      const ns = nsAt(view, plotW, px);
+      const col = Math.floor(((ns - data.fromNs) / (data.toNs - data.fromNs)) * counts.length);
+      return col >= 0 && col < counts.length ? counts[col] : 0;
+    };
+    if (box.kind === 'agent') {
+      const call = agentAt(agentCalls, px, view, plotW);
+      return call ? { kind: 'agent', call, box } : null;
+    }
+    if (!data) return null;
+    if (box.kind === 'thread') {
+      const lane = data.lanes.find((l) => laneKey(l) === box.key);
+      if (!lane) return null;
+      const d = lane.spans.length ? depthAt(box, y, M) : -1;
+      if (d >= 0) {
+        const s = spanAt(lane.spans, d, px, view, plotW);
+        if (s) return { kind: 'span', span: s, lane, box };
+      }
+      const n = countAt(lane.counts);
+      return n ? { kind: 'density', count: n, box, what: 'calls too short to draw here' } : null;
+    }
+    const items = box.kind === 'output' ? data.output : data.markers;
+    const it = itemAt(items, px, view, plotW);
+    if (it) return { kind: 'item', item: it, box };
+    const n = countAt(box.kind === 'output' ? data.outputCounts : data.markerCounts);
+    return n ? { kind: 'density', count: n, box, what: box.kind === 'output' ? 'output lines' : 'markers' } : null;
+  }
+
+  function showTip(t: Target | null, x: number, y: number) {
+    if (!t) {
+      tip.hidden = true;
+      return;
+    }
+    const lines: (string | HTMLElement)[] = [];
+    switch (t.kind) {
+      case 'label':
+        lines.push(h('b', null, t.text));
+        break;
+      case 'span': {
+        const name = data?.functions[String(t.span.func)] ?? `#${t.span.func}`;
+        lines.push(h('b', { class: 'mono' }, name));
+        lines.push(`${formatDuration(t.span.durNs)}${t.span.open ? ' so far (no exit in this window)' : ''} · depth ${t.span.depth}`);
+        lines.push(`starts at ${formatTick(t.span.startNs, 1000, t.span.startNs)}`);
+        lines.push(h('span', { class: 'muted' }, 'click for its arguments and return value'));
+        break;
+      }
+      case 'density':
+        lines.push(`${t.count} ${t.what}`);
+        lines.push(h('span', { class: 'muted' }, 'click or scroll to zoom in'));
+        break;
+      case 'item':
+        lines.push(h('b', null, t.item.kind));
+        lines.push(h('span', { class: 'mono tip-text' }, compact(t.item.text, 300) || '(empty)'));
+        lines.push(h('span', { class: 'muted' }, `at ${formatTick(t.item.tsNs, 1000, t.item.tsNs)}`));
+        break;
+      case 'agent':
+        lines.push(h('b', { class: 'mono' }, t.call.tool), t.call.isError ? h('span', { class: 'badge err' }, 'error') : '');
+        lines.push(`${formatDuration(t.call.durationMs * 1e6)} · ${t.call.offsetNs < 0 ? 'before launch' : `at ${formatTick(t.call.offsetNs, 1000, t.call.offsetNs)}`}`);
+        if (t.call.args !== undefined) lines.push(h('span', { class: 'mono tip-text' }, compact(t.call.args, 300)));
+        if (t.call.summary) lines.push(h('span', { class: 'muted tip-text' }, compact(t.call.summary, 200)));
+        break;
+    }
+    tip.replaceChildren(...lines.map((l) => h('div', null, l)));
+    tip.hidden = false;
+    const ww = wrap.clientWidth;
+    const tw = tip.offsetWidth;
+    const left = Math.min(Math.max(4, x + 14), ww - tw - 4);
+    tip.style.left = `${left}px`;
+    tip.style.top = `${y + 16}px`;
+  }
+
+  function click(t: Target | null, x: number) {
+    if (!t) return;
+    switch (t.kind) {
+      case 'span':
+        selectedSeq = t.span.seq;
+        draw();
+        onSelect({ kind: 'span', span: t.span, lane: t.lane, name: data?.functions[String(t.span.func)] ?? `#${t.span.func}` });
+        break;
+      case 'item':
+        selectedSeq = t.item.seq;
+        draw();
+        onSelect({ kind: 'item', item: t.item });
+        break;
+      case 'agent':
+        onSelect({ kind: 'agent', call: t.call });
+        break;
+      case 'density':
+        view = zoomAt(view, plotWidth(), x - GUTTER, 0.1, bounds);
+        changed();
+        break;
+    }
+  }
+
+  let drag: { x: number; view: View; moved: boolean; id: number } | null = null;
+  const pos = (ev: MouseEvent) => {
+    const r = canvas.getBoundingClientRect();
+    return { x: ev.clientX - r.left, y: ev.clientY - r.top };
+  };
+
+  canvas.addEventListener('pointerdown', (ev) => {
+    if (ev.button !== 0) return;
+    const p = pos(ev);
+    drag = { x: p.x, view, moved: false, id: ev.pointerId };
+    canvas.setPointerCapture(ev.pointerId);
+  });
+  canvas.addEventListener('pointermove', (ev) => {
+    const p = pos(ev);
+    if (drag) {
+      const dx = p.x - drag.x;
+      if (!drag.moved && Math.abs(dx) > 3) drag.moved = true;
+      if (drag.moved) {
+        tip.hidden = true;
+        canvas.style.cursor = 'grabbing';
+        view = panBy(drag.view, plotWidth(), dx, bounds);
+        changed();
+        return;
+      }
+    }
+    hoverX = p.x >= GUTTER ? p.x - GUTTER : null;
+    const t = hitTest(p.x, p.y);
+    hover = t;
+    canvas.style.cursor = t && t.kind !== 'label' ? 'pointer' : 'crosshair';
+    showTip(t, p.x, p.y);
+    draw();
+  });
+  const endDrag = (ev: PointerEvent) => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    canvas.style.cursor = 'crosshair';
+    try {
+      canvas.releasePointerCapture(d.id);
+    } catch {
+      /* already released */
+    }
+    if (!d.moved && ev.type === 'pointerup') {
+      const p = pos(ev);
+      click(hitTest(p.x, p.y), p.x);
+    }
+  };
+  canvas.addEventListener('pointerup', endDrag);
+  canvas.addEventListener('pointercancel', endDrag);
+  canvas.addEventListener('pointerleave', () => {
+    hover = null;
+    hoverX = null;
+    tip.hidden = true;
+    draw();
+  });
+  canvas.addEventListener('dblclick', (ev) => {
+    ev.preventDefault();
+    reset();
+  });
+  canvas.addEventListener(
+    'wheel',
+    (ev) => {
+      ev.preventDefault();
+      const p = pos(ev);
+      const plotW = plotWidth();
+      if (Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
+        const dx = ev.deltaMode === 1 ? ev.deltaX * 16 : ev.deltaX;
+        view = panBy(view, plotW, -dx, bounds);
+      } else if (ev.shiftKey) {
+        const dy = ev.deltaMode === 1 ? ev.deltaY * 16 : ev.deltaY;
+        view = panBy(view, plotW, -dy, bounds);
+      } else {
+        view = zoomAt(view, plotW, zoomAnchor(Math.max(0, p.x - GUTTER), plotW), wheelFactor(ev.deltaY, ev.deltaMode), bounds);
+        changed('zoom');
+        return;
+      }
+      changed();
+    },
+    { passive: false },
+  );
+  wrap.addEventListener('keydown', (ev) => {
+    const plotW = plotWidth();
+    switch (ev.key) {
+      case '+':
+      case '=':
+        keyZoom(0.5);
+        break;
+      case '-':
+      case '_':
+        keyZoom(2);
+        break;
+      case 'ArrowLeft':
+        view = panBy(view, plotW, plotW * 0.1, bounds);
+        changed();
+        break;
+      case 'ArrowRight':
+        view = panBy(view, plotW, -plotW * 0.1, bounds);
+        changed();
+        break;
+      case '0':
+      case 'Home':
+        reset();
+        break;
+      default:
+        return;
+    }
+    ev.preventDefault();
+  });
+
+  const ro = new ResizeObserver(() => {
+    const w = wrap.clientWidth;
+    if (w === lastWidth) return;
+    const first = lastWidth === 0;
+    lastWidth = w;
+    draw();
+    if (!first) fetchSoon.call();
+  });
+  ro.observe(wrap);
+
+  const mq = matchMedia('(prefers-color-scheme: dark)');
+  const onScheme = () => {
+    dark = mq.matches;
+    colors = null;
+    draw();
+  };
+  mq.addEventListener('change', onScheme);
+
+  // Following a running session: at most one refresh a second.
+  let pendingEnd: number | undefined;
+  const follow = throttle(() => {
+    if (destroyed || !followBox.checked) return;
+    const newEnd = pendingEnd;
+    pendingEnd = undefined;
+    if (whole) {
+      fetchNow();
+      return;
+    }
+    if (newEnd !== undefined) {
+      endNs = Math.max(endNs, newEnd);
+      updateBounds();
+      const next = followEnd(view, endNs, pinned, false);
+      if (next !== view) {
+        view = clampView(next, bounds);
+        draw();
+        fetchNow();
+      }
+    }
+  }, 1000);
+
+  // First load after layout so the width is known.
+  requestAnimationFrame(() => {
+    lastWidth = wrap.clientWidth;
+    draw();
+    fetchNow();
+  });
+
+  return {
+    el,
+    eventsGrew(end?: number) {
+      if (end !== undefined) {
+        if (data && end <= endNs) return; // nothing past what is drawn
+        pendingEnd = Math.max(pendingEnd ?? 0, end);
+      }
+      follow.call();
+    },
+    setAgentCalls(calls) {
+      agentAvailable = calls !== null;
+      agentCalls = calls ?? [];
+      updateBounds();
+      draw(!!data);
+    },
+    addAgentCall(call) {
+      if (agentCalls.some((c) => c.seq === call.seq)) return;
+      agentAvailable = true;
+      agentCalls = [...agentCalls, call];
+      updateBounds();
+      if (data) wrap.dataset.agentCalls = String(agentCalls.length);
+      draw();
+    },
+    showCall(call) {
+      const start = call.offsetNs;
+      const end = agentCallEndNs(call);
+      const pad = Math.max((end - start) * 2, viewSpan(view) * 0.05, 1e6);
+      whole = false;
+      view = clampView({ from: start - pad, to: end + pad }, bounds);
+      pinned = showsEnd(view, endNs);
+      draw();
+      fetchSoon.call();
+    },
+    setRunning(r) {
+      running = r;
+      followLabel.hidden = !running;
+    },
+    select(seqNo) {
+      selectedSeq = seqNo;
+      draw();
+    },
+    destroy() {
+      destroyed = true;
+      abort?.abort();
+      fetchSoon.cancel();
+      follow.cancel();
+      ro.disconnect();
+      mq.removeEventListener('change', onScheme);
+    },
+  };
+}
