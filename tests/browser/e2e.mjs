@@ -198,6 +198,10 @@ try {
   const stranger = await browser.newContext();
   const bare = await (await stranger.newPage()).goto(`${origin}/`);
   check(bare.status() === 401, 'a page load without the token is refused', String(bare.status()));
+  check(
+    (await bare.text()).includes('strobe ui'),
+    'the refusal page says how to get a URL with the token',
+  );
   const api = await stranger.request.get(`${origin}/api/sessions`);
   check(api.status() === 401, 'an API request without the token is refused', String(api.status()));
 

@@ -83,9 +83,35 @@ async fn check(s: Shared, req: Request, next: Next) -> Response {
                 }
             };
             tracing::warn!("web request refused: {}", r.message());
+            // A person opening the page gets a page that says what to do.
+            let wants_page = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|a| a.to_str().ok())
+                .is_some_and(|a| a.contains("text/html"));
+            if wants_page {
+                return (
+                    status,
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    format!(
+                        "<!doctype html><title>Strobe: refused</title><h1>Strobe refused this request</h1>\
+                         <p>{}</p><p>Run <code>strobe ui</code> and open the URL it prints: it carries \
+                         this daemon's access token.</p>",
+                        html_escape(&r.message())
+                    ),
+                )
+                    .into_response();
+            }
             error(status, "REFUSED", &r.message())
         }
     }
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> Response {
