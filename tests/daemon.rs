@@ -286,3 +286,32 @@ async fn kill_9_mid_write_leaves_a_database_that_opens() {
         .await;
     assert!(q["totalCount"].as_u64().unwrap() > 10_000, "{q}");
 }
+
+/// A daemon started from under `flock` (as `./dev` wraps builds) must not
+/// keep the lock: it drops what its starter had open at exec.
+#[test]
+fn a_started_daemon_does_not_keep_its_starters_descriptors() {
+    let env = Env::new();
+    let lock = env.path().join("build.lock");
+    let ui = std::process::Command::new("flock")
+        .arg(&lock)
+        .arg(env!("CARGO_BIN_EXE_strobe"))
+        .arg("ui")
+        .env("STROBE_HOME", env.path())
+        .env("STROBE_VENV", &env.venv)
+        .output()
+        .expect("flock (util-linux) runs");
+    assert!(
+        ui.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ui.stderr)
+    );
+    assert!(env.daemon_pid().is_some(), "strobe ui started a daemon");
+    let free = std::process::Command::new("flock")
+        .args(["-n"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(free.success(), "the daemon still holds its starter's lock");
+}

@@ -116,11 +116,21 @@ fn spawn_daemon(home: &StrobeHome, strobe_exe: &Path) -> std::io::Result<std::pr
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our
-    // session so it outlives this proxy and its terminal.
+    // SAFETY: setsid and close_range are async-signal-safe syscalls. setsid
+    // detaches the daemon from our session so it outlives this proxy and
+    // its terminal. close_range marks every descriptor ≥ 3 close-on-exec,
+    // so the daemon does not inherit what its starter had open without it
+    // (a `flock` wrapper's lock, a build's pipes) and hold it for its whole
+    // life; marking rather than closing keeps std's exec-error pipe working.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
             Ok(())
         });
     }
