@@ -13,6 +13,7 @@ import type {
   Timeline,
   TraceReply,
 } from './types';
+import { windowKey } from './lib/window';
 
 const TOKEN_KEY = 'strobe.token';
 
@@ -112,10 +113,11 @@ export const api = {
   sessions: () => request<Session[]>('GET', '/api/sessions'),
   session: (id: string) => request<Session>('GET', base(id)),
   timeline: (id: string, p: { from?: number; to?: number; columns: number }, signal?: AbortSignal) => {
+    const w = windowKey(p);
     const q = new URLSearchParams();
-    if (p.from !== undefined) q.set('from', String(Math.max(0, Math.floor(p.from))));
-    if (p.to !== undefined) q.set('to', String(Math.max(1, Math.ceil(p.to))));
-    q.set('columns', String(Math.max(1, Math.min(8192, Math.round(p.columns)))));
+    q.set('from', String(w.from));
+    if (w.to !== undefined) q.set('to', String(w.to));
+    q.set('columns', String(w.columns));
     return request<Timeline>('GET', `${base(id)}/timeline?${q}`, undefined, signal);
   },
   query: (id: string, args: QueryArgs, signal?: AbortSignal) =>

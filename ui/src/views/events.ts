@@ -1,5 +1,7 @@
 // The event table: debug_query's filters, and a virtualized list whose
-// pages (500 rows) are fetched by offset as they scroll into view.
+// pages (100 rows: a screenful and some) are fetched by offset as they
+// scroll into view. Nothing is fetched before start() (the session page
+// lets the timeline go first) or the user applies filters.
 
 import { ApiError, api, errorText } from '../api';
 import { h, replace, throttle } from '../dom';
@@ -9,7 +11,7 @@ import { formatCount, formatDuration, formatTimestamp } from '../lib/format';
 import { PageCache, pagesFor, scrollTopForRow, virtualWindow } from '../lib/virtual';
 import type { QueryArgs, QueryEvent } from '../types';
 
-const PAGE = 500;
+const PAGE = 100;
 /** Short names so the type column stays narrow (the full name is the cell's title). */
 const TYPE_LABEL: Record<string, string> = {
   function_enter: '→ enter',
@@ -23,6 +25,8 @@ export interface EventTableHandle {
   el: HTMLElement;
   /** New events may exist (live): refresh the count. */
   refreshCount: () => void;
+  /** Fetches the first page (once; filters applied before count as a start). */
+  start: () => void;
   destroy: () => void;
 }
 
@@ -94,6 +98,7 @@ export function createEventTable(sessionId: string, onSelect: (e: QueryEvent) =>
   let selected = -1;
   let destroyed = false;
   let renderQueued = false;
+  let started = false;
 
   const setCount = (n: number | null, note = '') => {
     total = n;
@@ -167,6 +172,7 @@ export function createEventTable(sessionId: string, onSelect: (e: QueryEvent) =>
   };
 
   function fetchPages(pages: number[]) {
+    if (!started) return;
     const gen = cache.generation;
     for (const p of cache.claim(pages)) {
       const myArgs = args;
@@ -207,6 +213,7 @@ export function createEventTable(sessionId: string, onSelect: (e: QueryEvent) =>
   }
 
   function apply() {
+    started = true;
     const f = readForm();
     const r = buildQueryArgs(f);
     for (const input of form.querySelectorAll('input, select')) input.removeAttribute('aria-invalid');
@@ -325,11 +332,12 @@ export function createEventTable(sessionId: string, onSelect: (e: QueryEvent) =>
       });
   }, 1000);
 
-  apply();
-
   return {
     el,
     refreshCount: () => countRefresh.call(),
+    start() {
+      if (!started && !destroyed) apply();
+    },
     destroy() {
       destroyed = true;
       countRefresh.cancel();

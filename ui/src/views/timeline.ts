@@ -2,7 +2,8 @@
 // density strip of calls too narrow to draw), then output, markers and the
 // agent's tool calls. The server aggregates by zoom level; on zoom/pan the
 // data in hand is redrawn at once at the new scale and the new window is
-// fetched ~100 ms later, stale replies dropped.
+// fetched ~100 ms later, stale replies dropped. A window already drawn or
+// in flight is never asked for again (lib/window.ts) unless the session grew.
 
 import { api, errorText } from '../api';
 import { debounce, h, throttle } from '../dom';
@@ -21,6 +22,7 @@ import {
 } from '../lib/geom';
 import { DEFAULT_METRICS as M, depthAt, laneAt, layoutLanes, spanY, threadLabel, type LaneBox, type LaneSpec } from '../lib/lanes';
 import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, span as viewSpan, ticks, wheelFactor, xOf, zoomAt } from '../lib/scale';
+import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
 
 export type TimelineSelection =
@@ -28,8 +30,16 @@ export type TimelineSelection =
   | { kind: 'item'; item: Item }
   | { kind: 'agent'; call: AgentCall };
 
+/** The first answer from the server; `whole` when it covers the whole session. */
+export type FirstAnswer = { timeline: Timeline; whole: boolean } | null;
+
 export interface TimelineHandle {
   el: HTMLElement;
+  /**
+   * Settles with the first server answer drawn, or null when the first
+   * request failed (or the timeline went away first).
+   */
+  firstAnswer: Promise<FirstAnswer>;
   /** New events were stored (live); `endNs` when known. */
   eventsGrew: (endNs?: number) => void;
   /** The agent's calls; null when the daemon cannot tell. */
@@ -134,7 +144,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
   let bounds: Bounds = { min: 0, max: 1 };
   let data: Timeline | null = null;
   let endNs = 0;
-  let seq = 0;
+  const requests = new WindowRequests();
   let abort: AbortController | null = null;
   let agentCalls: AgentCall[] = [];
   let agentAvailable: boolean | null = null;
@@ -517,18 +527,47 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
 
   // ---- fetching ------------------------------------------------------
 
-  function fetchNow() {
+  let settleFirst: (a: FirstAnswer) => void = () => {};
+  const firstAnswer = new Promise<FirstAnswer>((resolve) => {
+    settleFirst = (a) => {
+      settleFirst = () => {};
+      resolve(a);
+    };
+  });
+
+  const wholeView = (t: Timeline): View => ({ from: t.fromNs, to: Math.max(t.toNs, t.fromNs + 1) });
+
+  /**
+   * Draws the window in view from the server: fetched unless that window
+   * is drawn already or in flight; `grew` (the session has grown) fetches a
+   * drawn window again, or once more after the one in flight.
+   */
+  function fetchNow(grew?: Growth) {
     if (destroyed) return;
-    const mine = ++seq;
-    abort?.abort();
-    abort = new AbortController();
     const columns = plotWidth();
-    const params = whole ? { from: 0, columns } : { from: view.from, to: Math.max(view.to, view.from + 1), columns };
+    const key = windowKey(whole ? { from: 0, columns } : { from: view.from, to: Math.max(view.to, view.from + 1), columns });
+    const plan = requests.request(key, grew);
+    if (plan.kind === 'join') return;
+    abort?.abort();
+    abort = null;
+    if (plan.kind === 'have') {
+      // The data in hand is this window: no request, only a redraw.
+      busy.textContent = '';
+      if (whole && data) view = wholeView(data);
+      draw(!!data);
+      return;
+    }
+    const ticket = plan.ticket;
+    const mine = new AbortController();
+    abort = mine;
     busy.textContent = 'updating…';
     api
-      .timeline(sessionId, params, abort.signal)
+      .timeline(sessionId, key, mine.signal)
       .then((t) => {
-        if (mine !== seq || destroyed) return;
+        if (destroyed) return;
+        const verdict = requests.answer(ticket, t.endNs);
+        if (verdict === 'stale') return;
+        if (abort === mine) abort = null;
         error = null;
         data = t;
         for (const l of t.lanes) {
@@ -536,17 +575,22 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
           if (!known || (l.name && !known.name)) threads.set(laneKey(l), { pid: l.pid, tid: l.tid, name: l.name });
         }
         endNs = Math.max(endNs, t.endNs);
-        if (whole) view = { from: t.fromNs, to: Math.max(t.toNs, t.fromNs + 1) };
+        if (whole) view = wholeView(t);
         updateBounds();
         busy.textContent = '';
         draw(true);
+        settleFirst({ timeline: t, whole: key.from === 0 && key.to === undefined });
+        if (verdict === 'again') fetchNow({});
       })
       .catch((e: unknown) => {
-        if ((e as Error).name === 'AbortError' || mine !== seq || destroyed) return;
+        if (destroyed || !requests.fail(ticket)) return;
+        if (abort === mine) abort = null;
+        if ((e as Error).name === 'AbortError') return;
         error = `Could not load the timeline: ${errorText(e)}`;
         busy.textContent = '';
         caption.textContent = error;
         draw();
+        settleFirst(null);
       });
   }
   const fetchSoon = debounce(fetchNow, 100);
@@ -571,7 +615,8 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     view = { from: 0, to: Math.max(endNs + 1, 1) };
     draw();
     fetchSoon.cancel();
-    fetchNow();
+    // A running session may have grown past the whole-session data in hand.
+    fetchNow(running ? {} : undefined);
   }
 
   /** Following a running session's end: zooming keeps the end in place. */
@@ -823,7 +868,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     const newEnd = pendingEnd;
     pendingEnd = undefined;
     if (whole) {
-      fetchNow();
+      fetchNow(newEnd === undefined ? {} : { endNs: newEnd });
       return;
     }
     if (newEnd !== undefined) {
@@ -838,15 +883,24 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     }
   }, 1000);
 
-  // First load after layout so the width is known.
-  requestAnimationFrame(() => {
+  // First load as soon as the element is laid out, so the width is known:
+  // right after the caller has put it in the page (reading the width lays
+  // the page out then), else after the next frame.
+  const firstLoad = () => {
+    if (destroyed) return;
+    if (!wrap.isConnected || wrap.clientWidth === 0) {
+      requestAnimationFrame(firstLoad);
+      return;
+    }
     lastWidth = wrap.clientWidth;
-    draw();
     fetchNow();
-  });
+    draw();
+  };
+  queueMicrotask(firstLoad);
 
   return {
     el,
+    firstAnswer,
     eventsGrew(end?: number) {
       if (end !== undefined) {
         if (data && end <= endNs) return; // nothing past what is drawn
@@ -888,6 +942,8 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     },
     destroy() {
       destroyed = true;
+      requests.cancel();
+      settleFirst(null);
       abort?.abort();
       fetchSoon.cancel();
       follow.cancel();
