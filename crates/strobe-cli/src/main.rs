@@ -38,16 +38,6 @@ fn home_or_exit() -> Result<StrobeHome, ExitCode> {
     })
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("STROBE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let home = match home_or_exit() {
@@ -76,7 +66,7 @@ fn main() -> ExitCode {
             }
         }
         Some("daemon") => {
-            init_logging();
+            strobe_daemon::init_logging();
             // Everything the daemon creates (database, WAL, logs, caches) is owner-only.
             // SAFETY: umask(2) cannot fail.
             unsafe { libc::umask(0o077) };

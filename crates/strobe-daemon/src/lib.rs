@@ -16,3 +16,15 @@ pub mod proxy;
 
 pub use daemon::{DaemonError, DaemonOptions, run as run_daemon, run_with as run_daemon_with};
 pub use proxy::run as run_proxy;
+
+/// Logs to stderr at the level `STROBE_LOG` names (default info), in colour
+/// only on a terminal: the same for the CLI, the daemon and the desktop app.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STROBE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
