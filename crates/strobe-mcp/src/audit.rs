@@ -70,9 +70,15 @@ impl Audit {
             calls.append(&mut pending);
         }
         calls.push(call);
-        if let Err(e) = store.record_agent_calls(&session, calls) {
-            tracing::warn!("audit: cannot record calls on {session}: {e}");
-        }
+        drop(pending);
+        // The store's queue is bounded (back-pressure during a flood): wait
+        // for room on a blocking thread, never on the async runtime.
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.record_agent_calls(&session, calls) {
+                tracing::warn!("audit: cannot record calls on {session}: {e}");
+            }
+        });
     }
 }
 

@@ -377,6 +377,10 @@ async fn agent(s: Shared, Path(id): Path<String>) -> Response {
                     )
                 })?
                 .unwrap_or_default();
+            // Recorded off the request path, so stored order may differ from
+            // the order the calls came in: show them by start.
+            let mut calls = calls;
+            calls.sort_by_key(|c| (c.started_us, c.seq));
             let calls: Vec<Value> = calls
                 .iter()
                 .map(|c| agent_call_json(c, session.started_at))
