@@ -222,7 +222,6 @@ fn ui(home: StrobeHome) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let (settings, _) = Settings::load(&home.settings_file(), None);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -230,7 +229,7 @@ fn ui(home: StrobeHome) -> ExitCode {
     match rt.block_on(strobe_daemon::proxy::control(
         &home,
         &exe,
-        serde_json::json!({"strobeControl": "ui", "port": settings.ui_port}),
+        serde_json::json!({"strobeControl": "ui"}),
     )) {
         Ok(reply) => match reply["url"].as_str() {
             Some(url) => {

@@ -99,9 +99,12 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
     let (settings, _) = Settings::load(&home.settings_file(), None);
     purge(&home, &store, &settings);
     mgr.prewarm(&settings);
+    // MCP connections and pages streaming a session live: while any is
+    // open the daemon is in use.
+    let clients = Arc::new(AtomicUsize::new(0));
     let web = Arc::new(Web {
         endpoint: tokio::sync::Mutex::new(None),
-        viewers: Arc::default(),
+        viewers: clients.clone(),
         mgr: mgr.clone(),
         store: store.clone(),
         home: home.clone(),
@@ -113,7 +116,6 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
     }
     tracing::info!("daemon {} serving {}", std::process::id(), socket.display());
 
-    let clients = Arc::new(AtomicUsize::new(0));
     let mut sigterm = options
         .handle_signals
         .then(|| signal(SignalKind::terminate()))
@@ -145,9 +147,7 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
             Some(_) = recv_signal(&mut sigint) => { tracing::info!("SIGINT: shutting down"); break; }
             _ = stopped(&mut stop) => { tracing::info!("stopped by its host: shutting down"); break; }
             _ = tick.tick() => {
-                let busy = clients.load(Ordering::SeqCst) > 0
-                    || mgr.running_count() > 0
-                    || web.viewers() > 0;
+                let busy = clients.load(Ordering::SeqCst) > 0 || mgr.running_count() > 0;
                 if busy || !options.idle_shutdown {
                     idle_since = Instant::now();
                     continue;
@@ -195,7 +195,8 @@ async fn stopped(stop: &mut Option<tokio::sync::oneshot::Receiver<()>>) {
 }
 
 /// A connection: MCP, unless its first line is a control request
-/// (`{"strobeControl": "ui"}` from `strobe ui`). MCP's first message is a
+/// (`{"strobeControl": "ui"}` from `strobe ui` or the desktop app; an
+/// optional `"port"` overrides the `ui.port` setting). MCP's first message is a
 /// JSON-RPC object, so the two cannot be confused; the line read is handed
 /// back to rmcp in front of the rest of the stream.
 async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
@@ -212,7 +213,11 @@ async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
     {
         let reply = match what.as_str() {
             Some("ui") => {
-                let port = control["port"].as_u64().unwrap_or(0) as u16;
+                // The `ui.port` setting unless the request names a port.
+                let port = control["port"]
+                    .as_u64()
+                    .unwrap_or_else(|| Settings::load(&web.home.settings_file(), None).0.ui_port)
+                    as u16;
                 match web.url(port).await {
                     Ok(url) => serde_json::json!({"url": url}),
                     Err(e) => serde_json::json!({"error": e}),
@@ -235,7 +240,7 @@ async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
 /// The web endpoint, started on demand and kept for the daemon's life.
 struct Web {
     endpoint: tokio::sync::Mutex<Option<strobe_web::WebEndpoint>>,
-    /// Pages streaming a session live: clients, for idle shutdown.
+    /// The daemon's client count, which live pages add to.
     viewers: Arc<AtomicUsize>,
     mgr: Arc<SessionManager>,
     store: Store,
@@ -243,11 +248,6 @@ struct Web {
 }
 
 impl Web {
-    /// Pages streaming a session live now.
-    fn viewers(&self) -> usize {
-        self.viewers.load(Ordering::SeqCst)
-    }
-
     /// The UI's URL, starting the endpoint on `port` (0: any) if it is not
     /// running. The URL is also written to `ui.json` (owner-only) for the
     /// desktop app and editors.

@@ -19,6 +19,48 @@ use strobe_store::{AgentCall, SUMMARY_CHARS, Store};
 /// let go (and counted in the log), since they are preparation long past.
 const PENDING_KEPT: usize = 64;
 
+/// What the record keeps of a call's arguments: their JSON text and the
+/// session they name.
+pub(crate) struct CallArgs {
+    json: String,
+    session: Option<String>,
+}
+
+impl CallArgs {
+    /// Taken from the request's arguments before the call consumes them.
+    pub(crate) fn of(args: Option<&JsonObject>) -> CallArgs {
+        CallArgs {
+            json: args
+                .and_then(|a| serde_json::to_string(a).ok())
+                .unwrap_or_else(|| "{}".to_string()),
+            session: args
+                .and_then(|a| a.get("sessionId"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+}
+
+/// Counts the bytes a serializer writes, keeping none of them.
+#[derive(Default)]
+struct ByteCount(u64);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The size of `value` as JSON, without building the text.
+fn json_size(value: &impl serde::Serialize) -> u64 {
+    let mut count = ByteCount::default();
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
+}
+
 /// One connection's audit trail.
 #[derive(Default)]
 pub(crate) struct Audit {
@@ -26,12 +68,13 @@ pub(crate) struct Audit {
 }
 
 impl Audit {
-    /// Records a finished call.
+    /// Records a finished call, given what [`CallArgs::of`] took from its
+    /// request before the request was handed on.
     pub(crate) fn record(
         &self,
         store: &Store,
         tool: &str,
-        args: Option<&JsonObject>,
+        args: CallArgs,
         started: SystemTime,
         took: Duration,
         reply: &Result<CallToolResponse, McpError>,
@@ -43,18 +86,12 @@ impl Audit {
                 .map_or(0, |d| d.as_micros() as i64),
             duration_us: took.as_micros() as i64,
             tool: tool.to_string(),
-            args: args.map_or_else(
-                || "{}".to_string(),
-                |a| Value::Object(a.clone()).to_string(),
-            ),
+            args: args.json,
             response_bytes,
             is_error,
             summary,
         };
-        let named = args
-            .and_then(|a| a.get("sessionId"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let named = args.session;
         let mut pending = self.pending.lock().expect("audit lock");
         let Some(session) = named.clone().or(reply_session.clone()) else {
             if pending.len() >= PENDING_KEPT {
@@ -86,12 +123,12 @@ impl Audit {
 fn describe(reply: &Result<CallToolResponse, McpError>) -> (u64, bool, String, Option<String>) {
     match reply {
         Ok(CallToolResponse::Complete(r)) => {
-            let bytes = serde_json::to_vec(r).map_or(0, |v| v.len() as u64);
+            let bytes = json_size(r);
             let text = r
                 .content
                 .iter()
                 .find_map(|c| c.as_text())
-                .map(|t| t.text.chars().take(SUMMARY_CHARS + 1).collect::<String>())
+                .map(|t| strobe_store::clip(&t.text, SUMMARY_CHARS))
                 .unwrap_or_default();
             let session = r
                 .structured_content
@@ -104,9 +141,9 @@ fn describe(reply: &Result<CallToolResponse, McpError>) -> (u64, bool, String, O
         // Strobe's tools always complete; other kinds carry no reply to size.
         Ok(_) => (0, false, String::new(), None),
         Err(e) => (
-            serde_json::to_vec(e).map_or(0, |v| v.len() as u64),
+            json_size(e),
             true,
-            e.message.to_string(),
+            strobe_store::clip(&e.message, SUMMARY_CHARS),
             None,
         ),
     }

@@ -114,10 +114,7 @@ impl StrobeServer {
 
     /// Settings for an existing session (its project's file applies).
     fn settings_for_session(&self, id: &str) -> (Settings, Vec<String>) {
-        let root = self.mgr.status(id).ok().map(|s| s.project_root);
-        let (s, w) = self.settings(root.as_deref().map(Path::new));
-        self.mgr.apply_settings(id, &s);
-        (s, w)
+        session_settings(&self.mgr, &self.home, id)
     }
 }
 
@@ -1017,6 +1014,15 @@ fn render_events(
     Ok((rendered, lines))
 }
 
+/// Settings for an existing session, re-read from disk with its project's
+/// file applied, and handed to the session; with their warnings.
+fn session_settings(mgr: &SessionManager, home: &StrobeHome, id: &str) -> (Settings, Vec<String>) {
+    let root = mgr.status(id).ok().map(|s| s.project_root);
+    let (s, w) = Settings::load(&home.settings_file(), root.as_deref().map(Path::new));
+    mgr.apply_settings(id, &s);
+    (s, w.into_iter().map(|w| w.to_string()).collect())
+}
+
 /// Adds and removes trace patterns on a live session, as `debug_trace`
 /// with `sessionId` does (the session's project settings apply), for
 /// callers beside MCP (the web UI).
@@ -1026,9 +1032,8 @@ pub fn trace_session(
     add: &[String],
     remove: &[String],
 ) -> Result<Value, ToolError> {
-    let root = mgr.status(session_id)?.project_root;
-    let (settings, warnings) = Settings::load(&mgr.home().settings_file(), Some(Path::new(&root)));
-    mgr.apply_settings(session_id, &settings);
+    mgr.status(session_id)?;
+    let (settings, warnings) = session_settings(mgr, mgr.home(), session_id);
     let mut resp = mgr.trace(
         Some(session_id),
         add,
@@ -1036,8 +1041,7 @@ pub fn trace_session(
         &strobe_session::trace::TraceOptions::default(),
         &settings,
     )?;
-    resp.warnings
-        .extend(warnings.into_iter().map(|w| w.to_string()));
+    resp.warnings.extend(warnings);
     Ok(serde_json::to_value(&resp).expect("serializable"))
 }
 
@@ -1111,7 +1115,7 @@ impl ServerHandler for StrobeServer {
             ));
         }
         let tool = request.name.to_string();
-        let args = request.arguments.clone();
+        let args = crate::audit::CallArgs::of(request.arguments.as_ref());
         let started = std::time::SystemTime::now();
         let clock = std::time::Instant::now();
         let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
@@ -1119,7 +1123,7 @@ impl ServerHandler for StrobeServer {
         self.audit.record(
             self.mgr.store(),
             &tool,
-            args.as_ref(),
+            args,
             started,
             clock.elapsed(),
             &reply,

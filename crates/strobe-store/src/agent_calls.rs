@@ -30,7 +30,8 @@ pub struct AgentCall {
     pub response_bytes: u64,
     /// Whether the reply was an error.
     pub is_error: bool,
-    /// The start of the reply's text.
+    /// The start of the reply's text, already cut by the caller (see [`clip`]
+    /// and [`SUMMARY_CHARS`]), which should not copy a long reply to cut it here.
     pub summary: String,
 }
 
@@ -96,7 +97,7 @@ pub(crate) fn record(
                 clip(&c.args, MAX_ARGS_CHARS),
                 c.response_bytes as i64,
                 c.is_error,
-                clip(&c.summary, SUMMARY_CHARS),
+                c.summary,
             ])?;
         }
     }

@@ -21,7 +21,7 @@ mod names;
 pub mod synthetic;
 pub mod timeline;
 
-pub use names::Names;
+use names::Names;
 
 /// Why a view could not be built.
 #[derive(Debug, thiserror::Error)]

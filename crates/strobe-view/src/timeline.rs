@@ -189,7 +189,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 EventKind::Stdout | EventKind::Stderr => {
                     output_counts[column(h.ts_ns)] += 1;
                     if output.len() <= MAX_ITEMS {
-                        output.push(item(e, kind));
+                        output.push(Item::of(e, kind, TEXT_CHARS));
                     }
                 }
                 EventKind::Crash
@@ -198,7 +198,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 | EventKind::ProcessExit => {
                     marker_counts[column(h.ts_ns)] += 1;
                     if markers.len() <= MAX_ITEMS {
-                        markers.push(item(e, kind));
+                        markers.push(Item::of(e, kind, TEXT_CHARS));
                     }
                 }
             }
@@ -341,17 +341,18 @@ fn event_at(store: &Store, key: i64, seq: u64) -> Result<Option<Event>, ViewErro
     Ok(page.events.into_iter().next())
 }
 
-fn item(e: &strobe_core::event::Event, kind: EventKind) -> Item {
-    let text = String::from_utf8_lossy(&e.payload)
-        .chars()
-        .take(TEXT_CHARS)
-        .collect();
-    Item {
-        ts_ns: e.header.ts_ns,
-        kind: kind.name(),
-        seq: e.seq,
-        pid: e.header.pid,
-        tid: e.header.tid,
-        text,
+impl Item {
+    /// An output line or marker from its event, its text cut to
+    /// `max_chars` characters (and saying so).
+    pub fn of(e: &Event, kind: EventKind, max_chars: usize) -> Item {
+        let text = String::from_utf8_lossy(&e.payload);
+        Item {
+            ts_ns: e.header.ts_ns,
+            kind: kind.name(),
+            seq: e.seq,
+            pid: e.header.pid,
+            tid: e.header.tid,
+            text: strobe_store::clip(text.trim_end_matches('\n'), max_chars),
+        }
     }
 }

@@ -71,7 +71,7 @@ pub struct WebConfig {
     /// The built web UI (`ui/dist`); `None` serves the API and a page
     /// saying how to build the UI.
     pub ui_dir: Option<PathBuf>,
-    /// Counts the open live streams: the host treats them as clients
+    /// The host's count of clients, which each open live stream adds to
     /// (a daemon watched in a browser does not idle out).
     pub viewers: Arc<AtomicUsize>,
 }

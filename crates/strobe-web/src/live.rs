@@ -181,20 +181,10 @@ fn poll(state: &State, id: &str, c: &mut Cursor) -> Result<Vec<Value>, String> {
                 c.output_seq = Some(e.seq);
             }
         }
-        let items: Vec<Value> = page
+        let items: Vec<strobe_view::timeline::Item> = page
             .events
             .iter()
-            .map(|e| {
-                let text = String::from_utf8_lossy(&e.payload);
-                json!({
-                    "tsNs": e.header.ts_ns,
-                    "kind": if e.header.kind == EventKind::Stderr as u8 { "stderr" } else { "stdout" },
-                    "seq": e.seq,
-                    "pid": e.header.pid,
-                    "tid": e.header.tid,
-                    "text": strobe_store::clip(text.trim_end_matches('\n'), LINE_CHARS),
-                })
-            })
+            .filter_map(|e| Some(strobe_view::timeline::Item::of(e, e.kind()?, LINE_CHARS)))
             .collect();
         out.push(json!({"type": "output", "items": items, "skipped": skipped}));
     } else if c.output_seq.is_none() {
