@@ -126,12 +126,10 @@ fn stop_tree(child: &mut Child) {
         }
     }
     signal(child.id(), 15);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if wait_until(Duration::from_secs(5), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    }) {
+        return;
     }
     let _ = child.kill();
     let _ = child.wait();

@@ -85,13 +85,16 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let result = std::panic::catch_unwind(AssertUnwindSafe(f));
     drop(std::panic::take_hook());
     std::panic::set_hook(Box::new(move |info| previous(info)));
-    result.map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "the window system failed".into())
-    })
+    result.map_err(|panic| panic_text(panic.as_ref(), "the window system failed"))
+}
+
+/// A caught panic's message, or `fallback` when it carried none.
+pub fn panic_text(panic: &(dyn std::any::Any + Send), fallback: &str) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| fallback.to_string())
 }
 
 /// Runs on the main thread once the event loop is up.
@@ -133,7 +136,7 @@ fn setup(
     };
     // For scripts and tests: which process is the app, and its tray mode.
     let info = serde_json::json!({"pid": std::process::id(), "tray": tray_mode});
-    if let Err(e) = std::fs::write(info_file, info.to_string()) {
+    if let Err(e) = strobe_core::files::write_atomically(info_file, info.to_string().as_bytes()) {
         tracing::warn!("cannot write {}: {e}", info_file.display());
     }
 }

@@ -6,7 +6,6 @@
 
 use std::process::ExitCode;
 use strobe_core::StrobeHome;
-use strobe_daemon::DaemonOptions;
 
 /// Whether a window could be shown at all (X11 or Wayland).
 pub fn has_display() -> bool {
@@ -28,10 +27,7 @@ pub fn run(home: StrobeHome) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(strobe_daemon::run_daemon_with(
-        home.clone(),
-        DaemonOptions::default(),
-    )) {
+    match runtime.block_on(strobe_daemon::run_daemon(home.clone())) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!(

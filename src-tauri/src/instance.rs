@@ -7,10 +7,8 @@
 //! its window and exits. No signals: a process is only ever asked, over a
 //! socket that only this user can open.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -35,7 +33,7 @@ pub enum Claim {
 /// The first app's hold on its home: the lock (released when the process
 /// ends, however it ends) and the socket that later instances talk to.
 pub struct Instance {
-    _lock: File,
+    _lock: strobe_daemon::lock::DaemonLock,
     listener: Option<UnixListener>,
     socket: PathBuf,
 }
@@ -46,22 +44,10 @@ pub fn claim(home: &StrobeHome) -> io::Result<Claim> {
     home.ensure()?;
     let lock_path = home.root().join("app.lock");
     let socket = home.root().join("app.sock");
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)?;
-    // SAFETY: flock(2) on a descriptor we own.
-    let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-    if !locked {
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(err);
-        }
+    let Some(lock) = strobe_daemon::lock::try_lock(&lock_path)? else {
         ask_to_show(&socket)?;
         return Ok(Claim::AskedFirst);
-    }
+    };
     // We hold the lock: a socket file here is a dead app's.
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket)?;

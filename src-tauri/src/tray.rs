@@ -15,7 +15,7 @@ use crate::daemon_host::HostState;
 use crate::status::{Api, Snapshot};
 use crate::window;
 use std::panic::AssertUnwindSafe;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tauri::image::Image;
 use tauri::menu::{IsMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
@@ -72,11 +72,7 @@ pub fn create(app: &AppHandle, host: watch::Receiver<HostState>) -> Result<TrayI
         Ok(Err(e)) => Err(format!("cannot create the tray icon: {e}")),
         Err(panic) => Err(format!(
             "creating the tray icon panicked: {}",
-            panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("?")
+            crate::app::panic_text(panic.as_ref(), "?")
         )),
     }
 }
@@ -143,7 +139,7 @@ impl View {
         };
         let snapshot = Api::from_ui_url(url)
             .ok_or_else(|| std::io::Error::other("unexpected UI URL"))
-            .and_then(|api| Snapshot::fetch(&api, now_ms()));
+            .and_then(|api| Snapshot::fetch(&api, strobe_core::clock::unix_millis()));
         match snapshot {
             Ok(s) => View {
                 headline: format!("Strobe: {}", s.running()),
@@ -254,10 +250,4 @@ fn build_menu(
 /// Menu text shows `&` as a mnemonic marker; keep it literal.
 fn menu_text(s: &str) -> String {
     s.replace('&', "&&")
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

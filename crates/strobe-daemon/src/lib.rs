@@ -11,7 +11,7 @@
 //!   replays the client's `initialize`, and carries on.
 
 pub mod daemon;
-mod lock;
+pub mod lock;
 pub mod proxy;
 
 pub use daemon::{DaemonError, DaemonOptions, run as run_daemon, run_with as run_daemon_with};

@@ -1,5 +1,6 @@
-//! The daemon's exclusive lock (flock: released by the kernel when the
-//! process dies, however it dies).
+//! An exclusive lock file (flock: released by the kernel when the process
+//! dies, however it dies): the daemon's, and the desktop app's single
+//! instance.
 
 use std::fs::{File, OpenOptions};
 use std::io;
