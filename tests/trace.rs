@@ -1126,3 +1126,50 @@ async fn watch_requests_are_validated() {
     assert_eq!(w.len(), 32, "all 32 watches are read in every call");
     assert_eq!(w["w0"], "<unreadable 0x1000>");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn char_pointer_arguments_show_their_strings() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("cstrings");
+    trace(&c, json!({"add": ["prepare", "spellings", "raw_bytes"]})).await;
+    let (id, _) = c.launch(&exe, &[]).await;
+    let ended = c.wait_ended(&id).await;
+    assert_eq!(ended["exitCode"], 0, "{ended}");
+    let values = |e: &Value| -> Vec<Value> {
+        e["arguments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["value"].clone())
+            .collect()
+    };
+    // `sql` comes after a pointer to a 40-level struct graph that shares
+    // its `const char` type (SQLite's sqlite3_prepare_v2(db, zSql, …)).
+    let prepare = calls_of(&c, &id, "function_enter", "prepare").await;
+    let args = &prepare[0]["arguments"];
+    assert_eq!(args[1]["type"], "char *", "{args}");
+    assert_eq!(args[1]["value"], "SELECT 1", "{args}");
+    assert_eq!(args[0]["value"]["tag"], "first", "{args}");
+    let spell = calls_of(&c, &id, "function_enter", "spellings").await;
+    assert_eq!(
+        values(&spell[0]),
+        [
+            "plain",
+            "const",
+            "volatile",
+            "const volatile",
+            "typedef char",
+            "typedef ptr",
+            "typedef const",
+            "unsigned",
+            "signed",
+            "const unsigned"
+        ],
+        "{}",
+        spell[0]
+    );
+    // Bytes that are not UTF-8 are marked, not replaced.
+    let raw = calls_of(&c, &id, "function_enter", "raw_bytes").await;
+    assert_eq!(values(&raw[0]), ["caf\\xe9 \\xff!"], "{}", raw[0]);
+}

@@ -1093,8 +1093,22 @@ fn float_json(f: f64) -> Value {
     }
 }
 
-fn text(data: &[u8], cut: bool) -> Value {
-    let mut s = String::from_utf8_lossy(data).into_owned();
+/// A string read from the target: bytes that are not UTF-8 are shown as
+/// `\xNN` (a lossy U+FFFD would hide which bytes they were); `…` marks a
+/// string cut at the read limit.
+pub(crate) fn text(data: &[u8], cut: bool) -> Value {
+    let mut s = String::with_capacity(data.len());
+    let mut chunks = data.utf8_chunks().peekable();
+    while let Some(chunk) = chunks.next() {
+        s.push_str(chunk.valid());
+        // A character split by the read limit is not an invalid byte.
+        if cut && chunks.peek().is_none() {
+            break;
+        }
+        for b in chunk.invalid() {
+            s.push_str(&format!("\\x{b:02x}"));
+        }
+    }
     if cut {
         s.push('…');
     }
@@ -1510,6 +1524,14 @@ pub fn hint_size(hint: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use strobe_symbols::Member;
+
+    #[test]
+    fn strings_mark_invalid_utf8_bytes() {
+        assert_eq!(text(b"caf\xc3\xa9", false), "café");
+        assert_eq!(text(b"caf\xe9 \xff!", false), "caf\\xe9 \\xff!");
+        // Cut inside a character: the partial character is dropped.
+        assert_eq!(text(b"ab\xc3", true), "ab…");
+    }
 
     fn int(t: &mut TypeTable, name: &str, size: u8, signed: bool) -> TypeId {
         t.push(Type::Int {

@@ -16,6 +16,9 @@ use std::sync::Arc;
 
 pub(crate) type R = EndianArcSlice<RunTimeEndian>;
 
+/// How deep type reading recurses before deferring (bounds the stack).
+const TYPE_NESTING: u32 = 64;
+
 /// One decoded row of a line table.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LineRow {
@@ -46,6 +49,8 @@ pub struct DebugInfo {
     pub(crate) eh_frame: Option<crate::scope::FrameTable>,
     table: TypeTable,
     type_ids: HashMap<(u64, u64), TypeId>,
+    /// Types nested too deep to read on the stack, read after it unwinds.
+    deferred: Vec<(u64, UnitOffset, TypeId)>,
     /// Function code ranges (image offsets) → unit, for line lookups.
     ranges: Vec<(u64, u64, u64)>,
 }
@@ -85,6 +90,7 @@ impl DebugInfo {
             units: HashMap::new(),
             table: TypeTable::default(),
             type_ids: HashMap::new(),
+            deferred: Vec::new(),
             ranges,
         })
     }
@@ -367,22 +373,38 @@ impl DebugInfo {
 
     /// Interns the type at `off` in `unit` (recursive types are tied through
     /// a placeholder, so a linked-list node refers to itself by id).
+    ///
+    /// Nesting deeper than [`TYPE_NESTING`] is not cut: the type keeps its
+    /// placeholder id and is read when the outermost call unwinds. A cut
+    /// type would be interned as `void` for good, and DIEs are shared, so
+    /// the `const char` of a string parameter read after a deep struct graph
+    /// (SQLite's `sqlite3 *db` before `const char *zSql`) was a `void *`.
     pub(crate) fn type_at(&mut self, unit: u64, off: UnitOffset, depth: u32) -> TypeId {
         let key = (unit, off.0 as u64);
         if let Some(id) = self.type_ids.get(&key) {
             return *id;
         }
-        if depth > 64 {
-            return VOID;
-        }
         let id = self.table.push(Type::Void);
         self.type_ids.insert(key, id);
+        if depth > TYPE_NESTING {
+            self.deferred.push((unit, off, id));
+            return id;
+        }
+        self.fill(unit, off, depth, id);
+        if depth == 0 {
+            while let Some((unit, off, id)) = self.deferred.pop() {
+                self.fill(unit, off, 0, id);
+            }
+        }
+        id
+    }
+
+    fn fill(&mut self, unit: u64, off: UnitOffset, depth: u32, id: TypeId) {
         let t = self.read_type(unit, off, depth).unwrap_or(Type::Opaque {
             name: "?".into(),
             size: None,
         });
         self.table.set(id, t);
-        id
     }
 
     fn read_type(&mut self, unit: u64, off: UnitOffset, depth: u32) -> Option<Type> {
@@ -518,10 +540,11 @@ impl DebugInfo {
             | gimli::DW_TAG_volatile_type
             | gimli::DW_TAG_restrict_type
             | gimli::DW_TAG_atomic_type => {
-                let t = target(self);
+                // Unnamed: the target may still be a placeholder, so its
+                // name is looked up when asked for (`TypeTable::name`).
                 Type::Typedef {
-                    name: self.table.name(t),
-                    target: t,
+                    name: String::new(),
+                    target: target(self),
                 }
             }
             gimli::DW_TAG_typedef => Type::Typedef {

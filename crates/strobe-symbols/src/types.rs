@@ -74,9 +74,10 @@ pub enum Type {
         /// Element count (`None` for `T[]`).
         count: Option<u64>,
     },
-    /// A typedef (or Rust type alias).
+    /// A typedef (or Rust type alias); also a `const`/`volatile`/`restrict`
+    /// qualifier, with an empty name.
     Typedef {
-        /// The alias.
+        /// The alias (empty for a qualifier: named as its target).
         name: String,
         /// What it stands for.
         target: TypeId,
@@ -223,6 +224,10 @@ impl TypeTable {
                 } else {
                     format!("{inner} *")
                 }
+            }
+            // A qualifier (`const`, `volatile`) is an unnamed typedef.
+            Type::Typedef { name, target } if name.is_empty() => {
+                self.name_depth(*target, depth + 1)
             }
             Type::Struct { name, .. } | Type::Typedef { name, .. } => name.clone(),
             Type::Array { elem, count } => match count {

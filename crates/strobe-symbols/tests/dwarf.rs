@@ -459,3 +459,68 @@ fn type_info_names_demangle() {
     );
     assert_eq!(demangle_type_name("not a name!"), "not a name!");
 }
+
+#[test]
+fn char_pointers_resolve_through_qualifiers_typedefs_and_deep_type_graphs() {
+    use strobe_symbols::{DebugInfo, Type};
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "gcc", "cstrings.c", "cstrings", &["-g", "-O0"]);
+    let idx = build_index(&exe).unwrap();
+    let mut di = DebugInfo::open(&idx).unwrap();
+    // Is `ty` a pointer whose target is, under qualifiers and typedefs, a
+    // one-byte character type?
+    let char_pointer = |di: &DebugInfo, ty| {
+        let t = di.types();
+        let Type::Pointer { target, .. } = t.get(t.strip(ty)) else {
+            return false;
+        };
+        matches!(
+            t.get(t.strip(*target)),
+            Type::Int {
+                size: 1,
+                is_char: true,
+                ..
+            }
+        )
+    };
+    // `db`'s type is read first and nests 40 structs deep; every one holds
+    // a `const char *`, the same DIE as `sql`'s.
+    let sig = di.signature(get(&idx, "prepare").die.unwrap()).unwrap();
+    let t = di.types();
+    assert_eq!(t.name(sig.params[1].1), "char *");
+    assert!(char_pointer(&di, sig.params[1].1), "sql: {:?}", sig.params);
+    // The last struct of the chain is complete too, not cut to void.
+    let mut ty = sig.params[0].1;
+    for level in 0..40 {
+        let t = di.types();
+        let Type::Pointer { target, .. } = t.get(t.strip(ty)) else {
+            panic!("level {level}: {:?}", t.get(ty))
+        };
+        let Type::Struct { members, .. } = t.get(t.strip(*target)) else {
+            panic!("level {level}: {:?}", t.get(*target))
+        };
+        assert!(char_pointer(&di, members[1].ty), "level {level}");
+        assert_eq!(t.name(members[1].ty), "char *", "level {level}");
+        ty = members[0].ty;
+    }
+    let sig = di.signature(get(&idx, "spellings").die.unwrap()).unwrap();
+    for (name, ty) in &sig.params {
+        assert!(char_pointer(&di, *ty), "{name}: {}", di.types().name(*ty));
+    }
+    let names: Vec<String> = sig.params.iter().map(|p| di.types().name(p.1)).collect();
+    assert_eq!(
+        names,
+        [
+            "char *",
+            "char *",
+            "char *",
+            "char *",
+            "mychar *",
+            "cstr",
+            "const_mystr",
+            "unsigned char *",
+            "signed char *",
+            "unsigned char *"
+        ]
+    );
+}
