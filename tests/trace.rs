@@ -1173,3 +1173,46 @@ async fn char_pointer_arguments_show_their_strings() {
     let raw = calls_of(&c, &id, "function_enter", "raw_bytes").await;
     assert_eq!(values(&raw[0]), ["caf\\xe9 \\xff!"], "{}", raw[0]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_load_evicts_calls_but_never_the_programs_output() {
+    // 100,000 traced calls (200,000 events) against a cap of 2,000 calls.
+    let env = Env::with_settings(json!({"events.maxPerSession": 2_000}));
+    let c = env.client().await;
+    trace(&c, json!({"add": ["work"], "sampling": false})).await;
+    let exe = fixture("chatty_loop");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["exitCode"], 0, "{s}");
+    let evicted = s["events"]["evicted"].as_u64().unwrap();
+    assert!(evicted >= 190_000, "the calls were evicted: {s}");
+    assert_eq!(s["events"]["evictedOutput"], 0, "{s}");
+
+    let out = all(&c, &id, json!({"eventType": "stdout"})).await;
+    assert_eq!(out.len(), 100, "every output line is kept");
+    assert_eq!(out[0]["text"], "progress 0");
+    assert_eq!(out[99]["text"], "progress 99000");
+    let err = c.events(&id, Some("stderr")).await;
+    assert!(err[0]["text"].as_str().unwrap().starts_with("done"));
+    let exits = all(&c, &id, json!({"eventType": "process_exit"})).await;
+    assert_eq!(exits.len(), 1);
+
+    // The reply says which events went and which setting keeps more.
+    let q = c
+        .reply(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "stdout", "limit": 5}),
+        )
+        .await;
+    let text = &q.text;
+    assert!(
+        text.contains("function calls were evicted") && text.contains("events.maxPerSession"),
+        "{text}"
+    );
+}

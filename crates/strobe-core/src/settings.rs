@@ -14,8 +14,13 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Settings {
-    /// `events.maxPerSession`: events kept per session; older ones are evicted (counted).
+    /// `events.maxPerSession`: function-call events (enter/exit) kept per session; older
+    /// ones are evicted first (counted).
     pub max_events_per_session: u64,
+    /// `events.maxOutputPerSession`: the program's other events (output, crashes, exits,
+    /// snapshots, logpoints) kept per session, apart from the calls, so trace load never
+    /// evicts them; older ones are evicted (counted).
+    pub max_output_events_per_session: u64,
     /// `test.statusRetryMs`: base polling delay suggested for test status.
     pub test_status_retry_ms: u64,
     /// `daemon.idleTimeoutMs`: idle time (no clients, no live sessions) before the daemon exits.
@@ -42,6 +47,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             max_events_per_session: 200_000,
+            max_output_events_per_session: 200_000,
             test_status_retry_ms: 5_000,
             daemon_idle_timeout_ms: 30 * 60 * 1000,
             retention_days: 7,
@@ -84,6 +90,12 @@ const INT_FIELDS: &[IntField] = &[
     (
         "events.maxPerSession",
         |s| &mut s.max_events_per_session,
+        1,
+        10_000_000,
+    ),
+    (
+        "events.maxOutputPerSession",
+        |s| &mut s.max_output_events_per_session,
         1,
         10_000_000,
     ),

@@ -244,8 +244,12 @@ impl StrobeServer {
                         }
                         if s.events.evicted > 0 || s.events.dropped > 0 {
                             text.push_str(&format!(
-                                " ({} evicted by events.maxPerSession, {} dropped)",
-                                s.events.evicted, s.events.dropped
+                                " ({} evicted: {} calls by events.maxPerSession, {} output by \
+                                 events.maxOutputPerSession; {} dropped)",
+                                s.events.evicted,
+                                s.events.evicted - s.events.evicted_output,
+                                s.events.evicted_output,
+                                s.events.dropped
                             ));
                         }
                         (
@@ -926,10 +930,7 @@ fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), To
     let mut notes = Vec::new();
     if status.events.evicted > 0 {
         v["eventsEvicted"] = json!(status.events.evicted);
-        notes.push(format!(
-            "{} oldest events were evicted by events.maxPerSession; raise it in settings.json to keep more",
-            status.events.evicted
-        ));
+        notes.push(eviction_note(&status.events));
     }
     if status.events.dropped > 0 {
         v["eventsDropped"] = json!(status.events.dropped);
@@ -1128,6 +1129,28 @@ impl ServerHandler for StrobeServer {
             clock.elapsed(),
             &reply,
         );
+
+/// Says which events were evicted and which setting keeps more: function
+/// calls go first, under their own cap, so output is evicted only by its own.
+fn eviction_note(events: &strobe_session::EventCounts) -> String {
+    let calls = events.evicted - events.evicted_output;
+    let mut parts = Vec::new();
+    if calls > 0 {
+        parts.push(format!(
+            "{calls} oldest function calls were evicted (events.maxPerSession; output, crashes and exits are kept apart)"
+        ));
+    }
+    if events.evicted_output > 0 {
+        parts.push(format!(
+            "{} oldest output/crash/exit events were evicted (events.maxOutputPerSession)",
+            events.evicted_output
+        ));
+    }
+    format!(
+        "{}; raise it in settings.json to keep more",
+        parts.join("; ")
+    )
+}
         reply
     }
 

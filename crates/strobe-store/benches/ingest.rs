@@ -34,7 +34,30 @@ fn batch(start: u64, n: usize, payload: &[u8], kind: EventKind) -> EventBatch {
     b
 }
 
+/// A traced program that logs: exits with an output line every 1,000 events.
+fn mixed(start: u64, n: usize, line: &[u8]) -> EventBatch {
+    let b = batch(start, n, b"", EventKind::FunctionExit);
+    let mut out = EventBatch::with_capacity(n, n / 1000 * line.len() + line.len());
+    for (i, h) in b.headers.iter().enumerate() {
+        let seq = start + i as u64;
+        if seq % 1000 == 0 {
+            let mut o = *h;
+            o.kind = EventKind::Stdout as u8;
+            o.func_id = 0;
+            out.push(o, line);
+        } else {
+            out.push(*h, b"");
+        }
+    }
+    out
+}
+
 fn chunked(total: u64, payload: &[u8], kind: EventKind) -> f64 {
+    chunked_with(total, total * 2, |start, n| batch(start, n, payload, kind))
+}
+
+/// Events/s into a session whose caps are `cap` each, fed by `make`.
+fn chunked_with(total: u64, cap: u64, make: impl Fn(u64, usize) -> EventBatch) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("bench.db")).unwrap();
     let (key, _) = store
@@ -44,30 +67,33 @@ fn chunked(total: u64, payload: &[u8], kind: EventKind) -> f64 {
             project_root: "/".into(),
             launch_json: "{}".into(),
             started_at: 0,
-            event_cap: total * 2,
+            caps: strobe_store::EventCaps::both(cap),
         })
         .unwrap();
     let per = 4096;
     let t = Instant::now();
     let mut sent = 0;
     while sent < total {
-        store.append(key, batch(sent, per, payload, kind)).unwrap();
+        store.append(key, make(sent, per)).unwrap();
         sent += per as u64;
     }
     store.flush().unwrap();
     let secs = t.elapsed().as_secs_f64();
-    // Prove the rows are queryable: count everything, fetch the last page.
+    // Prove the rows are queryable and counted: stored + evicted is
+    // everything, and the last page reads.
+    let row = store.session("bench").unwrap().unwrap();
+    assert_eq!(row.event_count + row.evicted, sent);
     let q = store
         .query(
             key,
             &EventFilter::default(),
             QueryPage {
-                offset: sent - 10,
+                offset: row.event_count - 10,
                 limit: 10,
             },
         )
         .unwrap();
-    assert_eq!(q.total_count, sent);
+    assert_eq!(q.total_count, row.event_count);
     assert_eq!(q.events.len(), 10);
     store.close().unwrap();
     sent as f64 / secs
@@ -129,6 +155,17 @@ fn main() {
     println!(
         "  chunked store, 51-byte output lines:     {:>12.0} events/s",
         out
+    );
+    let unevicted = chunked_with(total, total * 2, |s, n| mixed(s, n, line));
+    let evicting = chunked_with(total, 200_000, |s, n| mixed(s, n, line));
+    println!(
+        "  trace + 1 line per 1,000, no eviction:   {:>12.0} events/s",
+        unevicted
+    );
+    println!(
+        "  same, caps 200,000 (calls evicted, output kept): {:>4.0} events/s ({:.2}x)",
+        evicting,
+        evicting / unevicted
     );
     let naive_total = total.min(1_000_000);
     let naive = row_per_event(naive_total, line);

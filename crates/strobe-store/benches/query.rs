@@ -15,7 +15,7 @@ fn fill(store: &Store, id: &str, total: u64) -> i64 {
             project_root: "/".into(),
             launch_json: "{}".into(),
             started_at: 0,
-            event_cap: total * 2,
+            caps: strobe_store::EventCaps::both(total * 2),
         })
         .unwrap();
     let mut i = 0u64;

@@ -14,6 +14,10 @@ pub const MAX_CHUNK_EVENTS: usize = 4096;
 pub const MAX_CHUNK_BYTES: usize = 1 << 20;
 /// Number of kind slots in `kind_counts` (discriminants 0..16).
 pub const KIND_SLOTS: usize = 16;
+/// Kind byte of a gap record: not an event, it advances the sequence number
+/// by its varint. Chunks rewritten by eviction (trace events removed, the
+/// output kept) use it, so every kept event keeps its id.
+const GAP_KIND: u8 = 0xff;
 
 /// Summary of a chunk, stored in its row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +26,9 @@ pub struct ChunkSummary {
     pub first_seq: u64,
     /// Number of events.
     pub count: u32,
+    /// Sequence numbers the chunk covers (`first_seq .. first_seq + span`):
+    /// `count`, plus the ids skipped by gaps in a rewritten chunk.
+    pub span: u64,
     /// Smallest timestamp.
     pub ts_min: u64,
     /// Largest timestamp.
@@ -223,6 +230,14 @@ pub struct ChunkBuilder {
     funcs: std::collections::HashMap<(u32, u8), u32>,
 }
 
+/// The kinds eviction treats as trace load (evicted first, under
+/// `events.maxPerSession`); every other kind is the program's own evidence
+/// (output, crashes, exits, snapshots, logpoints), kept under a budget of its
+/// own.
+pub fn is_trace_kind(kind: u8) -> bool {
+    kind == EventKind::FunctionEnter as u8 || kind == EventKind::FunctionExit as u8
+}
+
 impl ChunkBuilder {
     /// Starts a chunk whose first event will get `first_seq`.
     pub fn new(first_seq: u64) -> Self {
@@ -231,6 +246,7 @@ impl ChunkBuilder {
             summary: ChunkSummary {
                 first_seq,
                 count: 0,
+                span: 0,
                 ts_min: u64::MAX,
                 ts_max: 0,
                 kind_mask: 0,
@@ -245,10 +261,33 @@ impl ChunkBuilder {
         }
     }
 
+    /// The sequence number the next pushed event gets.
+    pub fn next_seq(&self) -> u64 {
+        self.summary.first_seq + self.summary.span
+    }
+
+    /// Appends one event with id `seq` (at least [`Self::next_seq`]): the ids
+    /// in between are recorded as a gap, as in a chunk whose trace events
+    /// were evicted.
+    ///
+    /// # Panics
+    /// When `seq` is below [`Self::next_seq`] (ids only grow).
+    pub fn push_at(&mut self, seq: u64, h: &EventHeader, payload: &[u8]) {
+        let next = self.next_seq();
+        assert!(seq >= next, "event ids only grow ({seq} < {next})");
+        if seq > next {
+            self.data.push(GAP_KIND);
+            put_varint(&mut self.data, seq - next);
+            self.summary.span += seq - next;
+        }
+        self.push(h, payload);
+    }
+
     /// Appends one event.
     pub fn push(&mut self, h: &EventHeader, payload: &[u8]) {
         let s = &mut self.summary;
         s.count += 1;
+        s.span += 1;
         s.ts_min = s.ts_min.min(h.ts_ns);
         s.ts_max = s.ts_max.max(h.ts_ns);
         s.kind_mask |= 1 << (h.kind as u32 % 32);
@@ -337,10 +376,15 @@ pub fn decode(
     let mut seq = first_seq;
     let mut ts = 0u64;
     while pos < data.len() {
-        if pos + 2 > data.len() {
+        if pos + 2 > data.len() && data[pos] != GAP_KIND {
             return Err("truncated event header");
         }
         let kind = data[pos];
+        if kind == GAP_KIND {
+            pos += 1;
+            seq = seq.saturating_add(get_varint(data, &mut pos)?);
+            continue;
+        }
         let flags = data[pos + 1];
         pos += 2;
         ts = ts.wrapping_add(unzigzag(get_varint(data, &mut pos)?) as u64);
@@ -498,5 +542,29 @@ mod tests {
             }
             assert!(decode_all(&data[..cut], 1).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn gaps_keep_the_ids_of_the_events_after_them() {
+        let mut b = ChunkBuilder::new(100);
+        let out = |ts| EventHeader {
+            ts_ns: ts,
+            kind: EventKind::Stdout as u8,
+            ..Default::default()
+        };
+        b.push_at(100, &out(1), b"first");
+        b.push_at(105, &out(2), b"second");
+        b.push_at(106, &out(3), b"third");
+        b.push_at(4200, &out(4), b"last");
+        assert_eq!(b.next_seq(), 4201);
+        let (summary, data) = b.finish();
+        assert_eq!((summary.count, summary.span), (4, 4101));
+        assert_eq!(summary.kind_counts[EventKind::Stdout as usize], 4);
+        let events = decode_all(&data, 100).unwrap();
+        let ids: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(ids, [100, 105, 106, 4200]);
+        assert_eq!(events[3].payload, b"last");
+        assert_eq!(events[3].header.ts_ns, 4);
+        assert!(decode_all(&data[..data.len() - 1], 100).is_err());
     }
 }

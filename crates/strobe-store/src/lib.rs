@@ -29,6 +29,8 @@ mod writer;
 pub use agent_calls::{AgentCall, AgentCallRow, MAX_ARGS_CHARS, SUMMARY_CHARS, clip};
 pub use error::StoreError;
 pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
-pub use sessions::{CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate};
+pub use sessions::{
+    CaptureBlob, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
+};
 pub use test_history::{RUNS_KEPT, TestBaseline, TestDurations};
 pub use writer::{PurgeReport, Store};

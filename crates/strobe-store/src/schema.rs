@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     evicted        INTEGER NOT NULL DEFAULT 0,
     dropped        INTEGER NOT NULL DEFAULT 0,
     stored_bytes   INTEGER NOT NULL DEFAULT 0,
-    pids           TEXT NOT NULL DEFAULT ''
+    pids           TEXT NOT NULL DEFAULT '',
+    evicted_output INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id           INTEGER PRIMARY KEY,
@@ -110,9 +111,26 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// Creates the schema if it is missing.
+/// Columns added after a table was first released: (table, column, definition).
+/// A database made before one of them gets it on open.
+const ADDED_COLUMNS: &[(&str, &str, &str)] =
+    &[("sessions", "evicted_output", "INTEGER NOT NULL DEFAULT 0")];
+
+/// Creates the schema if it is missing and adds columns older databases lack.
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
+    for (table, column, definition) in ADDED_COLUMNS {
+        let present: bool = conn.query_row(
+            &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+            [column],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !present {
+            conn.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+            ))?;
+        }
+    }
     conn.execute(
         "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1)",
         [SCHEMA_VERSION.to_string()],

@@ -17,8 +17,29 @@ pub struct NewSession {
     pub launch_json: String,
     /// Wall-clock start, ms since the epoch.
     pub started_at: i64,
-    /// Events kept before the oldest are evicted.
-    pub event_cap: u64,
+    /// How many events are kept before the oldest are evicted.
+    pub caps: EventCaps,
+}
+
+/// The per-session eviction budgets. Function calls (the trace load) and the
+/// program's own evidence (output, crashes, exits, snapshots, logpoints) are
+/// counted apart, so a flood of traced calls never evicts the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventCaps {
+    /// `events.maxPerSession`: function enter/exit events kept.
+    pub trace: u64,
+    /// `events.maxOutputPerSession`: every other event kept.
+    pub output: u64,
+}
+
+impl EventCaps {
+    /// The same budget for both.
+    pub fn both(n: u64) -> EventCaps {
+        EventCaps {
+            trace: n,
+            output: n,
+        }
+    }
 }
 
 /// Changes to a session's lifecycle columns; `None` leaves a column as it is.
@@ -71,8 +92,11 @@ pub struct SessionRow {
     pub retained: bool,
     /// Events currently stored.
     pub event_count: u64,
-    /// Events evicted by the per-session cap.
+    /// Events evicted by the per-session caps (function calls and output).
     pub evicted: u64,
+    /// Of `evicted`, the output, crash, exit, snapshot and logpoint events
+    /// (evicted only by `events.maxOutputPerSession`).
+    pub evicted_output: u64,
     /// Events lost before reaching the store.
     pub dropped: u64,
     /// Encoded bytes stored.
@@ -82,7 +106,8 @@ pub struct SessionRow {
 }
 
 const COLUMNS: &str = "key, id, binary_path, project_root, pid, started_at, ended_at, status, \
-     exit_code, exit_signal, end_reason, retained, event_count, evicted, dropped, stored_bytes, pids";
+     exit_code, exit_signal, end_reason, retained, event_count, evicted, dropped, stored_bytes, pids, \
+     evicted_output";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let pids: String = r.get(16)?;
@@ -104,6 +129,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         dropped: r.get::<_, i64>(14)? as u64,
         stored_bytes: r.get::<_, i64>(15)? as u64,
         pids: pids.split(',').filter_map(|p| p.parse().ok()).collect(),
+        evicted_output: r.get::<_, i64>(17)? as u64,
     })
 }
 
@@ -157,8 +183,10 @@ pub struct SessionStats {
     pub received: AtomicU64,
     /// Events committed and currently stored.
     pub stored: AtomicU64,
-    /// Events evicted by the per-session cap, oldest first.
+    /// Events evicted by the per-session caps, oldest first.
     pub evicted: AtomicU64,
+    /// Of `evicted`, the non-trace events (output, crashes, exits, …).
+    pub evicted_output: AtomicU64,
     /// Events lost before reaching the store (reported by producers).
     pub dropped: AtomicU64,
 }

@@ -2,12 +2,12 @@
 
 use crate::agent_calls::{self, AgentCall, AgentCallRow};
 use crate::calltree::CallTree;
-use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
+use crate::codec::{self, ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
 use crate::query::{self, EventFilter, QueryPage, QueryResult};
 use crate::schema;
 use crate::sessions::{
-    self, CaptureBlob, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
+    self, CaptureBlob, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
 };
 use crate::test_history::{self, TestBaseline, TestDurations};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
@@ -36,7 +36,7 @@ enum Msg {
     Create(NewSession, Reply<(i64, Arc<SessionStats>)>),
     Captures(i64, Vec<CaptureBlob>),
     Update(i64, SessionUpdate),
-    SetCap(i64, u64),
+    SetCaps(i64, EventCaps),
     Append(i64, EventBatch),
     Functions(i64, Vec<FunctionRow>),
     Threads(i64, u32, Vec<(u32, String)>),
@@ -112,10 +112,10 @@ impl Store {
             .map_err(|_| StoreError::WriterGone)
     }
 
-    /// Changes a session's event cap (settings are re-read on every tool call).
-    pub fn set_event_cap(&self, key: i64, cap: u64) -> Result<(), StoreError> {
+    /// Changes a session's event caps (settings are re-read on every tool call).
+    pub fn set_event_caps(&self, key: i64, caps: EventCaps) -> Result<(), StoreError> {
         self.tx
-            .send(Msg::SetCap(key, cap))
+            .send(Msg::SetCaps(key, caps))
             .map_err(|_| StoreError::WriterGone)
     }
 
@@ -407,18 +407,40 @@ impl Store {
     }
 }
 
+/// A committed chunk as eviction sees it.
+#[derive(Debug, Clone, Copy)]
+struct ChunkRec {
+    id: i64,
+    first_seq: u64,
+    /// Function enter/exit events in it.
+    trace: u64,
+    /// Every other event in it.
+    output: u64,
+    bytes: u64,
+    /// Rewritten by eviction: its trace events are gone, its ids have gaps.
+    stripped: bool,
+}
+
+/// A session's stored counts, as committed (or about to be).
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    trace: u64,
+    output: u64,
+    evicted: u64,
+    evicted_output: u64,
+    stored_bytes: u64,
+}
+
 struct SessionState {
     stats: Arc<SessionStats>,
-    cap: u64,
+    caps: EventCaps,
     next_seq: u64,
-    event_count: u64,
-    evicted: u64,
+    counts: Counts,
     dropped: u64,
-    stored_bytes: u64,
     pids: BTreeSet<u32>,
     pids_dirty: bool,
-    /// Committed chunks, oldest first: (row id, events, bytes).
-    chunks: VecDeque<(i64, u64, u64)>,
+    /// Committed chunks, oldest first.
+    chunks: VecDeque<ChunkRec>,
     pending: Option<(ChunkBuilder, Instant)>,
     sealed: Vec<(ChunkSummary, Vec<u8>)>,
     dirty: bool,
@@ -428,7 +450,7 @@ struct SessionState {
 impl SessionState {
     fn chunk_events(&self) -> usize {
         // Small caps get small chunks so eviction stays close to the cap.
-        (self.cap as usize / 8).clamp(1, MAX_CHUNK_EVENTS)
+        (self.caps.trace.min(self.caps.output) as usize / 8).clamp(1, MAX_CHUNK_EVENTS)
     }
 }
 
@@ -516,9 +538,12 @@ impl Writer {
                     tracing::error!("session update failed: {e}");
                 }
             }
-            Msg::SetCap(key, cap) => {
+            Msg::SetCaps(key, caps) => {
                 if let Some(s) = self.sessions.get_mut(&key) {
-                    s.cap = cap;
+                    s.caps = EventCaps {
+                        trace: caps.trace.max(1),
+                        output: caps.output.max(1),
+                    };
                     s.dirty = true;
                 }
             }
@@ -605,12 +630,13 @@ impl Writer {
             key,
             SessionState {
                 stats: stats.clone(),
-                cap: s.event_cap.max(1),
+                caps: EventCaps {
+                    trace: s.caps.trace.max(1),
+                    output: s.caps.output.max(1),
+                },
                 next_seq: 1,
-                event_count: 0,
-                evicted: 0,
+                counts: Counts::default(),
                 dropped: 0,
-                stored_bytes: 0,
                 pids: BTreeSet::new(),
                 pids_dirty: false,
                 chunks: VecDeque::new(),
@@ -711,86 +737,39 @@ impl Writer {
         // be retried, and the counters keep matching the database.
         struct Outcome {
             key: i64,
-            added: Vec<(i64, u64, u64)>,
-            pop_existing: usize,
-            pop_added: usize,
-            event_count: u64,
-            evicted: u64,
-            stored_bytes: u64,
+            chunks: VecDeque<ChunkRec>,
+            counts: Counts,
         }
         let mut outcomes = Vec::new();
         let tx = self.conn.transaction()?;
         {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
-                                     pid_min, pid_max, func_counts, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
-            let mut insert_index =
-                tx.prepare_cached("INSERT INTO chunk_indexes (id, content) VALUES (?1, ?2)")?;
-            let mut delete = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
-            let mut delete_index = tx.prepare_cached("DELETE FROM chunk_indexes WHERE id = ?1")?;
             let mut counters = tx.prepare_cached(
                 "UPDATE sessions SET event_count = ?2, next_seq = ?3, evicted = ?4, dropped = ?5,
-                        stored_bytes = ?6 WHERE key = ?1",
+                        stored_bytes = ?6, evicted_output = ?7 WHERE key = ?1",
             )?;
             let mut pids = tx.prepare_cached("UPDATE sessions SET pids = ?2 WHERE key = ?1")?;
             for (&key, s) in self.sessions.iter().filter(|(_, s)| s.dirty) {
                 let mut o = Outcome {
                     key,
-                    added: Vec::with_capacity(s.sealed.len()),
-                    pop_existing: 0,
-                    pop_added: 0,
-                    event_count: s.event_count,
-                    evicted: s.evicted,
-                    stored_bytes: s.stored_bytes,
+                    chunks: s.chunks.clone(),
+                    counts: s.counts,
                 };
-                for (summary, data) in &s.sealed {
-                    let index = summary.index.to_blob();
-                    insert.execute(params![
-                        key,
-                        summary.first_seq as i64,
-                        summary.count,
-                        summary.ts_min as i64,
-                        summary.ts_max as i64,
-                        summary.kind_mask,
-                        summary.kind_counts_blob(),
-                        summary.pid_min,
-                        summary.pid_max,
-                        summary.func_counts_blob(),
-                        data
-                    ])?;
-                    let id = tx.last_insert_rowid();
-                    insert_index.execute(params![id, index])?;
-                    let bytes = (data.len() + index.len()) as u64;
-                    o.added.push((id, summary.count as u64, bytes));
-                    o.event_count += summary.count as u64;
-                    o.stored_bytes += bytes;
+                for sealed in &s.sealed {
+                    let rec = insert_chunk(&tx, key, sealed)?;
+                    o.counts.trace += rec.trace;
+                    o.counts.output += rec.output;
+                    o.counts.stored_bytes += rec.bytes;
+                    o.chunks.push_back(rec);
                 }
-                // Evict oldest first: committed chunks, then the ones just added.
-                let mut oldest = s.chunks.iter().chain(o.added.iter());
-                while o.event_count > s.cap {
-                    let Some(&(id, n, bytes)) = oldest.next() else {
-                        break;
-                    };
-                    delete.execute([id])?;
-                    delete_index.execute([id])?;
-                    o.event_count -= n;
-                    o.evicted += n;
-                    o.stored_bytes -= bytes;
-                    if o.pop_existing < s.chunks.len() {
-                        o.pop_existing += 1;
-                    } else {
-                        o.pop_added += 1;
-                    }
-                }
+                evict(&tx, key, s.caps, &mut o.chunks, &mut o.counts)?;
                 counters.execute(params![
                     key,
-                    o.event_count as i64,
+                    (o.counts.trace + o.counts.output) as i64,
                     s.next_seq as i64,
-                    o.evicted as i64,
+                    o.counts.evicted as i64,
                     s.dropped as i64,
-                    o.stored_bytes as i64
+                    o.counts.stored_bytes as i64,
+                    o.counts.evicted_output as i64,
                 ])?;
                 if s.pids_dirty {
                     let list: Vec<String> = s.pids.iter().map(|p| p.to_string()).collect();
@@ -806,14 +785,16 @@ impl Writer {
                 .get_mut(&o.key)
                 .expect("outcomes are of known sessions");
             s.sealed.clear();
-            s.chunks.drain(..o.pop_existing);
-            s.chunks.extend(o.added.into_iter().skip(o.pop_added));
-            s.event_count = o.event_count;
-            s.evicted = o.evicted;
-            s.stored_bytes = o.stored_bytes;
+            s.chunks = o.chunks;
+            s.counts = o.counts;
             s.pids_dirty = false;
-            s.stats.stored.store(s.event_count, Ordering::Relaxed);
-            s.stats.evicted.store(s.evicted, Ordering::Relaxed);
+            s.stats
+                .stored
+                .store(o.counts.trace + o.counts.output, Ordering::Relaxed);
+            s.stats.evicted.store(o.counts.evicted, Ordering::Relaxed);
+            s.stats
+                .evicted_output
+                .store(o.counts.evicted_output, Ordering::Relaxed);
             s.dirty = s.pending.is_some();
         }
         Ok(())
@@ -876,4 +857,163 @@ impl Writer {
         }
         Ok(report)
     }
+}
+
+/// Inserts one sealed chunk and its content index.
+fn insert_chunk(
+    tx: &Connection,
+    key: i64,
+    (summary, data): &(ChunkSummary, Vec<u8>),
+) -> Result<ChunkRec, StoreError> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
+                             pid_min, pid_max, func_counts, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    let mut insert_index =
+        tx.prepare_cached("INSERT INTO chunk_indexes (id, content) VALUES (?1, ?2)")?;
+    let index = summary.index.to_blob();
+    // The stored count is the span of ids, which range filters prune by.
+    insert.execute(params![
+        key,
+        summary.first_seq as i64,
+        summary.span as i64,
+        summary.ts_min as i64,
+        summary.ts_max as i64,
+        summary.kind_mask,
+        summary.kind_counts_blob(),
+        summary.pid_min,
+        summary.pid_max,
+        summary.func_counts_blob(),
+        data
+    ])?;
+    let id = tx.last_insert_rowid();
+    insert_index.execute(params![id, index])?;
+    let trace: u64 = summary
+        .kind_counts
+        .iter()
+        .enumerate()
+        .filter(|(kind, _)| codec::is_trace_kind(*kind as u8))
+        .map(|(_, n)| u64::from(*n))
+        .sum();
+    Ok(ChunkRec {
+        id,
+        first_seq: summary.first_seq,
+        trace,
+        output: u64::from(summary.count) - trace,
+        bytes: (data.len() + index.len()) as u64,
+        stripped: false,
+    })
+}
+
+fn delete_chunk(tx: &Connection, id: i64) -> Result<(), StoreError> {
+    tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?
+        .execute([id])?;
+    tx.prepare_cached("DELETE FROM chunk_indexes WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Applies a session's caps, oldest first. Over `caps.trace`, the oldest
+/// chunks holding function events lose them: a chunk holding nothing else is
+/// deleted, the others are rewritten with only their other events (same ids),
+/// consecutive ones into one chunk (joined to the rewritten chunk before them
+/// while that stays under a chunk's size), so each evicted chunk is decoded
+/// once. Over `caps.output`, the oldest chunk holding output goes whole.
+fn evict(
+    tx: &Connection,
+    key: i64,
+    caps: EventCaps,
+    chunks: &mut VecDeque<ChunkRec>,
+    counts: &mut Counts,
+) -> Result<(), StoreError> {
+    if counts.trace > caps.trace {
+        let mut out = VecDeque::with_capacity(chunks.len());
+        let mut run: Option<ChunkBuilder> = None;
+        for c in chunks.drain(..) {
+            if counts.trace <= caps.trace || c.trace == 0 {
+                flush_kept(tx, key, &mut run, &mut out, counts)?;
+                out.push_back(c);
+                continue;
+            }
+            counts.trace -= c.trace;
+            counts.evicted += c.trace;
+            if c.output > 0 {
+                if run.is_none()
+                    && let Some(prev) = out.back().copied()
+                    && prev.stripped
+                    && prev.output + c.output <= MAX_CHUNK_EVENTS as u64
+                {
+                    out.pop_back();
+                    keep_output(tx, prev, &mut run, counts)?;
+                }
+                keep_output(tx, c, &mut run, counts)?;
+                if run.as_ref().is_some_and(|b| b.len() >= MAX_CHUNK_EVENTS) {
+                    flush_kept(tx, key, &mut run, &mut out, counts)?;
+                }
+            } else {
+                delete_chunk(tx, c.id)?;
+                counts.stored_bytes -= c.bytes;
+            }
+        }
+        flush_kept(tx, key, &mut run, &mut out, counts)?;
+        *chunks = out;
+    }
+    while counts.output > caps.output {
+        let Some(i) = chunks.iter().position(|c| c.output > 0) else {
+            break;
+        };
+        let c = chunks.remove(i).expect("position is in range");
+        delete_chunk(tx, c.id)?;
+        counts.trace -= c.trace;
+        counts.output -= c.output;
+        counts.evicted += c.trace + c.output;
+        counts.evicted_output += c.output;
+        counts.stored_bytes -= c.bytes;
+    }
+    Ok(())
+}
+
+/// Moves a chunk's non-trace events into the rewritten chunk being built
+/// and deletes the chunk.
+fn keep_output(
+    tx: &Connection,
+    c: ChunkRec,
+    run: &mut Option<ChunkBuilder>,
+    counts: &mut Counts,
+) -> Result<(), StoreError> {
+    let data: Vec<u8> = tx
+        .prepare_cached("SELECT data FROM chunks WHERE id = ?1")?
+        .query_row([c.id], |r| r.get(0))?;
+    codec::decode(&data, c.first_seq, |seq, h, payload| {
+        if !codec::is_trace_kind(h.kind) {
+            run.get_or_insert_with(|| ChunkBuilder::new(seq))
+                .push_at(seq, &h, payload);
+        }
+        true
+    })
+    .map_err(|reason| StoreError::Corrupt {
+        chunk: c.id,
+        reason,
+    })?;
+    delete_chunk(tx, c.id)?;
+    counts.stored_bytes -= c.bytes;
+    Ok(())
+}
+
+/// Stores the rewritten chunk being built, if any, at the end of `out`.
+fn flush_kept(
+    tx: &Connection,
+    key: i64,
+    run: &mut Option<ChunkBuilder>,
+    out: &mut VecDeque<ChunkRec>,
+    counts: &mut Counts,
+) -> Result<(), StoreError> {
+    if let Some(b) = run.take() {
+        let mut rec = insert_chunk(tx, key, &b.finish())?;
+        rec.stripped = true;
+        counts.stored_bytes += rec.bytes;
+        out.push_back(rec);
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ fn new_session(store: &Store, id: &str, cap: u64) -> i64 {
             project_root: "/p".into(),
             launch_json: "{}".into(),
             started_at: 1_000,
-            event_cap: cap,
+            caps: strobe_store::EventCaps::both(cap),
         })
         .unwrap()
         .0
@@ -183,6 +183,143 @@ fn cap_evicts_oldest_and_counts_it() {
     );
 }
 
+/// A traced program's calls interleaved with its output: one stdout line
+/// every `every` calls (enter + exit), appended in batches as the daemon does.
+fn traced_run(store: &Store, key: i64, calls: u64, every: u64) {
+    let mut b = EventBatch::default();
+    for i in 0..calls {
+        for kind in [EventKind::FunctionEnter, EventKind::FunctionExit] {
+            b.push(
+                EventHeader {
+                    ts_ns: i * 10,
+                    kind: kind as u8,
+                    func_id: 1,
+                    pid: 1,
+                    tid: 1,
+                    ..Default::default()
+                },
+                &[],
+            );
+        }
+        if i % every == 0 {
+            b.push(
+                EventHeader {
+                    ts_ns: i * 10 + 5,
+                    kind: EventKind::Stdout as u8,
+                    pid: 1,
+                    ..Default::default()
+                },
+                format!("output {i}").as_bytes(),
+            );
+        }
+        if b.len() >= 10_000 {
+            store.append(key, std::mem::take(&mut b)).unwrap();
+        }
+    }
+    store.append(key, b).unwrap();
+}
+
+#[test]
+fn trace_load_never_evicts_the_programs_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let key = new_session(&store, "t", 2_000);
+    // 200,000 calls (400,000 events) and 400 lines of output.
+    traced_run(&store, key, 200_000, 500);
+    store.flush().unwrap();
+
+    let stdout = EventFilter {
+        kinds: Some(EventKind::Stdout.bit()),
+        ..Default::default()
+    };
+    let out = store.query(key, &stdout, ALL).unwrap();
+    assert_eq!(out.total_count, 400, "every line of output is kept");
+    assert_eq!(out.events[0].payload, b"output 0");
+    assert_eq!(out.events[399].payload, b"output 199500");
+    assert!(out.events.windows(2).all(|w| w[0].seq < w[1].seq));
+
+    let row = store.session("t").unwrap().unwrap();
+    assert_eq!(row.evicted_output, 0);
+    assert_eq!(
+        row.event_count + row.evicted,
+        400_400,
+        "nothing vanishes uncounted"
+    );
+    let calls = EventFilter {
+        kinds: Some(EventKind::FunctionEnter.bit() | EventKind::FunctionExit.bit()),
+        ..Default::default()
+    };
+    let kept_calls = store.query(key, &calls, ALL).unwrap();
+    assert!(
+        kept_calls.total_count <= 2_000 && kept_calls.total_count >= 1_500,
+        "the newest calls are kept up to the cap: {}",
+        kept_calls.total_count
+    );
+    assert_eq!(kept_calls.total_count + row.evicted, 400_000);
+    let all = store.query(key, &EventFilter::default(), ALL).unwrap();
+    assert_eq!(all.total_count, row.event_count);
+
+    // Output keeps its event id: the line printed after call 100,000 comes
+    // after that call's two events, the 100,000 calls before it (two events
+    // each) and their 200 lines; an id range finds it in a rewritten chunk.
+    let id = 100_001 * 2 + 100_000 / 500 + 1;
+    let by_id = EventFilter {
+        seq_from: Some(id),
+        seq_to: Some(id),
+        ..Default::default()
+    };
+    let r = store.query(key, &by_id, ALL).unwrap();
+    assert_eq!(r.events.len(), 1);
+    assert_eq!(r.events[0].payload, b"output 100000");
+    assert_eq!(r.events[0].seq, id);
+    // Text filters still find output in rewritten chunks (content index).
+    let text = EventFilter {
+        payload_contains: Some(b"output 123000".to_vec()),
+        ..Default::default()
+    };
+    assert_eq!(store.query(key, &text, ALL).unwrap().total_count, 1);
+}
+
+#[test]
+fn output_over_its_own_cap_evicts_oldest_output_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let key = store
+        .create_session(NewSession {
+            id: "o".into(),
+            binary_path: "/bin/x".into(),
+            project_root: "/p".into(),
+            launch_json: "{}".into(),
+            started_at: 1_000,
+            caps: strobe_store::EventCaps {
+                trace: 100_000,
+                output: 1_000,
+            },
+        })
+        .unwrap()
+        .0;
+    traced_run(&store, key, 20_000, 2);
+    store.flush().unwrap();
+    let row = store.session("o").unwrap().unwrap();
+    assert!(row.evicted_output >= 9_000, "{}", row.evicted_output);
+    assert_eq!(row.event_count + row.evicted, 50_000);
+    let stdout = EventFilter {
+        kinds: Some(EventKind::Stdout.bit()),
+        ..Default::default()
+    };
+    let out = store.query(key, &stdout, ALL).unwrap();
+    assert!(
+        out.total_count <= 1_000 && out.total_count >= 800,
+        "{}",
+        out.total_count
+    );
+    assert_eq!(
+        out.events.last().unwrap().payload,
+        b"output 19998",
+        "newest kept"
+    );
+}
+
 #[test]
 fn sessions_update_delete_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
@@ -199,7 +336,7 @@ fn sessions_update_delete_and_survive_reopen() {
                     project_root: String::new(),
                     launch_json: String::new(),
                     started_at: 0,
-                    event_cap: 1
+                    caps: strobe_store::EventCaps::both(1)
                 })
                 .is_err()
         );
@@ -245,7 +382,7 @@ fn purge_removes_expired_then_oldest_over_size() {
                 project_root: "/p".into(),
                 launch_json: "{}".into(),
                 started_at: started,
-                event_cap: 1_000_000,
+                caps: strobe_store::EventCaps::both(1_000_000),
             })
             .unwrap();
         store

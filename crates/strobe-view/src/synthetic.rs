@@ -17,7 +17,7 @@ pub fn fill(store: &Store, id: &str, events: u64) -> Result<String, StoreError> 
         project_root: "/".into(),
         launch_json: "{}".into(),
         started_at: now,
-        event_cap: events * 2,
+        caps: strobe_store::EventCaps::both(events * 2),
     })?;
     let funcs = (1..=4)
         .map(|i| FunctionRow {

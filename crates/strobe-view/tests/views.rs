@@ -33,7 +33,7 @@ fn session(store: &Store) -> String {
             project_root: "/tmp".into(),
             launch_json: "{}".into(),
             started_at: 0,
-            event_cap: 1_000_000,
+            caps: strobe_store::EventCaps::both(1_000_000),
         })
         .unwrap();
     let f = |func_id: u32, name: &str| FunctionRow {

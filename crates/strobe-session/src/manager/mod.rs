@@ -128,8 +128,11 @@ impl SessionState {
 pub struct EventCounts {
     /// Events currently stored (queryable).
     pub stored: u64,
-    /// Events evicted by `events.maxPerSession`, oldest first.
+    /// Events evicted, oldest first: function calls by `events.maxPerSession`,
+    /// and output, crashes and exits by `events.maxOutputPerSession`.
     pub evicted: u64,
+    /// Of `evicted`, the output, crash, exit, snapshot and logpoint events.
+    pub evicted_output: u64,
     /// Events lost before reaching the store.
     pub dropped: u64,
 }
@@ -413,12 +416,10 @@ impl SessionManager {
             .count()
     }
 
-    /// Applies settings that matter to a live session (its event cap).
+    /// Applies settings that matter to a live session (its event caps).
     pub fn apply_settings(&self, id: &str, settings: &Settings) {
         if let Some(l) = self.live.lock().expect("live lock").get(id) {
-            let _ = self
-                .store
-                .set_event_cap(l.key, settings.max_events_per_session);
+            let _ = self.store.set_event_caps(l.key, event_caps(settings));
         }
     }
 
@@ -485,7 +486,7 @@ impl SessionManager {
                     project_root: project_root.display().to_string(),
                     launch_json,
                     started_at: unix_millis(),
-                    event_cap: settings.max_events_per_session,
+                    caps: event_caps(settings),
                 })
                 .map_err(store_err)?;
             (id, key, stats)
@@ -1259,6 +1260,7 @@ impl SessionManager {
             events: EventCounts {
                 stored: SessionStats::get(&l.stats.stored),
                 evicted: SessionStats::get(&l.stats.evicted),
+                evicted_output: SessionStats::get(&l.stats.evicted_output),
                 dropped: SessionStats::get(&l.stats.dropped),
             },
             retained: false,
@@ -1299,6 +1301,7 @@ impl SessionManager {
             events: EventCounts {
                 stored: row.event_count,
                 evicted: row.evicted,
+                evicted_output: row.evicted_output,
                 dropped: row.dropped,
             },
             retained: row.retained,
@@ -1698,4 +1701,12 @@ fn proc_start_time(pid: u32) -> Option<u64> {
     // field 3 (state) is the first of them, so field 22 is the 20th.
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The store's eviction budgets from the settings in force.
+fn event_caps(settings: &Settings) -> strobe_store::EventCaps {
+    strobe_store::EventCaps {
+        trace: settings.max_events_per_session,
+        output: settings.max_output_events_per_session,
+    }
 }
