@@ -1130,6 +1130,16 @@ impl ServerHandler for StrobeServer {
             &reply,
         );
 
+        reply
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("strobe", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
 /// Says which events were evicted and which setting keeps more: function
 /// calls go first, under their own cap, so output is evicted only by its own.
 fn eviction_note(events: &strobe_session::EventCounts) -> String {
@@ -1150,13 +1160,4 @@ fn eviction_note(events: &strobe_session::EventCounts) -> String {
         "{}; raise it in settings.json to keep more",
         parts.join("; ")
     )
-}
-        reply
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("strobe", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
-    }
 }
