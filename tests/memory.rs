@@ -228,3 +228,83 @@ async fn globals_are_read_written_and_polled_in_a_running_program() {
         gone.error_text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_requests_and_writes_into_code_are_errors() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("typed");
+    let (id, pid) = c.launch(&exe, &["0", "120"]).await;
+
+    // Every target failing is an error, naming each target's problem.
+    let w = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"variable": "g_counter", "value": "abc"}]}),
+        )
+        .await;
+    assert!(
+        w.error_text().contains("nothing was written: g_counter:"),
+        "{}",
+        w.text
+    );
+    let r = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "no_such_global"}, {"address": "0x10", "type": "u8"}]}),
+        )
+        .await;
+    let e = r.error_text();
+    assert!(
+        e.contains("no_such_global: ") && e.contains("0x10: "),
+        "{e}"
+    );
+
+    // A write into the program's code is refused unless asked for.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let exe_path = exe.canonicalize().unwrap();
+    let code = maps
+        .lines()
+        .find(|l| l.contains(" r-xp ") && l.ends_with(exe_path.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("no code mapping of {exe_path:?}: {maps}"));
+    let addr = format!("0x{}", code.split('-').next().unwrap());
+    let target = |value: u64| json!([{"address": addr, "type": "u8", "value": value}]);
+    let before = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"address": addr, "type": "u8"}]}),
+        )
+        .await["results"][0]["value"]
+        .as_u64()
+        .unwrap();
+    let refused = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": target(0xcc)}),
+        )
+        .await;
+    let e = refused.error_text();
+    assert!(
+        e.contains("executable code") && e.contains("allowCodeWrite: true"),
+        "{e}"
+    );
+    let after = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"address": addr, "type": "u8"}]}),
+        )
+        .await;
+    assert_eq!(after["results"][0]["value"], before, "left alone");
+    assert_eq!(c.status(&id).await["state"], "running");
+    // Asked for explicitly, it is written (the same byte, so the program
+    // runs on).
+    let allowed = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "allowCodeWrite": true, "targets": target(before)}),
+        )
+        .await;
+    assert_eq!(allowed["results"][0]["newValue"], before, "{allowed}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -323,12 +323,14 @@ async fn after_an_exec_the_tools_act_on_the_new_image() {
     ));
     let mut read = Value::Null;
     for _ in 0..50 {
+        // Until the new image's symbols are loaded the read fails (an error).
         read = c
-            .ok(
+            .reply(
                 "debug_memory",
                 json!({"sessionId": id, "targets": [{"variable": "g_ratio"}]}),
             )
-            .await;
+            .await
+            .value;
         if read["results"][0]["value"] == 0.5 {
             break;
         }

@@ -108,3 +108,60 @@ async fn go_suite_levels_and_single_tests_have_structured_results() {
     );
     assert_eq!(one["failures"][0]["line"], 29, "{one}");
 }
+
+/// A tree like /usr's (`bin/X11 -> .`) plus a wide and a deep part: level
+/// discovery walks it without following the cycle.
+fn hostile_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::os::unix::fs::symlink(".", root.join("bin/X11")).unwrap();
+    std::os::unix::fs::symlink("..", root.join("bin/up")).unwrap();
+    for i in 0..2_000 {
+        std::fs::write(root.join(format!("bin/tool{i}")), "").unwrap();
+    }
+    let deep: std::path::PathBuf = (0..40).map(|i| format!("d{i}")).collect();
+    std::fs::create_dir_all(root.join(&deep)).unwrap();
+    std::os::unix::fs::symlink("/", root.join(&deep).join("root")).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tree_with_a_symlink_cycle_gets_a_prompt_answer() {
+    let env = Env::new();
+    let c = env.client().await;
+    let tree = hostile_tree();
+    let root = tree.path().to_str().unwrap();
+    // It used to walk the cycle forever (and SIGTERM waited on it).
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        run(
+            &c,
+            json!({"action": "run", "projectRoot": root, "framework": "go", "level": "unit"}),
+        ),
+    )
+    .await
+    .expect("an answer, not an endless walk");
+    // No go.mod: go's own error is the run's error.
+    assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_while_a_run_is_being_prepared_stops_the_daemon() {
+    let env = Env::new();
+    let c = env.client().await;
+    let pid = env.daemon_pid().expect("daemon running");
+    let tree = hostile_tree();
+    let root = tree.path().to_str().unwrap();
+    let call = c.reply(
+        "debug_test",
+        json!({"action": "run", "projectRoot": root, "framework": "go", "level": "unit"}),
+    );
+    // Send SIGTERM while the request is (or was) walking the tree.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), call).await;
+    crate::support::signal(pid, 15);
+    assert!(
+        env.wait_daemon_gone(pid, std::time::Duration::from_secs(15)),
+        "the daemon did not stop on SIGTERM"
+    );
+}

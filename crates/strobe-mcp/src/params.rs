@@ -239,6 +239,8 @@ pub struct MemoryParams {
     /// the parameters and locals of a paused frame: this thread's, else the thread that paused
     /// last.
     pub thread_id: Option<u32>,
+    /// Permit writes into executable code (refused by default).
+    pub allow_code_write: Option<bool>,
 }
 
 /// One memory target.

@@ -387,6 +387,7 @@ impl StrobeServer {
             .collect();
         let depth = p.depth.unwrap_or(1);
         let thread = p.thread_id;
+        let allow_code = p.allow_code_write.unwrap_or(false);
         let id = p.session_id.clone();
         let action = p.action.unwrap_or_else(|| "read".into());
         let poll = p.poll.map(|q| strobe_session::Poll {
@@ -399,7 +400,7 @@ impl StrobeServer {
                 .map(|results| json!({ "results": results })),
             ("read", Some(poll)) => mgr.memory_poll(&id, &targets, depth, poll),
             ("write", None) => mgr
-                .memory_write(&id, &targets, thread)
+                .memory_write(&id, &targets, thread, allow_code)
                 .map(|results| json!({ "results": results })),
             ("write", Some(_)) => Err(ToolError::validation("'poll' is for reads, not writes")),
             (other, _) => Err(ToolError::validation(format!(

@@ -1,6 +1,7 @@
 //! The extension point: one [`TestAdapter`] per test framework.
 
 use crate::result::{Progress, TestFailure, TestResult};
+use crate::walk::{Cancel, WalkError};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -25,6 +26,9 @@ pub struct TestTarget {
     /// compiled Catch2 / Google Test binary, or the generic adapter's
     /// command line. `None` lets the adapter find or build it.
     pub command: Option<String>,
+    /// Raised to stop work done for this target (walks of the project
+    /// tree), e.g. when the daemon shuts down.
+    pub cancel: Cancel,
 }
 
 impl TestTarget {
@@ -33,6 +37,7 @@ impl TestTarget {
         Self {
             root: root.into(),
             command: None,
+            cancel: Cancel::default(),
         }
     }
 }
@@ -111,6 +116,21 @@ pub trait TestAdapter: Send + Sync {
     fn suite_command(&self, target: &TestTarget, level: Option<TestLevel>) -> TestCommand;
     /// One test, by the name the framework reports.
     fn single_test_command(&self, target: &TestTarget, test: &str) -> TestCommand;
+    /// The command a run starts: `test` alone, else the suite or one
+    /// level of it. Adapters that look through the project's tree to build
+    /// it (Go's levels) fail here, saying why, when that look is cut short
+    /// (see [`crate::walk`]); by default the single-test or suite command.
+    fn run_command(
+        &self,
+        target: &TestTarget,
+        level: Option<TestLevel>,
+        test: Option<&str>,
+    ) -> Result<TestCommand, WalkError> {
+        Ok(match test {
+            Some(t) => self.single_test_command(target, t),
+            None => self.suite_command(target, level),
+        })
+    }
     /// A parser for the output of this adapter's commands.
     fn parser(&self) -> Box<dyn OutputParser>;
     /// Trace patterns worth adding when rerunning `failure` instrumented.

@@ -15,6 +15,7 @@ pub mod adapter;
 pub mod adapters;
 pub mod project;
 pub mod result;
+pub mod walk;
 
 pub use adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 pub use result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};

@@ -227,6 +227,7 @@ fn detection_probes_the_binary_and_commands() {
     let target = TestTarget {
         root: root.to_path_buf(),
         command: Some("calc_tests".into()),
+        cancel: Default::default(),
     };
     assert_eq!(Catch2Adapter.detect(&target), 85);
     assert_eq!(GtestAdapter.detect(&target), 0);
@@ -241,6 +242,7 @@ fn detection_probes_the_binary_and_commands() {
     let quiet = TestTarget {
         root: root.to_path_buf(),
         command: Some("quiet".into()),
+        cancel: Default::default(),
     };
     assert_eq!(Catch2Adapter.detect(&quiet), 0);
 

@@ -314,10 +314,39 @@ fn instrumented_reruns_are_refused_with_what_to_do_instead() {
     let target = TestTarget {
         root: std::path::PathBuf::from("/p"),
         command: None,
+        cancel: Default::default(),
     };
     let e = GoAdapter
         .test_program(&target, None, Some("TestAdd"))
         .unwrap_err();
     assert!(e.contains("not supported yet"), "{e}");
     assert!(e.contains("without tracePatterns/watches"), "{e}");
+}
+
+#[test]
+fn level_discovery_skips_symlink_cycles_and_stops_when_cancelled() {
+    // /usr has `bin/X11 -> .`: following it, the walk never ended.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("integration/deep/a/b/c/d/e/f")).unwrap();
+    std::fs::write(root.join("integration/x_test.go"), "package x\n").unwrap();
+    std::fs::write(root.join("m_test.go"), "package m\n").unwrap();
+    std::os::unix::fs::symlink(".", root.join("integration/X11")).unwrap();
+    std::os::unix::fs::symlink("..", root.join("integration/deep/up")).unwrap();
+    let target = TestTarget::new(root);
+    let unit = GoAdapter
+        .run_command(&target, Some(TestLevel::Unit), None)
+        .unwrap();
+    assert_eq!(unit.display(), "go test -json .");
+    let integration = GoAdapter
+        .run_command(&target, Some(TestLevel::Integration), None)
+        .unwrap();
+    assert_eq!(integration.display(), "go test -json ./integration");
+
+    // Daemon shutdown raises the flag: the walk stops and says why.
+    target.cancel.cancel();
+    let e = GoAdapter
+        .run_command(&target, Some(TestLevel::Unit), None)
+        .unwrap_err();
+    assert!(e.to_string().contains("shutting down"), "{e}");
 }

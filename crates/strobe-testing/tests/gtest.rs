@@ -268,6 +268,7 @@ fn detection_and_commands() {
     let named = TestTarget {
         root: root.to_path_buf(),
         command: Some("bin/calc_test".into()),
+        cancel: Default::default(),
     };
     assert_eq!(GtestAdapter.detect(&named), 85);
     assert_eq!(Catch2Adapter.detect(&named), 0, "not a Catch2 binary");
@@ -281,6 +282,7 @@ fn detection_and_commands() {
     let with_args = TestTarget {
         root: root.to_path_buf(),
         command: Some("bin/calc_test --gtest_repeat=2".into()),
+        cancel: Default::default(),
     };
     assert_eq!(
         GtestAdapter.suite_command(&with_args, None).args,
@@ -291,6 +293,7 @@ fn detection_and_commands() {
     let other = TestTarget {
         root: root.to_path_buf(),
         command: Some("bin/other".into()),
+        cancel: Default::default(),
     };
     assert_eq!(GtestAdapter.detect(&other), 0);
 }

@@ -154,12 +154,12 @@ impl Mem {
             };
             if let Some(end) = b.iter().position(|c| *c == 0) {
                 out.extend_from_slice(&b[..end]);
-                return json!(String::from_utf8_lossy(&out));
+                return values::text(&out, false);
             }
             out.extend_from_slice(&b);
             at += chunk;
         }
-        json!(format!("{}…", String::from_utf8_lossy(&out)))
+        values::text(&out, true)
     }
 }
 
@@ -311,7 +311,7 @@ impl SessionManager {
                 Err(e) => json!({"target": target_text(&targets[i]), "error": e}),
             });
         }
-        Ok(out)
+        all_failed("read", out)
     }
 
     fn read_one(&self, mem: &Mem, r: &WatchSpec, depth: u32, id: &str, index: usize) -> Value {
@@ -362,11 +362,15 @@ impl SessionManager {
     }
 
     /// Writes scalar values; returns the previous and new value of each.
+    /// Writes into executable mappings are refused unless `allow_code`:
+    /// patching code under running threads (or over a hook) crashes the
+    /// program more often than not.
     pub fn memory_write(
         &self,
         id: &str,
         targets: &[MemoryTarget],
         thread: Option<u32>,
+        allow_code: bool,
     ) -> Result<Vec<Value>, ToolError> {
         for t in targets {
             if t.value.is_none() {
@@ -392,6 +396,12 @@ impl SessionManager {
             let res = res.and_then(|r| {
                 let bytes = values::encode_scalar(&r.ty, r.size, value)?;
                 let addr = mem.locate(&r)?;
+                if !allow_code && let Some(mapping) = code_mapping(live.pid, addr, r.size) {
+                    return Err(format!(
+                        "{addr:#x} is executable code ({mapping}): a write there can crash the \
+                         program, so it is refused; pass allowCodeWrite: true to write anyway"
+                    ));
+                }
                 let before = mem.read(addr, r.size)?;
                 mem.write(addr, &bytes)?;
                 let after = mem.read(addr, r.size)?;
@@ -405,7 +415,7 @@ impl SessionManager {
             });
             out.push(res.unwrap_or_else(|e| json!({"target": target_text(t), "error": e})));
         }
-        Ok(out)
+        all_failed("written", out)
     }
 
     /// Starts sampling targets into `variable_snapshot` events; returns at once.
@@ -499,6 +509,47 @@ impl SessionManager {
             }
         }
     }
+}
+
+/// The results, or an error when no target succeeded: a request that did
+/// nothing is a failure, not a success with errors inside (one failure
+/// among successes stays in its own result).
+fn all_failed(done: &str, results: Vec<Value>) -> Result<Vec<Value>, ToolError> {
+    if results.iter().any(|r| r.get("error").is_none()) {
+        return Ok(results);
+    }
+    let errors: Vec<String> = results
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: {}",
+                r["target"].as_str().unwrap_or("?"),
+                r["error"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    Err(ToolError::validation(format!(
+        "nothing was {done}: {}",
+        errors.join("; ")
+    )))
+}
+
+/// The executable mapping (`perms path`) overlapping `len` bytes at `addr`
+/// in `pid`, if any.
+fn code_mapping(pid: u32, addr: u64, len: u64) -> Option<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let end = addr.saturating_add(len.max(1));
+    maps.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (lo, hi) = f.next()?.split_once('-')?;
+        let (lo, hi) = (
+            u64::from_str_radix(lo, 16).ok()?,
+            u64::from_str_radix(hi, 16).ok()?,
+        );
+        let perms = f.next()?;
+        let path = f.nth(3).unwrap_or("anonymous memory");
+        (perms.contains('x') && lo < end && addr < hi).then(|| format!("{perms} {path}"))
+    })
 }
 
 fn target_text(t: &MemoryTarget) -> String {

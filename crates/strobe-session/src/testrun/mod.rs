@@ -55,6 +55,9 @@ pub struct TestRuns {
     store: strobe_store::Store,
     runs: Mutex<HashMap<String, Arc<Run>>>,
     next: AtomicU64,
+    /// Raised at shutdown: stops the work of requests still preparing a
+    /// run (walks of a project tree), so the daemon never waits on them.
+    cancel: strobe_testing::walk::Cancel,
 }
 
 /// Longest silence of a run still doing work (its stacks change) before
@@ -114,12 +117,14 @@ impl TestRuns {
             store,
             runs: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
+            cancel: Default::default(),
         }
     }
 
     /// The project, its adapter and the command a request runs; `Err(Ok(v))`
     /// is an answer without a run (no tests found).
     fn resolve(
+        &self,
         req: &TestRunRequest,
     ) -> Result<(TestTarget, Box<dyn TestAdapter>), Result<Value, ToolError>> {
         let root = crate::validate::project_root(&req.project_root).map_err(Err)?;
@@ -134,6 +139,7 @@ impl TestRuns {
         let target = TestTarget {
             root: root.clone(),
             command: req.command.clone(),
+            cancel: self.cancel.clone(),
         };
         match strobe_testing::choose(&target, req.framework.as_deref()) {
             Ok(a) => Ok((target, a)),
@@ -197,7 +203,7 @@ impl TestRuns {
         &self,
         req: &TestRunRequest,
     ) -> Result<InstrumentedRun, Result<Value, ToolError>> {
-        let (target, adapter) = Self::resolve(req)?;
+        let (target, adapter) = self.resolve(req)?;
         let run = self.register(adapter.as_ref(), &target, String::new(), 0);
         Ok(InstrumentedRun {
             run,
@@ -211,15 +217,14 @@ impl TestRuns {
 
     /// Starts a run and returns `{testRunId, status: "running", framework, command}` at once.
     pub fn start(&self, req: &TestRunRequest) -> Result<Value, ToolError> {
-        let (target, adapter) = match Self::resolve(req) {
+        let (target, adapter) = match self.resolve(req) {
             Ok(r) => r,
             Err(answer) => return answer,
         };
         let root = target.root.clone();
-        let cmd = match &req.test {
-            Some(t) => adapter.single_test_command(&target, t),
-            None => adapter.suite_command(&target, req.level),
-        };
+        let cmd = adapter
+            .run_command(&target, req.level, req.test.as_deref())
+            .map_err(|e| ToolError::validation(e.to_string()))?;
         let mut command = Command::new(&cmd.program);
         command
             .args(&cmd.args)
@@ -390,6 +395,7 @@ impl TestRuns {
     /// are the commands Strobe started, and descendants that left them
     /// (cargo-nextest gives each test its own group) go too.
     pub fn stop_all(&self) {
+        self.cancel.cancel();
         for run in self.runs.lock().expect("runs lock").values() {
             if run.pgid != 0 && run.state.lock().expect("run lock").result.is_none() {
                 let tree = crate::stuck::group_members(run.pgid);

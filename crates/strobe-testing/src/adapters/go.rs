@@ -20,6 +20,7 @@
 
 use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
+use crate::walk::{self, Cancel, WalkError};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -71,36 +72,58 @@ impl GoAdapter {
 
 /// Directories (relative to `root`) holding `_test.go` files, as `go test
 /// ./...` would visit them: no `vendor`, `testdata`, hidden or `_` ones,
-/// nor nested modules.
-fn test_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![PathBuf::new()];
-    while let Some(rel) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(root.join(&rel)) else {
-            continue;
-        };
-        let mut has_tests = false;
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let path = e.path();
-            if path.is_dir() {
-                let skip = name.starts_with(['.', '_'])
-                    || name == "vendor"
-                    || name == "testdata"
-                    || path.join("go.mod").exists();
-                if !skip {
-                    dirs.push(rel.join(&name));
-                }
-            } else if name.ends_with("_test.go") {
-                has_tests = true;
+/// nor nested modules (nor symbolic links, which `./...` does not follow
+/// either). Bounded like every walk ([`crate::walk`]).
+fn test_dirs(root: &Path, cancel: &Cancel) -> Result<Vec<PathBuf>, WalkError> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    walk::walk(
+        root,
+        "Go test files",
+        walk::Limits::default(),
+        cancel,
+        |e| {
+            if e.is_dir {
+                return !(e.name.starts_with(['.', '_'])
+                    || e.name == "vendor"
+                    || e.name == "testdata"
+                    || e.path(root).join("go.mod").exists());
             }
-        }
-        if has_tests {
-            found.push(rel);
-        }
-    }
+            if e.is_file && e.name.ends_with("_test.go") {
+                let dir = e.rel.parent().map(Path::to_path_buf).unwrap_or_default();
+                if !found.contains(&dir) {
+                    found.push(dir);
+                }
+            }
+            false
+        },
+    )?;
     found.sort();
-    found
+    Ok(found)
+}
+
+/// The command for one level: by directory when the project has level
+/// directories, else by test name pattern.
+fn level_command(root: &Path, level: TestLevel, cancel: &Cancel) -> Result<TestCommand, WalkError> {
+    let dirs = test_dirs(root, cancel)?;
+    let by_dir = dirs.iter().any(|d| dir_level(d) != TestLevel::Unit);
+    if !by_dir {
+        return Ok(match level {
+            TestLevel::Unit => GoAdapter::command(root, &["./..."]),
+            TestLevel::Integration => GoAdapter::command(root, &["-run", "Integration", "./..."]),
+            TestLevel::E2e => GoAdapter::command(root, &["-run", "E2E|E2e", "./..."]),
+        });
+    }
+    let packages: Vec<String> = dirs
+        .iter()
+        .filter(|d| dir_level(d) == level)
+        .map(|d| package_arg(d))
+        .collect();
+    if packages.is_empty() {
+        // No package of that level: a run of no test (`-run '^$'`) says so.
+        return Ok(GoAdapter::command(root, &["-run", "^$", "./..."]));
+    }
+    let args: Vec<&str> = packages.iter().map(String::as_str).collect();
+    Ok(GoAdapter::command(root, &args))
 }
 
 /// The level a test directory belongs to by its path.
@@ -201,31 +224,29 @@ impl TestAdapter for GoAdapter {
         }
     }
 
+    /// A level whose packages cannot be listed within the walk's bounds
+    /// falls back to the whole module here; [`TestAdapter::run_command`]
+    /// reports it instead.
     fn suite_command(&self, target: &TestTarget, level: Option<TestLevel>) -> TestCommand {
         let root = target.root.as_path();
-        let Some(level) = level else {
-            return Self::command(root, &["./..."]);
-        };
-        let dirs = test_dirs(root);
-        let by_dir = dirs.iter().any(|d| dir_level(d) != TestLevel::Unit);
-        if !by_dir {
-            return match level {
-                TestLevel::Unit => Self::command(root, &["./..."]),
-                TestLevel::Integration => Self::command(root, &["-run", "Integration", "./..."]),
-                TestLevel::E2e => Self::command(root, &["-run", "E2E|E2e", "./..."]),
-            };
+        match level {
+            None => Self::command(root, &["./..."]),
+            Some(level) => level_command(root, level, &target.cancel)
+                .unwrap_or_else(|_| Self::command(root, &["./..."])),
         }
-        let packages: Vec<String> = dirs
-            .iter()
-            .filter(|d| dir_level(d) == level)
-            .map(|d| package_arg(d))
-            .collect();
-        if packages.is_empty() {
-            // No package of that level: a run of no test (`-run '^$'`) says so.
-            return Self::command(root, &["-run", "^$", "./..."]);
+    }
+
+    fn run_command(
+        &self,
+        target: &TestTarget,
+        level: Option<TestLevel>,
+        test: Option<&str>,
+    ) -> Result<TestCommand, WalkError> {
+        match (test, level) {
+            (Some(t), _) => Ok(self.single_test_command(target, t)),
+            (None, Some(level)) => level_command(&target.root, level, &target.cancel),
+            (None, None) => Ok(self.suite_command(target, None)),
         }
-        let args: Vec<&str> = packages.iter().map(String::as_str).collect();
-        Self::command(root, &args)
     }
 
     /// `test` is the name `go test` reports: `TestName` or `TestName/sub`,

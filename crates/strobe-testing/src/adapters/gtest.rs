@@ -27,6 +27,7 @@
 
 use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
+use crate::walk::{self, Cancel, WalkError};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -199,7 +200,8 @@ impl TestAdapter for GtestAdapter {
                 ));
             }
         }
-        let executables = gtest_executables(&root.join(BUILD_DIR));
+        let executables =
+            gtest_executables(&root.join(BUILD_DIR), &target.cancel).map_err(|e| e.to_string())?;
         let chosen: Vec<&PathBuf> = match test {
             Some(t) => executables
                 .iter()
@@ -587,34 +589,32 @@ impl OutputParser for GtestParser {
 /// The Google Test executables under a build directory, as the build
 /// script finds them: executable files outside `CMakeFiles/` and `_deps/`,
 /// not shared libraries, containing Google Test; in path order.
-fn gtest_executables(dir: &Path) -> Vec<PathBuf> {
+fn gtest_executables(dir: &Path, cancel: &Cancel) -> Result<Vec<PathBuf>, WalkError> {
     use std::os::unix::fs::PermissionsExt;
     let mut found = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Ok(meta) = e.metadata() else { continue };
-            if meta.is_dir() {
-                if name != "CMakeFiles" && name != "_deps" {
-                    dirs.push(path);
-                }
-            } else if meta.is_file()
-                && meta.permissions().mode() & 0o100 != 0
-                && !name.ends_with(".so")
-                && !name.contains(".so.")
+    walk::walk(
+        dir,
+        "Google Test executables",
+        walk::Limits::default(),
+        cancel,
+        |e| {
+            if e.is_dir {
+                return e.name != "CMakeFiles" && e.name != "_deps";
+            }
+            let path = e.path(dir);
+            if e.is_file
+                && !e.name.ends_with(".so")
+                && !e.name.contains(".so.")
+                && std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o100 != 0)
                 && file_contains_any(&path, &GTEST_MARKERS)
             {
                 found.push(path);
             }
-        }
-    }
+            false
+        },
+    )?;
     found.sort();
-    found
+    Ok(found)
 }
 
 /// Whether `exe --gtest_list_tests --gtest_filter=<test>` lists a test

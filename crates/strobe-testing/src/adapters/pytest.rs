@@ -25,6 +25,7 @@
 
 use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
+use crate::walk;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -53,6 +54,8 @@ const OUTCOMES: [&str; 9] = [
 
 /// Most lines of a tool error kept.
 const MAX_ERROR_LINES: usize = 40;
+/// Largest test file read to detect the runner.
+const MAX_TEST_FILE_BYTES: u64 = 1 << 20;
 
 /// The pytest adapter.
 pub struct PytestAdapter;
@@ -107,44 +110,44 @@ enum TestFiles {
     Other,
 }
 
-fn test_files(root: &Path) -> TestFiles {
+fn test_files(target: &TestTarget) -> TestFiles {
+    let root = target.root.as_path();
     let mut files = Vec::new();
-    let mut dirs = vec![(root.to_path_buf(), 0)];
-    while let Some((dir, depth)) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                let skip = name.starts_with('.')
-                    || name.contains("venv")
-                    || [
-                        "node_modules",
-                        "site-packages",
-                        "__pycache__",
-                        "build",
-                        "dist",
-                    ]
-                    .contains(&name.as_str());
-                if !skip && depth < 3 {
-                    dirs.push((path, depth + 1));
-                }
-            } else if name.ends_with(".py")
-                && (name.starts_with("test_") || name.ends_with("_test.py"))
-                && files.len() < 50
-            {
-                files.push(path);
-            }
+    let limits = walk::Limits {
+        depth: 3,
+        ..walk::Limits::default()
+    };
+    // A walk cut short (a huge tree, shutdown) leaves the files found so
+    // far as the evidence: detection only weighs hints.
+    let _ = walk::walk(root, "Python test files", limits, &target.cancel, |e| {
+        if e.is_dir {
+            let skip = e.name.starts_with('.')
+                || e.name.contains("venv")
+                || [
+                    "node_modules",
+                    "site-packages",
+                    "__pycache__",
+                    "build",
+                    "dist",
+                ]
+                .contains(&e.name.as_str());
+            return !skip;
         }
-    }
+        if e.is_file
+            && e.name.ends_with(".py")
+            && (e.name.starts_with("test_") || e.name.ends_with("_test.py"))
+            && files.len() < 50
+        {
+            files.push(e.path(root));
+        }
+        false
+    });
     if files.is_empty() {
         return TestFiles::None;
     }
     let texts: Vec<String> = files
         .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .filter_map(|f| walk::read_small_file(f, MAX_TEST_FILE_BYTES))
         .collect();
     if texts
         .iter()
@@ -173,7 +176,7 @@ impl TestAdapter for PytestAdapter {
             return 90;
         }
         // Above unittest's 60: these tests need pytest to run at all.
-        match test_files(root) {
+        match test_files(target) {
             TestFiles::ImportPytest => 70,
             TestFiles::Plain => 65,
             TestFiles::None | TestFiles::Other => 0,
