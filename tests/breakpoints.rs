@@ -366,3 +366,39 @@ async fn breakpoint_mistakes_get_clear_errors() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_line_breakpoint_lands_only_in_the_file_named() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = support::compile_with("lgammaf_main.c", "gcc", &["-g", "-O0", "--", "-lm"]);
+    let (id, _pid) = c.launch(&exe, &[]).await;
+    // libm (with libc6-dbg installed) has w_lgammaf_main.c, with code at
+    // line 24 too: a file name is matched by whole path components.
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "lgammaf_main.c", "line": 24}]}),
+        )
+        .await;
+    let bp = &v["breakpoints"][0];
+    assert_eq!(bp["function"], "tick", "{v}");
+    assert_eq!(bp["addresses"].as_array().unwrap().len(), 1, "{v}");
+    assert!(
+        bp["file"].as_str().unwrap().ends_with("/lgammaf_main.c"),
+        "{v}"
+    );
+    let paused = wait_paused(&c, &id, 1).await;
+    assert_eq!(paused[0]["function"], "tick", "{paused:?}");
+    assert_eq!(paused[0]["line"], 24);
+    // A tail that is not a whole file name finds nothing.
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "f_main.c", "line": 24}]}),
+        )
+        .await;
+    assert!(e.error_text().contains("no code at or after"), "{}", e.text);
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -304,8 +304,10 @@ impl DebugInfo {
         })
     }
 
-    /// Image offsets of the first statement of `line` in files ending with
-    /// `file` (one per place the line has code; empty when it has none).
+    /// Image offsets of the first statement of `line` in files whose path
+    /// ends with `file` as whole components ("main.c" or "src/main.c", not
+    /// glibc's "w_lgamma_main.c"); one per place the line has code, empty
+    /// when it has none.
     pub fn addresses_of_line(&mut self, file: &str, line: u32) -> Vec<u64> {
         let units: Vec<u64> = {
             let mut u: Vec<u64> = self.ranges.iter().map(|r| r.2).collect();
@@ -329,7 +331,7 @@ impl DebugInfo {
                     .get(row.file as usize)
                     .cloned()
                     .flatten()
-                    .is_some_and(|f| f.ends_with(file));
+                    .is_some_and(|f| path_ends_with(&f, file));
                 if matches_file && row.line == line && last_line_in_seq != Some(line) {
                     out.push(row.address.wrapping_sub(self.load_bias));
                 }
@@ -675,6 +677,12 @@ pub(crate) fn name_and_type(
     (name, ty)
 }
 
+/// Does `path` end with `tail` at a component boundary?
+fn path_ends_with(path: &str, tail: &str) -> bool {
+    path.strip_suffix(tail)
+        .is_some_and(|rest| rest.is_empty() || rest.ends_with('/') || tail.starts_with('/'))
+}
+
 pub(crate) fn unit_ref(v: Option<AttributeValue<R>>) -> Option<UnitOffset> {
     match v? {
         AttributeValue::UnitRef(o) => Some(o),
@@ -713,6 +721,16 @@ pub(crate) fn load(path: &Path) -> Result<gimli::Dwarf<R>, SymbolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn source_paths_match_by_whole_components() {
+        assert!(path_ends_with("/src/app/main.c", "main.c"));
+        assert!(path_ends_with("/src/app/main.c", "app/main.c"));
+        assert!(path_ends_with("main.c", "main.c"));
+        assert!(path_ends_with("/src/app/main.c", "/src/app/main.c"));
+        assert!(!path_ends_with("/glibc/math/w_lgamma_main.c", "main.c"));
+        assert!(!path_ends_with("/src/myapp/main.c", "app/main.c"));
+    }
 
     #[test]
     fn an_image_without_dwarf_says_to_build_with_g() {
