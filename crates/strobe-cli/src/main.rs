@@ -5,31 +5,80 @@
 //! - `strobe setup`  creates the Python venv with the pinned frida
 //! - `strobe ui`     turns on the daemon's loopback web UI and prints its URL
 //! - `strobe export` writes a stored session as a Perfetto / chrome://tracing trace
+//! - `strobe completions SHELL` prints a shell completion script
+//!
+//! Arguments are parsed by clap before anything runs, so `--help`, a usage
+//! error or `--version` never starts a daemon, builds a venv or serves MCP.
+//! Exit codes: 0 success, 1 the command failed, 2 a usage error (clap's
+//! convention, also used for an unusable STROBE_HOME).
 
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 use strobe_core::{Settings, StrobeHome};
 use strobe_frida::{FridaPython, PINNED_FRIDA_VERSION};
 
-const USAGE: &str = "\
-strobe — an LLM-native debugger
+/// Printed after the top-level help: what the environment changes.
+const ENVIRONMENT: &str = "\
+Environment:
+  STROBE_HOME  Data directory (default ~/.strobe)
+  STROBE_VENV  Python venv holding frida (default $STROBE_HOME/venv)
+  STROBE_LOG   Log filter, e.g. debug (default info)";
 
-USAGE:
-    strobe mcp       Serve MCP on stdin/stdout (register this with your coding agent)
-    strobe daemon    Run the daemon in the foreground (normally started by `strobe mcp`)
-    strobe setup     Install the Python venv with the pinned frida (needs python3)
-    strobe ui        Start the web UI on loopback (starting the daemon if needed)
-                     and print its URL, which carries the access token
-    strobe export SESSION [-o FILE]
-                     Write a stored session as Chrome trace-event JSON, which
-                     Perfetto UI (ui.perfetto.dev) and chrome://tracing open
-                     (default FILE: SESSION.trace.json; `-o -` for stdout)
-    strobe --version
+/// strobe — an LLM-native debugger
+#[derive(Parser)]
+#[command(name = "strobe", after_help = ENVIRONMENT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Verb>,
+}
 
-ENVIRONMENT:
-    STROBE_HOME      Data directory (default ~/.strobe)
-    STROBE_VENV      Python venv holding frida (default $STROBE_HOME/venv)
-    STROBE_LOG       Log filter, e.g. debug (default info)
-";
+#[derive(Subcommand)]
+enum Verb {
+    /// Serve MCP on stdin/stdout (register this with your coding agent)
+    ///
+    /// Relays newline-delimited JSON-RPC between stdin/stdout and the per-user
+    /// daemon, starting the daemon when none runs and restarting it if it dies.
+    Mcp,
+    /// Run the daemon in the foreground (normally started by `strobe mcp`)
+    ///
+    /// One daemon per STROBE_HOME; it exits after `daemon.idleTimeoutMs` with no
+    /// clients and no running sessions, and on SIGTERM/SIGINT.
+    Daemon,
+    /// Install the Python venv with the pinned frida (needs python3)
+    ///
+    /// Creates the venv named by STROBE_VENV, else the `frida.venv` setting,
+    /// else $STROBE_HOME/venv, and prints its path. $PYTHON picks the
+    /// interpreter (default python3).
+    Setup,
+    /// Start the web UI on loopback (starting the daemon if needed) and print its URL
+    ///
+    /// The URL carries the daemon's access token: keep it to yourself.
+    Ui,
+    /// Write a stored session as Chrome trace-event JSON (Perfetto, chrome://tracing)
+    ///
+    /// Reads the store directly, so it works with or without the daemon. Open
+    /// the file in https://ui.perfetto.dev or chrome://tracing.
+    Export {
+        /// The session id (see `debug_session {action: "list"}` or the web UI)
+        session: String,
+        /// Where to write (default: SESSION.trace.json); `-` for stdout
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<String>,
+    },
+    /// Print a shell completion script (e.g. `source <(strobe completions bash)`)
+    Completions {
+        /// The shell to complete for
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The command's clap description, with the version line `--version` prints.
+fn command() -> clap::Command {
+    Cli::command().version(format!(
+        "{} (frida {PINNED_FRIDA_VERSION})",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
 
 fn home_or_exit() -> Result<StrobeHome, ExitCode> {
     StrobeHome::from_env().map_err(|e| {
@@ -39,13 +88,28 @@ fn home_or_exit() -> Result<StrobeHome, ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Parsing happens first and touches nothing: --help, --version and usage
+    // errors (exit 2, with a suggestion for a mistyped flag) end here.
+    let mut cmd = command();
+    let cli = match Cli::from_arg_matches(&cmd.get_matches_mut()) {
+        Ok(cli) => cli,
+        Err(e) => e.format(&mut cmd).exit(),
+    };
+    let Some(verb) = cli.command else {
+        // Bare `strobe`: the overview, as before clap.
+        let _ = cmd.print_help();
+        return ExitCode::SUCCESS;
+    };
+    if let Verb::Completions { shell } = verb {
+        clap_complete::generate(shell, &mut cmd, "strobe", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
     let home = match home_or_exit() {
         Ok(h) => h,
         Err(c) => return c,
     };
-    match args.first().map(String::as_str) {
-        Some("mcp") => {
+    match verb {
+        Verb::Mcp => {
             let exe = match std::env::current_exe() {
                 Ok(e) => e,
                 Err(e) => {
@@ -65,7 +129,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Some("daemon") => {
+        Verb::Daemon => {
             strobe_daemon::init_logging();
             // Everything the daemon creates (database, WAL, logs, caches) is owner-only.
             // SAFETY: umask(2) cannot fail.
@@ -82,7 +146,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Some("setup") => {
+        Verb::Setup => {
             let (settings, _) = Settings::load(&home.settings_file(), None);
             let py = FridaPython::locate(settings.frida_venv.as_deref(), &home.default_venv());
             let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
@@ -101,56 +165,18 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Some("export") => export(&home, &args[1..]),
-        Some("ui") => ui(home),
-        Some("--version" | "-V") => {
-            println!(
-                "strobe {} (frida {PINNED_FRIDA_VERSION})",
-                env!("CARGO_PKG_VERSION")
-            );
-            ExitCode::SUCCESS
+        Verb::Export { session, output } => {
+            let file = output.unwrap_or_else(|| format!("{session}.trace.json"));
+            export(&home, &session, &file)
         }
-        Some("--help" | "-h" | "help") | None => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        Some(other) => {
-            eprintln!("strobe: unknown command '{other}'\n\n{USAGE}");
-            ExitCode::from(2)
-        }
+        Verb::Ui => ui(home),
+        Verb::Completions { .. } => unreachable!("handled before STROBE_HOME is read"),
     }
 }
 
 /// `strobe export SESSION [-o FILE]`: reads the store directly, so it works
 /// whether or not the daemon runs (SQLite WAL lets both read at once).
-fn export(home: &StrobeHome, args: &[String]) -> ExitCode {
-    let usage = "usage: strobe export SESSION [-o FILE]";
-    let (mut session, mut file) = (None, None);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-o" | "--output" => match it.next() {
-                Some(f) => file = Some(f.clone()),
-                None => {
-                    eprintln!("strobe export: -o needs a file name\n{usage}");
-                    return ExitCode::from(2);
-                }
-            },
-            other if other.starts_with('-') => {
-                eprintln!("strobe export: unknown option '{other}'\n{usage}");
-                return ExitCode::from(2);
-            }
-            other if session.is_none() => session = Some(other.to_string()),
-            other => {
-                eprintln!("strobe export: one session at a time ('{other}' is extra)\n{usage}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let Some(session) = session else {
-        eprintln!("strobe export: which session? {usage}");
-        return ExitCode::from(2);
-    };
+fn export(home: &StrobeHome, session: &str, file: &str) -> ExitCode {
     if !home.database().exists() {
         eprintln!(
             "strobe export: no store at {} (STROBE_HOME={}); nothing was recorded there yet",
@@ -169,11 +195,10 @@ fn export(home: &StrobeHome, args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let file = file.unwrap_or_else(|| format!("{session}.trace.json"));
     let result = if file == "-" {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        strobe_view::export::chrome_trace(&store, &session, &mut out)
+        strobe_view::export::chrome_trace(&store, session, &mut out)
     } else {
         // Written beside the target and renamed, so a failed export leaves
         // no half file under the name asked for.
@@ -182,10 +207,10 @@ fn export(home: &StrobeHome, args: &[String]) -> ExitCode {
             .map_err(strobe_view::ViewError::from)
             .and_then(|f| {
                 let mut out = std::io::BufWriter::new(f);
-                strobe_view::export::chrome_trace(&store, &session, &mut out)
+                strobe_view::export::chrome_trace(&store, session, &mut out)
             });
         match written {
-            Ok(s) => std::fs::rename(&tmp, &file)
+            Ok(s) => std::fs::rename(&tmp, file)
                 .map(|()| s)
                 .map_err(strobe_view::ViewError::from),
             Err(e) => {
