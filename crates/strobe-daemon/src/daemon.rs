@@ -1,6 +1,8 @@
 //! The daemon process.
 
+use crate::framing::{Frame, LineReader};
 use crate::lock;
+use crate::transport::CheckedTransport;
 use rmcp::ServiceExt;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use strobe_core::{Settings, StrobeHome};
 use strobe_mcp::StrobeServer;
 use strobe_session::SessionManager;
 use strobe_store::Store;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -198,17 +200,17 @@ async fn stopped(stop: &mut Option<tokio::sync::oneshot::Receiver<()>>) {
 /// (`{"strobeControl": "ui"}` from `strobe ui` or the desktop app; an
 /// optional `"port"` overrides the `ui.port` setting). MCP's first message is a
 /// JSON-RPC object, so the two cannot be confused; the line read is handed
-/// back to rmcp in front of the rest of the stream.
+/// to the MCP transport as its first message.
 async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
     let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let mut first = String::new();
-    match reader.read_line(&mut first).await {
+    let mut reader = LineReader::new(read);
+    let first = match reader.next().await {
         // EOF before anything (a liveness probe) is a clean close.
-        Ok(0) | Err(_) => return,
-        Ok(_) => {}
-    }
-    if let Ok(control) = serde_json::from_str::<serde_json::Value>(&first)
+        Ok(Frame::End) | Err(_) => return,
+        Ok(f) => f,
+    };
+    if let Frame::Line(line) = &first
+        && let Ok(control) = serde_json::from_slice::<serde_json::Value>(line)
         && let Some(what) = control.get("strobeControl")
     {
         let reply = match what.as_str() {
@@ -228,8 +230,8 @@ async fn serve_connection(stream: UnixStream, server: StrobeServer, web: &Web) {
         let _ = write.write_all(format!("{reply}\n").as_bytes()).await;
         return;
     }
-    let replayed = std::io::Cursor::new(first.into_bytes()).chain(reader);
-    match server.serve((replayed, write)).await {
+    let transport = CheckedTransport::new(reader, Some(first), write);
+    match server.serve(transport).await {
         Ok(running) => {
             let _ = running.waiting().await;
         }

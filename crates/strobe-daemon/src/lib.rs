@@ -9,10 +9,15 @@
 //!   stdio and the socket, starting the daemon when needed; if the daemon
 //!   dies it fails the calls in flight with a clear error, restarts it,
 //!   replays the client's `initialize`, and carries on.
+//! - [`framing`] and [`transport`]: lines of any bytes, at most 16 MiB, and
+//!   a JSON-RPC error for every line that is not a valid message, so a
+//!   malformed message is answered instead of dropped.
 
 pub mod daemon;
+pub mod framing;
 pub mod lock;
 pub mod proxy;
+pub mod transport;
 
 pub use daemon::{DaemonError, DaemonOptions, run as run_daemon, run_with as run_daemon_with};
 pub use proxy::run as run_proxy;

@@ -3,7 +3,11 @@
 //! It forwards lines verbatim and parses them only to remember what a
 //! reconnect needs: the client's `initialize` request and `initialized`
 //! notification, and which request ids are still waiting for an answer.
+//! Lines are bytes, not text: one that is not UTF-8 goes to the daemon,
+//! which answers it with a parse error. A line over 16 MiB is dropped while
+//! it is read and answered here.
 
+use crate::framing::{self, Frame, LineReader};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
@@ -146,14 +150,15 @@ struct Session {
 }
 
 impl Session {
-    fn note_client_line(&mut self, line: &str) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
+    fn note_client_line(&mut self, line: &[u8]) {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
             return;
         };
+        let text = || String::from_utf8_lossy(line).into_owned();
         let method = v.get("method").and_then(Value::as_str);
         match (method, v.get("id")) {
-            (Some("initialize"), Some(_)) => self.initialize = Some(line.to_string()),
-            (Some("notifications/initialized"), None) => self.initialized = Some(line.to_string()),
+            (Some("initialize"), Some(_)) => self.initialize = Some(text()),
+            (Some("notifications/initialized"), None) => self.initialized = Some(text()),
             _ => {}
         }
         if let (Some(m), Some(id)) = (method, v.get("id")) {
@@ -173,8 +178,11 @@ impl Session {
     }
 }
 
-async fn write_line(out: &mut (impl AsyncWriteExt + Unpin), line: &str) -> std::io::Result<()> {
-    out.write_all(line.as_bytes()).await?;
+async fn write_line(
+    out: &mut (impl AsyncWriteExt + Unpin),
+    line: impl AsRef<[u8]>,
+) -> std::io::Result<()> {
+    out.write_all(line.as_ref()).await?;
     out.write_all(b"\n").await?;
     out.flush().await
 }
@@ -233,16 +241,23 @@ async fn reconnect(
 
 /// Runs the proxy until stdin closes.
 pub async fn run(home: StrobeHome, strobe_exe: &Path) -> std::io::Result<()> {
-    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = LineReader::new(tokio::io::stdin());
     let mut stdout = tokio::io::stdout();
     let mut sess = Session::default();
     let (r, mut writer) = connect_or_start(&home, strobe_exe).await?.into_split();
     let mut reader = BufReader::new(r).lines();
     loop {
         tokio::select! {
-            line = stdin.next_line() => {
-                let Some(line) = line? else { return Ok(()) };
-                if line.trim().is_empty() { continue; }
+            frame = stdin.next() => {
+                let line = match frame? {
+                    Frame::Line(line) => line,
+                    Frame::TooLong(head) => {
+                        write_line(&mut stdout, framing::too_long_line(&head)).await?;
+                        continue;
+                    }
+                    Frame::End => return Ok(()),
+                };
+                if line.iter().all(u8::is_ascii_whitespace) { continue; }
                 sess.note_client_line(&line);
                 if write_line(&mut writer, &line).await.is_err() {
                     // The daemon is gone; the read side notices and recovers,
@@ -288,11 +303,11 @@ mod tests {
     #[test]
     fn tracks_handshake_and_in_flight_calls() {
         let mut s = Session::default();
-        s.note_client_line(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#);
+        s.note_client_line(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#);
         s.note_server_line(r#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
-        s.note_client_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        s.note_client_line(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#);
-        s.note_client_line(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        s.note_client_line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s.note_client_line(br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#);
+        s.note_client_line(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
         s.note_server_line(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
         assert!(s.initialize.is_some() && s.initialized.is_some());
         assert_eq!(s.in_flight.len(), 1);
@@ -300,6 +315,7 @@ mod tests {
             s.in_flight.get("\"a\"").map(String::as_str),
             Some("tools/call")
         );
-        s.note_client_line("not json");
+        s.note_client_line(b"not json");
+        s.note_client_line(b"\xff");
     }
 }
