@@ -1172,6 +1172,31 @@ async fn char_pointer_arguments_show_their_strings() {
     // Bytes that are not UTF-8 are marked, not replaced.
     let raw = calls_of(&c, &id, "function_enter", "raw_bytes").await;
     assert_eq!(values(&raw[0]), ["caf\\xe9 \\xff!"], "{}", raw[0]);
+
+    // Exit lines of the text read as the call, with its enter's arguments.
+    let q = c
+        .reply(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_exit"}),
+        )
+        .await;
+    let line = |f: &str| {
+        q.text
+            .lines()
+            .find(|l| l.contains(&format!("function_exit: {f}(")))
+            .unwrap_or_else(|| panic!("no exit line of {f}: {}", q.text))
+            .to_string()
+    };
+    let raw_exit = line("raw_bytes");
+    assert!(
+        raw_exit.contains(r#"raw_bytes(bytes="caf\\xe9 \\xff!") -> 7 ("#),
+        "{raw_exit}"
+    );
+    let prepare_exit = line("prepare");
+    assert!(
+        prepare_exit.contains("prepare(db={") && prepare_exit.contains(" -> 12 ("),
+        "{prepare_exit}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

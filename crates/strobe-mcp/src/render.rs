@@ -3,10 +3,12 @@
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use strobe_core::ToolError;
 use strobe_core::event::{
     Event, EventKind, FLAG_CAPTURE, FLAG_JSON, FLAG_PARTIAL_LINE, FLAG_SAMPLED,
 };
-use strobe_store::FunctionRow;
+use strobe_store::{EventFilter, FunctionRow, QueryPage};
 
 /// Renders one event. Summary form by default; `verbose` adds every field.
 /// `func` names the function of function events.
@@ -110,34 +112,65 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option
     Value::Object(o)
 }
 
-/// One line of the text rendering of an event (at most ~200 chars).
-pub fn event_line(e: &Event, func: Option<&FunctionRow>, typed: Option<&Value>) -> String {
+/// Longest argument list an exit line repeats from its call (characters).
+const CALL_ARGS_MAX: usize = 80;
+
+/// The argument list of a function_enter event, `name="alice", n=3`
+/// (typed), or the raw first argument register.
+pub fn call_args(e: &Event, typed: Option<&Value>) -> String {
+    match typed.and_then(|t| t["arguments"].as_array()) {
+        Some(a) => a
+            .iter()
+            .map(|x| format!("{}={}", x["name"].as_str().unwrap_or("?"), x["value"]))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => format!("arg0={:#x}", e.header.value),
+    }
+}
+
+/// A duration for people: `850 ns`, `14 µs`, `3.2 ms`, `1.50 s`.
+fn duration_text(ns: u64) -> String {
+    let f = ns as f64;
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..10_000 => format!("{:.1} µs", f / 1e3),
+        10_000..1_000_000 => format!("{:.0} µs", f / 1e3),
+        1_000_000..10_000_000 => format!("{:.1} ms", f / 1e6),
+        10_000_000..1_000_000_000 => format!("{:.0} ms", f / 1e6),
+        _ => format!("{:.2} s", f / 1e9),
+    }
+}
+
+/// One line of the text rendering of an event (at most ~200 chars). A
+/// function_exit reads as its call, `f(name="alice") -> -52 (14 µs)`, with
+/// `call` the arguments of its enter (see [`exit_calls`]) when known.
+pub fn event_line(
+    e: &Event,
+    func: Option<&FunctionRow>,
+    typed: Option<&Value>,
+    call: Option<&str>,
+) -> String {
     let ms = e.header.ts_ns as f64 / 1e6;
     let kind = e.kind().map_or("unknown", EventKind::name);
     let name = func.map_or("?", |f| f.name.as_str());
-    let body = match (e.kind(), typed) {
-        (Some(EventKind::FunctionEnter), Some(t)) => {
-            let args: Vec<String> = t["arguments"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|x| format!("{}={}", x["name"].as_str().unwrap_or("?"), x["value"]))
-                        .collect()
-                })
-                .unwrap_or_default();
-            format!("{name}({})", args.join(", "))
-        }
-        (Some(EventKind::FunctionExit), Some(t)) if t.get("returnValue").is_some() => {
+    let body = match e.kind() {
+        Some(EventKind::FunctionEnter) => format!("{name}({})", call_args(e, typed)),
+        Some(EventKind::FunctionExit) => {
+            let ret = match typed.and_then(|t| t.get("returnValue")) {
+                Some(v) => v.to_string(),
+                None => format!("{:#x}", e.header.value),
+            };
+            let call = match call {
+                Some(args) if args.chars().count() > CALL_ARGS_MAX => {
+                    let cut: String = args.chars().take(CALL_ARGS_MAX).collect();
+                    format!("({cut}…)")
+                }
+                Some(args) => format!("({args})"),
+                None => String::new(),
+            };
             format!(
-                "{name} -> {} in {} ns",
-                t["returnValue"], e.header.duration_ns
-            )
-        }
-        (Some(EventKind::FunctionEnter), _) => format!("{name}(arg0={:#x})", e.header.value),
-        (Some(EventKind::FunctionExit), _) => {
-            format!(
-                "{name} -> {:#x} in {} ns",
-                e.header.value, e.header.duration_ns
+                "{name}{call} -> {ret} ({})",
+                duration_text(e.header.duration_ns)
             )
         }
         _ => String::from_utf8_lossy(&e.payload).into_owned(),
@@ -152,6 +185,94 @@ pub fn event_line(e: &Event, func: Option<&FunctionRow>, typed: Option<&Value>) 
         line.push('…');
     }
     line
+}
+
+/// Most queries spent finding the calls of one page's exits.
+const CALL_QUERIES: usize = 16;
+/// Events one such query is meant to span (about two chunks).
+const CALL_WINDOW_EVENTS: f64 = 8192.0;
+/// Most enters one such query returns.
+const CALL_QUERY_LIMIT: usize = 65_536;
+
+/// Runs one store query (the events of a page).
+pub type EventQuery<'a> = dyn FnMut(&EventFilter, QueryPage) -> Result<Vec<Event>, ToolError> + 'a;
+
+/// The argument list of each function_exit's call on a page (by the exit's
+/// id), from its enter: the event of the same process, thread and function
+/// at the exit's time less its duration (the store's call tree measured the
+/// duration from that enter). Batched: exits whose calls began close
+/// together (within about two chunks of events, at the page's density)
+/// share one time-window query; at most [`CALL_QUERIES`] queries, exits
+/// past them (or whose enter was evicted) go without.
+pub fn exit_calls(
+    events: &[Event],
+    query: &mut EventQuery<'_>,
+    typed: &dyn Fn(&Event) -> Option<Value>,
+) -> HashMap<u64, String> {
+    let mut out = HashMap::new();
+    // (call start, exit index)
+    let mut starts: Vec<(u64, usize)> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind() == Some(EventKind::FunctionExit) && e.header.duration_ns > 0)
+        .map(|(i, e)| (e.header.ts_ns.saturating_sub(e.header.duration_ns), i))
+        .collect();
+    if starts.is_empty() {
+        return out;
+    }
+    starts.sort_unstable();
+    let (seq_lo, seq_hi) = events
+        .iter()
+        .fold((u64::MAX, 0), |(a, b), e| (a.min(e.seq), b.max(e.seq)));
+    let (ts_lo, ts_hi) = events.iter().fold((u64::MAX, 0), |(a, b), e| {
+        (a.min(e.header.ts_ns), b.max(e.header.ts_ns))
+    });
+    let per_ns = (seq_hi - seq_lo + 1) as f64 / (ts_hi - ts_lo).max(1) as f64;
+    let span = (CALL_WINDOW_EVENTS / per_ns) as u64;
+    let mut rest = &starts[..];
+    for _ in 0..CALL_QUERIES {
+        let Some(&(first, _)) = rest.first() else {
+            break;
+        };
+        let n = rest.partition_point(|(t, _)| *t <= first.saturating_add(span));
+        let (group, next) = rest.split_at(n);
+        rest = next;
+        let exits: Vec<&Event> = group.iter().map(|(_, i)| &events[*i]).collect();
+        let filter = EventFilter {
+            kinds: Some(EventKind::FunctionEnter.bit()),
+            time_from: Some(first),
+            time_to: Some(group[n - 1].0),
+            func_ids: Some(exits.iter().map(|e| e.header.func_id).collect()),
+            tids: Some(exits.iter().map(|e| e.header.tid).collect()),
+            seq_to: exits.iter().map(|e| e.seq).max(),
+            ..Default::default()
+        };
+        let page = QueryPage {
+            offset: 0,
+            limit: CALL_QUERY_LIMIT,
+        };
+        let enters = match query(&filter, page) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("finding the calls of exits: {}", e.message);
+                break;
+            }
+        };
+        let by_call: HashMap<(u32, u32, u32, u64), &Event> = enters
+            .iter()
+            .map(|e| {
+                let h = &e.header;
+                ((h.pid, h.tid, h.func_id, h.ts_ns), e)
+            })
+            .collect();
+        for (start, i) in group {
+            let h = &events[*i].header;
+            if let Some(enter) = by_call.get(&(h.pid, h.tid, h.func_id, *start)) {
+                out.insert(events[*i].seq, call_args(enter, typed(enter).as_ref()));
+            }
+        }
+    }
+    out
 }
 
 /// What one `debug_query` page left out, so that an agent never mistakes a
@@ -369,7 +490,90 @@ mod tests {
         );
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
-        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None, None).len() < 210);
+        assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None, None, None).len() < 210);
+    }
+
+    fn call(kind: EventKind, seq: u64, tid: u32, func: u32, ts: u64, dur: u64) -> Event {
+        Event {
+            seq,
+            header: EventHeader {
+                ts_ns: ts,
+                kind: kind as u8,
+                pid: 9,
+                tid,
+                func_id: func,
+                duration_ns: dur,
+                value: seq,
+                ..Default::default()
+            },
+            payload: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn exit_lines_read_as_their_call() {
+        use EventKind::{FunctionEnter as In, FunctionExit as Out};
+        // Exits of two threads, dense (as a busy timeline is), and of a
+        // long call (main) that began long before.
+        let stored = [
+            call(In, 10, 1, 7, 1_000_001, 0),
+            call(In, 999_998, 2, 8, 9_999_980, 0),
+            call(In, 999_999, 1, 8, 9_999_990, 0),
+            call(Out, 1_000_000, 1, 8, 10_000_000, 10),
+            call(Out, 1_000_001, 1, 7, 10_000_001, 9_000_000),
+            call(Out, 1_000_002, 2, 8, 10_000_002, 10),
+        ];
+        let page: Vec<Event> = stored[3..].to_vec();
+        let mut queries = 0;
+        let mut query = |f: &EventFilter, p: QueryPage| -> Result<Vec<Event>, ToolError> {
+            queries += 1;
+            Ok(stored
+                .iter()
+                .filter(|e| f.matches(&e.header, &e.payload))
+                .take(p.limit)
+                .cloned()
+                .collect())
+        };
+        // Each enter's argument list names its event, to tell them apart.
+        let typed = |e: &Event| Some(json!({"arguments": [{"name": "id", "value": e.seq}]}));
+        let calls = exit_calls(&page, &mut query, &typed);
+        assert_eq!(calls[&1_000_000], "id=999999");
+        assert_eq!(calls[&1_000_001], "id=10");
+        assert!(
+            !calls.contains_key(&1_000_002),
+            "thread 2's call began at 9_999_992, not at its enter's 9_999_980"
+        );
+        assert_eq!(
+            queries, 2,
+            "the close exits share one query, main gets its own"
+        );
+        let func = FunctionRow {
+            func_id: 8,
+            name: "account_slot".into(),
+            name_raw: None,
+            file: None,
+            line: None,
+        };
+        let exit = call(Out, 4, 1, 8, 5_014_000, 14_000);
+        let line = event_line(
+            &exit,
+            Some(&func),
+            Some(&json!({"returnValue": -52})),
+            Some("name=\"alice\""),
+        );
+        assert!(
+            line.ends_with("function_exit: account_slot(name=\"alice\") -> -52 (14 µs)"),
+            "{line}"
+        );
+        let long = "x".repeat(300);
+        let line = event_line(&exit, Some(&func), None, Some(&long));
+        assert!(
+            line.contains(&format!("({}…) -> 0x4 (14 µs)", "x".repeat(80))),
+            "{line}"
+        );
+        assert_eq!(duration_text(850), "850 ns");
+        assert_eq!(duration_text(3_200_000), "3.2 ms");
+        assert_eq!(duration_text(1_500_000_000), "1.50 s");
     }
 
     #[test]

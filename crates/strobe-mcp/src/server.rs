@@ -991,10 +991,21 @@ fn render_events(
             .map(|e| strobe_session::trace::typed_values(caps.as_ref()?, e))
             .collect()
     };
+    let calls = render::exit_calls(
+        events,
+        &mut |f, page| mgr.query(session_id, f, page).map(|r| r.events),
+        &|e| {
+            let caps = captures.as_ref()?.read().ok()?;
+            strobe_session::trace::typed_values(&caps, e)
+        },
+    );
     let lines: Vec<String> = events
         .iter()
         .zip(&typed)
-        .map(|(e, t)| render::event_line(e, func_of(e), t.as_ref()))
+        .map(|(e, t)| {
+            let call = calls.get(&e.seq).map(String::as_str);
+            render::event_line(e, func_of(e), t.as_ref(), call)
+        })
         .collect();
     let tids = distinct_nonzero(events, |e| e.header.tid);
     let names: std::collections::HashMap<u32, String> = if verbose {
