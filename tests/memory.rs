@@ -268,6 +268,24 @@ async fn failed_requests_and_writes_into_code_are_errors() {
         .find(|l| l.contains(" r-xp ") && l.ends_with(exe_path.to_str().unwrap()))
         .unwrap_or_else(|| panic!("no code mapping of {exe_path:?}: {maps}"));
     let addr = format!("0x{}", code.split('-').next().unwrap());
+    // A bytes read shows its hex preview in the text, not only the file.
+    let header = maps
+        .lines()
+        .find(|l| l.contains(" 00000000 ") && l.ends_with(exe_path.to_str().unwrap()))
+        .unwrap();
+    let header = format!("0x{}", header.split('-').next().unwrap());
+    let bytes = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"address": header, "type": "bytes", "size": 100}]}),
+        )
+        .await;
+    assert!(
+        bytes.text.contains("(100 bytes): 7f 45 4c 46 02 01 01")
+            && bytes.text.contains(" … (all in /"),
+        "the ELF header: {}",
+        bytes.text
+    );
     let target = |value: u64| json!([{"address": addr, "type": "u8", "value": value}]);
     let before = c
         .ok(

@@ -187,6 +187,29 @@ pub fn event_line(
     line
 }
 
+/// One line of debug_memory's text per target result: the value read,
+/// previous and new value of a write, the error, or for `bytes` the hex
+/// preview and the file holding all of them.
+pub fn memory_line(r: &Value) -> String {
+    let target = r["target"].as_str().unwrap_or("?");
+    let address = r["address"].as_str().unwrap_or("?");
+    if let Some(e) = r["error"].as_str() {
+        return format!("{target}: error: {e}");
+    }
+    if let Some(n) = r.get("newValue") {
+        return format!("{target} @ {address}: {} -> {n}", r["previousValue"]);
+    }
+    if let Some(file) = r["file"].as_str() {
+        let size = r["size"].as_u64().unwrap_or(0);
+        let preview = r["preview"].as_str().unwrap_or_default();
+        let shown = preview.split(' ').filter(|b| !b.is_empty()).count() as u64;
+        let more = if size > shown { " …" } else { "" };
+        return format!("{target} @ {address} ({size} bytes): {preview}{more} (all in {file})");
+    }
+    let ty = r["type"].as_str().unwrap_or("?");
+    format!("{target} @ {address} ({ty}): {}", r["value"])
+}
+
 /// Most queries spent finding the calls of one page's exits.
 const CALL_QUERIES: usize = 16;
 /// Events one such query is meant to span (about two chunks).
@@ -491,6 +514,22 @@ mod tests {
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
         assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None, None, None).len() < 210);
+    }
+
+    #[test]
+    fn memory_lines_show_values_writes_errors_and_byte_previews() {
+        let read = json!({"target": "g", "address": "0x10", "type": "int", "value": 3});
+        assert_eq!(memory_line(&read), "g @ 0x10 (int): 3");
+        let write = json!({"target": "g", "address": "0x10", "previousValue": 3, "newValue": 4});
+        assert_eq!(memory_line(&write), "g @ 0x10: 3 -> 4");
+        let bad = json!({"target": "g", "error": "no such global"});
+        assert_eq!(memory_line(&bad), "g: error: no such global");
+        let bytes = json!({"target": "0x10", "address": "0x10", "type": "bytes", "size": 100,
+                           "file": "/h/memory/x.bin", "preview": "2a 00 ff"});
+        assert_eq!(
+            memory_line(&bytes),
+            "0x10 @ 0x10 (100 bytes): 2a 00 ff … (all in /h/memory/x.bin)"
+        );
     }
 
     fn call(kind: EventKind, seq: u64, tid: u32, func: u32, ts: u64, dur: u64) -> Event {

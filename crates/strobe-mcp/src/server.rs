@@ -413,24 +413,7 @@ impl StrobeServer {
                 let text = match v.get("results").and_then(Value::as_array) {
                     Some(rs) => rs
                         .iter()
-                        .map(|r| match (&r["error"], r.get("newValue")) {
-                            (Value::String(e), _) => {
-                                format!("{}: error: {e}", r["target"].as_str().unwrap_or("?"))
-                            }
-                            (_, Some(n)) => format!(
-                                "{} @ {}: {} -> {n}",
-                                r["target"].as_str().unwrap_or("?"),
-                                r["address"].as_str().unwrap_or("?"),
-                                r["previousValue"]
-                            ),
-                            _ => format!(
-                                "{} @ {} ({}): {}",
-                                r["target"].as_str().unwrap_or("?"),
-                                r["address"].as_str().unwrap_or("?"),
-                                r["type"].as_str().unwrap_or("?"),
-                                r.get("value").or(r.get("file")).unwrap_or(&Value::Null)
-                            ),
-                        })
+                        .map(render::memory_line)
                         .collect::<Vec<_>>()
                         .join("\n"),
                     None => v["hint"].as_str().unwrap_or_default().to_string(),
