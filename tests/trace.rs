@@ -1241,3 +1241,59 @@ async fn trace_load_evicts_calls_but_never_the_programs_output() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn everything_patterns_never_take_the_program_down() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("ticker");
+    let (id, pid) = c.launch(&exe, &["-1", "20"]).await;
+    let alive = || Path::new(&format!("/proc/{pid}")).exists();
+    for pattern in ["**", "**::**::**"] {
+        let r = c
+            .reply("debug_trace", json!({"sessionId": id, "add": [pattern]}))
+            .await;
+        assert!(!r.is_error, "{pattern}: {}", r.text);
+        let warnings = r.value["warnings"].to_string();
+        assert!(
+            warnings.contains("left out") && warnings.contains("libc.so.6"),
+            "{pattern}: says what it left out and how to reach it: {warnings}"
+        );
+        assert!(
+            r.value["hookedFunctions"].as_u64().unwrap() >= 3,
+            "{}",
+            r.value
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(alive(), "{pattern} killed the program");
+        c.ok("debug_trace", json!({"sessionId": id, "remove": [pattern]}))
+            .await;
+    }
+    // A prefix reaches libc, but never the functions the hook itself calls.
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["pthread_*"]}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let warnings = r.value["warnings"].to_string();
+    assert!(
+        warnings.contains("pthread_getspecific") && warnings.contains("not hooked"),
+        "{warnings} {}",
+        r.value
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(alive(), "pthread_* killed the program");
+    c.ok("debug_trace", json!({"sessionId": id, "add": ["**"]}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let calls = all(
+        &c,
+        &id,
+        json!({"eventType": "function_enter", "function": {"equals": "tick_work"}}),
+    )
+    .await;
+    assert!(!calls.is_empty(), "the program's own calls are traced");
+    assert_eq!(c.status(&id).await["state"], "running");
+}

@@ -11,6 +11,7 @@
 pub mod capture;
 pub mod diagnosis;
 pub mod frames;
+pub mod hookable;
 mod manager;
 mod pool;
 pub mod stacks;

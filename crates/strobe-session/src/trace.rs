@@ -363,6 +363,8 @@ pub struct Tracer {
     /// Id of the next expression watch (ids are never reused in a session,
     /// so a record names the expression it was evaluated with).
     next_expr: u16,
+    /// Per image, entry offsets never hooked (`hookable::hook_path_offsets`).
+    never_hooked: HashMap<usize, Arc<std::collections::HashSet<u64>>>,
 }
 
 /// What the agent reports about running hooks. Kept apart from [`Tracer`]
@@ -423,6 +425,7 @@ impl Tracer {
             light: BTreeSet::new(),
             signatures: HashMap::new(),
             next_expr: 1,
+            never_hooked: HashMap::new(),
         }
     }
 
@@ -527,14 +530,40 @@ impl Tracer {
         }
         for p in all_patterns {
             let is_fresh = fresh.contains(&p);
+            let wildcard = crate::hookable::starts_with_wildcard(&p);
             let mut hits = 0;
             let mut inlined = Vec::new();
+            // Images the pattern does not reach, with the functions it
+            // matched there; functions refused because the hook uses them.
+            let mut left_out: Vec<(String, usize)> = Vec::new();
+            let mut refused: Vec<String> = Vec::new();
             for m in modules.clone() {
                 let resolver = self.modules[m].clone();
                 let res = resolver.resolve_pattern(&p, &self.project_root);
-                hits += res.targets.len();
+                let path = &resolver.index().path;
+                if crate::hookable::is_loader(path)
+                    || (m != 0 && wildcard && crate::hookable::is_system_library(path))
+                {
+                    if !res.targets.is_empty() {
+                        let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
+                        left_out.push((file.unwrap_or_default(), res.targets.len()));
+                    }
+                    continue;
+                }
+                let never = self
+                    .never_hooked
+                    .entry(m)
+                    .or_insert_with(|| {
+                        Arc::new(crate::hookable::hook_path_offsets(resolver.index()))
+                    })
+                    .clone();
                 inlined.extend(res.inlined_only);
                 for t in res.targets {
+                    if never.contains(&t.entry_offset) {
+                        refused.push(t.name.clone());
+                        continue;
+                    }
+                    hits += 1;
                     let id = self.id_for(m, t.function, &mut plan.new_rows);
                     wanted.insert(id);
                     if !self.hooked.contains(&id)
@@ -546,8 +575,29 @@ impl Tracer {
                     }
                 }
             }
+            if is_fresh && !left_out.is_empty() {
+                let n: usize = left_out.iter().map(|l| l.1).sum();
+                let images: Vec<String> =
+                    left_out.iter().map(|(f, k)| format!("{f}: {k}")).collect();
+                plan.warnings.push(format!(
+                    "pattern {:?} left out {n} functions of system libraries and the loader ({}): a pattern \
+                     starting with a wildcard reaches only the program and its own libraries, and Frida needs the \
+                     loader; name a library function exactly (\"fopen\") or by its prefix (\"sqlite3_*\")",
+                    p.text(),
+                    images.join(", ")
+                ));
+            }
+            if is_fresh && !refused.is_empty() {
+                refused.sort();
+                refused.dedup();
+                plan.warnings.push(format!(
+                    "not hooked: {} (Strobe's own hook calls them on every traced call, so tracing them would \
+                     recurse); trace their callers instead",
+                    refused.join(", ")
+                ));
+            }
             if is_fresh {
-                if hits == 0 && inlined.is_empty() {
+                if hits == 0 && inlined.is_empty() && refused.is_empty() && left_out.is_empty() {
                     plan.warnings.push(format!(
                         "pattern {:?} matched no function in the program or its loaded libraries; check the spelling \
                          with a wider pattern (e.g. \"ns::*\", \"**::name\" or \"@file:part.c\") and that it was built with -g \

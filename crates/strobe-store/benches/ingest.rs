@@ -40,7 +40,7 @@ fn mixed(start: u64, n: usize, line: &[u8]) -> EventBatch {
     let mut out = EventBatch::with_capacity(n, n / 1000 * line.len() + line.len());
     for (i, h) in b.headers.iter().enumerate() {
         let seq = start + i as u64;
-        if seq % 1000 == 0 {
+        if seq.is_multiple_of(1000) {
             let mut o = *h;
             o.kind = EventKind::Stdout as u8;
             o.func_id = 0;

@@ -201,7 +201,7 @@ fn traced_run(store: &Store, key: i64, calls: u64, every: u64) {
                 &[],
             );
         }
-        if i % every == 0 {
+        if i.is_multiple_of(every) {
             b.push(
                 EventHeader {
                     ts_ns: i * 10 + 5,

@@ -16,7 +16,7 @@ pub mod types;
 
 pub use debuginfo::DebugInfo;
 pub use index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall, InlinedRef, SymbolIndex};
-pub use pattern::{Pattern, PatternError};
+pub use pattern::{Pattern, PatternError, Token};
 pub use scope::{CfaRule, FrameBase, FrameTable, Place, ScopeVariable, Statement, Unwind};
 pub use types::{EntryLoc, Member, Signature, Type, TypeId, TypeTable};
 

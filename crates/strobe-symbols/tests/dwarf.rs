@@ -524,3 +524,50 @@ fn char_pointers_resolve_through_qualifiers_typedefs_and_deep_type_graphs() {
         ]
     );
 }
+
+#[test]
+fn symtab_functions_go_by_their_public_name() {
+    // Without DWARF, a function exported under several names at one address
+    // (libc's `__getpid` and `getpid`) is indexed once, by its public name,
+    // so a pattern naming `total` finds it.
+    let dir = tempfile::tempdir().unwrap();
+    let lib = build(
+        dir.path(),
+        "gcc",
+        "aliases.c",
+        "libaliases.so",
+        &["-shared", "-fPIC", "-O1"],
+    );
+    let idx = build_index(&lib).unwrap();
+    let f = get(&idx, "total");
+    assert!(f.from_symtab);
+    let at: Vec<&str> = idx
+        .functions
+        .iter()
+        .filter(|g| g.entry_offset == f.entry_offset)
+        .map(|g| g.name.as_str())
+        .collect();
+    assert_eq!(at, ["total"], "one function per address");
+}
+
+#[test]
+fn functions_known_from_dwarf_by_an_internal_name_go_by_their_exported_one() {
+    // glibc's DWARF calls malloc `__libc_malloc` and pthread_getspecific
+    // `__pthread_getspecific`; with its debug info installed (libc6-dbg, in
+    // the machine image) the index must still answer to the public names.
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let idx = build_index(libc).unwrap();
+    for name in [
+        "malloc",
+        "pthread_getspecific",
+        "getpid",
+        "mmap",
+        "clock_gettime",
+    ] {
+        get(&idx, name);
+    }
+    assert!(
+        !names(&idx).contains(&"__libc_malloc"),
+        "one name per function"
+    );
+}

@@ -137,6 +137,8 @@ fn cache_key(path: &Path) -> Result<String, SymbolError> {
         .map_or(0, |d| d.as_nanos());
     let canonical = path.canonicalize().map_err(io)?;
     let mut h = Sha256::new();
+    // Bumped when what an index holds changes, so older caches are rebuilt.
+    h.update(b"index-format-3");
     h.update(canonical.as_os_str().as_encoded_bytes());
     h.update(mtime.to_le_bytes());
     h.update(meta.len().to_le_bytes());
@@ -251,26 +253,75 @@ pub fn build_index(path: &Path) -> Result<SymbolIndex, SymbolError> {
     if symtab.is_empty() {
         symtab = obj.dynamic_symbols().collect();
     }
-    let mut seen = HashSet::new();
-    for sym in symtab {
+    // Fewest leading underscores, then the shorter name: the public name of
+    // an address exported under several (`__libc_malloc` and `malloc`).
+    let rank = |n: &str| (n.len() - n.trim_start_matches('_').len(), n.len());
+    let mut public: HashMap<u64, &str> = HashMap::new();
+    for sym in obj.dynamic_symbols() {
+        if sym.kind() != SymbolKind::Text || !sym.is_definition() || !sym.is_global() {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        public
+            .entry(sym.address())
+            .and_modify(|best| {
+                if rank(name) < rank(best) {
+                    *best = name;
+                }
+            })
+            .or_insert(name);
+    }
+    // A C function known from DWARF by its internal name (glibc's
+    // `__libc_malloc`, `__pthread_getspecific`) goes by the name it is
+    // exported under, which is what a pattern names.
+    for f in &mut functions {
+        if let Some(name) = public.get(&f.entry_offset)
+            && rank(name) < rank(&f.name)
+            && !f.name.contains("::")
+            && !name.starts_with("_Z")
+        {
+            f.name = name.to_string();
+        }
+    }
+    // One function per address, under its public name: libc exports
+    // `__getpid` and `getpid`, `__mmap` and `mmap` at one address, and a
+    // pattern naming `getpid` must find it.
+    let mut by_addr: HashMap<u64, (&str, u64)> = HashMap::new();
+    for sym in &symtab {
         if sym.kind() != SymbolKind::Text || sym.size() == 0 || !sym.is_definition() {
             continue;
         }
         let addr = sym.address();
-        if known.contains(&addr) || inside_dwarf(addr) || !seen.insert(addr) {
+        if known.contains(&addr) || inside_dwarf(addr) {
             continue;
         }
         let Ok(raw) = sym.name() else { continue };
         if raw.ends_with(".cold") || raw.contains(".cold.") {
             continue;
         }
+        by_addr
+            .entry(addr)
+            .and_modify(|best| {
+                if rank(raw) < rank(best.0) {
+                    *best = (raw, sym.size());
+                }
+            })
+            .or_insert((raw, sym.size()));
+    }
+    let mut chosen: Vec<(u64, &str, u64)> = by_addr
+        .into_iter()
+        .map(|(addr, (raw, size))| (addr, raw, size))
+        .collect();
+    chosen.sort_unstable();
+    for (addr, raw, size) in chosen {
+        let sym_size = size;
         functions.push(FunctionSymbol {
             name: demangle(raw).unwrap_or_else(|| raw.to_string()),
             name_raw: Some(raw.to_string()),
             file: None,
             line: None,
             entry_offset: addr,
-            ranges: vec![(addr, addr + sym.size())],
+            ranges: vec![(addr, addr + sym_size)],
             from_symtab: true,
             die: None,
         });
