@@ -296,3 +296,50 @@ async fn debug_test_mistakes_get_clear_errors() {
         );
     }
 }
+
+/// Polls a run to its end and returns the reply's text with its result.
+async fn run_text(c: &Client, args: Value) -> (Value, String) {
+    let id = c.ok("debug_test", args).await["testRunId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for _ in 0..20 {
+        let r = c
+            .reply("debug_test", json!({"action": "status", "testRunId": id}))
+            .await;
+        if r.value["status"] == "completed" {
+            return (r.value, r.text);
+        }
+    }
+    panic!("test run {id} did not finish");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_fails_says_why_in_its_text() {
+    let env = Env::new();
+    let c = env.client().await;
+    // cargo without a Cargo.toml: not "0 passed", but cargo's error.
+    let empty = tempfile::tempdir().unwrap();
+    let (r, text) = run_text(
+        &c,
+        json!({"action": "run", "projectRoot": empty.path().to_str().unwrap(), "framework": "cargo"}),
+    )
+    .await;
+    assert!(r["error"].as_str().unwrap().contains("Cargo.toml"), "{r}");
+    assert!(
+        text.contains("ERROR:") && text.contains("Cargo.toml"),
+        "{text}"
+    );
+
+    // An instrumented run that cannot start: its error, not "null passed".
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_project(work.path());
+    let (r, text) = run_text(
+        &c,
+        json!({"action": "run", "projectRoot": project.to_str().unwrap(), "tracePatterns": ["calc::*"]}),
+    )
+    .await;
+    assert_eq!(r["summary"]["passed"], 0, "{r}");
+    assert!(!text.contains("null"), "{text}");
+    assert!(text.contains("Name one test"), "{text}");
+}

@@ -6,7 +6,7 @@ use crate::support::Env;
 use crate::{copy_fixture, run};
 use serde_json::json;
 
-const FILES: [&str; 7] = [
+pub(crate) const FILES: [&str; 7] = [
     "pyproject.toml",
     "calc.py",
     "tests/unit/test_calc.py",

@@ -579,26 +579,7 @@ impl StrobeServer {
                         v["buildSystem"].as_str().unwrap_or("?"),
                         v["hint"].as_str().unwrap_or("")
                     ),
-                    Some("completed") => format!(
-                        "{}: {} passed, {} failed, {} skipped{}",
-                        v["testRunId"].as_str().unwrap_or("?"),
-                        v["summary"]["passed"],
-                        v["summary"]["failed"],
-                        v["summary"]["skipped"],
-                        v["failures"]
-                            .as_array()
-                            .map(|fs| fs
-                                .iter()
-                                .map(|f| format!(
-                                    "\nFAILED {} at {}:{}: {}",
-                                    f["name"].as_str().unwrap_or("?"),
-                                    f["file"].as_str().unwrap_or("?"),
-                                    f["line"],
-                                    f["message"].as_str().unwrap_or("")
-                                ))
-                                .collect::<String>())
-                            .unwrap_or_default()
-                    ),
+                    Some("completed") => strobe_session::testrun::completed_text(&v),
                     _ if v.get("phase").is_some() => format!(
                         "{} {}; ask debug_test {{action: \"status\", testRunId}} again",
                         v["testRunId"].as_str().unwrap_or("?"),

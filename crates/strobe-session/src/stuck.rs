@@ -340,6 +340,171 @@ pub fn suggested_traces(p: &ProcessStacks, project_root: &std::path::Path) -> Ve
     out
 }
 
+/// A function name without the closures it ends in
+/// (`a::b::{{closure}}`, `a::b::{closure#0}` → `a::b`).
+fn without_closures(function: &str) -> &str {
+    let mut f = function;
+    while let Some((head, last)) = f.rsplit_once("::") {
+        if !last.starts_with('{') {
+            break;
+        }
+        f = head;
+    }
+    f
+}
+
+/// The tests running in a process of a harness that names each test's
+/// thread after the test (Rust's libtest), read from its stacks: Linux
+/// keeps 15 bytes of a thread's name (`bank::tests::op`), and the
+/// thread's frames hold the test function itself
+/// (`ledger::bank::tests::opposite_transfers_complete`, the crate first),
+/// whose path past the crate starts with that name. Threads the test
+/// spawned inherit its name or have their own (`transfer-a-b`): they name
+/// no test of their own.
+pub fn tests_in_stacks(p: &ProcessStacks) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Ok(threads) = &p.threads else {
+        return out;
+    };
+    for t in threads {
+        if t.tid == p.pid || t.name.is_empty() {
+            continue;
+        }
+        // Outermost first: the test function, not a helper whose name
+        // shares the truncated prefix.
+        let found = t.frames.iter().rev().find_map(|f| {
+            let function = without_closures(f.function.as_deref()?);
+            let (_crate, path) = function.split_once("::")?;
+            let complete = t.name.len() < 15;
+            let matches = if complete {
+                path == t.name
+            } else {
+                path.starts_with(&t.name)
+            };
+            matches.then(|| path.to_string())
+        });
+        if let Some(name) = found
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A place in a stack: file (relative to the project when in it), line
+/// and function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Place {
+    /// The source file.
+    pub file: String,
+    /// The line.
+    pub line: Option<u32>,
+    /// The function.
+    pub function: String,
+}
+
+impl Place {
+    fn of(f: &crate::stacks::StackFrame, project_root: &std::path::Path) -> Option<Place> {
+        let file = f.file.as_deref()?;
+        let file = std::path::Path::new(file)
+            .strip_prefix(project_root)
+            .map_or_else(|_| file.to_string(), |p| p.display().to_string());
+        Some(Place {
+            file,
+            line: f.line,
+            function: f.function.clone()?,
+        })
+    }
+
+    /// `file:line (function)`.
+    pub fn display(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}:{l} ({})", self.file, self.function),
+            None => format!("{} ({})", self.file, self.function),
+        }
+    }
+}
+
+/// Whether a frame's file is the project's own code: under its root, or
+/// a relative path (Rust's DWARF names the crate's files relative to it);
+/// not the standard library, a toolchain or an installed package.
+fn own_frame(file: &str, project_root: &std::path::Path) -> bool {
+    let own = std::path::Path::new(file).starts_with(project_root)
+        || (!file.starts_with('/') && !file.starts_with('<'));
+    own && !file.contains("site-packages") && !file.contains("/.cargo/registry/")
+}
+
+/// The last part of a test's or function's name: `tests::x` → `x`,
+/// `mod.Class.test_x` → `test_x`, `file.py::test_x[1-2]` → `test_x`.
+fn short_name(name: &str) -> &str {
+    let name = name.split('[').next().unwrap_or(name);
+    let name = without_closures(name);
+    name.rsplit(['.', ':', '/']).next().unwrap_or(name)
+}
+
+/// Where the stuck test `test` is in its stacks: the innermost frame of
+/// the test's own function (the call it waits in, as `join()` in the
+/// test), else the outermost frame in the project's code.
+pub fn test_place(
+    processes: &[ProcessStacks],
+    test: &str,
+    project_root: &std::path::Path,
+) -> Option<Place> {
+    let threads: Vec<&ThreadStack> = processes
+        .iter()
+        .filter_map(|p| p.threads.as_ref().ok())
+        .flatten()
+        .collect();
+    let want = short_name(test);
+    threads
+        .iter()
+        .flat_map(|t| t.frames.iter())
+        .find(|f| f.function.as_deref().is_some_and(|n| short_name(n) == want))
+        .and_then(|f| Place::of(f, project_root))
+        .or_else(|| {
+            threads.iter().find_map(|t| {
+                t.frames
+                    .iter()
+                    .rev()
+                    .filter(|f| {
+                        f.file
+                            .as_deref()
+                            .is_some_and(|x| own_frame(x, project_root))
+                    })
+                    .find_map(|f| Place::of(f, project_root))
+            })
+        })
+}
+
+/// Where each stuck thread is in the project's own code: its innermost
+/// frame there (the lock it waits for, the loop it spins in), one per
+/// place.
+pub fn wait_sites(processes: &[ProcessStacks], project_root: &std::path::Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in processes {
+        let Ok(threads) = &p.threads else { continue };
+        for t in threads {
+            let site = t
+                .frames
+                .iter()
+                .filter(|f| {
+                    f.file
+                        .as_deref()
+                        .is_some_and(|x| own_frame(x, project_root))
+                })
+                .find_map(|f| Place::of(f, project_root));
+            if let Some(site) = site.map(|s| s.display())
+                && !out.contains(&site)
+            {
+                out.push(site);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +538,104 @@ mod tests {
         let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194304 100 0 0 0 7 3 0 0 20 0";
         let f = stat_fields(stat).unwrap();
         assert_eq!((f[0], f[1], f[2], f[11], f[12]), ("S", "1", "42", "7", "3"));
+    }
+
+    fn frame(function: &str, file: &str, line: u32) -> crate::stacks::StackFrame {
+        crate::stacks::StackFrame {
+            function: Some(function.into()),
+            file: Some(file.into()),
+            line: Some(line),
+            module: None,
+            address: None,
+            image: None,
+        }
+    }
+
+    fn thread(tid: u32, name: &str, frames: Vec<crate::stacks::StackFrame>) -> ThreadStack {
+        ThreadStack {
+            tid,
+            name: name.into(),
+            frames,
+        }
+    }
+
+    /// The cargo case: the test's thread name cut to 15 bytes, two
+    /// threads of its own with names of their own.
+    fn bank() -> ProcessStacks {
+        let std = |f: &str| frame(f, "/rustc/abc/library/std/src/sync/mutex.rs", 1);
+        ProcessStacks {
+            pid: 10,
+            exe: "ledger-1234".into(),
+            sampler: "native",
+            threads: Ok(vec![
+                thread(10, "ledger-1234", vec![std("test::run_tests")]),
+                thread(
+                    11,
+                    "bank::tests::op",
+                    vec![
+                        std("std::thread::JoinHandle::join"),
+                        frame(
+                            "ledger::bank::tests::opposite_transfers_complete",
+                            "src/bank.rs",
+                            40,
+                        ),
+                        frame(
+                            "ledger::bank::tests::opposite_transfers_complete::{closure#0}",
+                            "src/bank.rs",
+                            30,
+                        ),
+                    ],
+                ),
+                thread(
+                    12,
+                    "transfer-a-b",
+                    vec![
+                        std("std::sync::Mutex::lock"),
+                        frame("ledger::bank::transfer", "src/bank.rs", 12),
+                    ],
+                ),
+                thread(
+                    13,
+                    "transfer-b-a",
+                    vec![
+                        std("std::sync::Mutex::lock"),
+                        frame("ledger::bank::transfer", "/work/ledger/src/bank.rs", 12),
+                    ],
+                ),
+            ]),
+            waits: HashMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_libtest_thread_is_named_after_its_test_from_its_stack() {
+        assert_eq!(
+            tests_in_stacks(&bank()),
+            ["bank::tests::opposite_transfers_complete"]
+        );
+    }
+
+    #[test]
+    fn a_stuck_test_is_placed_in_its_own_frame_and_its_threads_at_their_locks() {
+        let root = std::path::Path::new("/work/ledger");
+        let p = bank();
+        let at = test_place(
+            std::slice::from_ref(&p),
+            "bank::tests::opposite_transfers_complete",
+            root,
+        )
+        .unwrap();
+        assert_eq!((at.file.as_str(), at.line), ("src/bank.rs", Some(40)));
+        assert_eq!(
+            wait_sites(&[p], root),
+            [
+                "src/bank.rs:40 (ledger::bank::tests::opposite_transfers_complete)",
+                "src/bank.rs:12 (ledger::bank::transfer)"
+            ]
+        );
+        // pytest node ids name the function last.
+        assert_eq!(short_name("tests/t.py::TestX::test_y[1-2]"), "test_y");
+        assert_eq!(short_name("m.Class.test_z"), "test_z");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The extension point: one [`TestAdapter`] per test framework.
 
-use crate::result::{Progress, TestFailure, TestResult};
+use crate::result::{Progress, TestCase, TestFailure, TestResult};
 use crate::walk::{Cancel, WalkError};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -130,6 +130,14 @@ pub trait TestAdapter: Send + Sync {
             Some(t) => self.single_test_command(target, t),
             None => self.suite_command(target, level),
         })
+    }
+    /// The command that runs the failed test `test` alone again to get
+    /// the details its run never printed: frameworks that print a failure's
+    /// report only at the end (libtest) lose it when the run is stopped
+    /// while another test hangs. `None` (the default) where reports come as
+    /// failures happen.
+    fn details_command(&self, _target: &TestTarget, _test: &TestCase) -> Option<TestCommand> {
+        None
     }
     /// A parser for the output of this adapter's commands.
     fn parser(&self) -> Box<dyn OutputParser>;

@@ -105,6 +105,21 @@ pub struct Progress {
 }
 
 /// A finished run.
+///
+/// A test the stuck detector stopped (deadlock, infinite loop, hard
+/// timeout) counts as **failed**, whatever the framework made of the stop:
+/// it is in `tests` with [`TestStatus::Failed`], counted once in
+/// `summary.failed`, and in `failures`, placed at the test's own frame in
+/// its stacks when they could be had (its message says what it waits on);
+/// the run's report lists it among its stuck tests as well. Adapters report
+/// what their framework printed (some count a stopped test as failed, some
+/// never hear of it); the session layer that stopped it makes every result
+/// agree with this rule.
+///
+/// No failure loses its details because another test hung: a failure whose
+/// report never came (the framework prints it at the end, and the run was
+/// stopped) is run again alone for its details where the adapter can
+/// ([`crate::TestAdapter::details_command`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TestResult {

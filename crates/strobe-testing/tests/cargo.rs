@@ -227,3 +227,57 @@ fn groups_survive_stdout_and_stderr_read_out_of_order() {
         want
     );
 }
+
+#[test]
+fn a_failure_without_its_report_is_rerun_alone_in_its_target() {
+    // A hung test got the binary stopped before libtest's summary, which
+    // holds every failure's report: the failure is known by name only.
+    let mut parser = CargoAdapter.parser();
+    feed(
+        parser.as_mut(),
+        MIXED_OUT,
+        MIXED_ERR,
+        Some("test tests::fails ... FAILED"),
+    );
+    let r = parser.finish(None);
+    let f = r
+        .failures
+        .iter()
+        .find(|f| f.name == "tests::fails")
+        .unwrap();
+    assert_eq!((f.file.as_deref(), f.message.as_str()), (None, ""));
+    let case = r.tests.iter().find(|t| t.name == "tests::fails").unwrap();
+    let target = TestTarget::new("/p");
+    let cmd = CargoAdapter.details_command(&target, case).unwrap();
+    assert_eq!(
+        cmd.display(),
+        "cargo test --no-fail-fast --lib -- tests::fails --exact"
+    );
+    assert_eq!(cmd.env["RUST_BACKTRACE"], "1");
+    let mut it = case.clone();
+    it.group = Some("tests/it.rs".into());
+    assert_eq!(
+        CargoAdapter
+            .details_command(&target, &it)
+            .unwrap()
+            .display(),
+        "cargo test --no-fail-fast --test it -- tests::fails --exact"
+    );
+}
+
+#[test]
+fn one_test_thread_names_the_running_test_on_its_unfinished_line() {
+    let parser = CargoAdapter.parser();
+    assert_eq!(
+        parser.running_in_partial_line(Stream::Stdout, "test bank::tests::opposite ... "),
+        Some("bank::tests::opposite".to_string())
+    );
+    assert_eq!(
+        parser.running_in_partial_line(Stream::Stdout, "test bank::tests::opposite ... ok"),
+        None
+    );
+    assert_eq!(
+        parser.running_in_partial_line(Stream::Stdout, "some out"),
+        None
+    );
+}

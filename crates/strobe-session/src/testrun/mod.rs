@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+mod details;
 mod watch;
+
+pub use details::completed_text;
 
 use serde_json::{Value, json};
 use strobe_core::ToolError;
@@ -78,6 +81,9 @@ struct Run {
     /// Where its tests' durations go and their baselines come from.
     store: strobe_store::Store,
     command: String,
+    /// The request's own environment (on top of the adapter's), which
+    /// reruns for details get too.
+    env: BTreeMap<String, String>,
     started: Instant,
     /// The process group of the command (its pid).
     pgid: u32,
@@ -104,6 +110,11 @@ struct RunState {
     /// Durations Strobe measured (first seen running → gone), for tests
     /// whose framework reports none.
     measured_ms: HashMap<String, f64>,
+    /// The last progress, kept while the ended run's result is completed
+    /// (failures rerun for their details).
+    final_progress: Option<strobe_testing::Progress>,
+    /// The process group of such a rerun while it runs.
+    rerun_pgid: Option<u32>,
 }
 
 impl TestRuns {
@@ -165,6 +176,7 @@ impl TestRuns {
         adapter: &dyn TestAdapter,
         target: &TestTarget,
         command: String,
+        env: &BTreeMap<String, String>,
         pgid: u32,
     ) -> Arc<Run> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
@@ -175,6 +187,7 @@ impl TestRuns {
             project_root: target.root.display().to_string(),
             store: self.store.clone(),
             command,
+            env: env.clone(),
             started: Instant::now(),
             pgid,
             state: Mutex::new(RunState {
@@ -188,6 +201,8 @@ impl TestRuns {
                 session_id: None,
                 running_since: HashMap::new(),
                 measured_ms: HashMap::new(),
+                final_progress: None,
+                rerun_pgid: None,
             }),
             finished: Condvar::new(),
         });
@@ -204,7 +219,7 @@ impl TestRuns {
         req: &TestRunRequest,
     ) -> Result<InstrumentedRun, Result<Value, ToolError>> {
         let (target, adapter) = self.resolve(req)?;
-        let run = self.register(adapter.as_ref(), &target, String::new(), 0);
+        let run = self.register(adapter.as_ref(), &target, String::new(), &req.env, 0);
         Ok(InstrumentedRun {
             run,
             adapter,
@@ -244,7 +259,13 @@ impl TestRuns {
                 cmd.program
             ))
         })?;
-        let run = self.register(adapter.as_ref(), &target, cmd.display(), child.id());
+        let run = self.register(
+            adapter.as_ref(),
+            &target,
+            cmd.display(),
+            &req.env,
+            child.id(),
+        );
         let id = run.id.clone();
         let readers = [
             (
@@ -341,13 +362,15 @@ impl TestRuns {
             .iter()
             .min_by_key(|(_, since)| **since)
             .map(|(name, since)| (name.clone(), since.elapsed()));
-        let progress = state
-            .parser
-            .as_ref()
-            .map(|p| p.progress())
-            .unwrap_or_default();
-        let phase = if progress.summary.passed + progress.summary.failed + progress.summary.skipped
-            > 0
+        let progress = match (&state.parser, &state.final_progress) {
+            (Some(p), _) => p.progress(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => Default::default(),
+        };
+        let phase = if state.final_progress.is_some() {
+            // The run ended; failures it lost the reports of run again.
+            "details"
+        } else if progress.summary.passed + progress.summary.failed + progress.summary.skipped > 0
             || progress.current_group.is_some()
         {
             "running"
@@ -397,6 +420,10 @@ impl TestRuns {
     pub fn stop_all(&self) {
         self.cancel.cancel();
         for run in self.runs.lock().expect("runs lock").values() {
+            if let Some(pgid) = run.state.lock().expect("run lock").rerun_pgid {
+                // SAFETY: the process group of a rerun this run started.
+                unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+            }
             if run.pgid != 0 && run.state.lock().expect("run lock").result.is_none() {
                 let tree = crate::stuck::group_members(run.pgid);
                 // SAFETY: signalling the process group this run created.
@@ -489,8 +516,10 @@ fn feed(state: &mut RunState, stream: Stream, line: &str) {
     }
 }
 
-/// The run ended: parse the rest, write the details file, keep the small
-/// result for `status`.
+/// The run ended: parse the rest, complete failures the run lost the
+/// reports of, count stopped tests as failed, write the details file, keep
+/// the small result for `status`. The run's lock is not held while
+/// failures are rerun, so `status` answers meanwhile.
 fn finish(
     run: &Run,
     adapter: &dyn TestAdapter,
@@ -498,11 +527,30 @@ fn finish(
     dir: &Path,
     exit_code: Option<i32>,
 ) {
-    let mut state = run.state.lock().expect("run lock");
-    let Some(parser) = state.parser.take() else {
-        return;
+    let (mut result, stuck_names) = {
+        let mut state = run.state.lock().expect("run lock");
+        let Some(parser) = state.parser.take() else {
+            return;
+        };
+        state.final_progress = Some(parser.progress());
+        let names: Vec<String> = state
+            .stuck
+            .iter()
+            .flat_map(|r| r["tests"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect();
+        (parser.finish(exit_code), names)
     };
-    let mut result: TestResult = parser.finish(exit_code);
+    details::fill_missing_details(
+        adapter,
+        target,
+        &run.env,
+        &mut result,
+        &stuck_names,
+        &|pgid| run.state.lock().expect("run lock").rerun_pgid = pgid,
+    );
+    let mut state = run.state.lock().expect("run lock");
+    details::count_stuck_as_failed(&mut result, &state.stuck, &target.root);
     for f in &mut result.failures {
         f.rerun = Some(adapter.single_test_command(target, &f.name).display());
     }
@@ -667,13 +715,12 @@ impl InstrumentedRun {
     pub fn fail(self, error: &str) {
         let mut state = self.run.state.lock().expect("run lock");
         state.parser = None;
-        state.result = Some(json!({
-            "testRunId": self.run.id,
-            "status": "completed",
-            "framework": self.run.framework,
-            "error": error,
-            "sessionId": state.session_id,
-        }));
+        state.result = Some(details::failed_result(
+            &self.run.id,
+            self.run.framework,
+            error,
+            state.session_id.as_deref(),
+        ));
         self.run.finished.notify_all();
     }
 }

@@ -206,13 +206,14 @@ impl Watch {
                 "Timeout: no output for {secs:.0} s (the hard timeout), though its stacks kept changing ({cpu:.0}% CPU)"
             ),
         };
-        let running = {
+        let (running, group) = {
             let state = self.run.state.lock().expect("run lock");
-            let mut running = state
+            let progress = state
                 .parser
                 .as_ref()
-                .map(|p| p.progress().running)
+                .map(|p| p.progress())
                 .unwrap_or_default();
+            let mut running = progress.running;
             if running.is_empty()
                 && let Some(p) = state.parser.as_ref()
             {
@@ -222,7 +223,7 @@ impl Watch {
                         .filter_map(|s| p.running_in_partial_line(s, &state.partial[s as usize])),
                 );
             }
-            running
+            (running, progress.current_group)
         };
         let processes: Vec<Value> = look
             .second
@@ -236,8 +237,21 @@ impl Watch {
                 })
             })
             .collect();
-        let name = if !running.is_empty() {
-            running.join(", ")
+        // The framework's running tests, else the tests the stacks name
+        // (libtest reports a test only when it ends).
+        let tests: Vec<String> = if running.is_empty() {
+            let mut found: Vec<String> = Vec::new();
+            for t in look.second.iter().flat_map(stuck::tests_in_stacks) {
+                if !found.contains(&t) {
+                    found.push(t);
+                }
+            }
+            found
+        } else {
+            running
+        };
+        let name = if !tests.is_empty() {
+            tests.join(", ")
         } else {
             thread_named_tests(&look.second).unwrap_or_else(|| {
                 look.second
@@ -245,6 +259,18 @@ impl Watch {
                     .map_or_else(String::new, |p| p.exe.clone())
             })
         };
+        let tests: Vec<Value> = tests
+            .iter()
+            .map(|t| {
+                let place = stuck::test_place(&look.second, t, &self.project_root);
+                json!({
+                    "name": t,
+                    "file": place.as_ref().map(|p| &p.file),
+                    "line": place.as_ref().and_then(|p| p.line),
+                    "function": place.as_ref().map(|p| &p.function),
+                })
+            })
+            .collect();
         let mut traces: Vec<String> = Vec::new();
         for p in &look.second {
             for t in stuck::suggested_traces(p, &self.project_root) {
@@ -255,6 +281,9 @@ impl Watch {
         }
         json!({
             "name": name,
+            "tests": tests,
+            "group": group,
+            "waitsAt": stuck::wait_sites(&look.second, &self.project_root),
             "verdict": verdict,
             "diagnosis": diagnosis,
             "silentForMs": silence.as_millis() as u64,

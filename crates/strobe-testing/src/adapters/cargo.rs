@@ -71,6 +71,32 @@ impl TestAdapter for CargoAdapter {
         Box::new(CargoParser::default())
     }
 
+    /// The test binary's target alone (from its group: `unittests
+    /// src/lib.rs` → `--lib`, `tests/api.rs` → `--test api`…) and the test
+    /// by its exact name: libtest prints a failure's report in its summary,
+    /// which never comes once a hung test got the binary stopped.
+    fn details_command(&self, target: &TestTarget, test: &TestCase) -> Option<TestCommand> {
+        let group = test.group.as_deref().unwrap_or("");
+        let selector: Vec<String> = if group == "unittests src/lib.rs" {
+            vec!["--lib".into()]
+        } else if group.starts_with("unittests src/") {
+            vec!["--bins".into()]
+        } else if let Some(file) = group.strip_prefix("tests/") {
+            let name = file.strip_suffix(".rs").unwrap_or(file);
+            let name = name.strip_suffix("/main").unwrap_or(name);
+            vec!["--test".into(), name.into()]
+        } else if group.starts_with("Doc-tests ") {
+            vec!["--doc".into()]
+        } else {
+            Vec::new()
+        };
+        let mut args = vec!["test".to_string(), "--no-fail-fast".into()];
+        args.extend(selector);
+        args.extend(["--".into(), test.name.clone(), "--exact".into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Some(Self::command(&target.root, &args))
+    }
+
     fn builds_first(&self) -> bool {
         true
     }
@@ -430,6 +456,16 @@ impl OutputParser for CargoParser {
 
     fn running(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// With one test thread (`--test-threads=1`) libtest prints `test name
+    /// ... ` before running the test and its outcome after; with more, the
+    /// whole line when the test ends (the stuck detector then names a hung
+    /// test from its thread's stack).
+    fn running_in_partial_line(&self, stream: Stream, partial: &str) -> Option<String> {
+        let name = partial.strip_prefix("test ")?.strip_suffix(" ... ")?;
+        (stream == Stream::Stdout && self.block.is_none() && !name.is_empty())
+            .then(|| name.to_string())
     }
 
     fn progress(&self) -> Progress {
