@@ -1297,3 +1297,61 @@ async fn everything_patterns_never_take_the_program_down() {
     assert!(!calls.is_empty(), "the program's own calls are traced");
     assert_eq!(c.status(&id).await["state"], "running");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_program_says_so_and_tracing_waits_for_it() {
+    // A request timeout long enough that waiting for it would hang the test:
+    // the answer must come from seeing the stop, not from timing out.
+    let env = Env::with_settings(json!({"bridge.requestTimeoutMs": 600_000}));
+    let c = env.client().await;
+    let exe = fixture("ticker");
+    let (id, pid) = c.launch(&exe, &["-1", "20"]).await;
+    support::signal(pid, 19); // SIGSTOP
+    assert!(support::wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s[s.rfind(')').unwrap() + 2..].starts_with('T'))
+    }));
+    let s = c
+        .reply(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
+    assert!(
+        s.value["stopped"].as_str().unwrap().contains("kill -CONT"),
+        "{}",
+        s.value
+    );
+    assert!(s.text.contains("stopped by a signal"), "{}", s.text);
+
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["tick_work"]}),
+        )
+        .await;
+    assert!(
+        r.error_text().contains("PROCESS_STOPPED") || r.value["error"]["code"] == "PROCESS_STOPPED",
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains(&format!("kill -CONT {pid}")), "{}", r.text);
+
+    support::signal(pid, 18); // SIGCONT
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = c.status(&id).await;
+    assert!(s.get("stopped").is_none(), "{s}");
+    assert_eq!(
+        s["trace"]["hookedFunctions"].as_u64().unwrap_or(0),
+        0,
+        "the refused request changed nothing, before or after SIGCONT: {s}"
+    );
+    let t = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["tick_work"]}),
+        )
+        .await;
+    assert_eq!(t["hookedFunctions"], 1);
+    assert_eq!(c.status(&id).await["trace"]["hookedFunctions"], 1);
+}

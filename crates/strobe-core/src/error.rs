@@ -15,6 +15,9 @@ pub enum ErrorCode {
     SessionNotFound,
     /// The target process has exited; the session can still be queried.
     ProcessExited,
+    /// The target is stopped by a signal (SIGSTOP, SIGTSTP, …) or a debugger,
+    /// so its agent cannot act until it is continued (SIGCONT).
+    ProcessStopped,
     /// Frida could not spawn or instrument the target.
     FridaAttachFailed,
     /// Frida's Python package (or Python itself) is missing or broken.
@@ -32,6 +35,7 @@ impl ErrorCode {
             ErrorCode::ValidationError => "VALIDATION_ERROR",
             ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
             ErrorCode::ProcessExited => "PROCESS_EXITED",
+            ErrorCode::ProcessStopped => "PROCESS_STOPPED",
             ErrorCode::FridaAttachFailed => "FRIDA_ATTACH_FAILED",
             ErrorCode::FridaUnavailable => "FRIDA_UNAVAILABLE",
             ErrorCode::InvalidPattern => "INVALID_PATTERN",

@@ -223,6 +223,9 @@ impl StrobeServer {
                                 .as_str()
                                 .unwrap_or("?")
                         );
+                        if let Some(why) = &s.stopped {
+                            text.push_str(&format!(" but {why}"));
+                        }
                         if let Some(c) = s.exit_code {
                             text.push_str(&format!(", exit code {c}"));
                         }

@@ -12,6 +12,39 @@ use std::time::{Duration, SystemTime};
 use strobe_core::{Settings, ToolError};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 
+/// How often a wait for the agent checks whether the process was stopped.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+/// True when `pid` is stopped by a signal or a debugger (`/proc/PID/stat`
+/// state `T` or `t`).
+pub(super) fn stopped_by_signal(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
+            Some(after == 'T' || after == 't')
+        })
+        .unwrap_or(false)
+}
+
+/// What a request to a stopped process's agent answers.
+fn stopped_error(live: &Live, while_waiting: bool) -> ToolError {
+    let what = if while_waiting {
+        "was stopped while Strobe waited for its agent; the request may take effect when it continues, \
+         so check debug_session status before retrying"
+    } else {
+        "is stopped, so its agent cannot act (nothing was changed)"
+    };
+    ToolError::new(
+        ErrorCode::ProcessStopped,
+        format!(
+            "process {} of session '{}' {what}: it was stopped by a signal (SIGSTOP, SIGTSTP, …) or a debugger; \
+             continue it with `kill -CONT {}` and retry",
+            live.pid, live.id, live.pid
+        ),
+    )
+}
+
 impl SessionManager {
     pub(super) fn symbol_cache_dir(&self) -> PathBuf {
         self.home.root().join("symbol-cache")
@@ -24,13 +57,42 @@ impl SessionManager {
         mut msg: Value,
         timeout: Duration,
     ) -> Result<Value, ToolError> {
+        // A stopped process runs none of its threads, the agent's included:
+        // say so now rather than after the request timeout, and send nothing,
+        // so nothing takes effect behind the caller's back once it continues.
+        if stopped_by_signal(live.pid) {
+            return Err(stopped_error(live, false));
+        }
         let id = live.next_request.fetch_add(1, Ordering::Relaxed);
         msg["id"] = json!(id);
         let (tx, rx) = crossbeam_channel::bounded(1);
         live.replies.lock().expect("replies lock").insert(id, tx);
         let sent = live.post(msg.to_string().as_bytes());
-        let answer = sent.ok().and_then(|()| rx.recv_timeout(timeout).ok());
+        let mut answer = None;
+        let mut stopped = false;
+        if sent.is_ok() {
+            let deadline = std::time::Instant::now() + timeout;
+            while answer.is_none() {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match rx.recv_timeout(left.min(STOP_CHECK)) {
+                    Ok(v) => answer = Some(v),
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        if stopped_by_signal(live.pid) {
+                            stopped = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
         live.replies.lock().expect("replies lock").remove(&id);
+        if stopped {
+            return Err(stopped_error(live, true));
+        }
         answer.ok_or_else(|| {
             if live.life.lock().expect("lifecycle lock").ended {
                 return ToolError::new(

@@ -147,6 +147,10 @@ pub struct SessionStatus {
     pub pid: Option<u32>,
     /// Lifecycle state.
     pub state: SessionState,
+    /// Set while a running process is stopped by a signal (SIGSTOP, SIGTSTP,
+    /// …) or a debugger: what that means and how to continue it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// Exit code, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
@@ -1246,10 +1250,19 @@ impl SessionManager {
         let processes = self.processes(l);
         let life = l.life.lock().expect("lifecycle lock");
         let row = self.store.session(&l.id).ok().flatten();
+        let state = life.state.unwrap_or(SessionState::Starting);
+        let stopped = (state == SessionState::Running && hooks::stopped_by_signal(l.pid)).then(|| {
+            format!(
+                "stopped by a signal (SIGSTOP, SIGTSTP, …) or a debugger: it runs nothing, and tracing, \
+                 breakpoints and stepping wait, until `kill -CONT {}`",
+                l.pid
+            )
+        });
         SessionStatus {
             session_id: l.id.clone(),
             pid: Some(l.pid),
-            state: life.state.unwrap_or(SessionState::Starting),
+            state,
+            stopped,
             exit_code: life.exit_code,
             signal: life.signal.clone(),
             reason: life.reason.clone(),
@@ -1291,6 +1304,7 @@ impl SessionManager {
             session_id: row.session_id,
             pid: row.pid,
             state: SessionState::parse(&row.status),
+            stopped: None,
             exit_code: row.exit_code,
             signal: row.exit_signal,
             reason: row.end_reason,
