@@ -219,3 +219,46 @@ async fn a_pytest_deadlock_fails_once_at_the_tests_own_frame() {
         "7 failures and the stuck test: {r}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_deadlock_without_py_spy_still_gets_a_verdict_and_says_how_to_get_stacks() {
+    // A fresh machine: no py-spy. STROBE_PY_SPY names the one to use, here
+    // one that is not there (the venv's and PATH's are then not looked at).
+    let env = Env::new();
+    let mut daemon = env
+        .command(&["daemon"])
+        .env("STROBE_PY_SPY", env.path().join("no-py-spy"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(crate::support::wait_until(
+        std::time::Duration::from_secs(10),
+        || env.path().join("strobe.sock").exists()
+    ));
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("pytest_project", &crate::pytest::FILES, work.path());
+    let root = project.to_str().unwrap();
+    let r = run_with(&c, root, "pytest", json!({"STROBE_FIXTURE_HANG": "1"})).await;
+    // Output silence, CPU and the threads' waits decide, not stacks.
+    assert_eq!(r["summary"]["stuck"], 1, "{r}");
+    let s = &r["stuck"][0];
+    assert_eq!(s["verdict"], "deadlock", "{s}");
+    assert!(
+        s["diagnosis"].as_str().unwrap().contains("futex"),
+        "the waits are named: {s}"
+    );
+    let hint = s["stacksUnavailable"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(hint.contains("strobe setup"), "{hint}");
+    let hung = failure(&r, "tests/unit/test_hang.py::test_hangs_when_asked");
+    assert!(
+        hung["message"].as_str().unwrap().contains("strobe setup"),
+        "{hung}"
+    );
+    drop(c);
+    crate::support::signal(daemon.id(), 15);
+    let _ = daemon.wait();
+}

@@ -1,4 +1,5 @@
-//! Finding (and installing) the Python venv that holds the pinned `frida`.
+//! Finding (and installing) the Python venv that holds the pinned `frida`,
+//! and the pinned `py-spy` the stuck detector reads Python stacks with.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -6,7 +7,12 @@ use std::process::Command;
 /// The `frida` version Strobe is built and tested against (`FRIDA_VERSION`).
 pub const PINNED_FRIDA_VERSION: &str = include_str!("../FRIDA_VERSION").trim_ascii();
 
-/// A venv that should hold `frida`.
+/// The `py-spy` version `strobe setup` installs beside frida (the same as
+/// `./dev`'s test tools): the stuck detector samples a hung Python test's
+/// stacks with it, which a deadlocked interpreter cannot give itself.
+pub const PINNED_PY_SPY_VERSION: &str = "0.4.3";
+
+/// A venv that should hold `frida` (and `py-spy`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FridaPython {
     /// The venv directory.
@@ -63,10 +69,35 @@ impl FridaPython {
             .unwrap_or(false)
     }
 
-    /// Creates the venv with `python3` and installs the pinned frida into it.
-    /// Does nothing if it is already there.
+    /// The venv's `py-spy`.
+    pub fn py_spy(&self) -> PathBuf {
+        self.venv.join("bin").join("py-spy")
+    }
+
+    /// True when the venv's py-spy is the pinned one.
+    pub fn has_pinned_py_spy(&self) -> bool {
+        Command::new(self.py_spy())
+            .arg("--version")
+            .output()
+            .map(|o| {
+                o.status.success()
+                    && String::from_utf8_lossy(&o.stdout).trim()
+                        == format!("py-spy {PINNED_PY_SPY_VERSION}")
+            })
+            .unwrap_or(false)
+    }
+
+    /// Creates the venv with `python3` and installs the pinned frida and
+    /// py-spy into it, whichever is missing.
     pub fn install(&self, python3: &str) -> Result<(), String> {
-        if self.has_pinned_frida() {
+        let mut wanted = Vec::new();
+        if !self.has_pinned_frida() {
+            wanted.push(format!("frida=={PINNED_FRIDA_VERSION}"));
+        }
+        if !self.has_pinned_py_spy() {
+            wanted.push(format!("py-spy=={PINNED_PY_SPY_VERSION}"));
+        }
+        if wanted.is_empty() {
             return Ok(());
         }
         if let Some(parent) = self.venv.parent() {
@@ -76,22 +107,29 @@ impl FridaPython {
         if !self.interpreter().is_file() {
             run(Command::new(python3).args(["-m", "venv"]).arg(&self.venv))?;
         }
-        run(Command::new(self.interpreter()).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            &format!("frida=={PINNED_FRIDA_VERSION}"),
-        ]))?;
-        if self.has_pinned_frida() {
-            Ok(())
-        } else {
-            Err(format!(
+        run(Command::new(self.interpreter())
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(&wanted))?;
+        if !self.has_pinned_frida() {
+            return Err(format!(
                 "frida=={PINNED_FRIDA_VERSION} was installed but does not import in {}",
                 self.venv.display()
-            ))
+            ));
         }
+        if !self.has_pinned_py_spy() {
+            return Err(format!(
+                "py-spy=={PINNED_PY_SPY_VERSION} was installed but {} does not run; tracing works \
+                 without it, but a hung Python test is then reported without its stacks",
+                self.py_spy().display()
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -147,6 +147,18 @@ pub struct ThreadWait {
     pub state: String,
     /// A timed sleep of at least a second (nanosleep, clock_nanosleep).
     pub long_sleep: bool,
+    /// The system call with its arguments, stack and code addresses, as
+    /// the kernel shows them: the same text in two samples is the same
+    /// wait (the same futex, the same descriptor).
+    #[serde(skip)]
+    pub raw: String,
+}
+
+impl ThreadWait {
+    /// Waiting in a system call (not running, not in an unknown state).
+    pub fn blocked(&self) -> bool {
+        !matches!(self.state.as_str(), "running" | "unknown" | "stopped")
+    }
 }
 
 /// The system calls a stuck thread usually sits in.
@@ -177,23 +189,27 @@ fn syscall_name(nr: i64) -> Option<&'static str> {
 pub fn thread_wait(pid: u32, tid: u32) -> ThreadWait {
     let text =
         std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).unwrap_or_default();
+    let raw = text.trim().to_string();
     let mut fields = text.split_whitespace();
     let Some(first) = fields.next() else {
         return ThreadWait {
             state: "unknown".into(),
             long_sleep: false,
+            raw,
         };
     };
     let Ok(nr) = first.parse::<i64>() else {
         return ThreadWait {
             state: first.to_string(),
             long_sleep: false,
+            raw,
         };
     };
     if nr < 0 {
         return ThreadWait {
             state: "stopped".into(),
             long_sleep: false,
+            raw,
         };
     }
     let args: Vec<u64> = fields
@@ -211,6 +227,7 @@ pub fn thread_wait(pid: u32, tid: u32) -> ThreadWait {
     ThreadWait {
         state: syscall_name(nr).map_or_else(|| format!("syscall {nr}"), str::to_string),
         long_sleep,
+        raw,
     }
 }
 
@@ -290,6 +307,28 @@ pub fn same_stacks(a: &ProcessStacks, b: &ProcessStacks) -> bool {
         })
 }
 
+/// Whether two samples of a process show every thread blocked in the same
+/// wait (system call and arguments): what decides when no stacks could be
+/// had (py-spy missing, ptrace refused). A thread running, or only in one
+/// sample, is a change.
+pub fn same_waits(a: &ProcessStacks, b: &ProcessStacks) -> bool {
+    !a.waits.is_empty()
+        && a.waits.len() == b.waits.len()
+        && a.waits
+            .iter()
+            .all(|(tid, w)| w.blocked() && b.waits.get(tid).is_some_and(|v| v.raw == w.raw))
+}
+
+/// Whether a process kept still between two samples: every stack the
+/// same when both samples have stacks, else every thread in the same
+/// wait. The verdict never depends on stacks being available.
+pub fn kept_still(a: &ProcessStacks, b: &ProcessStacks) -> bool {
+    match (&a.threads, &b.threads) {
+        (Ok(_), Ok(_)) => same_stacks(a, b),
+        _ => same_waits(a, b),
+    }
+}
+
 /// Names the frames of a sample that is going into a report.
 pub fn name_frames(samplers: &[Box<dyn StackSampler>], p: &mut ProcessStacks) {
     if let Ok(threads) = p.threads.as_mut() {
@@ -314,7 +353,18 @@ pub fn report_threads(p: &ProcessStacks) -> serde_json::Value {
                 })
                 .collect(),
         ),
-        Err(e) => serde_json::json!({ "error": e }),
+        Err(e) => {
+            // No stacks: what each thread waits in still shows.
+            let mut waits: Vec<(&u32, &ThreadWait)> = p.waits.iter().collect();
+            waits.sort_by_key(|(tid, _)| **tid);
+            serde_json::json!({
+                "error": e,
+                "waits": waits
+                    .into_iter()
+                    .map(|(tid, w)| serde_json::json!({"tid": tid, "state": w.state}))
+                    .collect::<Vec<_>>(),
+            })
+        }
     }
 }
 
@@ -605,6 +655,41 @@ mod tests {
             ]),
             waits: HashMap::new(),
         }
+    }
+
+    fn waiting(waits: &[(u32, &str, &str)]) -> ProcessStacks {
+        ProcessStacks {
+            pid: 1,
+            exe: "python3".into(),
+            sampler: "python",
+            threads: Err("Python stacks need py-spy".into()),
+            waits: waits
+                .iter()
+                .map(|(tid, state, raw)| {
+                    let w = ThreadWait {
+                        state: state.to_string(),
+                        long_sleep: false,
+                        raw: raw.to_string(),
+                    };
+                    (*tid, w)
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn without_stacks_the_waits_decide() {
+        let futex = |addr: &str| format!("202 {addr} 0x80 0x0 0x0 0x0 0x0 0x7ffc 0x7f00");
+        let (a, b) = (futex("0x55a0"), futex("0x55b0"));
+        let deadlocked = waiting(&[(1, "futex", &a), (2, "futex", &b)]);
+        assert!(kept_still(&deadlocked, &deadlocked.clone()));
+        // Another futex, a running thread, a thread gone: a change.
+        let other = waiting(&[(1, "futex", &a), (2, "futex", &a)]);
+        assert!(!kept_still(&deadlocked, &other));
+        let busy = waiting(&[(1, "futex", &a), (2, "running", "running")]);
+        assert!(!kept_still(&busy, &busy.clone()));
+        let fewer = waiting(&[(1, "futex", &a)]);
+        assert!(!kept_still(&deadlocked, &fewer));
     }
 
     #[test]

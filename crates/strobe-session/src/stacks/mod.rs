@@ -149,10 +149,14 @@ pub trait StackSampler: Send + Sync {
     fn name_frames(&self, _threads: &mut [ThreadStack]) {}
 }
 
-/// Every built-in sampler, most specific first.
-pub fn samplers(symbol_cache: Option<PathBuf>) -> Vec<Box<dyn StackSampler>> {
+/// Every built-in sampler, most specific first. Symbol indexes are cached
+/// under `symbol_cache`; py-spy is looked for in Strobe's `venv` first.
+pub fn samplers(
+    symbol_cache: Option<PathBuf>,
+    venv: Option<PathBuf>,
+) -> Vec<Box<dyn StackSampler>> {
     vec![
-        Box::new(python::PythonSampler),
+        Box::new(python::PythonSampler::new(venv)),
         Box::new(native::NativeSampler::new(symbol_cache)),
     ]
 }

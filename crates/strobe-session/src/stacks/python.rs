@@ -5,11 +5,22 @@
 
 use super::{ProcessInfo, StackError, StackFrame, StackSampler, ThreadStack};
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The py-spy sampler.
-pub struct PythonSampler;
+/// The py-spy sampler. `strobe setup` installs a pinned py-spy into
+/// Strobe's venv ([`strobe_frida::PINNED_PY_SPY_VERSION`]).
+pub struct PythonSampler {
+    /// Strobe's venv, whose `bin/py-spy` comes first.
+    venv: Option<PathBuf>,
+}
+
+impl PythonSampler {
+    /// A sampler that looks for py-spy in `venv` (Strobe's) first.
+    pub fn new(venv: Option<PathBuf>) -> Self {
+        Self { venv }
+    }
+}
 
 #[derive(Deserialize)]
 struct SpyThread {
@@ -27,15 +38,32 @@ struct SpyFrame {
     module: Option<String>,
 }
 
-/// py-spy on PATH, else in Strobe's venv (`STROBE_VENV`).
-fn py_spy() -> Option<PathBuf> {
-    crate::validate::resolve_command("py-spy", std::path::Path::new("/"))
-        .ok()
-        .or_else(|| {
-            let venv = std::env::var_os("STROBE_VENV")?;
-            let p = PathBuf::from(venv).join("bin/py-spy");
-            p.is_file().then_some(p)
-        })
+/// Which py-spy to run: `$STROBE_PY_SPY` when set (a path; nothing else
+/// is looked at, so a test can take py-spy away), else the one in Strobe's
+/// venv, else one on PATH. The error says how to get it.
+fn py_spy(venv: Option<&Path>) -> Result<PathBuf, String> {
+    let setup = format!(
+        "run `strobe setup` (it installs py-spy=={} into Strobe's venv{})",
+        strobe_frida::PINNED_PY_SPY_VERSION,
+        venv.map(|v| format!(", {}", v.display()))
+            .unwrap_or_default()
+    );
+    if let Some(chosen) = std::env::var_os("STROBE_PY_SPY").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(&chosen);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "Python stacks need py-spy, and STROBE_PY_SPY={} is no file: unset it or {setup}",
+                p.display()
+            ))
+        };
+    }
+    if let Some(p) = venv.map(|v| v.join("bin/py-spy")).filter(|p| p.is_file()) {
+        return Ok(p);
+    }
+    crate::validate::resolve_command("py-spy", Path::new("/"))
+        .map_err(|_| format!("Python stacks need py-spy, which is not installed: {setup}"))
 }
 
 impl StackSampler for PythonSampler {
@@ -48,11 +76,7 @@ impl StackSampler for PythonSampler {
     }
 
     fn sample(&self, process: &ProcessInfo) -> Result<Vec<ThreadStack>, StackError> {
-        let spy = py_spy().ok_or_else(|| {
-            StackError::Tool(
-                "Python stacks need py-spy (pip install py-spy, on the daemon's PATH)".into(),
-            )
-        })?;
+        let spy = py_spy(self.venv.as_deref()).map_err(StackError::Tool)?;
         let out = Command::new(&spy)
             .args(["dump", "--json", "--pid", &process.pid.to_string()])
             .output()

@@ -296,7 +296,10 @@ impl TestRuns {
             hard_timeout: hard_timeout(req.level),
             waits_for_build: adapter.builds_first(),
             stop_signal: adapter.stop_signal(),
-            samplers: crate::stacks::samplers(Some(self.symbol_cache.clone())),
+            samplers: crate::stacks::samplers(
+                Some(self.symbol_cache.clone()),
+                Some(self.python_venv()),
+            ),
         };
         std::thread::spawn(move || watch.run());
         let dir = self.dir.clone();
@@ -316,6 +319,15 @@ impl TestRuns {
             finish(&run, adapter.as_ref(), &target_for_rerun, &dir, exit_code);
         });
         Ok(response)
+    }
+
+    /// Strobe's venv, found as the bridge finds it (`STROBE_VENV`, the
+    /// `frida.venv` setting, `$STROBE_HOME/venv`): `strobe setup` puts
+    /// py-spy there. The runs' directory is `$STROBE_HOME/test-runs`.
+    fn python_venv(&self) -> PathBuf {
+        let home = strobe_core::StrobeHome::at(self.dir.parent().unwrap_or(&self.dir));
+        let (settings, _) = strobe_core::Settings::load(&home.settings_file(), None);
+        strobe_frida::FridaPython::locate(settings.frida_venv.as_deref(), &home.default_venv()).venv
     }
 
     /// Every run, newest first, as [`TestRuns::status`] shows it now.

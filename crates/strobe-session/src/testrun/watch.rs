@@ -159,10 +159,12 @@ impl Watch {
             .iter()
             .map(|pid| stuck::sample_process(&self.samplers, *pid))
             .collect();
+        // Stacks decide where there are any; where not (no py-spy, ptrace
+        // refused), the threads' waits do: a verdict never waits for stacks.
         let same = first
             .iter()
             .zip(&second)
-            .all(|(a, b)| stuck::same_stacks(a, b));
+            .all(|(a, b)| stuck::kept_still(a, b));
         // The first sample sees a sleep as it was asked for; after its stop
         // the kernel resumes it as restart_syscall.
         let sleeping = first
@@ -192,9 +194,18 @@ impl Watch {
             w.dedup();
             w
         };
+        let stackless = look
+            .second
+            .iter()
+            .find_map(|p| p.threads.as_ref().err().cloned());
+        let unchanged = if stackless.is_some() {
+            "every thread blocked in the same wait"
+        } else {
+            "every thread's stack unchanged"
+        };
         let diagnosis = match verdict {
             Verdict::Deadlock => format!(
-                "Deadlock: {cpu:.0}% CPU, no output for {secs:.1} s, every thread's stack unchanged across 2 samples {:.1} s apart; threads wait in {}",
+                "Deadlock: {cpu:.0}% CPU, no output for {secs:.1} s, {unchanged} across 2 samples {:.1} s apart; threads wait in {}",
                 stuck::STACK_GAP.as_secs_f64(),
                 waits.join(", ")
             ),
@@ -279,7 +290,7 @@ impl Watch {
                 }
             }
         }
-        json!({
+        let mut report = json!({
             "name": name,
             "tests": tests,
             "group": group,
@@ -291,7 +302,12 @@ impl Watch {
             "threads": processes.first().map(|p| p["threads"].clone()).unwrap_or(Value::Null),
             "processes": processes,
             "suggestedTraces": traces,
-        })
+        });
+        if let Some(why) = stackless {
+            // How to get them, for the reply (py-spy: `strobe setup`).
+            report["stacksUnavailable"] = json!(why);
+        }
+        report
     }
 }
 
