@@ -326,3 +326,41 @@ async fn failed_requests_and_writes_into_code_are_errors() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn arrays_cut_by_the_depth_limit_are_summarized_once() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("store");
+    let (id, _pid) = c.launch(&exe, &["60"]).await;
+    let r = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "g_store.spare"}, {"variable": "g_store"}], "depth": 1}),
+        )
+        .await;
+    let spare = &r.value["results"][0];
+    let addr = spare["address"].as_str().unwrap();
+    let want = format!("[64 × account] @{addr} (depth limit: ask for g_store.spare[i] or depth 2)");
+    assert_eq!(spare["value"], want, "{}", r.value);
+    assert!(r.text.contains(&want), "{}", r.text);
+    assert_eq!(
+        r.value["results"][1]["value"]["spare"], "<account[64]: depth limit>",
+        "{}",
+        r.value
+    );
+    let deeper = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "g_store"}, {"variable": "g_store.spare"}], "depth": 2}),
+        )
+        .await;
+    assert_eq!(
+        deeper["results"][0]["value"]["spare"],
+        format!("[64 × account] @{addr} (depth limit: ask for g_store.spare[i] or depth 3)"),
+        "{deeper}"
+    );
+    assert_eq!(deeper["results"][1]["value"][1]["balance"], -52, "{deeper}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -359,7 +359,7 @@ impl Truncation {
     fn scan(&mut self, v: &Value) {
         match v {
             Value::String(s) => {
-                if s.ends_with(": depth limit>") {
+                if s.ends_with(": depth limit>") || s.contains(" (depth limit: ") {
                     self.depth_limited += 1;
                 } else if s.starts_with("<not captured") || s.starts_with("<unreadable ") {
                     self.not_captured += 1;

@@ -95,6 +95,9 @@ enum Origin {
     Block(u16, u64),
     /// Nowhere a node can follow (e.g. an SSE register).
     Nowhere,
+    /// Read from the target's memory at this address (debug_memory,
+    /// watches): nothing to follow, but the address is known.
+    Mem(u64),
 }
 
 impl Origin {
@@ -108,6 +111,7 @@ impl Origin {
             Origin::Stack(b) => Origin::Stack(b + off),
             Origin::Block(n, b) => Origin::Block(n, b + off),
             Origin::Nowhere => Origin::Nowhere,
+            Origin::Mem(a) => Origin::Mem(a + off),
         }
     }
 
@@ -127,8 +131,37 @@ impl Origin {
             }
             Origin::Stack(b) => Some((NO_PARENT, SRC_STACK, b)),
             Origin::Block(n, b) => Some((n, SRC_FIELD, b)),
-            Origin::Nowhere => None,
+            Origin::Nowhere | Origin::Mem(_) => None,
         }
+    }
+}
+
+/// Where a render is inside the value it was asked for: the pointers it
+/// followed (to mark cycles) and the path of names to here
+/// (`store.spare`), which a value cut at the depth limit quotes so that the
+/// agent can ask for just the part it needs.
+struct Trail {
+    addrs: Vec<u64>,
+    names: String,
+    /// The next struct was reached through a pointer (`->`).
+    arrow: bool,
+    /// The depth the whole value is rendered to.
+    depth: u32,
+}
+
+impl Trail {
+    fn new(name: &str, depth: u32) -> Trail {
+        Trail {
+            addrs: Vec::new(),
+            names: name.to_string(),
+            arrow: false,
+            depth,
+        }
+    }
+
+    fn at(mut self, addr: u64) -> Trail {
+        self.addrs.push(addr);
+        self
     }
 }
 
@@ -841,21 +874,22 @@ impl FunctionPlan {
                         &bytes,
                         regs_origin(rs, false),
                         self.depth,
-                        &mut Vec::new(),
+                        &mut Trail::new(name, self.depth),
                     )
                 }
                 Loc::Stack(off) => {
                     let size = types.size_of(*ty).unwrap_or(0) as usize;
                     match stack.get(off as usize..off as usize + size) {
                         Some(bytes) => {
-                            ctx.render(*ty, bytes, Origin::Stack(off), self.depth, &mut Vec::new())
+                            let trail = &mut Trail::new(name, self.depth);
+                            ctx.render(*ty, bytes, Origin::Stack(off), self.depth, trail)
                         }
                         None => {
                             json!("<not captured: passed on the stack beyond the captured bytes>")
                         }
                     }
                 }
-                Loc::ByRef(r) => ctx.by_node(*ty, (NO_PARENT, SRC_GP, r as u64), self.depth),
+                Loc::ByRef(r) => ctx.by_node(*ty, (NO_PARENT, SRC_GP, r as u64), self.depth, name),
                 Loc::Const(v) => {
                     let size = types.size_of(*ty).unwrap_or(8).min(8) as usize;
                     ctx.render(
@@ -863,7 +897,7 @@ impl FunctionPlan {
                         &v.to_le_bytes()[..size],
                         Origin::Nowhere,
                         self.depth,
-                        &mut Vec::new(),
+                        &mut Trail::new(name, self.depth),
                     )
                 }
                 Loc::OptimizedOut => json!("<optimized out>"),
@@ -909,10 +943,10 @@ impl FunctionPlan {
                         &bytes,
                         regs_origin(rs, true),
                         self.depth,
-                        &mut Vec::new(),
+                        &mut Trail::new("", self.depth),
                     )
                 }
-                Loc::RetMemory => ctx.by_node(ty, (NO_PARENT, SRC_RET, 0), self.depth),
+                Loc::RetMemory => ctx.by_node(ty, (NO_PARENT, SRC_RET, 0), self.depth, ""),
                 _ => Value::Null,
             };
             out.insert("returnValue".into(), value);
@@ -960,7 +994,7 @@ impl FunctionPlan {
                 Some(b) if string && (b.status == ST_OK || b.status == ST_CUT) => {
                     text(b.data, b.status == ST_CUT)
                 }
-                Some(b) if b.status == ST_OK => render_memory(ty, b.data, b.addr, 2),
+                Some(b) if b.status == ST_OK => render_memory(ty, b.data, b.addr, 2, label),
                 Some(b) => status_text(b.status, b.addr),
                 None => json!("<not captured: record truncated>"),
             };
@@ -1118,17 +1152,42 @@ pub(crate) fn text(data: &[u8], cut: bool) -> Value {
 impl Ctx<'_> {
     /// A value reached through the node at `key` (by-reference arguments,
     /// structs returned in memory).
-    fn by_node(&self, ty: TypeId, key: (u16, u8, u64), depth: u32) -> Value {
+    fn by_node(&self, ty: TypeId, key: (u16, u8, u64), depth: u32, name: &str) -> Value {
         let Some(idx) = self.keys.get(&key) else {
             return json!(format!("<{}>", self.types.name(ty)));
         };
         match self.blocks.get(*idx as usize) {
             Some(b) if b.status == ST_OK => {
-                self.render(ty, b.data, Origin::Block(*idx, 0), depth, &mut vec![b.addr])
+                let trail = &mut Trail::new(name, depth).at(b.addr);
+                self.render(ty, b.data, Origin::Block(*idx, 0), depth, trail)
             }
             Some(b) => status_text(b.status, b.addr),
             None => json!("<not captured: record truncated>"),
         }
+    }
+
+    /// An array whose elements the depth limit cuts, said once:
+    /// `[64 × account] @0x… (depth limit: ask for store.spare[i] or depth 2)`.
+    fn cut_array(&self, elem: TypeId, n: u64, origin: Origin, path: &Trail) -> String {
+        let at = match origin {
+            Origin::Mem(a) => format!(" @{a:#x}"),
+            Origin::Block(idx, off) => self
+                .blocks
+                .get(idx as usize)
+                .map(|b| format!(" @{:#x}", b.addr + off))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let part = if path.names.is_empty() {
+            "one element".to_string()
+        } else {
+            format!("{}[i]", path.names)
+        };
+        format!(
+            "[{n} × {}]{at} (depth limit: ask for {part} or depth {})",
+            self.types.name(elem),
+            path.depth + 1
+        )
     }
 
     fn render(
@@ -1137,7 +1196,7 @@ impl Ctx<'_> {
         bytes: &[u8],
         origin: Origin,
         depth: u32,
-        path: &mut Vec<u64>,
+        path: &mut Trail,
     ) -> Value {
         let t = self.types;
         let sty = t.strip(ty);
@@ -1205,7 +1264,7 @@ impl Ctx<'_> {
                 if addr == 0 {
                     return Value::Null;
                 }
-                if path.contains(&addr) {
+                if path.addrs.contains(&addr) {
                     return json!(format!("<circular ref to {addr:#x}>"));
                 }
                 let Some(idx) = origin.key().and_then(|k| self.keys.get(&k)) else {
@@ -1227,10 +1286,12 @@ impl Ctx<'_> {
                 if node_flags & FLAG_CSTRING != 0 {
                     return text(b.data, b.status == ST_CUT);
                 }
-                path.push(addr);
+                path.addrs.push(addr);
+                path.arrow = true;
                 let pointee = pointee_depth(t.get(t.strip(*target)), depth);
                 let inner = self.render(*target, b.data, Origin::Block(*idx, 0), pointee, path);
-                path.pop();
+                path.arrow = false;
+                path.addrs.pop();
                 match inner {
                     Value::Object(mut m) => {
                         let mut o = Map::new();
@@ -1247,6 +1308,11 @@ impl Ctx<'_> {
                 size,
                 ..
             } => {
+                let sep = if std::mem::take(&mut path.arrow) {
+                    "->"
+                } else {
+                    "."
+                };
                 if depth == 0 {
                     return json!(format!("<{name}: depth limit>"));
                 }
@@ -1286,13 +1352,20 @@ impl Ctx<'_> {
                     } else if start + msize > bytes.len() || start + msize > *size as usize {
                         json!("<not captured>")
                     } else {
-                        self.render(
+                        let len = path.names.len();
+                        if len > 0 {
+                            path.names.push_str(sep);
+                            path.names.push_str(&m.name);
+                        }
+                        let v = self.render(
                             m.ty,
                             &bytes[start..start + msize],
                             origin.shift(m.offset),
                             depth - 1,
                             path,
-                        )
+                        );
+                        path.names.truncate(len);
+                        v
                     };
                     o.insert(m.name.clone(), v);
                 }
@@ -1315,8 +1388,19 @@ impl Ctx<'_> {
                     let end = data.iter().position(|c| *c == 0).unwrap_or(data.len());
                     return text(&data[..end.min(STRING_MAX as usize)], false);
                 }
+                path.arrow = false;
                 if depth == 0 {
                     return json!(format!("<{}: depth limit>", t.name(ty)));
+                }
+                if depth == 1
+                    && matches!(
+                        t.get(t.strip(*elem)),
+                        Type::Struct { .. } | Type::Array { .. }
+                    )
+                {
+                    // Every element would be its own "<…: depth limit>":
+                    // say it once, with what to ask for instead.
+                    return json!(self.cut_array(*elem, n, origin, path));
                 }
                 let mut items = Vec::new();
                 for i in 0..n.min(ARRAY_MAX) {
@@ -1324,7 +1408,12 @@ impl Ctx<'_> {
                     let Some(b) = bytes.get(s..s + esize as usize) else {
                         break;
                     };
+                    let len = path.names.len();
+                    if len > 0 {
+                        path.names.push_str(&format!("[{i}]"));
+                    }
                     items.push(self.render(*elem, b, origin.shift(i * esize), depth - 1, path));
+                    path.names.truncate(len);
                 }
                 if n > ARRAY_MAX {
                     items.push(json!(format!("… {} more", n - ARRAY_MAX)));
@@ -1375,7 +1464,10 @@ pub fn render_hint(hint: &str, b: &[u8]) -> Value {
 /// debug_memory): structs and arrays expand to `depth` levels; pointers
 /// inside show as addresses (they are not followed). Expression watches
 /// are never read as bytes.
-pub fn render_memory(ty: &WatchType, bytes: &[u8], addr: u64, depth: u32) -> Value {
+///
+/// `addr` is where the bytes were read (0: not from memory) and `name` the
+/// path they were asked for by, quoted when part is cut at `depth`.
+pub fn render_memory(ty: &WatchType, bytes: &[u8], addr: u64, depth: u32, name: &str) -> Value {
     match ty {
         WatchType::Typed(t, table, _) => {
             let ctx = Ctx {
@@ -1384,7 +1476,18 @@ pub fn render_memory(ty: &WatchType, bytes: &[u8], addr: u64, depth: u32) -> Val
                 blocks: &[],
                 keys: &HashMap::new(),
             };
-            ctx.render(*t, bytes, Origin::Nowhere, depth, &mut vec![addr])
+            let origin = if addr == 0 {
+                Origin::Nowhere
+            } else {
+                Origin::Mem(addr)
+            };
+            ctx.render(
+                *t,
+                bytes,
+                origin,
+                depth,
+                &mut Trail::new(name, depth).at(addr),
+            )
         }
         WatchType::Hint(h) => render_hint(h, bytes),
         WatchType::Expr(_) => Value::Null,
@@ -1581,6 +1684,47 @@ mod tests {
             r[6 + i] = x.to_bits();
         }
         r
+    }
+
+    #[test]
+    fn arrays_cut_by_the_depth_limit_are_said_once() {
+        let mut t = TypeTable::default();
+        let i32t = int(&mut t, "int", 4, true);
+        let account = t.push(Type::Struct {
+            name: "account".into(),
+            size: 8,
+            members: vec![member("id", 0, i32t), member("balance", 4, i32t)],
+            is_union: false,
+            by_reference: false,
+        });
+        let spare = t.push(Type::Array {
+            elem: account,
+            count: Some(64),
+        });
+        let store = t.push(Type::Struct {
+            name: "store".into(),
+            size: 8 + 64 * 8,
+            members: vec![member("n", 0, i32t), member("spare", 8, spare)],
+            is_union: false,
+            by_reference: false,
+        });
+        let t = std::sync::Arc::new(t);
+        let bytes = vec![1u8; 8 + 64 * 8];
+        let typed = |ty| WatchType::Typed(ty, t.clone(), 0);
+        assert_eq!(
+            render_memory(&typed(spare), &bytes[8..], 0x1008, 1, "store.spare"),
+            "[64 × account] @0x1008 (depth limit: ask for store.spare[i] or depth 2)"
+        );
+        // Nested: the path and address of the member, the depth from the top.
+        let v = render_memory(&typed(store), &bytes, 0x1000, 2, "store");
+        assert_eq!(
+            v["spare"],
+            "[64 × account] @0x1008 (depth limit: ask for store.spare[i] or depth 3)"
+        );
+        // Deep enough: the elements themselves.
+        let v = render_memory(&typed(spare), &bytes[8..], 0x1008, 2, "store.spare");
+        assert_eq!(v[63]["balance"], 0x01010101);
+        assert_eq!(v.as_array().unwrap().len(), 64);
     }
 
     #[test]

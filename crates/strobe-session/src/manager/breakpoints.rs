@@ -890,6 +890,17 @@ impl PausedThread {
     }
 }
 
+/// `name` with its member steps, as written (`node->next.value`).
+fn chain_text(name: &str, steps: &[(bool, String)]) -> String {
+    steps
+        .iter()
+        .fold(name.to_string(), |mut s, (arrow, field)| {
+            s.push_str(if *arrow { "->" } else { "." });
+            s.push_str(field);
+            s
+        })
+}
+
 /// Reads a local (with `.field` / `->field` steps) of a stopped frame.
 pub(super) fn read_local(
     mem: &Mem,
@@ -907,7 +918,7 @@ pub(super) fn read_local(
             let value = if spec.string {
                 mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
             } else {
-                values::render_memory(&spec.ty, &bytes, addr, depth)
+                values::render_memory(&spec.ty, &bytes, addr, depth, &chain_text(name, steps))
             };
             Ok(json!({"address": hex(addr), "type": values::type_name(&spec.ty), "value": value}))
         }
@@ -915,7 +926,7 @@ pub(super) fn read_local(
             let value = if string {
                 mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
             } else {
-                values::render_memory(&ty, &bytes, 0, depth)
+                values::render_memory(&ty, &bytes, 0, depth, &chain_text(name, steps))
             };
             Ok(json!({"register": true, "type": values::type_name(&ty), "value": value}))
         }

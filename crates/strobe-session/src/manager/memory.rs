@@ -303,7 +303,7 @@ impl SessionManager {
                     let value = if string {
                         mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
                     } else {
-                        values::render_memory(&ty, &bytes, 0, depth)
+                        values::render_memory(&ty, &bytes, 0, depth, &label)
                     };
                     json!({"target": label, "type": values::type_name(&ty), "value": value,
                            "local": true, "threadId": thread, "inRegister": true})
@@ -356,7 +356,7 @@ impl SessionManager {
         v["value"] = if r.string {
             mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
         } else {
-            values::render_memory(&r.ty, &bytes, addr, depth)
+            values::render_memory(&r.ty, &bytes, addr, depth, &r.label)
         };
         v
     }
@@ -409,8 +409,8 @@ impl SessionManager {
                     "target": r.label,
                     "address": format!("{addr:#x}"),
                     "type": values::type_name(&r.ty),
-                    "previousValue": values::render_memory(&r.ty, &before, addr, 1),
-                    "newValue": values::render_memory(&r.ty, &after, addr, 1),
+                    "previousValue": values::render_memory(&r.ty, &before, addr, 1, &r.label),
+                    "newValue": values::render_memory(&r.ty, &after, addr, 1, &r.label),
                 }))
             });
             out.push(res.unwrap_or_else(|e| json!({"target": target_text(t), "error": e})));
