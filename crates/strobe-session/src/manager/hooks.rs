@@ -15,16 +15,29 @@ use strobe_symbols::resolvers::dwarf::DwarfResolver;
 /// How often a wait for the agent checks whether the process was stopped.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
-/// True when `pid` is stopped by a signal or a debugger (`/proc/PID/stat`
-/// state `T` or `t`).
+/// True when every thread of `pid` is stopped (`/proc/PID/task/*/stat`
+/// state `T` or `t`): a signal's group stop or a debugger. One stopped
+/// thread is not enough: a process Frida spawned suspended has its main
+/// thread stopped while the agent's threads run and answer.
 pub(super) fn stopped_by_signal(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
-            Some(after == 'T' || after == 't')
-        })
-        .unwrap_or(false)
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].trim_start().chars().next());
+        match state {
+            Some('T' | 't') => any = true,
+            Some(_) => return false,
+            None => {}
+        }
+    }
+    any
 }
 
 /// What a request to a stopped process's agent answers.
