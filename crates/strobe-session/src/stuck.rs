@@ -26,6 +26,10 @@ const BUSY_CPU: f64 = 0.5;
 const LONG_SLEEP: Duration = Duration::from_secs(1);
 /// Frames kept per thread in a report.
 const REPORT_FRAMES: usize = 16;
+/// Calls a loop may make below its own frame between two samples and
+/// still be in the same place (a helper, and the helper's helper: an
+/// atomic load in a debug build is two calls deep).
+const LEAF_FRAMES: usize = 2;
 
 /// What the samples say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,9 +46,11 @@ pub enum Verdict {
     Timeout,
 }
 
-/// The decision matrix: `cpu` is the tree's CPU time over the gap between
-/// the samples, in cores; `same` whether every thread kept its stack;
-/// `sleeping` whether a thread is in a long timed sleep.
+/// The decision matrix: `cpu` is the tree's busy share over the gap
+/// between the samples, in cores (time running or ready to run, so load
+/// from other processes does not make a spinning test look idle); `same`
+/// whether every thread stayed in place; `sleeping` whether a thread is in
+/// a long timed sleep.
 pub fn judge(cpu: f64, same: bool, sleeping: bool) -> Verdict {
     if same && cpu >= BUSY_CPU {
         Verdict::InfiniteLoop
@@ -64,6 +70,59 @@ pub struct Member {
     pub ppid: u32,
     /// User + system CPU time of all its threads, in clock ticks.
     pub cpu_ticks: u64,
+    /// Nanoseconds its threads ran or were ready to run and waited for a
+    /// core (`/proc/PID/task/TID/schedstat`), when the kernel keeps it.
+    pub busy_ns: Option<u64>,
+}
+
+/// How long the threads of `pid` ran plus waited on a run queue, in ns: a
+/// thread spinning on a loaded machine is busy all the time even when it
+/// gets a fraction of a core (CPU time alone then read it as idle-ish:
+/// under half a core, no verdict).
+fn busy_ns(pid: u32) -> Option<u64> {
+    let mut total = 0u64;
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let text = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
+        let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+        let (Some(Some(ran)), Some(Some(waited))) = (f.next(), f.next()) else {
+            return None;
+        };
+        total += ran + waited;
+    }
+    Some(total)
+}
+
+/// The share of a core the processes present in both `before` and
+/// `after` used (or waited for) over `elapsed`: from run + run-queue time
+/// where every one of them has it, else from CPU ticks.
+pub fn busy_share(
+    before: &[Member],
+    after: &[Member],
+    elapsed: Duration,
+    ticks_per_second: f64,
+) -> f64 {
+    let kept: Vec<(&Member, &Member)> = before
+        .iter()
+        .filter_map(|m| Some((m, after.iter().find(|n| n.pid == m.pid)?)))
+        .collect();
+    let secs = elapsed.as_secs_f64().max(0.001);
+    let busy: Option<u64> = kept
+        .iter()
+        .map(|(m, n)| Some(n.busy_ns?.saturating_sub(m.busy_ns?)))
+        .sum();
+    match busy {
+        Some(ns) => ns as f64 / 1e9 / secs,
+        None => {
+            let ticks: u64 = kept
+                .iter()
+                .map(|(m, n)| n.cpu_ticks.saturating_sub(m.cpu_ticks))
+                .sum();
+            ticks as f64 / ticks_per_second / secs
+        }
+    }
 }
 
 /// Fields of `/proc/PID/stat` after the command (which may hold spaces and
@@ -97,6 +156,7 @@ pub fn group_members(pgid: u32) -> Vec<Member> {
                     pid,
                     ppid,
                     cpu_ticks,
+                    busy_ns: None,
                 },
                 pgrp,
             ))
@@ -116,6 +176,9 @@ pub fn group_members(pgid: u32) -> Vec<Member> {
             })
             .collect();
         if more.is_empty() {
+            for m in &mut members {
+                m.busy_ns = busy_ns(m.pid);
+            }
             return members;
         }
         members.extend(more);
@@ -292,8 +355,8 @@ pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessSt
     }
 }
 
-/// Whether two samples of a process show every thread with the same stack
-/// (threads only in one of them count as a change).
+/// Whether two samples of a process show every thread in the same place
+/// ([`same_place`]; threads only in one of them count as a change).
 pub fn same_stacks(a: &ProcessStacks, b: &ProcessStacks) -> bool {
     let (Ok(a), Ok(b)) = (&a.threads, &b.threads) else {
         return false;
@@ -303,8 +366,24 @@ pub fn same_stacks(a: &ProcessStacks, b: &ProcessStacks) -> bool {
         && a.iter().all(|t| {
             b.iter()
                 .find(|u| u.tid == t.tid)
-                .is_some_and(|u| u.signature() == t.signature())
+                .is_some_and(|u| same_place(t, u))
         })
+}
+
+/// Whether two samples of a thread are in the same place: one's chain of
+/// functions (outermost first) is the other's, or the other's with at most
+/// [`LEAF_FRAMES`] more calls inside. A loop that calls helpers is caught
+/// in the loop's frame or in a helper's, and both are the same place; an
+/// exact comparison called it work whenever the two samples fell on
+/// different sides (a busy-loop verdict once took 17 s instead of 6.5).
+/// A thread that moved on (another function at the same depth, or deeper
+/// than a helper's helper) is in another place.
+pub fn same_place(a: &ThreadStack, b: &ThreadStack) -> bool {
+    let (mut x, mut y) = (a.signature(), b.signature());
+    x.reverse();
+    y.reverse();
+    let (short, long) = if x.len() <= y.len() { (x, y) } else { (y, x) };
+    !short.is_empty() && long.len() - short.len() <= LEAF_FRAMES && long.starts_with(&short)
 }
 
 /// Whether two samples of a process show every thread blocked in the same
@@ -577,6 +656,7 @@ mod tests {
             pid,
             ppid,
             cpu_ticks: 0,
+            busy_ns: None,
         };
         // cargo (10) → test binary (11); a shell (12) → its child (13).
         let members = [m(10, 1), m(11, 10), m(12, 10), m(13, 12)];
@@ -598,6 +678,7 @@ mod tests {
             module: None,
             address: None,
             image: None,
+            entry: None,
         }
     }
 
@@ -655,6 +736,75 @@ mod tests {
             ]),
             waits: HashMap::new(),
         }
+    }
+
+    fn at(entries: &[&str]) -> ThreadStack {
+        // Innermost first, as samplers give them.
+        let frames = entries
+            .iter()
+            .rev()
+            .map(|e| crate::stacks::StackFrame {
+                function: None,
+                file: None,
+                line: None,
+                module: Some("t".into()),
+                address: Some("0x1".into()),
+                image: None,
+                entry: Some(e.to_string()),
+            })
+            .collect();
+        thread(1, "t", frames)
+    }
+
+    #[test]
+    fn a_loop_is_in_the_same_place_inside_its_helpers() {
+        let spin = at(&["main", "test", "spin"]);
+        // The sample fell into the helper the loop calls, or its helper.
+        assert!(same_place(
+            &spin,
+            &at(&["main", "test", "spin", "black_box"])
+        ));
+        assert!(same_place(
+            &at(&["main", "test", "spin", "load", "atomic_load"]),
+            &spin
+        ));
+        assert!(same_place(&spin, &spin.clone()));
+        // Moved on: another step of the test, or much deeper.
+        assert!(!same_place(
+            &at(&["main", "test", "step_a"]),
+            &at(&["main", "test", "step_b"])
+        ));
+        assert!(!same_place(
+            &spin,
+            &at(&["main", "test", "spin", "a", "b", "c"])
+        ));
+    }
+
+    #[test]
+    fn busy_counts_time_waiting_for_a_core() {
+        let m = |pid, ticks, busy| Member {
+            pid,
+            ppid: 1,
+            cpu_ticks: ticks,
+            busy_ns: busy,
+        };
+        let second = std::time::Duration::from_secs(1);
+        // Half a core of CPU, but ready to run the whole second: busy.
+        let share = busy_share(
+            &[m(5, 0, Some(0))],
+            &[m(5, 50, Some(1_000_000_000))],
+            second,
+            100.0,
+        );
+        assert!((share - 1.0).abs() < 1e-9, "{share}");
+        // Without schedstat: CPU ticks; a process gone meanwhile is left out.
+        let share = busy_share(
+            &[m(5, 0, None), m(6, 0, None)],
+            &[m(5, 50, None)],
+            second,
+            100.0,
+        );
+        assert!((share - 0.5).abs() < 1e-9, "{share}");
     }
 
     fn waiting(waits: &[(u32, &str, &str)]) -> ProcessStacks {

@@ -38,6 +38,11 @@ pub struct StackFrame {
     /// frame later.
     #[serde(skip)]
     pub image: Option<(PathBuf, u64)>,
+    /// Which function the frame is in, as cheaply as the sampler can tell
+    /// at sampling time (native: `image+0xentry` from the image's symbol
+    /// table), for comparing samples.
+    #[serde(skip)]
+    pub entry: Option<String>,
 }
 
 impl StackFrame {
@@ -68,18 +73,19 @@ pub struct ThreadStack {
 }
 
 impl ThreadStack {
-    /// What identifies the stack across samples: its functions where
-    /// named, else its return addresses (a loop's pc moves, the addresses
-    /// it will return to do not: an unnamed innermost frame counts by its
-    /// image).
+    /// What identifies the stack across samples, innermost first: the
+    /// function of each frame where known, else its return address (a
+    /// loop's pc moves, the addresses it will return to do not: an unknown
+    /// innermost frame counts by its image).
     pub fn signature(&self) -> Vec<&str> {
         self.frames
             .iter()
             .enumerate()
-            .map(|(i, f)| match (&f.function, i) {
-                (Some(name), _) => name.as_str(),
-                (None, 0) => f.module.as_deref().unwrap_or("??"),
-                (None, _) => f.address.as_deref().unwrap_or("??"),
+            .map(|(i, f)| match (&f.entry, &f.function, i) {
+                (Some(entry), _, _) => entry.as_str(),
+                (None, Some(name), _) => name.as_str(),
+                (None, None, 0) => f.module.as_deref().unwrap_or("??"),
+                (None, None, _) => f.address.as_deref().unwrap_or("??"),
             })
             .collect()
     }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use strobe_symbols::FrameTable;
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
@@ -28,12 +28,68 @@ const STOP_TIMEOUT: Duration = Duration::from_millis(500);
 /// The native (ptrace + CFI) sampler.
 pub struct NativeSampler {
     symbol_cache: Option<PathBuf>,
+    /// Each image's function entry points, read once per sampler.
+    entries: Mutex<HashMap<PathBuf, Arc<Entries>>>,
 }
 
 impl NativeSampler {
     /// Symbol indexes are cached under `symbol_cache` when given.
     pub fn new(symbol_cache: Option<PathBuf>) -> Self {
-        Self { symbol_cache }
+        Self {
+            symbol_cache,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The function entry points of `image`.
+    fn entries_of(&self, image: &Path) -> Arc<Entries> {
+        self.entries
+            .lock()
+            .expect("entries lock")
+            .entry(image.to_path_buf())
+            .or_insert_with(|| Arc::new(Entries::read(image)))
+            .clone()
+    }
+}
+
+/// Where an image's functions start and end (image offsets, as
+/// `image_at` bases give them), from its symbol tables: `.symtab` where
+/// kept, `.dynsym` otherwise. Reading them takes milliseconds, unlike
+/// DWARF, so every sample can say which function each frame is in: a loop
+/// that calls a helper is then the same place whether a sample lands in
+/// the loop or in the helper's frame.
+#[derive(Default)]
+struct Entries {
+    /// `(start, end)`, sorted by start.
+    ranges: Vec<(u64, u64)>,
+}
+
+impl Entries {
+    fn read(image: &Path) -> Entries {
+        use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+        let Ok(bytes) = std::fs::read(image) else {
+            return Entries::default();
+        };
+        let Ok(obj) = object::File::parse(&*bytes) else {
+            return Entries::default();
+        };
+        let lowest = obj.segments().map(|s| s.address()).min().unwrap_or(0);
+        let mut ranges: Vec<(u64, u64)> = obj
+            .symbols()
+            .chain(obj.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() >= lowest)
+            .map(|s| (s.address() - lowest, s.address() - lowest + s.size()))
+            .collect();
+        ranges.sort_unstable();
+        ranges.dedup();
+        Entries { ranges }
+    }
+
+    /// The start of the function holding image offset `at`.
+    fn function_at(&self, at: u64) -> Option<u64> {
+        let i = self.ranges.partition_point(|(start, _)| *start <= at);
+        let (start, end) = *self.ranges.get(i.checked_sub(1)?)?;
+        (at < end).then_some(start)
     }
 }
 
@@ -67,16 +123,28 @@ impl StackSampler for NativeSampler {
                 name,
                 frames: pcs
                     .into_iter()
-                    .map(|(pc, image)| StackFrame {
-                        function: None,
-                        file: None,
-                        line: None,
-                        module: image
+                    .enumerate()
+                    .map(|(i, (pc, image))| {
+                        let module = image
                             .as_ref()
                             .and_then(|(p, _)| p.file_name())
-                            .map(|n| n.to_string_lossy().into_owned()),
-                        address: Some(format!("{pc:#x}")),
-                        image,
+                            .map(|n| n.to_string_lossy().into_owned());
+                        // A return address points after its call.
+                        let at = if i == 0 { pc } else { pc.wrapping_sub(1) };
+                        let entry = image.as_ref().and_then(|(path, base)| {
+                            let start =
+                                self.entries_of(path).function_at(at.wrapping_sub(*base))?;
+                            Some(format!("{}+{start:#x}", module.as_deref().unwrap_or("?")))
+                        });
+                        StackFrame {
+                            function: None,
+                            file: None,
+                            line: None,
+                            module,
+                            address: Some(format!("{pc:#x}")),
+                            image,
+                            entry,
+                        }
                     })
                     .collect(),
             })
@@ -344,6 +412,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn frames_know_their_function_from_the_symbol_table() {
+        let e = Entries {
+            ranges: vec![(0x100, 0x180), (0x200, 0x210)],
+        };
+        assert_eq!(e.function_at(0x100), Some(0x100));
+        assert_eq!(e.function_at(0x17f), Some(0x100));
+        assert_eq!(e.function_at(0x180), None, "between functions");
+        assert_eq!(e.function_at(0x20f), Some(0x200));
+        assert_eq!(e.function_at(0x50), None);
+        // This test binary has its own symbols.
+        let me = std::env::current_exe().unwrap();
+        assert!(Entries::read(&me).ranges.len() > 100);
+    }
+
+    #[test]
     fn a_sleeping_child_is_unwound_into_libc_and_let_go() {
         let mut child = std::process::Command::new("sleep")
             .arg("30")
@@ -358,6 +441,14 @@ mod tests {
         let t = &threads[0];
         assert_eq!(t.name, "sleep");
         let names: Vec<String> = t.frames.iter().map(|f| f.display()).collect();
+        assert!(
+            t.frames[0]
+                .entry
+                .as_deref()
+                .is_some_and(|e| e.starts_with("libc")),
+            "the innermost frame's function is known at sampling time: {:?}",
+            t.frames[0]
+        );
         assert!(
             names.iter().take(3).any(|f| f.contains("nanosleep")),
             "{names:?}"

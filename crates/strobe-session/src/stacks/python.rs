@@ -104,6 +104,7 @@ impl StackSampler for PythonSampler {
                         module: f.module,
                         address: None,
                         image: None,
+                        entry: None,
                     })
                     .collect(),
             })

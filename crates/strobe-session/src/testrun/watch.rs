@@ -140,21 +140,9 @@ impl Watch {
             }
         }
         let members_after = stuck::group_members(self.run.pgid);
-        // CPU of the processes present at both ends (a process that ended
-        // took its time with it).
-        let after: u64 = members_after
-            .iter()
-            .filter(|m| members.iter().any(|n| n.pid == m.pid))
-            .map(|m| m.cpu_ticks)
-            .sum();
-        let before_kept: u64 = members
-            .iter()
-            .filter(|m| members_after.iter().any(|n| n.pid == m.pid))
-            .map(|m| m.cpu_ticks)
-            .sum();
-        let cpu = after.saturating_sub(before_kept) as f64
-            / ticks_per_second
-            / t0.elapsed().as_secs_f64().max(0.001);
+        // The tree's busy share over the gap (a process that ended took its
+        // time with it).
+        let cpu = stuck::busy_share(&members, &members_after, t0.elapsed(), ticks_per_second);
         let second: Vec<ProcessStacks> = leaves
             .iter()
             .map(|pid| stuck::sample_process(&self.samplers, *pid))
