@@ -10,7 +10,10 @@ mod audit;
 pub mod params;
 mod progress;
 pub mod render;
+pub mod schema;
 mod server;
 pub mod timespec;
+#[cfg(test)]
+mod tool_budget;
 
 pub use server::{INSTRUCTIONS, StrobeServer, event, query, trace_session};

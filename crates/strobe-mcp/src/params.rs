@@ -1,7 +1,9 @@
 //! Tool arguments as they arrive on the wire (camelCase), with the JSON
-//! schemas agents see. Doc comments become the schema's field descriptions.
-//! Unknown fields are rejected so a typo (`sesionId`) is an error, not a
-//! silently ignored argument.
+//! schemas agents see. Field doc comments become the schema's descriptions,
+//! so they are terse and do not repeat the tool's description; `schema.rs`
+//! compacts the rest and `tool_budget.rs` holds the list to its size budget.
+//! The README keeps the long form. Unknown fields are rejected so a typo
+//! (`sesionId`) is an error, not a silently ignored argument.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -12,30 +14,23 @@ use std::collections::BTreeMap;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LaunchParams {
-    /// Executable to run: an absolute path (recommended), a path relative to `cwd`, or a
-    /// program name found on PATH. Build C/C++ with -g (Rust debug builds have symbols).
-    /// Leave out when `attachPid` is given.
+    /// Executable: absolute, relative to cwd, or on PATH. Build C/C++ with -g.
     #[serde(default)]
     pub command: Option<String>,
-    /// Instead of `command`: the pid of a process that is already running, to attach to.
-    /// Every tool works on it afterwards; its stdout/stderr are not captured (they stay
-    /// wherever they go), and `debug_session stop` detaches, leaving it running with all
-    /// hooks and breakpoints removed.
+    /// Attach to this running process instead; output not captured; stop detaches, hooks removed.
     pub attach_pid: Option<i64>,
-    /// Follow forks and execs (default true): each child is suspended until it has the
-    /// session's trace patterns and watches, then runs on; its events carry its own pid.
-    /// Each followed child costs a Frida injection (tens to hundreds of ms); false
-    /// leaves children untraced (they run on with inherited hooks disabled).
+    /// Trace forks/execs (default true; a Frida injection each); their events carry their pid.
     pub follow_children: Option<bool>,
-    /// Command-line arguments passed to the program.
+    /// Program arguments.
+    #[schemars(description = "")]
     #[serde(default)]
     pub args: Vec<String>,
-    /// Absolute working directory for the program (default: projectRoot).
+    /// Absolute (default projectRoot).
     pub cwd: Option<String>,
-    /// Absolute path of the project the program belongs to; used to tell user code from
-    /// libraries and to find `<projectRoot>/.strobe/settings.json`.
+    /// Absolute; defines @usercode; may hold .strobe/settings.json.
     pub project_root: String,
-    /// Extra environment variables for the program, added to the daemon's environment.
+    /// Extra environment variables.
+    #[schemars(description = "")]
     #[serde(default)]
     pub env: BTreeMap<String, String>,
 }
@@ -58,11 +53,12 @@ pub enum SessionAction {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionParams {
-    /// What to do: "status", "stop", "list" or "delete".
+    /// What to do (the tool description says).
+    #[schemars(description = "")]
     pub action: SessionAction,
-    /// The session (required for status, stop and delete).
+    /// Needed except for list.
     pub session_id: Option<String>,
-    /// With "stop": keep the session's data for later queries (default false: delete it).
+    /// stop: keep the data.
     #[serde(default)]
     pub retain: bool,
 }
@@ -71,11 +67,12 @@ pub struct SessionParams {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NameFilter {
-    /// Exact demangled name, e.g. "audio::Mixer::process".
+    /// Demangled name.
     pub equals: Option<String>,
-    /// Substring of the name.
+    /// Substring.
+    #[schemars(description = "")]
     pub contains: Option<String>,
-    /// Regular expression (Rust regex syntax) matched against the name.
+    /// Rust regex.
     pub matches: Option<String>,
 }
 
@@ -83,9 +80,10 @@ pub struct NameFilter {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FileFilter {
-    /// Exact source path as recorded from DWARF.
+    /// Path as in DWARF.
     pub equals: Option<String>,
-    /// Substring of the source path, e.g. "parser.c".
+    /// Substring.
+    #[schemars(description = "")]
     pub contains: Option<String>,
 }
 
@@ -93,10 +91,9 @@ pub struct FileFilter {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReturnFilter {
-    /// The return value must equal this: an integer (negative ones as two's complement),
-    /// a hex string like "0x2a", or a boolean. Compared with the raw return register.
+    /// Number, bool, "0x2a", enum name or C string.
     pub equals: Option<Value>,
-    /// true: only 0/NULL returns; false: only non-zero returns.
+    /// true: 0/NULL only; false: non-zero only.
     pub is_null: Option<bool>,
 }
 
@@ -104,7 +101,8 @@ pub struct ReturnFilter {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ThreadFilter {
-    /// Substring of the thread's name.
+    /// Substring.
+    #[schemars(description = "")]
     pub contains: Option<String>,
 }
 
@@ -112,71 +110,83 @@ pub struct ThreadFilter {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QueryParams {
-    /// The session to query (live or retained).
+    /// The session (live or retained).
+    #[schemars(description = "")]
     pub session_id: String,
-    /// Only this kind of event: "stdout", "stderr", "function_enter", "function_exit",
-    /// "crash", "variable_snapshot", "process_exit" or "logpoint".
+    /// Only this kind of event.
+    #[schemars(description = "")]
+    #[schemars(extend("enum" = EVENT_TYPES))]
     pub event_type: Option<String>,
-    /// Only events of functions whose name matches (function events).
+    /// Function events by name.
     pub function: Option<NameFilter>,
-    /// Only events of functions defined in matching source files.
+    /// Function events by defining file.
     pub source_file: Option<FileFilter>,
-    /// Only function_exit events whose return value matches.
+    /// function_exit events by return value.
     pub return_value: Option<ReturnFilter>,
-    /// Only events of threads whose name matches.
+    /// By thread name.
     pub thread_name: Option<ThreadFilter>,
-    /// Earliest event time: nanoseconds since session start (number), or relative to the
-    /// newest recorded event: "-5s", "-500ms", "-1m".
+    /// ns since start, or back from the newest event: "-5s", "-500ms".
+    #[schemars(extend("type" = ["integer", "string"]))]
     pub time_from: Option<Value>,
-    /// Latest event time, same forms as timeFrom.
+    /// Same forms.
+    #[schemars(extend("type" = ["integer", "string"]))]
     pub time_to: Option<Value>,
-    /// Only events that lasted at least this many nanoseconds (function_exit).
+    /// function_exit lasting at least this.
     pub min_duration_ns: Option<i64>,
-    /// Only events of this process id (multi-process sessions).
+    /// Only this process.
+    #[schemars(description = "")]
     pub pid: Option<i64>,
-    /// Only output/log events whose text contains this substring.
+    /// Output/logpoint text.
     pub text_contains: Option<String>,
-    /// Only events with this id or a later one (e.g. the last id seen plus one, to read only what is new).
+    /// Ids from this (last seen + 1: only new).
     pub event_id_from: Option<i64>,
-    /// Only events with this id or an earlier one.
+    /// Ids up to this.
     pub event_id_to: Option<i64>,
-    /// Most events to return: 1–500, default 50.
+    /// 1-500 (default 50).
     pub limit: Option<i64>,
-    /// Matching events to skip (for paging), default 0.
+    /// For paging.
     pub offset: Option<i64>,
-    /// Include every field (thread, pid, raw bytes, flags) instead of the summary form.
+    /// All fields: thread, pid, raw bytes, typed values, watchValues.
     #[serde(default)]
     pub verbose: bool,
-    /// Summarize instead of listing events: "function" returns one row per traced function
-    /// (calls, returns, total/mean/max duration, returns of 0 and -1), slowest total first;
-    /// limit/offset page through the rows and the other filters still apply.
+    /// Rows per traced function (calls, total/mean/max duration, returns of 0 and -1), slowest
+    /// first.
+    #[schemars(extend("enum" = ["function"]))]
     pub aggregate: Option<String>,
 }
+
+/// The `eventType` names, as `strobe_core::event::EventKind` spells them
+/// (a unit test checks they agree).
+pub const EVENT_TYPES: [&str; 8] = [
+    "stdout",
+    "stderr",
+    "function_enter",
+    "function_exit",
+    "crash",
+    "variable_snapshot",
+    "process_exit",
+    "logpoint",
+];
 
 /// `debug_trace` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TraceParams {
-    /// The running session to change live. Omit to stage patterns for the next debug_launch.
+    /// Running session; omit to stage for the next debug_launch.
     pub session_id: Option<String>,
-    /// Patterns to add: "ns::func" (exact), "ns::*" (one level, * never crosses ::),
-    /// "ns::**" (any depth), "@usercode" (functions in projectRoot), "@file:parser.c".
+    /// "ns::f" exact, "ns::*" one level, "ns::**" any depth, "@usercode", "@file:parser.c".
     #[serde(default)]
     pub add: Vec<String>,
-    /// Active patterns to remove (as written when added).
+    /// Active patterns.
     #[serde(default)]
     pub remove: Vec<String>,
-    /// Absolute project root, for settings when no session is given.
+    /// Absolute; its settings apply when staging.
     pub project_root: Option<String>,
-    /// Hot-function sampling (default true): functions called more than
-    /// `trace.hotCallsPerSecond` times a second record only 1 call in N, marked
-    /// `sampled: true`. false records every call, slowing the program instead.
+    /// Default true: over trace.hotCallsPerSecond, record 1 call in N (marked sampled).
     pub sampling: Option<bool>,
-    /// How deep typed arguments and return values are serialized: struct nesting
-    /// and pointer targets (1–10, default 3). Arrays show ≤100 elements, strings ≤1 KB.
+    /// Depth of typed values (structs, pointers), 1-10 (default 3).
     pub serialization_depth: Option<u32>,
-    /// Variable watches, read at enter and exit of traced functions and shown as
-    /// `watchValues` on their events (verbose queries). At most 32 per session.
+    /// Read at enter/exit of traced functions into watchValues (verbose queries); ≤32.
     pub watches: Option<WatchChanges>,
 }
 
@@ -185,9 +195,10 @@ pub struct TraceParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WatchChanges {
     /// Watches to add.
+    #[schemars(description = "")]
     #[serde(default)]
     pub add: Vec<WatchTargetParam>,
-    /// Labels of watches to remove.
+    /// Labels.
     #[serde(default)]
     pub remove: Vec<String>,
 }
@@ -197,24 +208,19 @@ pub struct WatchChanges {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WatchTargetParam {
-    /// Global or static variable, optionally with member steps: "gCounter", "gConfig->level",
-    /// "ns::state.count", "main::calls" (a function's static).
+    /// Global/static, with .field/->field steps (≤4 ->): "gConfig->level", "main::calls".
     pub variable: Option<String>,
-    /// Hex address of raw memory, e.g. "0x7ffd1234" (use with `type`).
+    /// Hex, with type.
     pub address: Option<String>,
-    /// Type of `address`: i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 or pointer (default u64).
+    /// i8…u64, f32, f64, pointer (default u64).
     #[serde(rename = "type")]
     pub type_hint: Option<String>,
-    /// Label the values are stored under (default: the variable or address).
+    /// Name (default: variable or address).
     pub label: Option<String>,
-    /// JavaScript expression (≤ 256 chars) evaluated by the agent in the traced thread at each enter
-    /// and exit of the watched functions, with `args` (the six integer argument registers as
-    /// NativePointers; enter only) and `retval` (rax; exit only) in scope and Frida's API available,
-    /// e.g. "args[1].readCString()" or "ptr('0x5678').readU32()". Costs a call into JavaScript per
-    /// traced call of those functions: scope it with `on`.
+    /// JavaScript (≤256 chars) run at enter/exit with args (integer argument registers as
+    /// NativePointers), retval and Frida's API: "args[1].readCString()". Scope it with on.
     pub expr: Option<String>,
-    /// Function patterns the watch is read in ("audio::*"); those functions are traced too.
-    /// Omit to read it in every traced function.
+    /// Function patterns to read it in (traced too; default all).
     #[serde(default)]
     pub on: Vec<String>,
 }
@@ -223,21 +229,19 @@ pub struct WatchTargetParam {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryParams {
-    /// The session whose program to read.
+    /// The session.
+    #[schemars(description = "")]
     pub session_id: String,
-    /// "read" (default) or "write".
+    /// Default read; write returns previous and new values.
+    #[schemars(extend("enum" = ["read", "write"]))]
     pub action: Option<String>,
-    /// 1–16 targets; each one's error is reported in its own result.
+    /// 1-16; each has its own error.
     pub targets: Vec<MemoryTargetParam>,
-    /// Struct and array expansion depth for reads, 1–5 (default 1). Pointers inside are shown as
-    /// addresses; read them with a `->` chain.
+    /// Struct/array expansion, 1-5 (default 1); pointers inside show as addresses.
     pub depth: Option<u32>,
-    /// Sample the targets repeatedly into `variable_snapshot` events instead of reading once;
-    /// returns at once (globals only).
+    /// Sample globals into variable_snapshot events; returns at once.
     pub poll: Option<PollParam>,
-    /// While threads are paused (debug_breakpoint), variable names are looked up first among
-    /// the parameters and locals of a paused frame: this thread's, else the thread that paused
-    /// last.
+    /// Paused thread whose locals to use (default: the last paused).
     pub thread_id: Option<u32>,
     /// Permit writes into executable code (refused by default).
     pub allow_code_write: Option<bool>,
@@ -247,20 +251,18 @@ pub struct MemoryParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryTargetParam {
-    /// Global or static variable with optional member steps (≤ 4 `->`): "gCounter",
-    /// "gConfig->level", "gConfig.name", "main::calls"; while a thread is paused, also its
-    /// parameters and locals ("count", "node->next").
+    /// Global/static with .field/->field steps (≤4 ->): "gConfig->level", "main::calls"; or a
+    /// paused thread's local.
     pub variable: Option<String>,
-    /// Hex address of raw memory, e.g. "0x7ffd1234" (with `type`).
+    /// Hex, with type.
     pub address: Option<String>,
-    /// Type of `address`: i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, pointer (default u64),
-    /// or bytes (with `size`: written to a file whose path is returned, plus a hex preview).
+    /// i8…u64, f32, f64, pointer (default u64), or bytes (with size: saved to a file; path and hex
+    /// preview returned).
     #[serde(rename = "type")]
     pub type_hint: Option<String>,
-    /// Bytes to read for type "bytes" (≤ 64 MiB).
+    /// Bytes for type bytes (≤64 MiB).
     pub size: Option<u64>,
-    /// For action "write": the new value — a number, true/false, an enum variant's name, or a hex
-    /// string for pointers. Only scalars; a value that does not fit the type is refused.
+    /// write: a scalar that fits: number, bool, enum name, hex for pointers.
     pub value: Option<Value>,
 }
 
@@ -268,9 +270,9 @@ pub struct MemoryTargetParam {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PollParam {
-    /// Milliseconds between samples, 50–5000.
+    /// Ms between samples, 50-5000.
     pub interval_ms: u64,
-    /// Milliseconds to sample for, 100–30000.
+    /// Ms in all, 100-30000.
     pub duration_ms: u64,
 }
 
@@ -279,11 +281,12 @@ pub struct PollParam {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BreakpointParams {
     /// The session.
+    #[schemars(description = "")]
     pub session_id: String,
-    /// Breakpoints (or logpoints, with `message`) to add.
+    /// Breakpoints, or logpoints (with message).
     #[serde(default)]
     pub add: Vec<BreakpointParam>,
-    /// Ids to remove ("bp-1", "lp-2").
+    /// Ids ("bp-1", "lp-2").
     #[serde(default)]
     pub remove: Vec<String>,
 }
@@ -292,24 +295,19 @@ pub struct BreakpointParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BreakpointParam {
-    /// Function pattern, as in debug_trace ("parse_header", "audio::*"): stops where the body
-    /// starts, after the prologue (every matching function, up to 32).
+    /// Pattern as in debug_trace; stops after the prologue of each match (≤32).
     pub function: Option<String>,
-    /// Source file, a path or its tail ("src/main.c"), with `line`.
+    /// Path or its tail ("src/main.c"), with line.
     pub file: Option<String>,
-    /// Line number; a line without code moves to the next line that has some (the answer says so).
+    /// A line without code moves to the next one with code.
     pub line: Option<u32>,
-    /// JavaScript expression evaluated in the target at each hit; the hit counts only when it is
-    /// truthy. In scope: the function's parameters and locals and the program's globals by name
-    /// (numbers, booleans, enum names, strings for char *, objects for structs and pointers to
-    /// structs, so `cfg.rate > 44100` works on `struct config *cfg`), and `args` (the parameters in
-    /// order). Example: "n == 1 && gDepth > 3".
+    /// JavaScript; the hit counts if truthy. Names: parameters, locals, globals (char * as strings,
+    /// structs as objects: "cfg.rate > 44100"), args.
     pub condition: Option<String>,
-    /// Pause from the Nth hit on (hits whose condition holds); earlier hits only count.
+    /// Pause from the Nth counted hit on.
     pub hit_count: Option<u32>,
-    /// Makes this a logpoint: never pauses; at each hit the message is rendered with `{expr}`
-    /// parts (same JavaScript and names as `condition`, e.g. "tempo={args[0]} name={cfg.name}") and
-    /// stored as a `logpoint` event (debug_query eventType "logpoint").
+    /// Makes a logpoint: never pauses, stores a logpoint event per hit, {expr} parts as in
+    /// condition: "n={args[0]}".
     pub message: Option<String>,
 }
 
@@ -318,14 +316,15 @@ pub struct BreakpointParam {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContinueParams {
     /// The session.
+    #[schemars(description = "")]
     pub session_id: String,
-    /// "continue" (default), "step-over", "step-into" or "step-out".
+    /// Default continue.
+    #[schemars(description = "")]
+    #[schemars(extend("enum" = ["continue", "step-over", "step-into", "step-out"]))]
     pub action: Option<String>,
-    /// The paused thread to resume or step. "continue" without it resumes every paused thread;
-    /// a step without it needs exactly one paused thread.
+    /// Default: continue resumes all; a step needs exactly one paused.
     pub thread_id: Option<u32>,
-    /// How long to wait for the next pause or the process's end, 1–120000 ms (default 10000).
-    /// On timeout the answer says "running" and the program goes on.
+    /// 1-120000 (default 10000); then says running and the program goes on.
     pub timeout_ms: Option<u64>,
 }
 
@@ -333,30 +332,37 @@ pub struct ContinueParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TestParams {
-    /// "run" (start a run; returns testRunId at once) or "status" (waits up to 15 s for the
-    /// run to finish, then returns the result or the progress so far).
+    /// run returns testRunId at once; status waits up to 15 s.
+    #[schemars(extend("enum" = ["run", "status"]))]
     pub action: String,
-    /// run: absolute project root; the test framework is detected from it.
+    /// run: absolute; the framework is detected from it.
     pub project_root: Option<String>,
-    /// run: the framework, overriding detection: cargo, nextest, pytest, unittest, go, gtest, catch2,
-    /// jest, vitest, mocha, bun, deno or generic.
+    /// run: overrides detection.
+    #[schemars(extend("enum" = FRAMEWORKS))]
     pub framework: Option<String>,
-    /// run: only "unit", "integration" or "e2e" tests (cargo: e2e = integration = tests/).
+    /// run (cargo: e2e = integration = tests/).
+    #[schemars(extend("enum" = ["unit", "integration", "e2e"]))]
     pub level: Option<String>,
-    /// run: only this test, by the name the framework reports (e.g. "tests::parses_header").
+    /// run: one test, as the framework names it.
     pub test: Option<String>,
-    /// run: the compiled test program for Catch2 / Google Test (path, absolute or relative to
-    /// projectRoot), or for framework "generic" the command line to run.
+    /// run: catch2/gtest binary (absolute or under projectRoot); generic: the command line.
     pub command: Option<String>,
-    /// run: environment variables added for the test command, e.g. {"RUST_LOG": "debug"}.
+    /// run: extra environment variables.
+    #[schemars(description = "")]
     pub env: Option<std::collections::BTreeMap<String, String>>,
-    /// run: trace patterns (as debug_trace takes them). Given this or 'watches', the test
-    /// program itself (the test binary, not cargo) runs under Frida as a debug session:
-    /// status returns its sessionId for debug_query / debug_trace while it runs. Cargo builds
-    /// first and traces one test binary: name a 'test' when the project has several.
+    /// run: with these or watches the test program (not cargo) runs under Frida; status gives its
+    /// sessionId. Cargo: name a test if there are several binaries.
     pub trace_patterns: Option<Vec<String>>,
-    /// run: watches (as debug_trace's watches.add), read at traced functions.
+    /// run: as debug_trace watches.add.
+    #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
     pub watches: Option<Vec<WatchTargetParam>>,
     /// status: the run.
     pub test_run_id: Option<String>,
 }
+
+/// The `framework` names `debug_test` takes (a unit test checks them
+/// against the registered adapters).
+pub const FRAMEWORKS: [&str; 13] = [
+    "cargo", "nextest", "pytest", "unittest", "go", "gtest", "catch2", "jest", "vitest", "mocha",
+    "bun", "deno", "generic",
+];

@@ -106,6 +106,12 @@ impl StrobeServer {
         }
     }
 
+    /// The tools as `tools/list` lists them (no session manager needed).
+    #[cfg(test)]
+    pub(crate) fn tool_list() -> Vec<rmcp::model::Tool> {
+        Self::tool_router().list_all()
+    }
+
     /// Settings for a call, re-read from disk every time, with warnings.
     fn settings(&self, project_root: Option<&Path>) -> (Settings, Vec<String>) {
         let (s, w) = Settings::load(&self.home.settings_file(), project_root);
@@ -121,9 +127,9 @@ impl StrobeServer {
 #[tool_router]
 impl StrobeServer {
     #[tool(
-        description = "Launch a program under Strobe (Frida). Its stdout and stderr are ALWAYS recorded; no tracing is \
-        installed by default. Returns a sessionId for debug_query/debug_session. Recommended: launch clean, read stderr/stdout \
-        with debug_query, and add trace patterns only if the output does not explain the problem."
+        description = "Run a program under Frida (or attach: attachPid); returns sessionId. stdout/stderr are always \
+        recorded, nothing is traced. Best: launch clean, read stderr/stdout (debug_query), then trace only if needed.",
+        input_schema = crate::schema::input::<LaunchParams>()
     )]
     async fn debug_launch(
         &self,
@@ -171,10 +177,10 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Manage sessions. action \"status\": state (running/exited/crashed/stopped/failed), pid, exit code or \
-        signal, event counts including evicted and dropped events. \"stop\": end the session (kills the program only if Strobe \
-        launched it) and delete its data unless retain is true. \"list\": live and retained sessions. \"delete\": remove a \
-        retained session."
+        description = "status: state (running/exited/crashed/stopped/failed), pid, exit code or signal, reason, \
+        event counts, paused threads. stop: end (kills only what Strobe launched; attached: detaches) and delete the data \
+        unless retain. list. delete: a retained session.",
+        input_schema = crate::schema::input::<SessionParams>()
     )]
     async fn debug_session(
         &self,
@@ -307,11 +313,10 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Add or remove function trace patterns. With sessionId the hooks change in the running program \
-        at once (recommended, after reading its output); without it the patterns are staged and hooked before main() at the \
-        next debug_launch. Patterns: \"ns::func\", \"ns::*\" (one level), \"ns::**\" (any depth), \"@usercode\", \
-        \"@file:parser.c\". Each call of a hooked function records function_enter/function_exit events with thread, parent \
-        call and duration."
+        description = "Add/remove function trace patterns, live (sessionId) or staged for the next debug_launch (hooked \
+        before main). Hooked calls (libraries, dlopen too) become function_enter/function_exit events with thread, parent, \
+        duration, typed arguments and return value.",
+        input_schema = crate::schema::input::<TraceParams>()
     )]
     async fn debug_trace(
         &self,
@@ -366,11 +371,9 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Read, write or poll a running program's memory, straight from the daemon (no pause). Targets \
-        (1–16): DWARF globals and statics with `.field` / `->field` steps (\"gConfig->level\"), or raw addresses with a \
-        type (i8…u64, f32, f64, pointer, bytes). While a thread is paused at a breakpoint, names also find its frame's \
-        parameters and locals (threadId picks the thread; locals held in registers can be read, not written). action \"write\" sets scalars (numbers, bools, enum names, pointers) and \
-        returns previous and new values. poll {intervalMs, durationMs} samples into variable_snapshot events."
+        description = "Read, write or poll a running program's memory without pausing it: globals, statics, addresses, \
+        a paused thread's locals (read-only in registers).",
+        input_schema = crate::schema::input::<MemoryParams>()
     )]
     async fn debug_memory(
         &self,
@@ -428,12 +431,10 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Add or remove breakpoints and logpoints in a running session. A breakpoint pauses only the thread \
-        that hits it (the others run on; no all-stop); debug_session status lists paused threads with breakpoint, function, \
-        file:line, arguments and backtrace, debug_memory reads (and writes) their locals, debug_continue resumes or steps. \
-        Target a function pattern (stops after its prologue) or file + line. `condition` and logpoint `message` {parts} are \
-        JavaScript over the frame's parameters, locals and globals by name, plus `args`. A logpoint (`message`) never \
-        pauses: each hit becomes a `logpoint` event. At most 50 breakpoints and 100 logpoints per session."
+        description = "Add/remove breakpoints (≤50) and logpoints (≤100) in a running session. A hit pauses only its \
+        thread: debug_session status lists it (function, file:line, arguments, backtrace), debug_memory reads/writes its \
+        locals, debug_continue resumes or steps.",
+        input_schema = crate::schema::input::<BreakpointParams>()
     )]
     async fn debug_breakpoint(
         &self,
@@ -496,18 +497,11 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Run a project's tests with structured results. action \"run\" (projectRoot; optional framework, \
-        level unit|integration|e2e, one test, command = the test binary for catch2/gtest or the command line for \
-        generic, env) starts the run in the background and returns a testRunId at once. action \"status\" (testRunId) \
-        waits up to 15 s for the run to finish, then returns either the result (summary, failures with file:line, message, \
-        suggested trace patterns and a rerun command, stuck tests, and `details`: a file with every test and the full \
-        output) or the progress so far (phase compiling/running, counts, tests running, failures already reported, a \
-        stuck warning, currentTest with currentTestElapsedMs and currentTestBaselineMs = its mean over its last 10 \
-        passing runs). With a progress token, status sends a progress notification every second while it waits. A hanging test is caught in seconds: deadlock (idle, stacks unchanged) or infinite loop (busy, \
-        stacks unchanged) is reported with every thread's stack (function, file:line) and the process stopped; the \
-        framework goes on where it can. With tracePatterns or watches the test program itself runs under Frida: status \
-        returns a sessionId for debug_query / debug_trace. Frameworks: cargo, nextest, pytest, unittest, go, gtest, \
-        catch2, jest, vitest, mocha, bun, deno, generic."
+        description = "Run a project's tests. status gives the result (counts; failures with file:line, message, \
+        suggested trace patterns, rerun command; stuck tests; details file) or progress (phase, counts, running and failed \
+        tests, stuck warning, currentTest's elapsed and usual ms; progress notifications given a progress token). A \
+        deadlock or infinite loop is reported within seconds with every thread's stack, then stopped.",
+        input_schema = crate::schema::input::<TestParams>()
     )]
     async fn debug_test(
         &self,
@@ -600,11 +594,10 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Resume or step paused threads, then wait (timeoutMs, default 10 s) until a thread pauses again \
-        or the process ends, and say where. action: continue (every paused thread, or threadId), step-over (next line in \
-        this function), step-into (into the function called on this line when it has debug info, else like step-over), \
-        step-out (back to the caller, which finishes its line). Steps stop only in the stepping thread's frame, so \
-        recursion and other threads do not end them."
+        description = "Resume or step paused threads, wait for the next pause or the end, and say where. step-over: \
+        next line here; step-into: into this line's call if it has debug info; step-out: to the caller. Steps stop only \
+        in the stepping thread's frame.",
+        input_schema = crate::schema::input::<ContinueParams>()
     )]
     async fn debug_continue(
         &self,
@@ -626,12 +619,9 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Query a session's unified timeline (stdout, stderr, crashes, process exit; function calls and \
-        variable snapshots once tracing is on), oldest first. Filter by eventType, time (ns since start or relative like \
-        \"-5s\"), pid, text, function/sourceFile/threadName/returnValue/minDurationNs. Paged with limit (≤500) and offset; \
-        totalCount and hasMore tell how much more there is, and `truncated` lists everything the answer left out \
-        (more events, evicted/dropped/sampled events, typed values omitted in the summary form or cut at \
-        serializationDepth, 1 KiB strings, 100-element arrays)."
+        description = "A session's timeline, oldest first: output, crashes, exits; calls and snapshots once traced. \
+        Filters combine. truncated says what the answer left out.",
+        input_schema = crate::schema::input::<QueryParams>()
     )]
     async fn debug_query(
         &self,
@@ -1108,7 +1098,6 @@ impl ServerHandler for StrobeServer {
             clock.elapsed(),
             &reply,
         );
-
         reply
     }
 

@@ -1,0 +1,109 @@
+//! The size budget of the tool list. An agent pays for `tools/list` on
+//! every turn, so it is held to 12,000 characters of JSON for the tools of
+//! issue 17's time, and each tool to its own budget: today's at their size
+//! when it was set (rounded up), a new tool at 1,500. A tool that outgrows
+//! its budget should say less (the README keeps the long form) before its
+//! budget is raised.
+
+/// The whole list's budget, in characters of `tools/list` JSON.
+pub const TOTAL_BUDGET: usize = 12_000;
+
+/// A tool not in [`TOOL_BUDGETS`] gets this many characters.
+pub const NEW_TOOL_BUDGET: usize = 1_500;
+
+/// Each tool's budget: its size when the budget was set, rounded up to the
+/// next 100. Before issue 17 these eight took 24,220 characters (launch
+/// 2,105, session 1,427, trace 3,845, query 4,640, memory 3,263,
+/// breakpoint 2,726, continue 1,318, test 4,853).
+pub const TOOL_BUDGETS: &[(&str, usize)] = &[
+    ("debug_breakpoint", 1_400),
+    ("debug_continue", 800),
+    ("debug_launch", 1_100),
+    ("debug_memory", 1_800),
+    ("debug_query", 2_200),
+    ("debug_session", 600),
+    ("debug_test", 1_800),
+    ("debug_trace", 2_100),
+];
+
+/// The budget of the tool named `name`.
+pub fn budget_of(name: &str) -> usize {
+    TOOL_BUDGETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(NEW_TOOL_BUDGET, |(_, b)| *b)
+}
+
+mod tests {
+    use super::*;
+
+    /// Every tool as `tools/list` sends it, with its size in characters.
+    fn sizes() -> (Vec<(String, usize)>, usize) {
+        let tools = crate::StrobeServer::tool_list();
+        let each = tools
+            .iter()
+            .map(|t| {
+                let json = serde_json::to_string(t).expect("a tool serializes");
+                (t.name.to_string(), json.chars().count())
+            })
+            .collect();
+        let list = rmcp::model::ListToolsResult::with_all_items(tools);
+        let total = serde_json::to_string(&list)
+            .expect("the list serializes")
+            .chars()
+            .count();
+        (each, total)
+    }
+
+    #[test]
+    fn the_tool_list_stays_within_its_budgets() {
+        let (each, total) = sizes();
+        let mut over = Vec::new();
+        for (name, size) in &each {
+            let budget = budget_of(name);
+            println!("{name}: {size} of {budget}");
+            if *size > budget {
+                over.push(format!("{name} is {size} characters, over its {budget}"));
+            }
+        }
+        println!("tools/list: {total} of {TOTAL_BUDGET}");
+        if total > TOTAL_BUDGET {
+            over.push(format!(
+                "tools/list is {total} characters, over {TOTAL_BUDGET}"
+            ));
+        }
+        assert!(
+            over.is_empty(),
+            "{}; shorten the descriptions (the README keeps the long form)",
+            over.join("; ")
+        );
+    }
+
+    #[test]
+    fn the_budget_table_names_only_real_tools() {
+        let (each, _) = sizes();
+        for (name, _) in TOOL_BUDGETS {
+            assert!(
+                each.iter().any(|(n, _)| n == name),
+                "{name} has a budget but no tool"
+            );
+        }
+    }
+
+    #[test]
+    fn listed_names_match_what_the_server_accepts() {
+        let kinds: Vec<&str> = strobe_core::EventKind::ALL
+            .iter()
+            .map(|k| k.name())
+            .collect();
+        assert_eq!(crate::params::EVENT_TYPES.to_vec(), kinds);
+        let mut frameworks: Vec<&str> = strobe_testing::adapters()
+            .iter()
+            .map(|a| a.name())
+            .collect();
+        let mut listed = crate::params::FRAMEWORKS.to_vec();
+        frameworks.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, frameworks);
+    }
+}
