@@ -20,9 +20,11 @@ const MAX_RERUNS: usize = 5;
 /// built everything).
 const RERUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Whether a failure is known by name only.
+/// Whether a failure is known by name only: no place, no message and no
+/// report at all (a test that failed without a panic still has its
+/// report's text).
 fn lacks_details(f: &TestFailure) -> bool {
-    f.message.is_empty() && f.file.is_none()
+    f.message.is_empty() && f.file.is_none() && f.output.is_empty()
 }
 
 /// Runs each failure that lacks its details again alone (up to
@@ -71,24 +73,24 @@ pub(super) fn fill_missing_details(
                     f.frames = g.frames;
                     f.suggested_traces = g.suggested_traces;
                     f.output = format!(
-                        "(its report was lost when the run was stopped; this is from `{display}`)\n{}",
+                        "(its report never came: the run ended first; this is from `{display}`)\n{}",
                         g.output
                     );
                 }
                 None if passed(&again.tests, &name) => {
                     f.message = format!(
-                        "failed in the run, but passed when run again alone (`{display}`): it may depend on other tests or be flaky; the run was stopped before the framework printed why it failed"
+                        "failed in the run, but passed when run again alone (`{display}`): it may depend on other tests or be flaky; the run ended before the framework printed why it failed"
                     );
                 }
                 None => {
                     f.message = format!(
-                        "the run was stopped before the framework printed why it failed, and `{display}` did not say either"
+                        "the run ended before the framework printed why it failed, and `{display}` did not say either"
                     );
                 }
             },
             None => {
                 f.message = format!(
-                    "the run was stopped before the framework printed why it failed, and `{display}` did not finish within {} s",
+                    "the run ended before the framework printed why it failed, and `{display}` did not finish within {} s",
                     RERUN_TIMEOUT.as_secs()
                 );
             }
@@ -421,6 +423,97 @@ mod tests {
         let mut r = result(vec![case("t.py::test_x", TestStatus::Failed)], vec![f]);
         count_stuck_as_failed(&mut r, &[report("t.py::test_x", None)], "/p".as_ref());
         assert_eq!(r.failures[0].file, None);
+    }
+
+    /// Runs cargo's parser over a canned libtest report instead of cargo.
+    struct Rerunning;
+
+    impl TestAdapter for Rerunning {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn detect(&self, _: &TestTarget) -> u8 {
+            0
+        }
+        fn suite_command(
+            &self,
+            target: &TestTarget,
+            _: Option<strobe_testing::TestLevel>,
+        ) -> strobe_testing::TestCommand {
+            self.single_test_command(target, "")
+        }
+        fn single_test_command(&self, target: &TestTarget, _: &str) -> strobe_testing::TestCommand {
+            strobe_testing::TestCommand {
+                program: "true".into(),
+                args: Vec::new(),
+                cwd: target.root.clone(),
+                env: BTreeMap::new(),
+            }
+        }
+        fn parser(&self) -> Box<dyn strobe_testing::OutputParser> {
+            strobe_testing::adapters::cargo::CargoAdapter.parser()
+        }
+        fn suggest_traces(&self, _: &TestFailure) -> Vec<String> {
+            Vec::new()
+        }
+        fn details_command(
+            &self,
+            target: &TestTarget,
+            test: &TestCase,
+        ) -> Option<strobe_testing::TestCommand> {
+            let report = format!(
+                "running 1 test\ntest {0} ... FAILED\n\nfailures:\n\n---- {0} stdout ----\n\n\
+                 thread '{0}' (7) panicked at src/lib.rs:11:9:\nbalance of $WHO is wrong\nnote: run with RUST_BACKTRACE=1\n\n\
+                 failures:\n    {0}\n\ntest result: FAILED. 0 passed; 1 failed\n",
+                test.name
+            );
+            let mut cmd = self.single_test_command(target, &test.name);
+            cmd.program = "sh".into();
+            // An unquoted here-document: $WHO expands, quotes stay.
+            cmd.args = vec!["-c".into(), format!("cat <<EOF\n{report}EOF\n")];
+            Some(cmd)
+        }
+    }
+
+    #[test]
+    fn a_failure_without_its_report_gets_it_from_a_rerun_with_the_runs_env() {
+        let mut reported = TestFailure::new("tests::reported");
+        reported.output = "Error: it returned Err\n".into();
+        let mut r = result(
+            vec![
+                case("tests::fails", TestStatus::Failed),
+                case("tests::reported", TestStatus::Failed),
+                case("tests::hangs", TestStatus::Failed),
+            ],
+            vec![
+                TestFailure::new("tests::fails"),
+                reported,
+                TestFailure::new("tests::hangs"),
+            ],
+        );
+        let env = BTreeMap::from([("WHO".to_string(), "alice".to_string())]);
+        let spawned = std::sync::Mutex::new(Vec::new());
+        fill_missing_details(
+            &Rerunning,
+            &TestTarget::new("/"),
+            &env,
+            &mut r,
+            &["tests::hangs".to_string()],
+            &|pgid| spawned.lock().unwrap().push(pgid),
+        );
+        let f = &r.failures[0];
+        assert_eq!((f.file.as_deref(), f.line), (Some("src/lib.rs"), Some(11)));
+        assert_eq!(f.message, "balance of alice is wrong");
+        // A failure with a report, and the stuck test, are not rerun.
+        assert_eq!(r.failures[1].message, "");
+        assert_eq!(r.failures[2].message, "");
+        let spawned = spawned.into_inner().unwrap();
+        assert_eq!(
+            spawned.len(),
+            2,
+            "one rerun, its group then none: {spawned:?}"
+        );
+        assert_eq!(spawned[1], None);
     }
 
     #[test]
