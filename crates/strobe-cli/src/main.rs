@@ -138,7 +138,12 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            match rt.block_on(strobe_daemon::run_daemon(home)) {
+            let result = rt.block_on(strobe_daemon::run_daemon(home));
+            // The daemon has shut down what it owns; a request's blocking
+            // work still going (a tool call mid-way) must not keep the
+            // process alive, as dropping the runtime would wait for it.
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            match result {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("strobe daemon: {e}");
