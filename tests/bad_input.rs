@@ -334,3 +334,109 @@ async fn missing_frida_says_exactly_how_to_fix_it() {
         "a failed launch leaves no session"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nul_bytes_in_what_becomes_a_c_string_are_refused() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("output");
+    let root = exe.parent().unwrap().to_str().unwrap().to_string();
+    // "a\0b" used to run as "a", silently.
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": root, "args": ["ok", "a\u{0}b"]}),
+        &["VALIDATION_ERROR", "'args[1]'", "NUL"],
+    )
+    .await;
+    for (field, value) in [
+        ("cwd", format!("{root}\u{0}x")),
+        ("projectRoot", format!("{root}\u{0}x")),
+        ("command", format!("{}\u{0}x", exe.display())),
+    ] {
+        let mut args = json!({"command": exe, "projectRoot": root});
+        args[field] = json!(value);
+        expect_error(
+            &c,
+            "debug_launch",
+            args,
+            &["VALIDATION_ERROR", &format!("'{field}'"), "NUL"],
+        )
+        .await;
+    }
+    expect_error(
+        &c,
+        "debug_launch",
+        json!({"command": exe, "projectRoot": root, "env": {"K": "v\u{0}w"}}),
+        &["VALIDATION_ERROR", "'env' value of \"K\"", "NUL"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_test",
+        json!({"action": "run", "projectRoot": root, "framework": "generic", "command": "true\u{0}x"}),
+        &["VALIDATION_ERROR", "'command'", "NUL"],
+    )
+    .await;
+    assert_eq!(
+        c.ok("debug_session", json!({"action": "list"})).await["sessions"],
+        json!([]),
+        "nothing was launched"
+    );
+}
+
+/// The size of a tool reply as the client received it (text and structured
+/// content).
+fn reply_size(r: &support::Reply) -> usize {
+    r.text.len() + r.value.to_string().len()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_megabyte_bad_value_is_not_echoed_back_or_logged() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("output");
+    let root = exe.parent().unwrap().to_str().unwrap().to_string();
+    let big = "v".repeat(1 << 20);
+    let log = env.path().join("logs/daemon.log");
+    let log_size = || std::fs::metadata(&log).map_or(0, |m| m.len());
+    let before = log_size();
+    // Each path that quotes what the caller sent: the session layer's
+    // validation, a session id, a pattern.
+    let cases = [
+        ("debug_launch", json!({"command": big, "projectRoot": root})),
+        (
+            "debug_launch",
+            json!({"command": format!("/{big}"), "projectRoot": root}),
+        ),
+        (
+            "debug_session",
+            json!({"action": "status", "sessionId": big}),
+        ),
+        ("debug_trace", json!({"add": [big], "projectRoot": root})),
+    ];
+    for (tool, args) in cases {
+        let r = c.reply(tool, args).await;
+        assert!(r.is_error, "{tool} should fail");
+        assert!(
+            reply_size(&r) < 4_096,
+            "{tool}: a {} byte reply echoes the value: {}…",
+            reply_size(&r),
+            &r.text[..200.min(r.text.len())]
+        );
+        assert!(
+            r.text.contains("bytes in all"),
+            "{tool}: {}",
+            &r.text[..r.text.len().min(300)]
+        );
+    }
+    // An unknown tool's name comes back in a JSON-RPC error, which rmcp also logs.
+    let e = c
+        .raw(&big, json!({}))
+        .await
+        .expect_err("unknown tools are MCP errors");
+    assert!(e.to_string().len() < 4_096, "{} bytes", e.to_string().len());
+    c.ok("debug_session", json!({"action": "list"})).await;
+    let grown = log_size().saturating_sub(before);
+    assert!(grown < 64 * 1024, "daemon.log grew by {grown} bytes");
+}

@@ -523,6 +523,12 @@ impl StrobeServer {
                 let project_root = p.project_root.ok_or_else(|| {
                     ToolError::validation("action \"run\" needs 'projectRoot' (absolute)")
                 })?;
+                // They end up in a command line, whose C strings end at NUL.
+                for (what, v) in [("'command'", &p.command), ("'test'", &p.test)] {
+                    if let Some(v) = v {
+                        strobe_session::validate::no_nul(what, v)?;
+                    }
+                }
                 let level = match p.level.as_deref() {
                     None => None,
                     Some("unit") => Some(strobe_testing::TestLevel::Unit),
@@ -1078,7 +1084,7 @@ impl ServerHandler for StrobeServer {
             return Err(McpError::invalid_params(
                 format!(
                     "unknown tool '{}'; Strobe's tools are: {}",
-                    request.name,
+                    strobe_core::error::excerpt(&request.name),
                     names.join(", ")
                 ),
                 None,

@@ -18,7 +18,7 @@ pub mod stacks;
 pub mod stuck;
 pub mod testrun;
 pub mod trace;
-mod validate;
+pub mod validate;
 pub mod values;
 
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};

@@ -4,6 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use strobe_core::ToolError;
+use strobe_core::error::excerpt;
 
 /// Checks that `pid` names a running process Strobe may attach to, and
 /// returns its executable.
@@ -26,9 +27,30 @@ pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
     })
 }
 
+/// Refuses a NUL byte in `value`: the C strings a program is started with
+/// end at the first NUL, so the rest would be dropped without a word.
+pub fn no_nul(what: &str, value: &str) -> Result<(), ToolError> {
+    match value.find('\0') {
+        None => Ok(()),
+        Some(at) => Err(ToolError::validation(format!(
+            "{what} contains a NUL byte (at byte {at} of {:?}); a program's arguments, paths and environment \
+             are C strings that end at NUL, so it would be cut there: remove it",
+            excerpt(value)
+        ))),
+    }
+}
+
+/// Every launch argument must be free of NUL bytes.
+pub fn args(args: &[String]) -> Result<(), ToolError> {
+    args.iter()
+        .enumerate()
+        .try_for_each(|(i, a)| no_nul(&format!("'args[{i}]'"), a))
+}
+
 /// Resolves `command` to an absolute executable path: a path with a slash is
 /// taken relative to `cwd`; a bare name is looked up on `PATH`.
 pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> {
+    no_nul("'command'", command)?;
     if command.trim().is_empty() {
         return Err(ToolError::validation(
             "'command' is empty: give the path of the executable to launch",
@@ -49,6 +71,7 @@ pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> 
         {
             Some(p) => p,
             None => {
+                let command = excerpt(command);
                 return Err(ToolError::validation(format!(
                     "'command' {command:?} was not found on PATH; give an absolute path (e.g. /path/to/build/{command})"
                 )));
@@ -82,6 +105,7 @@ fn is_executable_file(p: &Path) -> bool {
 
 /// `projectRoot` must be an absolute, existing directory.
 pub fn project_root(root: &str) -> Result<PathBuf, ToolError> {
+    no_nul("'projectRoot'", root)?;
     let p = Path::new(root);
     if !p.is_absolute() {
         return Err(ToolError::validation(format!(
@@ -101,6 +125,7 @@ pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, ToolError>
     let Some(c) = cwd else {
         return Ok(project_root.to_path_buf());
     };
+    no_nul("'cwd'", c)?;
     let p = Path::new(c);
     if !p.is_absolute() {
         return Err(ToolError::validation(format!(
@@ -115,14 +140,16 @@ pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, ToolError>
     Ok(p.to_path_buf())
 }
 
-/// Environment variable names must be non-empty and contain no `=` or NUL.
+/// Environment variable names must be non-empty and contain no `=` or NUL;
+/// values no NUL.
 pub fn env_key(key: &str, value: &str) -> Result<(), ToolError> {
-    if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+    if key.is_empty() || key.contains('=') || key.contains('\0') {
         return Err(ToolError::validation(format!(
-            "'env' entry {key:?} is invalid: names must be non-empty without '=' or NUL, values without NUL"
+            "'env' name {:?} is invalid: names must be non-empty, without '=' or NUL",
+            excerpt(key)
         )));
     }
-    Ok(())
+    no_nul(&format!("'env' value of {:?}", excerpt(key)), value)
 }
 
 #[cfg(test)]
@@ -182,5 +209,35 @@ mod tests {
         assert_eq!(cwd(None, Path::new("/tmp")).unwrap(), PathBuf::from("/tmp"));
         assert!(env_key("A=B", "").is_err());
         assert!(env_key("A", "b").is_ok());
+    }
+
+    #[test]
+    fn nul_bytes_are_refused_where_c_strings_are_made() {
+        let e = args(&["ok".into(), "a\0b".into()]).unwrap_err().message;
+        assert!(
+            e.starts_with("'args[1]' contains a NUL byte (at byte 1"),
+            "{e}"
+        );
+        assert!(args(&["plain".into()]).is_ok());
+        assert!(
+            resolve_command("/bin/s\0h", Path::new("/"))
+                .unwrap_err()
+                .message
+                .contains("'command' contains a NUL")
+        );
+        assert!(
+            project_root("/tmp\0x")
+                .unwrap_err()
+                .message
+                .contains("'projectRoot' contains a NUL")
+        );
+        assert!(
+            cwd(Some("/tmp\0x"), Path::new("/"))
+                .unwrap_err()
+                .message
+                .contains("'cwd' contains a NUL")
+        );
+        let e = env_key("K", "v\0w").unwrap_err().message;
+        assert!(e.contains("'env' value of \"K\" contains a NUL"), "{e}");
     }
 }

@@ -451,6 +451,7 @@ impl SessionManager {
             }
             None => validate::resolve_command(&req.command, &cwd)?,
         };
+        validate::args(&req.args)?;
         for (k, v) in &req.env {
             validate::env_key(k, v)?;
         }
