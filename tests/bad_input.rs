@@ -402,7 +402,7 @@ async fn a_megabyte_bad_value_is_not_echoed_back_or_logged() {
     let log_size = || std::fs::metadata(&log).map_or(0, |m| m.len());
     let before = log_size();
     // Each path that quotes what the caller sent: the session layer's
-    // validation, a session id, a pattern.
+    // validation, a session id, a type error, an unknown field, a map key.
     let cases = [
         ("debug_launch", json!({"command": big, "projectRoot": root})),
         (
@@ -413,6 +413,9 @@ async fn a_megabyte_bad_value_is_not_echoed_back_or_logged() {
             "debug_session",
             json!({"action": "status", "sessionId": big}),
         ),
+        ("debug_query", json!({"sessionId": "s", "limit": big})),
+        ("debug_query", json!({"sessionId": "s", big.clone(): 1})),
+        ("debug_session", json!({"action": big})),
         ("debug_trace", json!({"add": [big], "projectRoot": root})),
     ];
     for (tool, args) in cases {
@@ -439,4 +442,183 @@ async fn a_megabyte_bad_value_is_not_echoed_back_or_logged() {
     c.ok("debug_session", json!({"action": "list"})).await;
     let grown = log_size().saturating_sub(before);
     assert!(grown < 64 * 1024, "daemon.log grew by {grown} bytes");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn type_errors_name_the_tool_and_the_field() {
+    let env = Env::new();
+    let c = env.client().await;
+    expect_error(
+        &c,
+        "debug_memory",
+        json!({"sessionId": "s", "targets": [{"variable": "g"}], "poll": {"intervalMs": -1, "durationMs": 500}}),
+        &[
+            "VALIDATION_ERROR",
+            "debug_memory: poll.intervalMs: invalid value: integer -1, expected a non-negative integer",
+        ],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_continue",
+        json!({"sessionId": "s", "threadId": "main"}),
+        &["debug_continue: threadId: invalid type: string \"main\", expected a non-negative integer"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_breakpoint",
+        json!({"sessionId": "s", "add": [{"file": "a.c", "line": 1.5}]}),
+        &["debug_breakpoint: add[0].line: invalid type: number 1.5"],
+    )
+    .await;
+    expect_error(
+        &c,
+        "debug_trace",
+        json!({"watches": {"add": [{"variable": 3}]}}),
+        &["debug_trace: watches.add[0].variable: invalid type: integer 3, expected a string"],
+    )
+    .await;
+}
+
+/// One JSON-RPC exchange with `strobe mcp` written by hand, for requests an
+/// MCP client library cannot send.
+struct RawMcp {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawMcp {
+    fn start(env: &Env) -> RawMcp {
+        let mut child = env
+            .command(&["mcp"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("strobe mcp starts");
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut raw = RawMcp { child, out };
+        raw.call(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        );
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, v: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns the reply with the same id.
+    fn call(&mut self, v: Value) -> Value {
+        use std::io::BufRead;
+        let id = v["id"].clone();
+        self.send(v);
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.out.read_line(&mut line).unwrap() > 0,
+                "strobe mcp closed its output"
+            );
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+}
+
+impl Drop for RawMcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_call_arguments_that_are_not_an_object_are_invalid_params() {
+    let env = Env::new();
+    let mut raw = RawMcp::start(&env);
+    let r = raw.call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "debug_session", "arguments": []}}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("'arguments' must be an object") && msg.contains("an array"),
+        "{msg}"
+    );
+    let r = raw.call(json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    // The connection still serves.
+    let r = raw.call(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "debug_session", "arguments": {"action": "list"}}}));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn init_kernel_threads_and_strobes_own_processes_are_not_attached_to() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("sleeper");
+    let root = exe.parent().unwrap().to_str().unwrap().to_string();
+    let attach = |pid: u32| json!({"attachPid": pid, "projectRoot": root});
+    expect_error(&c, "debug_launch", attach(1), &["VALIDATION_ERROR", "init"]).await;
+    let kthreadd = std::fs::read_to_string("/proc/2/stat").unwrap_or_default();
+    if kthreadd.contains("(kthreadd)") {
+        expect_error(
+            &c,
+            "debug_launch",
+            attach(2),
+            &["VALIDATION_ERROR", "kernel thread"],
+        )
+        .await;
+    }
+    let daemon = env.daemon_pid().expect("the daemon wrote its pid");
+    expect_error(
+        &c,
+        "debug_launch",
+        attach(daemon),
+        &["VALIDATION_ERROR", "daemon itself"],
+    )
+    .await;
+    let proxy = c.proxy_pid.expect("the proxy's pid");
+    expect_error(
+        &c,
+        "debug_launch",
+        attach(proxy),
+        &["VALIDATION_ERROR", "Strobe's own"],
+    )
+    .await;
+    // A session's bridge: the daemon's child running bridge-*.py.
+    let (id, _) = c.launch(&exe, &["50"]).await;
+    let bridge = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|s| s.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            ppid == Some(daemon) && String::from_utf8_lossy(&cmd).contains("bridge-")
+        })
+        .expect("the session's bridge is a child of the daemon");
+    expect_error(
+        &c,
+        "debug_launch",
+        attach(bridge),
+        &["VALIDATION_ERROR", "bridge"],
+    )
+    .await;
+    // The session is untouched.
+    assert_eq!(c.status(&id).await["state"], "running");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
 }

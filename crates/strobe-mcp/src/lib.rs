@@ -6,6 +6,7 @@
 //! `StrobeServer` is created per client connection; they all share one
 //! `SessionManager`, so sessions outlive connections.
 
+mod args;
 mod audit;
 pub mod params;
 mod progress;

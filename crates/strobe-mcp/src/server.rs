@@ -1,12 +1,12 @@
 //! The rmcp server: one per client connection, all sharing one SessionManager.
 
+use crate::args::Args;
 use crate::params::{
     BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
     SessionParams, TestParams, TraceParams,
 };
 use crate::{render, timespec};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData as McpError, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
@@ -131,10 +131,7 @@ impl StrobeServer {
         recorded, nothing is traced. Best: launch clean, read stderr/stdout (debug_query), then trace only if needed.",
         input_schema = crate::schema::input::<LaunchParams>()
     )]
-    async fn debug_launch(
-        &self,
-        Parameters(p): Parameters<LaunchParams>,
-    ) -> Result<CallToolResult, McpError> {
+    async fn debug_launch(&self, Args(p): Args<LaunchParams>) -> Result<CallToolResult, McpError> {
         let (settings, warnings) =
             self.settings(Some(Path::new(&p.project_root)).filter(|r| r.is_absolute()));
         let mgr = self.mgr.clone();
@@ -184,7 +181,7 @@ impl StrobeServer {
     )]
     async fn debug_session(
         &self,
-        Parameters(p): Parameters<SessionParams>,
+        Args(p): Args<SessionParams>,
     ) -> Result<CallToolResult, McpError> {
         let need_id = |p: &SessionParams| -> Result<String, ToolError> {
             p.session_id.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
@@ -318,10 +315,7 @@ impl StrobeServer {
         duration, typed arguments and return value.",
         input_schema = crate::schema::input::<TraceParams>()
     )]
-    async fn debug_trace(
-        &self,
-        Parameters(p): Parameters<TraceParams>,
-    ) -> Result<CallToolResult, McpError> {
+    async fn debug_trace(&self, Args(p): Args<TraceParams>) -> Result<CallToolResult, McpError> {
         if let Some(root) = &p.project_root
             && !Path::new(root).is_absolute()
         {
@@ -375,10 +369,7 @@ impl StrobeServer {
         a paused thread's locals (read-only in registers).",
         input_schema = crate::schema::input::<MemoryParams>()
     )]
-    async fn debug_memory(
-        &self,
-        Parameters(p): Parameters<MemoryParams>,
-    ) -> Result<CallToolResult, McpError> {
+    async fn debug_memory(&self, Args(p): Args<MemoryParams>) -> Result<CallToolResult, McpError> {
         let mgr = self.mgr.clone();
         let targets: Vec<strobe_session::MemoryTarget> = p
             .targets
@@ -438,7 +429,7 @@ impl StrobeServer {
     )]
     async fn debug_breakpoint(
         &self,
-        Parameters(p): Parameters<BreakpointParams>,
+        Args(p): Args<BreakpointParams>,
     ) -> Result<CallToolResult, McpError> {
         let mgr = self.mgr.clone();
         let add: Vec<strobe_session::BreakpointRequest> = p
@@ -505,7 +496,7 @@ impl StrobeServer {
     )]
     async fn debug_test(
         &self,
-        Parameters(p): Parameters<TestParams>,
+        Args(p): Args<TestParams>,
         meta: rmcp::model::RequestMetaObject,
         peer: rmcp::Peer<rmcp::RoleServer>,
     ) -> Result<CallToolResult, McpError> {
@@ -607,7 +598,7 @@ impl StrobeServer {
     )]
     async fn debug_continue(
         &self,
-        Parameters(p): Parameters<ContinueParams>,
+        Args(p): Args<ContinueParams>,
     ) -> Result<CallToolResult, McpError> {
         let mgr = self.mgr.clone();
         let action = p.action.unwrap_or_else(|| "continue".into());
@@ -629,10 +620,7 @@ impl StrobeServer {
         Filters combine. truncated says what the answer left out.",
         input_schema = crate::schema::input::<QueryParams>()
     )]
-    async fn debug_query(
-        &self,
-        Parameters(p): Parameters<QueryParams>,
-    ) -> Result<CallToolResult, McpError> {
+    async fn debug_query(&self, Args(p): Args<QueryParams>) -> Result<CallToolResult, McpError> {
         let (_, warnings) = self.settings_for_session(&p.session_id);
         let mgr = self.mgr.clone();
         let r = blocking(move || run_query(&mgr, p)).await;
@@ -1095,7 +1083,7 @@ impl ServerHandler for StrobeServer {
         let started = std::time::SystemTime::now();
         let clock = std::time::Instant::now();
         let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        let reply = self.tool_router.call(tcc).await;
+        let reply = argument_error_as_tool_error(self.tool_router.call(tcc).await);
         self.audit.record(
             self.mgr.store(),
             &tool,
@@ -1105,6 +1093,21 @@ impl ServerHandler for StrobeServer {
             &reply,
         );
         reply
+    }
+
+    /// A request rmcp could not read as one of MCP's is handed here as a
+    /// custom request. For MCP's own methods that means malformed params
+    /// (`tools/call` with `arguments: []`): invalid params, saying what the
+    /// params must be, not "method not found".
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(custom_request_error(
+            &request.method,
+            request.params.as_ref(),
+        ))
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -1134,4 +1137,123 @@ fn eviction_note(events: &strobe_session::EventCounts) -> String {
         "{}; raise it in settings.json to keep more",
         parts.join("; ")
     )
+}
+
+/// rmcp's router turns an argument that does not deserialize into a bare
+/// error result; this gives it Strobe's error shape (code, message, in both
+/// the text and structuredContent) like every other refusal.
+fn argument_error_as_tool_error(
+    reply: Result<rmcp::model::CallToolResponse, McpError>,
+) -> Result<rmcp::model::CallToolResponse, McpError> {
+    let Ok(rmcp::model::CallToolResponse::Complete(result)) = &reply else {
+        return reply;
+    };
+    let message = match result.content.as_slice() {
+        [only] if result.is_error == Some(true) => only
+            .as_text()
+            .and_then(|t| t.text.strip_prefix(crate::args::ARGUMENT_ERROR_PREFIX))
+            .map(|m| m.trim_start().to_string()),
+        _ => None,
+    };
+    match message {
+        Some(m) => Ok(fail(ToolError::validation(m)).into()),
+        None => reply,
+    }
+}
+
+/// The error for a request rmcp could not read as any MCP request.
+fn custom_request_error(method: &str, params: Option<&Value>) -> McpError {
+    let method = strobe_core::error::excerpt(method);
+    let expected = match method.as_ref() {
+        "tools/call" => Some("{\"name\": string, \"arguments\": object}"),
+        "tools/list" | "prompts/list" | "resources/list" => Some("{\"cursor\": string} or nothing"),
+        "initialize" => Some("{\"protocolVersion\", \"capabilities\", \"clientInfo\"}"),
+        "ping" => Some("nothing"),
+        _ => None,
+    };
+    let Some(expected) = expected else {
+        return McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "unknown method '{method}'; Strobe serves MCP's tools (tools/list, tools/call)"
+            ),
+            None,
+        );
+    };
+    let got = match params.and_then(|p| p.get("arguments")) {
+        Some(a) if method == "tools/call" && !a.is_object() => format!(
+            "'arguments' must be an object of the tool's arguments, got {}",
+            json_kind(a)
+        ),
+        _ => format!(
+            "got {}",
+            params.map_or("no params".to_string(), |p| json_kind(p).to_string())
+        ),
+    };
+    McpError::invalid_params(
+        format!("{method}: invalid params: {got}; the params of {method} are {expected}"),
+        None,
+    )
+}
+
+/// What kind of JSON value `v` is, in words.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_mcp_requests_are_invalid_params() {
+        let e = custom_request_error(
+            "tools/call",
+            Some(&json!({"name": "debug_session", "arguments": []})),
+        );
+        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(
+            e.message.contains("'arguments' must be an object") && e.message.contains("an array"),
+            "{}",
+            e.message
+        );
+        let e = custom_request_error("tools/call", Some(&json!({"name": 5})));
+        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        let e = custom_request_error("no/such", None);
+        assert_eq!(e.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+        assert!(e.message.contains("no/such"), "{}", e.message);
+        let long = "m".repeat(1 << 20);
+        assert!(custom_request_error(&long, None).message.len() < 1_000);
+    }
+
+    #[test]
+    fn argument_errors_get_strobes_error_shape() {
+        let raw = Ok(
+            rmcp::model::CallToolResult::error(vec![ContentBlock::text(format!(
+                "{} debug_query: limit: invalid type: string \"x\", expected an integer",
+                crate::args::ARGUMENT_ERROR_PREFIX
+            ))])
+            .into(),
+        );
+        let Ok(rmcp::model::CallToolResponse::Complete(r)) = argument_error_as_tool_error(raw)
+        else {
+            panic!("a tool result")
+        };
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            r.content[0].as_text().unwrap().text,
+            "VALIDATION_ERROR: debug_query: limit: invalid type: string \"x\", expected an integer"
+        );
+        assert_eq!(
+            r.structured_content.unwrap()["error"]["code"],
+            "VALIDATION_ERROR"
+        );
+    }
 }

@@ -1,14 +1,30 @@
 //! Launch request validation: every problem becomes a `VALIDATION_ERROR`
 //! that says what to change.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use strobe_core::ToolError;
 use strobe_core::error::excerpt;
 
+/// The kernel's `PF_KTHREAD` flag in `/proc/PID/stat`.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
 /// Checks that `pid` names a running process Strobe may attach to, and
-/// returns its executable.
+/// returns its executable. Refused up front: init, kernel threads, and
+/// Strobe's own processes (the daemon, `strobe mcp` proxies, the desktop
+/// app, bridges and Frida's helpers): injecting into those hangs the
+/// bridge doing it, or the daemon itself.
 pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
+    if pid <= 1 {
+        return Err(ToolError::validation(format!(
+            "'attachPid' {pid} is {}; give the pid of the program to debug (`pgrep NAME` finds it)",
+            if pid == 1 {
+                "init, the system's first process"
+            } else {
+                "not a process"
+            }
+        )));
+    }
     if pid == std::process::id() {
         return Err(ToolError::validation(format!(
             "'attachPid' {pid} is the Strobe daemon itself; give the pid of the program to debug"
@@ -19,12 +35,63 @@ pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
             "no process with pid {pid} is running (check with `ps -p {pid}`); to start a program, give 'command' instead"
         )));
     }
+    if stat_flags(pid).is_some_and(|f| f & PF_KTHREAD != 0) {
+        return Err(ToolError::validation(format!(
+            "'attachPid' {pid} is a kernel thread, which has no user-space code to debug; give the pid of a program"
+        )));
+    }
+    if let Some(what) = strobe_process(pid) {
+        return Err(ToolError::validation(format!(
+            "'attachPid' {pid} is {what}, one of Strobe's own processes, which Strobe cannot debug; give the pid of \
+             the program to debug"
+        )));
+    }
     std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| {
         ToolError::validation(format!(
             "cannot read /proc/{pid}/exe ({e}): the process belongs to another user or is a kernel thread; \
              Strobe can attach only to processes of the user the daemon runs as"
         ))
     })
+}
+
+/// The `flags` field of `/proc/PID/stat`.
+fn stat_flags(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses):
+    // state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(6)?
+        .parse()
+        .ok()
+}
+
+/// What `pid` is when it is one of Strobe's own processes: one running the
+/// same executable as this daemon or another Strobe binary (`strobe`,
+/// `strobe-app`), a Frida bridge (a Python running `bridge-*.py`), or one
+/// of Frida's helpers.
+fn strobe_process(pid: u32) -> Option<&'static str> {
+    let exe = format!("/proc/{pid}/exe");
+    if let (Ok(theirs), Ok(ours)) = (std::fs::metadata(&exe), std::fs::metadata("/proc/self/exe"))
+        && (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino())
+    {
+        return Some("a Strobe process (daemon or `strobe mcp`)");
+    }
+    let target = std::fs::read_link(&exe).ok()?;
+    let name = target.file_name()?.to_string_lossy();
+    let name = name.trim_end_matches(" (deleted)");
+    if name == "strobe" || name == "strobe-app" {
+        return Some("a Strobe process (daemon, `strobe mcp` or the desktop app)");
+    }
+    if name.starts_with("frida-") {
+        return Some("one of Frida's helper processes");
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let is_bridge = cmdline.split(|b| *b == 0).any(|arg| {
+        let file = arg.rsplit(|b| *b == b'/').next().unwrap_or(arg);
+        file.starts_with(b"bridge") && file.ends_with(b".py")
+    });
+    is_bridge.then_some("a Strobe Frida bridge")
 }
 
 /// Refuses a NUL byte in `value`: the C strings a program is started with
@@ -239,5 +306,49 @@ mod tests {
         );
         let e = env_key("K", "v\0w").unwrap_err().message;
         assert!(e.contains("'env' value of \"K\" contains a NUL"), "{e}");
+    }
+
+    /// Right after exec the kernel can show an empty command line for a
+    /// moment; a real bridge has long been running when someone names it.
+    fn wait_for_cmdline(pid: u32) {
+        for _ in 0..500 {
+            if std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty()) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn init_kernel_threads_and_strobes_own_processes_cannot_be_attached() {
+        let e = |pid| attach_target(pid).unwrap_err().message;
+        assert!(e(1).contains("init"), "{}", e(1));
+        assert!(e(0).contains("not a process"), "{}", e(0));
+        assert!(e(std::process::id()).contains("daemon itself"));
+        // kthreadd (pid 2) is the kernel threads' parent wherever /proc shows it.
+        if stat_flags(2).is_some_and(|f| f & PF_KTHREAD != 0) {
+            assert!(e(2).contains("kernel thread"), "{}", e(2));
+        }
+        // This test runs the same executable as itself, as the daemon would.
+        assert!(strobe_process(std::process::id()).is_some());
+        // A Python running a bridge script (here a shell with that argument).
+        let mut bridge = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; true", "/tmp/x/bridge-0123abcd.py"])
+            .spawn()
+            .unwrap();
+        wait_for_cmdline(bridge.id());
+        let msg = e(bridge.id());
+        let _ = bridge.kill();
+        let _ = bridge.wait();
+        assert!(msg.contains("Strobe Frida bridge"), "{msg}");
+        let mut other = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; true", "/tmp/x/app.py"])
+            .spawn()
+            .unwrap();
+        wait_for_cmdline(other.id());
+        let what = strobe_process(other.id());
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(what, None);
     }
 }
