@@ -1194,7 +1194,8 @@ async fn char_pointer_arguments_show_their_strings() {
     );
     let prepare_exit = line("prepare");
     assert!(
-        prepare_exit.contains("prepare(db={") && prepare_exit.contains(" -> 12 ("),
+        prepare_exit.contains("prepare(db=0x")
+            && prepare_exit.contains(r#"sql="SELECT 1", n=3) -> 12 ("#),
         "{prepare_exit}"
     );
 }
