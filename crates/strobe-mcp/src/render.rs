@@ -116,12 +116,29 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option
 const CALL_ARGS_MAX: usize = 80;
 
 /// The argument list of a function_enter event, `name="alice", n=3`
-/// (typed), or the raw first argument register.
+/// (typed), or the raw first argument register. A pointer to a struct
+/// shows as its address and other aggregates as `{…}` / `[…]` (verbose
+/// queries show them whole): printed in full, SQLite's `sqlite3 *db` took
+/// the whole line and the `zSql` after it was never seen.
 pub fn call_args(e: &Event, typed: Option<&Value>) -> String {
+    let short = |v: &Value| match v {
+        Value::Object(o) => match o.get("@addr").and_then(Value::as_str) {
+            Some(addr) => addr.to_string(),
+            None => "{…}".to_string(),
+        },
+        Value::Array(_) => "[…]".to_string(),
+        other => other.to_string(),
+    };
     match typed.and_then(|t| t["arguments"].as_array()) {
         Some(a) => a
             .iter()
-            .map(|x| format!("{}={}", x["name"].as_str().unwrap_or("?"), x["value"]))
+            .map(|x| {
+                format!(
+                    "{}={}",
+                    x["name"].as_str().unwrap_or("?"),
+                    short(&x["value"])
+                )
+            })
             .collect::<Vec<_>>()
             .join(", "),
         None => format!("arg0={:#x}", e.header.value),
@@ -603,6 +620,17 @@ mod tests {
         assert!(
             line.ends_with("function_exit: account_slot(name=\"alice\") -> -52 (14 µs)"),
             "{line}"
+        );
+        // Aggregates are summarized, so the arguments after them show.
+        let sqlite = json!({"arguments": [
+            {"name": "db", "value": {"@addr": "0x5610", "pVfs": {"@addr": "0x5620", "zName": "unix"}}},
+            {"name": "zSql", "value": "SELECT 1"},
+            {"name": "pt", "value": {"x": 1, "y": 2}},
+            {"name": "v", "value": [1, 2, 3]},
+        ]});
+        assert_eq!(
+            call_args(&exit, Some(&sqlite)),
+            "db=0x5610, zSql=\"SELECT 1\", pt={…}, v=[…]"
         );
         let long = "x".repeat(300);
         let line = event_line(&exit, Some(&func), None, Some(&long));

@@ -741,19 +741,27 @@ impl FunctionPlan {
             budget: ARG_NODES_MAX,
             truncated: false,
         };
-        for (_, ty, loc) in &params {
-            match *loc {
-                Loc::Regs(regs) => b.value(*ty, regs_origin(regs, false), depth),
-                Loc::Stack(off) if off + types.size_of(*ty).unwrap_or(0) <= stack_bytes => {
-                    b.value(*ty, Origin::Stack(off), depth)
-                }
-                Loc::ByRef(r) => {
-                    let size = types.size_of(*ty).unwrap_or(0);
-                    if let Some(n) = b.add((NO_PARENT, SRC_GP, r as u64), 0, size) {
-                        b.value(*ty, Origin::Block(n, 0), depth);
+        // The node budget is shared by the parameters, so it is spent level
+        // by level: every parameter's shallow reads before anyone's deeper
+        // ones. Walked one parameter at a time, a pointer into a large
+        // struct graph (SQLite's `sqlite3 *db`) spent it all and the string
+        // after it (`zSql`) showed as an address. Nodes already planned
+        // are found again by key, so each level extends the last.
+        for level in 1..=depth {
+            for (_, ty, loc) in &params {
+                match *loc {
+                    Loc::Regs(regs) => b.value(*ty, regs_origin(regs, false), level),
+                    Loc::Stack(off) if off + types.size_of(*ty).unwrap_or(0) <= stack_bytes => {
+                        b.value(*ty, Origin::Stack(off), level)
                     }
+                    Loc::ByRef(r) => {
+                        let size = types.size_of(*ty).unwrap_or(0);
+                        if let Some(n) = b.add((NO_PARENT, SRC_GP, r as u64), 0, size) {
+                            b.value(*ty, Origin::Block(n, 0), level);
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
         let mut enter = std::mem::take(&mut b.nodes);
@@ -1763,7 +1771,8 @@ mod tests {
             ..Default::default()
         };
         let plan = FunctionPlan::build(1, &sig, &t, 3, &[]);
-        // head → node → node → node (depth 3), label, bad.
+        // Level by level: head, label, bad; then head → node → node
+        // (depth 3).
         let srcs: Vec<(u8, u16, u64)> = plan
             .enter
             .iter()
@@ -1773,10 +1782,10 @@ mod tests {
             srcs,
             [
                 (SRC_GP, NO_PARENT, 0),
-                (SRC_FIELD, 0, 8),
-                (SRC_FIELD, 1, 8),
                 (SRC_GP, NO_PARENT, 1),
-                (SRC_GP, NO_PARENT, 3)
+                (SRC_GP, NO_PARENT, 3),
+                (SRC_FIELD, 0, 8),
+                (SRC_FIELD, 3, 8)
             ]
         );
         let node_bytes = |v: i32, next: u64| {
@@ -1791,10 +1800,10 @@ mod tests {
             &[],
             &[
                 (0x100, ST_OK, node_bytes(1, 0x200)),
-                (0x200, ST_OK, node_bytes(2, 0x100)),
-                (0x100, ST_OK, node_bytes(1, 0x200)),
                 (0x500, ST_OK, b"tracer".to_vec()),
                 (0x10, ST_UNREADABLE, vec![]),
+                (0x200, ST_OK, node_bytes(2, 0x100)),
+                (0x100, ST_OK, node_bytes(1, 0x200)),
             ],
         );
         let v = plan.decode_enter(&t, &p);
@@ -1817,6 +1826,51 @@ mod tests {
         // Depth 1: the pointer target is read, its own pointers are not.
         let shallow = FunctionPlan::build(2, &sig, &t, 1, &[]);
         assert_eq!(shallow.enter.len(), 3);
+    }
+
+    /// SQLite's `sqlite3_prepare_v2(sqlite3 *db, const char *zSql, …)`:
+    /// the struct graph behind `db` needs more reads than the budget, and
+    /// the string after it must still be read.
+    #[test]
+    fn a_large_struct_graph_leaves_later_arguments_their_reads() {
+        let mut t = TypeTable::default();
+        let i32t = int(&mut t, "int", 4, true);
+        let ch = int(&mut t, "char", 1, true);
+        let cstr = ptr(&mut t, ch);
+        let int_ptr = ptr(&mut t, i32t);
+        let members: Vec<Member> = (0..ARG_NODES_MAX as u64 + 10)
+            .map(|i| member(&format!("p{i}"), i * 8, int_ptr))
+            .collect();
+        let db = t.push(Type::Struct {
+            name: "sqlite3".into(),
+            size: members.len() as u64 * 8,
+            members,
+            is_union: false,
+            by_reference: false,
+        });
+        let db_ptr = ptr(&mut t, db);
+        let sig = Signature {
+            params: vec![("db".into(), db_ptr), ("zSql".into(), cstr)],
+            ret: Some(i32t),
+            variadic: false,
+            ..Default::default()
+        };
+        let plan = FunctionPlan::build(1, &sig, &t, 3, &[]);
+        assert_eq!(plan.enter.len(), ARG_NODES_MAX);
+        let sql = plan
+            .enter
+            .iter()
+            .position(|n| (n.src, n.parent, n.arg) == (SRC_GP, NO_PARENT, 1))
+            .expect("zSql is read");
+        assert_eq!(plan.enter[sql].flags, FLAG_CSTRING);
+        // Decoded: the text, and db's pointers as far as the budget went.
+        let mut blocks = vec![(0x1000, ST_OK, vec![0u8; 8 * (ARG_NODES_MAX + 10)])];
+        blocks.push((0x2000, ST_OK, b"SELECT 1".to_vec()));
+        blocks.extend((2..ARG_NODES_MAX).map(|_| (0, ST_NULL, vec![])));
+        let p = payload(&regs14(&[0x1000, 0x2000], &[]), &[], &blocks);
+        let v = plan.decode_enter(&t, &p);
+        assert_eq!(v["arguments"][1]["value"], "SELECT 1", "{v}");
+        assert_eq!(v["arguments"][0]["value"]["p0"], Value::Null, "{v}");
     }
 
     #[test]

@@ -1,0 +1,57 @@
+//! The tier's third-party software: fetched from the registries (crates.io,
+//! PyPI, npm) at pinned versions and built on first use into
+//! `${XDG_CACHE_HOME:-$HOME/.cache}/strobe/real/`, one directory per name
+//! and version, so later runs (and CI's fresh clones on the same machine)
+//! find it ready. A directory appears whole or not at all: it is made in a
+//! scratch directory and renamed into place, under an exclusive lock that
+//! parallel tests and test binaries wait on.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/strobe/real`.
+pub fn root() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .expect("HOME or XDG_CACHE_HOME must be set: the real-software tests cache their builds");
+    base.join("strobe/real")
+}
+
+/// Runs `cmd`, one fetch or build step; a failure panics with what was
+/// being done, the registry it needs and the end of its output.
+pub fn step(what: &str, registry: &str, cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {:?}: {e}", cmd.get_program()));
+    if out.status.success() {
+        return;
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tail: Vec<&str> = text.lines().rev().take(30).collect();
+    panic!(
+        "{what} failed ({}): the real-software tests fetch pinned packages from {registry} \
+         on first use, so it must be reachable (later runs use the cache in {}). \
+         Command: {cmd:?}. Its output ends:\n{}",
+        out.status,
+        root().display(),
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// `cargo`, as the one running this suite names it, with no target
+/// directory inherited: `./dev test` points CARGO_TARGET_DIR at Strobe's
+/// own, which the running `cargo test` keeps locked.
+pub fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    c
+}
