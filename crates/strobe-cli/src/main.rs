@@ -15,7 +15,7 @@
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 use strobe_core::{Settings, StrobeHome};
-use strobe_frida::{FridaPython, PINNED_FRIDA_VERSION};
+use strobe_frida::{FridaPython, PINNED_FRIDA_VERSION, PINNED_PY_SPY_VERSION};
 
 /// Printed after the top-level help: what the environment changes.
 const ENVIRONMENT: &str = "\
@@ -44,10 +44,11 @@ enum Verb {
     /// One daemon per STROBE_HOME; it exits after `daemon.idleTimeoutMs` with no
     /// clients and no running sessions, and on SIGTERM/SIGINT.
     Daemon,
-    /// Install the Python venv with the pinned frida (needs python3)
+    /// Install the Python venv with the pinned frida and py-spy (needs python3)
     ///
     /// Creates the venv named by STROBE_VENV, else the `frida.venv` setting,
-    /// else $STROBE_HOME/venv, and prints its path. $PYTHON picks the
+    /// else $STROBE_HOME/venv, and prints its path. py-spy shows a hung
+    /// Python test's stacks in debug_test. $PYTHON picks the
     /// interpreter (default python3).
     Setup,
     /// Start the web UI on loopback (starting the daemon if needed) and print its URL
@@ -156,7 +157,7 @@ fn main() -> ExitCode {
             let py = FridaPython::locate(settings.frida_venv.as_deref(), &home.default_venv());
             let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
             eprintln!(
-                "strobe setup: frida=={PINNED_FRIDA_VERSION} in {}",
+                "strobe setup: frida=={PINNED_FRIDA_VERSION} and py-spy=={PINNED_PY_SPY_VERSION} (Python stacks for debug_test's stuck tests) in {}",
                 py.venv.display()
             );
             match py.install(&python3) {
