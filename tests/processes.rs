@@ -396,3 +396,38 @@ async fn children_not_followed_run_without_frida_hooks_on_exit() {
     );
     assert!(out.contains(&"child exit 7".to_string()), "{out:?}");
 }
+
+/// A target killed from outside says by which signal, in its status and its
+/// process_exit event: Frida reaps it and reports only "process-terminated",
+/// so the daemon reads the wait status from the kernel (a pidfd).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_killed_from_outside_reports_the_signal() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("sleeper");
+    for (sig, name) in [(9, "SIGKILL"), (15, "SIGTERM")] {
+        let (id, pid) = c.launch(&exe, &["20"]).await;
+        // Let it run (past its first output) before killing it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while c.events(&id, Some("stdout")).await.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no output from {id}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        support::signal(pid, sig);
+        let s = c.wait_ended(&id).await;
+        assert_eq!(s["state"], "exited", "{s}");
+        assert_eq!(s["signal"], name, "{s}");
+        assert_eq!(s["exitCode"], Value::Null, "{s}");
+        let reason = s["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains(name) && reason.contains(&format!("signal {sig}")),
+            "{reason}"
+        );
+        let exit = c.events(&id, Some("process_exit")).await;
+        assert_eq!(exit.len(), 1, "{exit:?}");
+        let text = exit[0].to_string();
+        assert!(text.contains(name), "{text}");
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+    }
+}

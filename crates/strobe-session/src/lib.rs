@@ -10,6 +10,7 @@
 
 pub mod capture;
 pub mod diagnosis;
+pub mod exit_watch;
 pub mod frames;
 pub mod hookable;
 mod manager;

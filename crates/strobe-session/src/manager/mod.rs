@@ -302,6 +302,9 @@ struct Live {
     replaced: AtomicBool,
     /// Where this image's function ids start (see `processes`).
     id_base: u32,
+    /// A pidfd on the process, to learn how it really ended (Frida reaps it
+    /// and reports no wait status); `None` where pidfds are not supported.
+    exit_watch: Option<crate::exit_watch::ExitWatch>,
 }
 
 /// Plans registered since they were last stored, and the length of each
@@ -607,6 +610,7 @@ impl SessionManager {
             gone: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
             id_base: 0,
+            exit_watch: crate::exit_watch::ExitWatch::open(pid),
         });
         self.live
             .lock()
@@ -1101,10 +1105,12 @@ impl SessionManager {
             c.finish(OUTPUT_GRACE);
         }
         self.postmortem_crash(live);
+        let ended = self.how_it_ended(live);
         let mut life = live.life.lock().expect("lifecycle lock");
         if life.ended {
             return;
         }
+        let killed = ended_by_signal(&mut life, ended);
         let (state, reason) = if life.crash_seen {
             (SessionState::Crashed, life.crash_summary.clone())
         } else if let Some(code) = life.exit_code {
@@ -1128,6 +1134,14 @@ impl SessionManager {
             (
                 SessionState::Stopped,
                 Some("killed by debug_session stop".to_string()),
+            )
+        } else if let Some(sig) = killed {
+            (
+                SessionState::Exited,
+                Some(format!(
+                    "killed by {} (signal {sig}), sent from outside Strobe",
+                    crate::exit_watch::signal_name(sig)
+                )),
             )
         } else {
             (
@@ -1164,6 +1178,22 @@ impl SessionManager {
         drop(life);
         live.ended.notify_all();
         live.debug_changed.notify_all();
+    }
+
+    /// How `live`'s process ended, read from the kernel when neither the
+    /// agent (`_exit`, a crash) nor a stop said it: a signal from outside or
+    /// a raw `exit_group`. Waits briefly, since Frida may not have reaped it.
+    fn how_it_ended(&self, live: &Live) -> Option<crate::exit_watch::Ended> {
+        let known = {
+            let life = live.life.lock().expect("lifecycle lock");
+            life.ended || life.stopping || life.exit_code.is_some() || life.signal.is_some()
+        };
+        if known {
+            return None;
+        }
+        live.exit_watch
+            .as_ref()?
+            .wait_ended(Duration::from_millis(250))
     }
 
     fn fail_session(&self, live: &Arc<Live>, reason: String) {
@@ -1723,5 +1753,20 @@ fn event_caps(settings: &Settings) -> strobe_store::EventCaps {
     strobe_store::EventCaps {
         trace: settings.max_events_per_session,
         output: settings.max_output_events_per_session,
+    }
+}
+
+/// Records in `life` an end the kernel reported ([`SessionManager::how_it_ended`]):
+/// an exit code, or the signal that killed the process, which it returns.
+fn ended_by_signal(life: &mut Lifecycle, ended: Option<crate::exit_watch::Ended>) -> Option<i32> {
+    match ended? {
+        crate::exit_watch::Ended::Code(code) => {
+            life.exit_code = Some(code);
+            None
+        }
+        crate::exit_watch::Ended::Signal(sig) => {
+            life.signal = Some(crate::exit_watch::signal_name(sig));
+            Some(sig)
+        }
     }
 }

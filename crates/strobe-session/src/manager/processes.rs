@@ -187,6 +187,7 @@ impl Live {
             gone: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
             id_base,
+            exit_watch: crate::exit_watch::ExitWatch::open(pid),
         }
     }
 }
@@ -463,10 +464,12 @@ impl SessionManager {
 
     /// Records how a followed process ended.
     fn finalize_child(&self, image: &Arc<Live>) {
+        let ended = self.how_it_ended(image);
         let mut life = image.life.lock().expect("lifecycle lock");
         if life.ended {
             return;
         }
+        super::ended_by_signal(&mut life, ended);
         let state = if life.crash_seen {
             SessionState::Crashed
         } else {
