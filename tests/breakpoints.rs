@@ -402,3 +402,82 @@ async fn a_line_breakpoint_lands_only_in_the_file_named() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_short_program_stops_at_staged_breakpoints_and_on_entry() {
+    let env = Env::new();
+    let c = env.client().await;
+    // trace_c ends within milliseconds: too soon for a breakpoint set after launch.
+    let exe = support::fixture("trace_c");
+    let root = exe.parent().unwrap();
+    let v = c
+        .ok("debug_breakpoint", json!({"add": [{"function": "fib"}]}))
+        .await;
+    assert_eq!(v["mode"], "staged", "{v}");
+    assert_eq!(v["staged"][0]["id"], "staged-1", "{v}");
+
+    let launch = c
+        .ok("debug_launch", json!({"command": exe, "projectRoot": root}))
+        .await;
+    assert_eq!(launch["pendingBreakpointsApplied"], 1, "{launch}");
+    let id = launch["sessionId"].as_str().unwrap().to_string();
+    let paused = wait_paused(&c, &id, 1).await;
+    assert_eq!(paused[0]["function"], "fib", "{paused:?}");
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": ["bp-1"]}),
+    )
+    .await;
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+
+    // Staged breakpoints are removed by their staged id, and say which exist.
+    let r = c
+        .reply("debug_breakpoint", json!({"remove": ["staged-9"]}))
+        .await;
+    assert!(r.error_text().contains("staged-1"), "{}", r.text);
+    let v = c
+        .ok("debug_breakpoint", json!({"remove": ["staged-1"]}))
+        .await;
+    assert_eq!(v["staged"], json!([]), "{v}");
+
+    // stopOnEntry: the launch answers with the main thread paused in main.
+    let r = c
+        .reply(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": root, "stopOnEntry": true}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let v = &r.value;
+    assert!(v.get("pendingBreakpointsApplied").is_none(), "{v}");
+    assert_eq!(v["paused"]["function"], "main", "{v}");
+    assert!(
+        v["paused"]["file"].as_str().unwrap().ends_with("trace_c.c"),
+        "{v}"
+    );
+    assert!(r.text.contains("Paused in main"), "{}", r.text);
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(
+        c.events(&id, Some("stdout")).await.len(),
+        0,
+        "nothing ran yet"
+    );
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": [v["paused"]["breakpointId"]]}),
+    )
+    .await;
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    assert!(!c.events(&id, Some("stdout")).await.is_empty());
+
+    // An attached process is past main.
+    let r = c
+        .reply(
+            "debug_launch",
+            json!({"attachPid": std::process::id(), "projectRoot": root, "stopOnEntry": true}),
+        )
+        .await;
+    assert!(r.error_text().contains("stopOnEntry"), "{}", r.text);
+}

@@ -468,7 +468,8 @@ async fn server_teaches_the_workflow_and_describes_every_field() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn event_cap_evicts_oldest_and_reports_it() {
-    let env = Env::with_settings(json!({"events.maxPerSession": 1000}));
+    // flood prints output only: its cap is events.maxOutputPerSession.
+    let env = Env::with_settings(json!({"events.maxOutputPerSession": 1000}));
     let c = env.client().await;
     let (id, _) = c.launch(&fixture("flood"), &["1"]).await;
     let s = c.wait_ended(&id).await;
@@ -482,6 +483,10 @@ async fn event_cap_evicts_oldest_and_reports_it() {
         .ok("debug_query", json!({"sessionId": id, "limit": 1}))
         .await;
     assert_eq!(q["eventsEvicted"], evicted);
+    assert_eq!(
+        s["events"]["evictedOutput"], evicted,
+        "all of it output: {s}"
+    );
     let err = c.events(&id, Some("stderr")).await;
     assert_eq!(
         err[0]["text"], "done",
@@ -491,7 +496,7 @@ async fn event_cap_evicts_oldest_and_reports_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn output_flood_is_captured_losslessly() {
-    let env = Env::with_settings(json!({"events.maxPerSession": 10_000_000}));
+    let env = Env::with_settings(json!({"events.maxOutputPerSession": 10_000_000}));
     let c = env.client().await;
     let (id, _) = c.launch(&fixture("flood"), &["32"]).await;
     let s = c.wait_ended(&id).await;

@@ -33,6 +33,8 @@ pub struct LaunchParams {
     #[schemars(description = "")]
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Pause in main before it runs.
+    pub stop_on_entry: Option<bool>,
 }
 
 /// `debug_session` action.
@@ -280,9 +282,8 @@ pub struct PollParam {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BreakpointParams {
-    /// The session.
-    #[schemars(description = "")]
-    pub session_id: String,
+    /// Omit to stage for every later launch, set before main (ids staged-N).
+    pub session_id: Option<String>,
     /// Breakpoints, or logpoints (with message).
     #[serde(default)]
     pub add: Vec<BreakpointParam>,

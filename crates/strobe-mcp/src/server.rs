@@ -152,13 +152,19 @@ impl StrobeServer {
             env: p.env,
             follow_children: p.follow_children.unwrap_or(true),
             attach_pid,
+            staged_breakpoints: true,
+            stop_on_entry: p.stop_on_entry.unwrap_or(false),
             ..Default::default()
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;
         Ok(match r {
             Ok(resp) => {
+                let staged = resp
+                    .pending_breakpoints_applied
+                    .map(|n| format!(" {n} staged breakpoint(s) set."))
+                    .unwrap_or_default();
                 let text = format!(
-                    "Launched {} (pid {}). {}",
+                    "Launched {} (pid {}).{staged} {}",
                     resp.session_id, resp.pid, resp.next_steps
                 );
                 ok(
@@ -444,8 +450,23 @@ impl StrobeServer {
                 message: a.message,
             })
             .collect();
-        let id = p.session_id.clone();
         let remove = p.remove;
+        let Some(id) = p.session_id else {
+            let r = blocking(move || mgr.stage_breakpoints(&add, &remove)).await;
+            return Ok(match r {
+                Ok(list) => {
+                    let mut text = format!(
+                        "{} staged; each later debug_launch sets them before main runs (remove: [\"staged-N\"] to drop one).",
+                        list.len()
+                    );
+                    for b in &list {
+                        text.push_str(&format!("\n{} {} at {}", b.id, b.kind, b.at));
+                    }
+                    ok(json!({ "mode": "staged", "staged": list }), text)
+                }
+                Err(e) => fail(e),
+            });
+        };
         if add.is_empty() && remove.is_empty() {
             return Ok(fail(ToolError::validation(
                 "give 'add' (breakpoints or logpoints) and/or 'remove' (their ids)",

@@ -14,11 +14,13 @@ pub const NEW_TOOL_BUDGET: usize = 1_500;
 /// Each tool's budget: its size when the budget was set, rounded up to the
 /// next 100. Before issue 17 these eight took 24,220 characters (launch
 /// 2,105, session 1,427, trace 3,845, query 4,640, memory 3,263,
-/// breakpoint 2,726, continue 1,318, test 4,853).
+/// breakpoint 2,726, continue 1,318, test 4,853). Raised since, with the
+/// total still within [`TOTAL_BUDGET`]: breakpoint (staging without a
+/// session) and launch (`stopOnEntry`), by 100 each.
 pub const TOOL_BUDGETS: &[(&str, usize)] = &[
-    ("debug_breakpoint", 1_400),
+    ("debug_breakpoint", 1_500),
     ("debug_continue", 800),
-    ("debug_launch", 1_100),
+    ("debug_launch", 1_200),
     ("debug_memory", 1_800),
     ("debug_query", 2_200),
     ("debug_session", 600),

@@ -24,6 +24,7 @@ pub mod values;
 
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
 pub use manager::memory::{MemoryTarget, Poll};
+pub use manager::staged::StagedBreakpoint;
 pub use manager::{
     EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,
     StopResponse,

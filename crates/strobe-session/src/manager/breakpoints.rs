@@ -705,7 +705,7 @@ fn where_text(p: &PausedThread) -> String {
     }
 }
 
-fn validate_request(a: &BreakpointRequest) -> Result<(), ToolError> {
+pub(super) fn validate_request(a: &BreakpointRequest) -> Result<(), ToolError> {
     match (&a.function, &a.file, a.line) {
         (Some(_), None, None) | (None, Some(_), Some(_)) => {}
         (Some(_), _, _) => {

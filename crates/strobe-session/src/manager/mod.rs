@@ -10,6 +10,7 @@ mod crash;
 pub(crate) mod hooks;
 pub mod memory;
 mod processes;
+pub mod staged;
 use hooks::{HookOutcome, hook_outcome};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -60,6 +61,12 @@ pub struct LaunchRequest {
     pub trace_patterns: Vec<String>,
     /// Watches installed with them.
     pub watches: Vec<trace::WatchRequest>,
+    /// Set the breakpoints staged with debug_breakpoint without a session
+    /// (debug_launch does; instrumented test runs do not).
+    pub staged_breakpoints: bool,
+    /// Pause the main thread in `main` before its first line, and answer
+    /// once it is paused there.
+    pub stop_on_entry: bool,
 }
 
 /// `debug_launch` result.
@@ -73,6 +80,12 @@ pub struct LaunchResponse {
     /// Pending trace patterns installed before the target ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_patterns_applied: Option<u32>,
+    /// Staged breakpoints and logpoints set before the target ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_breakpoints_applied: Option<u32>,
+    /// With `stopOnEntry`: the thread paused in `main`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<breakpoints::PausedThread>,
     /// What to do next.
     pub next_steps: String,
     /// Problems worth knowing (e.g. pending patterns that matched nothing).
@@ -341,6 +354,8 @@ pub struct SessionManager {
     pending: Mutex<Vec<strobe_symbols::Pattern>>,
     /// Options (sampling, depth, watches) staged with them.
     pending_options: Mutex<trace::TraceOptions>,
+    /// Breakpoints staged for the next launches (debug_breakpoint without a session).
+    staged: Mutex<staged::Staged>,
     /// Capture plans of every session of this daemon's life, by session id,
     /// so typed values of ended sessions still render.
     captures: Mutex<HashMap<String, Arc<std::sync::RwLock<trace::Decoders>>>>,
@@ -399,6 +414,7 @@ impl SessionManager {
             live: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
             pending_options: Mutex::new(trace::TraceOptions::default()),
+            staged: Mutex::new(staged::Staged::default()),
             captures: Mutex::new(HashMap::new()),
             me: me.clone(),
             launch_lock: Mutex::new(()),
@@ -439,6 +455,12 @@ impl SessionManager {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
         let launch_patterns = hooks::parse_patterns(&req.trace_patterns)?;
+        if req.stop_on_entry && req.attach_pid.is_some() {
+            return Err(ToolError::validation(
+                "stopOnEntry is for launches: an attached process is already past main; set a breakpoint with \
+                 debug_breakpoint instead",
+            ));
+        }
         let binary = match req.attach_pid {
             Some(_) if !req.command.trim().is_empty() || !req.args.is_empty() => {
                 return Err(ToolError::validation(
@@ -670,6 +692,13 @@ impl SessionManager {
             }
         };
 
+        let entry = if req.staged_breakpoints || req.stop_on_entry {
+            let e = self.set_entry_breakpoints(&id, req.stop_on_entry);
+            warnings.extend(e.warnings.iter().cloned());
+            e
+        } else {
+            staged::EntryOutcome::default()
+        };
         if req.follow_children {
             self.guard_forks(&live, launch_timeout);
         }
@@ -698,13 +727,39 @@ impl SessionManager {
         let (mgr, l) = (self.clone(), live.clone());
         std::thread::spawn(move || mgr.watchdog(&l, timeout));
         self.pool.refill(&python);
+        let paused = if entry.entry_set {
+            let p = self.wait_for_first_pause(&live, staged::ENTRY_WAIT);
+            if p.is_none() {
+                warnings.push(format!(
+                    "stopOnEntry: no thread paused in main within {} s (it may have ended or not reached it)",
+                    staged::ENTRY_WAIT.as_secs()
+                ));
+            }
+            p
+        } else {
+            None
+        };
 
         Ok(LaunchResponse {
             session_id: id.clone(),
             pid,
             pending_patterns_applied: pending_applied,
-            warnings,
-            next_steps: if attached {
+            pending_breakpoints_applied: entry.applied,
+            next_steps: if let Some(p) = &paused {
+                format!(
+                    "Paused in {} at {}:{} (thread {}, {}) before its first line ran; its stdout/stderr are being \
+                     recorded. Read locals and globals with debug_memory {{sessionId: \"{id}\", threadId: {}}}, step with \
+                     debug_continue {{action: \"step-over\"}}, or run on with debug_continue.",
+                    p.function.as_deref().unwrap_or("main"),
+                    p.file
+                        .as_deref()
+                        .map_or("?", |f| f.rsplit('/').next().unwrap_or(f)),
+                    p.line.map_or("?".to_string(), |l| l.to_string()),
+                    p.thread_id,
+                    p.breakpoint_id.as_deref().unwrap_or("breakpoint"),
+                    p.thread_id
+                )
+            } else if attached {
                 format!(
                     "Attached to pid {pid} ({}). Its stdout/stderr are NOT captured (they stay where the process \
                      writes them). Add trace patterns with debug_trace {{sessionId: \"{id}\", add: [...]}}, set \
@@ -719,6 +774,8 @@ impl SessionManager {
                  only if the output does not explain the problem."
                 )
             },
+            paused,
+            warnings,
         })
     }
 
@@ -1655,6 +1712,8 @@ impl SessionManager {
                 attach_pid: None,
                 trace_patterns: req.trace_patterns.clone(),
                 watches: req.watches.clone(),
+                staged_breakpoints: false,
+                stop_on_entry: false,
             },
             settings,
         );

@@ -1,0 +1,194 @@
+//! Breakpoints staged before a launch, and `stopOnEntry`.
+//!
+//! A program that ends in a millisecond cannot be given a breakpoint once it
+//! runs. `debug_breakpoint` without a session stages breakpoints and logpoints
+//! the way `debug_trace` stages patterns: every later launch sets them before
+//! the program's `main` runs (until they are removed), and reports how many
+//! it set. `stopOnEntry` adds one on `main` and waits for the pause, so the
+//! launch answers with the thread already stopped there.
+
+use super::breakpoints::{
+    BreakpointRequest, MAX_BREAKPOINTS, MAX_LOGPOINTS, PausedThread, validate_request,
+};
+use super::{Live, SessionManager};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+use strobe_core::ToolError;
+
+/// How long a launch with `stopOnEntry` waits for the pause in `main`.
+pub const ENTRY_WAIT: Duration = Duration::from_secs(10);
+
+/// A breakpoint or logpoint waiting for the next launch.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StagedBreakpoint {
+    /// `staged-N`: what `remove` takes before a launch.
+    pub id: String,
+    /// `breakpoint` or `logpoint`.
+    pub kind: &'static str,
+    /// Where: the function pattern, or `file:line`.
+    pub at: String,
+    /// Its condition, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// Pause from the Nth hit on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_count: Option<u32>,
+    /// A logpoint's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The staged breakpoints of a daemon (shared by its connections, like the
+/// staged trace patterns).
+#[derive(Debug, Default)]
+pub(super) struct Staged {
+    next: u32,
+    items: Vec<(String, BreakpointRequest)>,
+}
+
+impl Staged {
+    fn list(&self) -> Vec<StagedBreakpoint> {
+        self.items
+            .iter()
+            .map(|(id, r)| StagedBreakpoint {
+                id: id.clone(),
+                kind: if r.message.is_some() {
+                    "logpoint"
+                } else {
+                    "breakpoint"
+                },
+                at: match (&r.function, &r.file, r.line) {
+                    (Some(f), _, _) => f.clone(),
+                    (None, Some(file), Some(line)) => format!("{file}:{line}"),
+                    _ => "?".to_string(),
+                },
+                condition: r.condition.clone(),
+                hit_count: r.hit_count,
+                message: r.message.clone(),
+            })
+            .collect()
+    }
+}
+
+/// What a launch did with the staged breakpoints and `stopOnEntry`.
+#[derive(Debug, Default)]
+pub(super) struct EntryOutcome {
+    /// Staged breakpoints set (None when none were staged).
+    pub applied: Option<u32>,
+    /// Problems, one per breakpoint that could not be set.
+    pub warnings: Vec<String>,
+    /// Whether `main` got a breakpoint for `stopOnEntry`.
+    pub entry_set: bool,
+}
+
+impl SessionManager {
+    /// Stages breakpoints and logpoints for every later launch, removes
+    /// staged ones by id, and lists what is staged.
+    ///
+    /// # Errors
+    /// A malformed request, an unknown id, or more than a session takes.
+    pub fn stage_breakpoints(
+        &self,
+        add: &[BreakpointRequest],
+        remove: &[String],
+    ) -> Result<Vec<StagedBreakpoint>, ToolError> {
+        for a in add {
+            validate_request(a)?;
+        }
+        let mut staged = self.staged.lock().expect("staged lock");
+        for r in remove {
+            if !staged.items.iter().any(|(id, _)| id == r) {
+                let ids: Vec<&str> = staged.items.iter().map(|(id, _)| id.as_str()).collect();
+                return Err(ToolError::validation(format!(
+                    "no staged breakpoint {r:?} (staged: {}); a running session's breakpoints are removed with its sessionId",
+                    if ids.is_empty() {
+                        "none".to_string()
+                    } else {
+                        ids.join(", ")
+                    }
+                )));
+            }
+        }
+        let count = |log: bool| {
+            staged
+                .items
+                .iter()
+                .filter(|(id, r)| r.message.is_some() == log && !remove.contains(id))
+                .count()
+                + add.iter().filter(|a| a.message.is_some() == log).count()
+        };
+        if count(false) > MAX_BREAKPOINTS || count(true) > MAX_LOGPOINTS {
+            return Err(ToolError::validation(format!(
+                "at most {MAX_BREAKPOINTS} breakpoints and {MAX_LOGPOINTS} logpoints can be staged; remove some first"
+            )));
+        }
+        staged.items.retain(|(id, _)| !remove.contains(id));
+        for a in add {
+            staged.next += 1;
+            let id = format!("staged-{}", staged.next);
+            staged.items.push((id, a.clone()));
+        }
+        Ok(staged.list())
+    }
+
+    /// The breakpoints staged for the next launch.
+    pub fn staged_breakpoints(&self) -> Vec<StagedBreakpoint> {
+        self.staged.lock().expect("staged lock").list()
+    }
+
+    /// Sets the staged breakpoints, and one on `main` for `stop_on_entry`,
+    /// in a session that has not run yet. Each is set on its own, so one
+    /// that matches nothing in this program leaves the others in place.
+    pub(super) fn set_entry_breakpoints(&self, id: &str, stop_on_entry: bool) -> EntryOutcome {
+        let staged: Vec<(String, BreakpointRequest)> =
+            self.staged.lock().expect("staged lock").items.clone();
+        let mut out = EntryOutcome::default();
+        if !staged.is_empty() {
+            let mut set = 0;
+            for (staged_id, r) in &staged {
+                match self.breakpoints(id, std::slice::from_ref(r), &[]) {
+                    Ok(_) => set += 1,
+                    Err(e) => out
+                        .warnings
+                        .push(format!("staged {staged_id} not set: {}", e.message)),
+                }
+            }
+            out.applied = Some(set);
+        }
+        if stop_on_entry {
+            let main = BreakpointRequest {
+                function: Some("main".to_string()),
+                ..Default::default()
+            };
+            match self.breakpoints(id, &[main], &[]) {
+                Ok(_) => out.entry_set = true,
+                Err(e) => out.warnings.push(format!(
+                    "stopOnEntry: no breakpoint on main ({}); the program runs on",
+                    e.message
+                )),
+            }
+        }
+        out
+    }
+
+    /// Waits until a thread of `live` pauses (or the program ends, or
+    /// `timeout` passes); returns the first paused thread.
+    pub(super) fn wait_for_first_pause(
+        &self,
+        live: &Live,
+        timeout: Duration,
+    ) -> Option<PausedThread> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (_, paused) = live.debug.lock().expect("debug lock").summary();
+            if let Some(p) = paused.into_iter().next() {
+                return Some(p);
+            }
+            if live.life.lock().expect("lifecycle lock").ended || Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
