@@ -6,7 +6,9 @@
 //! scratch directory and renamed into place, under an exclusive lock that
 //! parallel tests and test binaries wait on.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `${XDG_CACHE_HOME:-$HOME/.cache}/strobe/real`.
@@ -17,6 +19,41 @@ pub fn root() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .expect("HOME or XDG_CACHE_HOME must be set: the real-software tests cache their builds");
     base.join("strobe/real")
+}
+
+unsafe extern "C" {
+    fn flock(fd: i32, operation: i32) -> i32;
+}
+
+/// An exclusive lock on `<root>/<key>.lock`, held until dropped (closing
+/// the file releases it, also when a maker panics).
+fn lock(key: &str) -> File {
+    let root = root();
+    std::fs::create_dir_all(&root)
+        .unwrap_or_else(|e| panic!("cannot create the cache {}: {e}", root.display()));
+    let path = root.join(format!("{key}.lock"));
+    let file = File::create(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    const LOCK_EX: i32 = 2;
+    // SAFETY: flock(2) on a descriptor this function owns.
+    let rc = unsafe { flock(file.as_raw_fd(), LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    file
+}
+
+/// The cache directory `key`, made by `make` the first time: `make` fills
+/// the empty scratch directory it is given, which is then renamed to
+/// `<root>/<key>`. A maker that panicked leaves nothing behind that counts.
+pub fn cached(key: &str, make: impl FnOnce(&Path)) -> PathBuf {
+    let _lock = lock(key);
+    let dir = root().join(key);
+    if !dir.is_dir() {
+        let scratch = root().join(format!("{key}.partial"));
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).unwrap();
+        make(&scratch);
+        std::fs::rename(&scratch, &dir).unwrap();
+    }
+    dir
 }
 
 /// Runs `cmd`, one fetch or build step; a failure panics with what was

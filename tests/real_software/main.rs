@@ -6,11 +6,7 @@
 //! - `sqlite.rs`: SQLite's C API (the amalgamation compiled by rusqlite's
 //!   bundled build), traced with typed arguments and C strings;
 //! - `ripgrep.rs`: ripgrep's deep generic Rust, traced with `**` patterns,
-//!   and its -O2 build, whose inlined functions are reported;
-//! - `pytest.rs`: more-itertools' pytest suite through debug_test, counts
-//!   equal to pytest's own;
-//! - `node.rs`: url-join's Mocha suite through debug_test, counts equal to
-//!   Mocha's own.
+//!   and its -O2 build, whose inlined functions are reported.
 //!
 //! A first run needs crates.io, PyPI and npm; it builds for a few minutes.
 
@@ -18,6 +14,7 @@
 mod support;
 
 mod cache;
+mod ripgrep;
 mod sqlite;
 
 use std::path::{Path, PathBuf};
