@@ -92,3 +92,45 @@ pub fn cargo() -> Command {
         .env_remove("CARGO_ENCODED_RUSTFLAGS");
     c
 }
+
+/// Unpacks the gzipped tarball `archive` into `into`.
+pub fn untar(archive: &Path, into: &Path) {
+    step(
+        &format!("unpacking {}", archive.display()),
+        "no registry",
+        Command::new("tar")
+            .arg("xzf")
+            .arg(archive)
+            .arg("-C")
+            .arg(into),
+    );
+}
+
+/// The one file in `dir` whose name ends with `suffix` (what pip and npm
+/// just downloaded there).
+pub fn only_file(dir: &Path, suffix: &str) -> PathBuf {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one *{suffix} in {}: {found:?}",
+        dir.display()
+    );
+    found.into_iter().next().unwrap()
+}
+
+/// A copy of the cached tree `from` inside `to`, for a test to run in
+/// (Python writes `__pycache__` beside the sources; the cache stays as
+/// fetched).
+pub fn copy_tree(from: &Path, to: &Path) {
+    step(
+        &format!("copying {}", from.display()),
+        "no registry",
+        Command::new("cp").arg("-a").arg(from).arg(to),
+    );
+}

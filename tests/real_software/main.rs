@@ -6,7 +6,9 @@
 //! - `sqlite.rs`: SQLite's C API (the amalgamation compiled by rusqlite's
 //!   bundled build), traced with typed arguments and C strings;
 //! - `ripgrep.rs`: ripgrep's deep generic Rust, traced with `**` patterns,
-//!   and its -O2 build, whose inlined functions are reported.
+//!   and its -O2 build, whose inlined functions are reported;
+//! - `node.rs`: url-join's Mocha suite through debug_test, counts equal to
+//!   Mocha's own.
 //!
 //! A first run needs crates.io, PyPI and npm; it builds for a few minutes.
 
@@ -14,14 +16,45 @@
 mod support;
 
 mod cache;
+mod node;
 mod ripgrep;
 mod sqlite;
 
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use support::Client;
 
 /// `tests/fixtures/<name>` in this checkout.
 pub(crate) fn fixture_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(name)
+}
+
+/// Starts a debug_test run and waits for its result.
+pub(crate) async fn run_tests(c: &Client, args: Value) -> Value {
+    let started = c.ok("debug_test", args).await;
+    assert_eq!(started["status"], "running", "{started}");
+    let id = started["testRunId"].as_str().unwrap().to_string();
+    // `status` waits up to 15 s per call.
+    for _ in 0..40 {
+        let s = c
+            .ok("debug_test", json!({"action": "status", "testRunId": id}))
+            .await;
+        if s["status"] == "completed" {
+            return s;
+        }
+        assert_eq!(s["status"], "running", "{s}");
+    }
+    panic!("test run {id} did not finish in 10 minutes");
+}
+
+/// A debug_test result's (passed, failed, skipped).
+pub(crate) fn counts(r: &Value) -> (u64, u64, u64) {
+    let s = &r["summary"];
+    let n = |k: &str| {
+        s[k].as_u64()
+            .unwrap_or_else(|| panic!("no summary.{k}: {r}"))
+    };
+    (n("passed"), n("failed"), n("skipped"))
 }
