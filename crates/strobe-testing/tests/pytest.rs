@@ -249,6 +249,35 @@ fn usage_errors_and_a_missing_pytest_are_errors() {
     assert_eq!((r.error, r.tests.len()), (None, 0));
 }
 
+/// Skip reasons too long for what is left of the line, from tabulate
+/// 0.9.0's suite (tests/real_software): pytest wraps one onto the next line
+/// and glues the tail of another to the outcome word (`SKIPPEDb))`).
+#[test]
+fn skip_reasons_wrapped_or_glued_to_the_outcome_still_count() {
+    let output = "\
+test/test_input.py::test_numpy_2d_keys SKIPPED (test_numpy_2d_keys is
+skipped)                                                                156.2us
+test/test_regression.py::test_long_integers PASSED                      144.4us
+test/test_regression.py::test_mix_normal_and_wide_characters SKIPPEDb)) 177.7us
+test/test_regression.py::test_multiline_with_wide_characters SKIPPEDb)) 304.2us
+test/test_regression.py::test_numpy_array_as_headers SKIPPED            191.1us
+======================= 1 passed, 4 skipped in 1.02s ========================";
+    let r = parse(output, Some(0));
+    assert_eq!(
+        (r.summary.passed, r.summary.failed, r.summary.skipped),
+        (1, 0, 4),
+        "{:#?}",
+        r.tests
+    );
+    assert!(
+        r.tests
+            .iter()
+            .any(|t| t.name == "test/test_regression.py::test_mix_normal_and_wide_characters"),
+        "{:#?}",
+        r.tests
+    );
+}
+
 #[test]
 fn detection_and_commands() {
     let dir = tempfile::tempdir().unwrap();

@@ -289,6 +289,13 @@ fn separator(line: &str, c: char) -> Option<&str> {
 }
 
 /// The node id and outcome of a per-test line: `path::name OUTCOME …`.
+///
+/// The outcome word is usually followed by a space, `(reason)` or
+/// `[subtest]`, but pytest 9 can glue the tail of a skip reason to it
+/// (`test_x SKIPPEDb))`: its wrapping of a reason longer than what is left
+/// of the line). So when the id before it is a whole node id (balanced
+/// brackets: not the inside of a parameter holding spaces), the word is
+/// enough.
 fn outcome_line(line: &str) -> Option<(&str, &'static str)> {
     if line.starts_with(' ') {
         return None;
@@ -305,7 +312,8 @@ fn outcome_line(line: &str) -> Option<(&str, &'static str)> {
         let word = &rest[..word_len];
         if let Some(o) = OUTCOMES.iter().find(|o| **o == word) {
             let next = rest[word_len..].chars().next();
-            if matches!(next, None | Some(' ' | '[' | '(')) {
+            let whole_id = id.matches('[').count() == id.matches(']').count();
+            if whole_id || matches!(next, None | Some(' ' | '[' | '(')) {
                 return Some((id, o));
             }
         }
