@@ -364,3 +364,185 @@ async fn arrays_cut_by_the_depth_limit_are_summarized_once() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+/// `a[i]`, `p->items[i].name` and `a[2:5]` in debug_memory and watches:
+/// elements read at their offsets (through pointers where the path goes
+/// through one), bounds checked against the DWARF array, errors that say
+/// what is wrong and what is accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn indexed_paths_and_slices_read_elements_with_bounds_checked() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("store");
+    let (id, _pid) = c.launch(&exe, &["60"]).await;
+    let r = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [
+                {"variable": "g_store.spare[1]"},
+                {"variable": "g_store.spare[1].name"},
+                {"variable": "g_store_ptr->spare[0].balance"},
+                {"variable": "g_ledger_ptr->items[1].name"},
+                {"variable": "g_scores[2:5]"},
+                {"variable": "g_store.spare[0:2]"},
+                {"variable": "g_big[10:160]"},
+                {"variable": "g_store.spare[64]"},
+                {"variable": "g_store.spare[60:70]"},
+                {"variable": "g_store.count[1]"},
+                {"variable": "g_scores[-1]"},
+                {"variable": "g_store.spare[12]"}
+            ]}),
+        )
+        .await;
+    let res = r.value["results"].as_array().unwrap();
+    let spare1 = &res[0];
+    assert_eq!(spare1["type"], "account", "{spare1}");
+    assert_eq!(spare1["value"]["balance"], -52, "{spare1}");
+    assert_eq!(res[1]["value"], "bob", "{}", res[1]);
+    assert_eq!(res[2]["value"], 10, "{}", res[2]);
+    assert_eq!(res[3]["value"], "bob", "through two pointers: {}", res[3]);
+    assert_eq!(res[4]["value"], json!([12, 13, 14]), "{}", res[4]);
+    assert_eq!(res[4]["type"], "int[3]");
+    // A slice shows its elements as the depth shows one value.
+    let two = &res[5]["value"];
+    assert_eq!(
+        (two[0]["balance"].clone(), two[1]["balance"].clone()),
+        (json!(10), json!(-52)),
+        "{two}"
+    );
+    // A slice longer than a read shows is cut, saying how to get the rest.
+    let big = res[6]["value"].as_array().unwrap();
+    assert_eq!(big.len(), 101, "{}", res[6]);
+    assert_eq!(
+        big[100],
+        "… 50 more (a read shows 100): ask for g_big[110:160]"
+    );
+    assert_eq!(
+        res[7]["error"],
+        "[64] in \"g_store.spare[64]\" is past the end: g_store.spare has 64 elements (0..63)"
+    );
+    let e = res[8]["error"].as_str().unwrap();
+    assert!(
+        e.contains("ends past the end: g_store.spare has 64 elements (0..63); g_store.spare[60:64] reads to the end"),
+        "{e}"
+    );
+    let e = res[9]["error"].as_str().unwrap();
+    assert!(
+        e.contains(
+            "g_store.count (int) is neither an array nor a pointer, so it cannot be indexed"
+        ),
+        "{e}"
+    );
+    let e = res[10]["error"].as_str().unwrap();
+    assert!(
+        e.contains("bad index \"-1\"") && e.contains("[index] and a last [start:end] slice"),
+        "the accepted syntax: {e}"
+    );
+    // The depth limit's hint names a path that now reads.
+    assert_eq!(res[11]["value"]["balance"], 0, "{}", res[11]);
+    assert!(r.text.contains("g_scores[2:5] @ 0x"), "{}", r.text);
+
+    // Watches take the same paths: a constant index is an offset, through
+    // pointers a dereference; a slice is read whole.
+    let t = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["balance_of"], "watches": {"add": [
+                {"variable": "g_ledger_ptr->items[1].name", "label": "second"},
+                {"variable": "g_scores[2:5]", "label": "mid"},
+                {"variable": "g_store.spare[1].balance"}
+            ]}}),
+        )
+        .await;
+    assert_eq!(t["activeWatches"][1]["type"], "int[3]", "{t}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let w = loop {
+        let v = c
+            .ok(
+                "debug_query",
+                json!({"sessionId": id, "eventType": "function_enter", "function": {"equals": "balance_of"}, "verbose": true}),
+            )
+            .await;
+        if let Some(e) = v["events"].as_array().and_then(|e| e.first()) {
+            break e["watchValues"].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no call of balance_of: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(w["second"], "bob", "{w}");
+    assert_eq!(w["mid"], json!([12, 13, 14]), "{w}");
+    assert_eq!(w["g_store.spare[1].balance"], -52, "{w}");
+    // Refused: past the end, and a slice longer than one plan read holds.
+    for (watch, want) in [
+        ("g_scores[8]", "g_scores has 8 elements (0..7)"),
+        ("g_big[0:300]", "watch g_big[0:100]"),
+    ] {
+        let e = c
+            .reply(
+                "debug_trace",
+                json!({"sessionId": id, "watches": {"add": [{"variable": watch}]}}),
+            )
+            .await;
+        assert!(e.error_text().contains(want), "{watch}: {}", e.text);
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+/// A paused frame's locals take the same paths: an array on the stack, a
+/// pointer parameter indexed through, a slice.
+#[tokio::test(flavor = "multi_thread")]
+async fn paused_locals_take_indices_and_slices() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("store");
+    let (id, _pid) = c.launch(&exe, &["60"]).await;
+    let line = include_str!("fixtures/store.c")
+        .lines()
+        .position(|l| l.contains("@balance-return"))
+        .unwrap()
+        + 1;
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"file": "store.c", "line": line}]}),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let thread = loop {
+        let s = c.status(&id).await;
+        if let Some(p) = s["pausedThreads"].as_array().and_then(|p| p.first()) {
+            break p["threadId"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "not paused: {s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let r = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "threadId": thread, "targets": [
+                {"variable": "i"},
+                {"variable": "window[1]"},
+                {"variable": "window[1:3]"},
+                {"variable": "l->items[1].balance"},
+                {"variable": "l[0].n"},
+                {"variable": "window[3]"}
+            ]}),
+        )
+        .await;
+    let res = r["results"].as_array().unwrap();
+    let i = res[0]["value"].as_i64().unwrap();
+    assert_eq!(res[1]["value"], i + 1, "{r}");
+    assert_eq!(res[1]["local"], true, "{r}");
+    assert_eq!(res[2]["value"], json!([i + 1, i + 2]), "{r}");
+    assert_eq!(res[3]["value"], -52, "{r}");
+    assert_eq!(res[4]["value"], 2, "{r}");
+    assert_eq!(
+        res[5]["error"], "[3] in \"window[3]\" is past the end: window has 3 elements (0..2)",
+        "{r}"
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -253,7 +253,7 @@ pub struct MemoryParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryTargetParam {
-    /// Global/static with .field/->field steps (≤4 ->): "gConfig->level", "main::calls"; or a
+    /// Global/static; steps .field, ->field (≤4), [i], last [a:b]: "g->items[2].x", "main::calls"; or a
     /// paused thread's local.
     pub variable: Option<String>,
     /// Hex, with type.

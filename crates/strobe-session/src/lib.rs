@@ -21,6 +21,7 @@ pub mod testrun;
 pub mod trace;
 pub mod validate;
 pub mod values;
+pub mod varpath;
 
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
 pub use manager::memory::{MemoryTarget, Poll};

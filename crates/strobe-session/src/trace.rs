@@ -11,7 +11,7 @@ use strobe_core::event::{
 };
 use strobe_store::{CaptureBlob, FunctionRow};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
-use strobe_symbols::{DebugInfo, Pattern, Signature, SymbolResolver, Type, TypeTable};
+use strobe_symbols::{DebugInfo, Pattern, Signature, SymbolResolver, TypeTable};
 
 /// Size of one agent trace record slot (see agent/src/tracers/native.ts).
 pub const RECORD_SIZE: usize = 32;
@@ -307,8 +307,7 @@ pub struct TraceOptions {
 
 /// Most watches per session.
 pub const MAX_WATCHES: usize = 32;
-/// Most `->` steps in a watch.
-pub const MAX_DEREFS: usize = 4;
+pub use crate::varpath::{MAX_DEREFS, Step, chain_spec, parse_chain};
 
 /// The functions a set of patterns resolved to, before hooking.
 #[derive(Debug, Default)]
@@ -901,8 +900,15 @@ impl Tracer {
                 })?,
                 ty: WatchType::Hint(hint.clone()),
                 string: false,
+                slice: None,
             },
-            WatchTarget::Variable(expr) => self.resolve_variable(&label, expr, base)?,
+            WatchTarget::Variable(expr) => {
+                let spec = self.resolve_variable(&label, expr, base)?;
+                if let Some(asked) = &spec.slice {
+                    watch_slice_fits(expr, asked, &spec)?;
+                }
+                spec
+            }
             WatchTarget::Expr(_) => {
                 let id = self.next_expr;
                 self.next_expr = self.next_expr.checked_add(1).ok_or(
@@ -914,6 +920,7 @@ impl Tracer {
                     size: 0,
                     ty: WatchType::Expr(id),
                     string: false,
+                    slice: None,
                 }
             }
         };
@@ -926,8 +933,8 @@ impl Tracer {
         Ok(())
     }
 
-    /// Resolves a global/static with `.field` / `->field` steps to a read
-    /// chain (`base` gives an image's load address in the process).
+    /// Resolves a global/static with `.field` / `->field` / `[i]` steps
+    /// (and a last `[a:b]` slice) to a read chain (`base` gives an image's load address in the process).
     pub fn resolve_variable(
         &mut self,
         label: &str,
@@ -969,89 +976,57 @@ impl Tracer {
         let types = self
             .types_snapshot(m)
             .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
+        // A slice's `T[n]` goes into the image's own table, which stored
+        // plans name (watches are rendered again from the store).
+        let mut array_of = |elem, n| {
+            let di = self
+                .debug_info(m)
+                .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
+            let id = di.intern_type(strobe_symbols::Type::Array {
+                elem,
+                count: Some(n),
+            });
+            let table = self
+                .types_snapshot(m)
+                .ok_or_else(|| format!("{} has no readable DWARF", path.display()))?;
+            Ok((id, table))
+        };
         chain_spec(
             label,
             expr,
-            module_base + g.offset,
-            ty,
+            crate::varpath::Start::At(module_base + g.offset, ty),
             types,
             m as u32,
             &steps,
+            &mut array_of,
         )
     }
 }
 
-/// A read chain for a variable at `address` of type `ty`, following
-/// `.field` / `->field` `steps` (from [`parse_chain`]).
-pub fn chain_spec(
-    label: &str,
+/// A watch's slice is read whole at every call, within one plan read
+/// ([`crate::values::BLOCK_MAX`] bytes, [`crate::values::ARRAY_MAX`]
+/// elements): a longer one is refused with the longest that fits, rather
+/// than cut at every call.
+fn watch_slice_fits(
     expr: &str,
-    address: u64,
-    mut ty: strobe_symbols::TypeId,
-    types: Arc<TypeTable>,
-    module: u32,
-    steps: &[(bool, String)],
-) -> Result<WatchSpec, String> {
-    let mut chain = vec![(address, 0i64)];
-    let mut offset: i64 = 0;
-    for (arrow, field) in steps {
-        if *arrow {
-            let Type::Pointer { target, .. } = types.get(types.strip(ty)) else {
-                return Err(format!(
-                    "'->{field}' in {expr:?}: {} is not a pointer",
-                    types.name(ty)
-                ));
-            };
-            // Read the pointer itself, then continue from where it points.
-            let last = chain.last_mut().expect("chain starts non-empty");
-            last.1 += offset;
-            chain.push((0, 0));
-            offset = 0;
-            ty = *target;
-        }
-        let Type::Struct { members, .. } = types.get(types.strip(ty)) else {
-            return Err(format!(
-                "'{field}' in {expr:?}: {} has no members",
-                types.name(ty)
-            ));
-        };
-        let Some(mem) = members.iter().find(|mm| &mm.name == field) else {
-            let names: Vec<&str> = members.iter().map(|mm| mm.name.as_str()).collect();
-            return Err(format!(
-                "{} has no member {field:?}; its members are {}",
-                types.name(ty),
-                names.join(", ")
-            ));
-        };
-        if mem.bits.is_some() {
-            return Err(format!(
-                "'{field}' in {expr:?} is a bitfield, which shares its bytes with other members: \
-                     read the struct that holds it instead (its bitfields are decoded there)"
-            ));
-        }
-        offset += mem.offset as i64;
-        ty = mem.ty;
+    asked: &std::ops::Range<u64>,
+    spec: &WatchSpec,
+) -> Result<(), String> {
+    use crate::values::{ARRAY_MAX, BLOCK_MAX};
+    let n = asked.end - asked.start;
+    let esize = (spec.size / n.min(ARRAY_MAX)).max(1);
+    let most = (BLOCK_MAX / esize).min(ARRAY_MAX);
+    if n <= most {
+        return Ok(());
     }
-    chain.last_mut().expect("non-empty").1 += offset;
-    let size = types.size_of(ty).unwrap_or(8);
-    let string = match types.get(types.strip(ty)) {
-        Type::Pointer { target, .. } => matches!(
-            types.get(types.strip(*target)),
-            Type::Int {
-                size: 1,
-                is_char: true,
-                ..
-            }
-        ),
-        _ => false,
-    };
-    Ok(WatchSpec {
-        label: label.to_string(),
-        chain,
-        size,
-        ty: WatchType::Typed(ty, types, module),
-        string,
-    })
+    // The slice is the last step: the path before its '['.
+    let base = expr.rfind('[').map_or(expr, |i| &expr[..i]);
+    Err(format!(
+        "the watch {expr:?} reads {n} elements of {esize} bytes; a watch reads at most {most} of them \
+         ({ARRAY_MAX} elements, {BLOCK_MAX} bytes): watch {base}[{}:{}], and the rest in more watches",
+        asked.start,
+        asked.start + most
+    ))
 }
 
 /// A hex address as users write it ("0x7ffd1234", "7ffd1234", "0X…").
@@ -1061,57 +1036,6 @@ pub fn parse_hex_address(text: &str) -> Option<u64> {
         .trim_start_matches("0x")
         .trim_start_matches("0X");
     u64::from_str_radix(hex, 16).ok()
-}
-
-/// Splits `a->b.c` into `a` and [(is arrow, field)]; at most [`MAX_DEREFS`] arrows.
-pub fn parse_chain(expr: &str) -> Result<(String, Vec<(bool, String)>), String> {
-    let expr = expr.trim();
-    if expr.is_empty() || expr.len() > 256 {
-        return Err(
-            "a watch variable must be 1–256 characters, e.g. \"gCounter\" or \"gConfig->level\""
-                .into(),
-        );
-    }
-    let mut steps = Vec::new();
-    let mut rest = expr;
-    let first_end = rest
-        .char_indices()
-        .find(|(i, c)| *c == '.' || rest[*i..].starts_with("->"))
-        .map_or(rest.len(), |(i, _)| i);
-    let name = rest[..first_end].trim().to_string();
-    rest = &rest[first_end..];
-    while !rest.is_empty() {
-        let (arrow, after) = if let Some(r) = rest.strip_prefix("->") {
-            (true, r)
-        } else if let Some(r) = rest.strip_prefix('.') {
-            (false, r)
-        } else {
-            return Err(format!("cannot parse {expr:?} near {rest:?}"));
-        };
-        let end = after
-            .char_indices()
-            .find(|(i, c)| *c == '.' || after[*i..].starts_with("->"))
-            .map_or(after.len(), |(i, _)| i);
-        let field = after[..end].trim();
-        if field.is_empty() || !field.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            return Err(format!("bad member name {field:?} in {expr:?}"));
-        }
-        steps.push((arrow, field.to_string()));
-        rest = &after[end..];
-    }
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
-    {
-        return Err(format!("bad variable name {name:?} in {expr:?}"));
-    }
-    if steps.iter().filter(|s| s.0).count() > MAX_DEREFS {
-        return Err(format!(
-            "{expr:?} dereferences more than {MAX_DEREFS} pointers"
-        ));
-    }
-    Ok((name, steps))
 }
 
 /// `debug_trace` result.

@@ -216,6 +216,9 @@ pub struct WatchSpec {
     pub ty: WatchType,
     /// The final value is a `char *`: the string it points to is read too.
     pub string: bool,
+    /// For a slice path (`a[2:5]`): the elements asked for; the final read
+    /// holds at most [`ARRAY_MAX`] of them, from the start.
+    pub slice: Option<std::ops::Range<u64>>,
 }
 
 /// The compiled plan of one function.
@@ -1189,7 +1192,7 @@ impl Ctx<'_> {
         let part = if path.names.is_empty() {
             "one element".to_string()
         } else {
-            format!("{}[i]", path.names)
+            crate::varpath::any_element(&path.names)
         };
         format!(
             "[{n} × {}]{at} (depth limit: ask for {part} or depth {})",
@@ -1416,12 +1419,18 @@ impl Ctx<'_> {
                     let Some(b) = bytes.get(s..s + esize as usize) else {
                         break;
                     };
-                    let len = path.names.len();
-                    if len > 0 {
-                        path.names.push_str(&format!("[{i}]"));
-                    }
+                    // The element's own path (a slice's element 0 is
+                    // `a[start]`), for the hints of parts cut inside it.
+                    let array = if path.names.is_empty() {
+                        String::new()
+                    } else {
+                        let own = crate::varpath::element_path(&path.names, i);
+                        std::mem::replace(&mut path.names, own)
+                    };
                     items.push(self.render(*elem, b, origin.shift(i * esize), depth - 1, path));
-                    path.names.truncate(len);
+                    if !array.is_empty() {
+                        path.names = array;
+                    }
                 }
                 if n > ARRAY_MAX {
                     items.push(json!(format!("… {} more", n - ARRAY_MAX)));
@@ -1733,6 +1742,25 @@ mod tests {
         let v = render_memory(&typed(spare), &bytes[8..], 0x1008, 2, "store.spare");
         assert_eq!(v[63]["balance"], 0x01010101);
         assert_eq!(v.as_array().unwrap().len(), 64);
+        // Inside a slice (`T[n]` of stores), hints name elements by their
+        // index in the array sliced, never the slice: both paths read.
+        let mut t2 = (*t).clone();
+        let two = t2.push(Type::Array {
+            elem: store,
+            count: Some(2),
+        });
+        let t2 = std::sync::Arc::new(t2);
+        let bytes = vec![1u8; 2 * (8 + 64 * 8)];
+        let slice = WatchType::Typed(two, t2, 0);
+        let v = render_memory(&slice, &bytes, 0x1000, 3, "shops[4:6]");
+        assert_eq!(
+            v[1]["spare"],
+            "[64 × account] @0x1210 (depth limit: ask for shops[5].spare[i] or depth 4)"
+        );
+        assert_eq!(
+            render_memory(&slice, &bytes, 0x1000, 1, "shops[4:6]"),
+            "[2 × store] @0x1000 (depth limit: ask for shops[i] or depth 2)"
+        );
     }
 
     #[test]
@@ -2004,6 +2032,7 @@ mod tests {
                 size: 4,
                 ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone()), 0),
                 string: false,
+                slice: None,
             },
             WatchSpec {
                 label: "cfg->level".into(),
@@ -2011,6 +2040,7 @@ mod tests {
                 size: 4,
                 ty: WatchType::Typed(i32t, std::sync::Arc::new(t.clone()), 0),
                 string: false,
+                slice: None,
             },
             WatchSpec {
                 label: "raw".into(),
@@ -2018,6 +2048,7 @@ mod tests {
                 size: 2,
                 ty: WatchType::Hint("i16".into()),
                 string: false,
+                slice: None,
             },
         ];
         let sig = Signature::default();

@@ -100,6 +100,12 @@ impl DebugInfo {
         &self.table
     }
 
+    /// Adds a type the DWARF does not spell (a slice's `T[n]`) to this
+    /// image's table, or finds it there; returns its id.
+    pub fn intern_type(&mut self, t: Type) -> TypeId {
+        self.table.intern(t)
+    }
+
     pub(crate) fn err(&self, reason: impl std::fmt::Display) -> SymbolError {
         SymbolError::Dwarf {
             path: self.path.clone(),

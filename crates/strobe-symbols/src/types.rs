@@ -165,6 +165,15 @@ impl TypeTable {
         (self.types.len() - 1) as TypeId
     }
 
+    /// The id of a type equal to `t`, added when the table has none (for
+    /// types DWARF does not spell, such as a slice's `T[n]`).
+    pub fn intern(&mut self, t: Type) -> TypeId {
+        match self.types.iter().position(|x| *x == t) {
+            Some(i) => i as TypeId,
+            None => self.push(t),
+        }
+    }
+
     /// Replaces a placeholder (used to tie recursive types together).
     pub fn set(&mut self, id: TypeId, t: Type) {
         self.types[id as usize] = t;
@@ -290,5 +299,20 @@ mod tests {
             },
         );
         assert_eq!(t.strip(a), VOID);
+        // Interning finds an equal type before adding one.
+        let n = t.len();
+        let again = t.intern(Type::Array {
+            elem: ch,
+            count: Some(16),
+        });
+        assert_eq!((again, t.len()), (arr, n));
+        let three = t.intern(Type::Array {
+            elem: ch,
+            count: Some(3),
+        });
+        assert_eq!(
+            (three, t.len(), t.name(three)),
+            (n as TypeId, n + 1, "char[3]".into())
+        );
     }
 }

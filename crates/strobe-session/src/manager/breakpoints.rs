@@ -10,6 +10,7 @@ use super::{ErrorCode, Live, SessionManager};
 use crate::frames::{self, BreakSite, CodeLocation, FrameLayout, Registers, Resolved};
 use crate::trace::{self, Tracer};
 use crate::values::{self, WatchType};
+use crate::varpath::{self, Step};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -890,24 +891,13 @@ impl PausedThread {
     }
 }
 
-/// `name` with its member steps, as written (`node->next.value`).
-fn chain_text(name: &str, steps: &[(bool, String)]) -> String {
-    steps
-        .iter()
-        .fold(name.to_string(), |mut s, (arrow, field)| {
-            s.push_str(if *arrow { "->" } else { "." });
-            s.push_str(field);
-            s
-        })
-}
-
-/// Reads a local (with `.field` / `->field` steps) of a stopped frame.
+/// Reads a local (with `.field` / `->field` / `[i]` steps) of a stopped frame.
 pub(super) fn read_local(
     mem: &Mem,
     layout: &FrameLayout,
     frame: &StoppedFrame,
     name: &str,
-    steps: &[(bool, String)],
+    steps: &[Step],
     depth: u32,
 ) -> Result<Value, String> {
     let spec = local_spec(layout, frame, name, steps)?;
@@ -918,7 +908,13 @@ pub(super) fn read_local(
             let value = if spec.string {
                 mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
             } else {
-                values::render_memory(&spec.ty, &bytes, addr, depth, &chain_text(name, steps))
+                values::render_memory(
+                    &spec.ty,
+                    &bytes,
+                    addr,
+                    depth,
+                    &varpath::path_text(name, steps),
+                )
             };
             Ok(json!({"address": hex(addr), "type": values::type_name(&spec.ty), "value": value}))
         }
@@ -926,7 +922,7 @@ pub(super) fn read_local(
             let value = if string {
                 mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
             } else {
-                values::render_memory(&ty, &bytes, 0, depth, &chain_text(name, steps))
+                values::render_memory(&ty, &bytes, 0, depth, &varpath::path_text(name, steps))
             };
             Ok(json!({"register": true, "type": values::type_name(&ty), "value": value}))
         }
@@ -954,7 +950,7 @@ pub(super) fn local_spec(
     layout: &FrameLayout,
     frame: &StoppedFrame,
     name: &str,
-    steps: &[(bool, String)],
+    steps: &[Step],
 ) -> Result<LocalSpec, String> {
     let Some(v) = layout.vars.iter().find(|v| v.name == name) else {
         let names: Vec<&str> = layout.vars.iter().map(|v| v.name.as_str()).collect();
@@ -964,13 +960,23 @@ pub(super) fn local_spec(
         ));
     };
     let rule_cfa = frames::cfa_value(layout.cfa, &frame.regs);
-    let label = std::iter::once(name.to_string())
-        .chain(
-            steps
-                .iter()
-                .map(|(arrow, f)| format!("{}{f}", if *arrow { "->" } else { "." })),
+    let label = varpath::path_text(name, steps);
+    let types = &layout.types;
+    // A slice's `T[n]` goes into a copy of the frame's types: what a
+    // paused frame reads is never stored.
+    let mut array_of = varpath::array_in_copy(types);
+    let mut spec = |start| {
+        varpath::chain_spec(
+            &label,
+            &label,
+            start,
+            types.clone(),
+            layout.module as u32,
+            steps,
+            &mut array_of,
         )
-        .collect::<String>();
+        .map(LocalSpec::Memory)
+    };
     match frames::resolve_place(
         &v.place,
         layout.frame_base,
@@ -978,18 +984,8 @@ pub(super) fn local_spec(
         &frame.regs,
         frame.image_base,
     ) {
-        Resolved::Address(a) => trace::chain_spec(
-            &label,
-            &label,
-            a,
-            v.ty,
-            layout.types.clone(),
-            layout.module as u32,
-            steps,
-        )
-        .map(LocalSpec::Memory),
+        Resolved::Address(a) => spec(varpath::Start::At(a, v.ty)),
         Resolved::Value(value) => {
-            let types = &layout.types;
             if steps.is_empty() {
                 let size = types.size_of(v.ty).unwrap_or(8).min(8) as usize;
                 let string = matches!(
@@ -1003,27 +999,16 @@ pub(super) fn local_spec(
                     string,
                 });
             }
-            // A pointer held in a register: continue from what it points at.
-            let strobe_symbols::Type::Pointer { target, .. } = types.get(types.strip(v.ty)) else {
+            // A pointer held in a register: its first step goes through it.
+            if !matches!(
+                types.get(types.strip(v.ty)),
+                strobe_symbols::Type::Pointer { .. }
+            ) {
                 return Err(format!(
                     "{name} is held in a register here; read it without members"
                 ));
-            };
-            if !steps[0].0 {
-                return Err(format!("{name} is a pointer: use {name}->{}", steps[0].1));
             }
-            let mut rest = steps.to_vec();
-            rest[0].0 = false;
-            trace::chain_spec(
-                &label,
-                &label,
-                value,
-                *target,
-                types.clone(),
-                layout.module as u32,
-                &rest,
-            )
-            .map(LocalSpec::Memory)
+            spec(varpath::Start::Pointer(value, v.ty))
         }
         Resolved::Unavailable(why) => Err(format!("{name} cannot be read here: {why}")),
     }

@@ -1,8 +1,9 @@
 //! `debug_memory`: reads and writes a live target's memory from the daemon
 //! through `/proc/PID/mem` (a few µs a read, against an agent round trip of
 //! hundreds), for DWARF-named globals and statics with `.field` / `->field`
-//! chains, and raw addresses with a type hint. Poll mode samples targets on
-//! a timer into `variable_snapshot` events.
+//! / `[i]` paths and a last `[a:b]` slice (see [`crate::varpath`]), and raw
+//! addresses with a type hint. Poll mode samples targets on a timer into
+//! `variable_snapshot` events.
 
 use super::breakpoints::LocalSpec;
 use super::{Live, SessionManager, store_err};
@@ -28,7 +29,7 @@ const STRING_MAX: usize = 1024;
 /// One thing to read or write.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTarget {
-    /// A global or static, with `.field` / `->field` steps.
+    /// A global or static, with `.field` / `->field` / `[i]` steps and a last `[a:b]`.
     pub variable: Option<String>,
     /// A raw hex address (with `type`).
     pub address: Option<String>,
@@ -355,6 +356,22 @@ impl SessionManager {
         }
         v["value"] = if r.string {
             mem.c_string(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+        } else if let Some(asked) = &r.slice {
+            // A slice shows each element as `depth` shows one value.
+            let mut value = values::render_memory(&r.ty, &bytes, addr, depth + 1, &r.label);
+            let shown = asked.end - asked.start;
+            if let (Value::Array(items), true) = (&mut value, shown > values::ARRAY_MAX) {
+                let next = asked.start + values::ARRAY_MAX;
+                let label = r.label.trim();
+                let base = label.rfind('[').map_or(label, |i| &label[..i]);
+                items.push(json!(format!(
+                    "… {} more (a read shows {}): ask for {base}[{next}:{}]",
+                    asked.end - next,
+                    values::ARRAY_MAX,
+                    asked.end.min(next + values::ARRAY_MAX)
+                )));
+            }
+            value
         } else {
             values::render_memory(&r.ty, &bytes, addr, depth, &r.label)
         };
@@ -600,6 +617,7 @@ fn resolve_one(
                 size,
                 ty: WatchType::Hint(hint),
                 string: false,
+                slice: None,
             })
         }
     }
