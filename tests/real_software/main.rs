@@ -7,8 +7,8 @@
 //!   bundled build), traced with typed arguments and C strings;
 //! - `ripgrep.rs`: ripgrep's deep generic Rust, traced with `**` patterns,
 //!   and its -O2 build, whose inlined functions are reported;
-//! - `pytest.rs`: tabulate's pytest suite through debug_test, counts
-//!   equal to pytest's own;
+//! - `python.rs`: tabulate's pytest and more-itertools' unittest suites
+//!   through debug_test, counts equal to the runners' own;
 //! - `node.rs`: url-join's Mocha suite through debug_test, counts equal to
 //!   Mocha's own.
 //!
@@ -19,7 +19,7 @@ mod support;
 
 mod cache;
 mod node;
-mod pytest;
+mod python;
 mod ripgrep;
 mod sqlite;
 

@@ -68,6 +68,66 @@ fn failures_are_known_as_their_report_arrives() {
     );
 }
 
+/// Shapes from more-itertools 10.5.0's suite (`python3 -m unittest -v`,
+/// tests/real_software): a test with a docstring (its name alone, then the
+/// docstring's first line with the outcome), a doctest added by
+/// `load_tests`, and a warning printed while a test ran, which pushes the
+/// outcome to a line of its own.
+#[test]
+fn docstrings_doctests_and_warnings_mid_line_still_count() {
+    let output = "\
+test_call_once (tests.test_more.AdjacentTests.test_call_once)
+Test that the predicate is only called once per item. ... ok
+test_strict (tests.test_more.SortTogetherTest.test_strict) ... /src/more.py:1742: DeprecationWarning: zip_equal will be removed
+  warnings.warn(
+ok
+test_uneven (tests.test_more.SortTogetherTest.test_uneven)
+tests trimming (of iterables) ... FAIL
+adjacent (more_itertools.more)
+Doctest: more_itertools.more.adjacent ... ok
+test_plain (tests.test_more.ZipEqualTest.test_plain) ... skipped 'no reason'
+----------------------------------------------------------------------
+Ran 5 tests in 0.010s
+
+FAILED (failures=1, skipped=1)";
+    let mut parser = UnittestAdapter.parser();
+    for l in output.lines() {
+        parser.line(Stream::Stderr, l);
+    }
+    let r = parser.finish(Some(1));
+    let names: Vec<(&str, TestStatus)> = r
+        .tests
+        .iter()
+        .map(|t| (t.name.as_str(), t.status))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (
+                "tests.test_more.AdjacentTests.test_call_once",
+                TestStatus::Passed
+            ),
+            (
+                "tests.test_more.SortTogetherTest.test_strict",
+                TestStatus::Passed
+            ),
+            (
+                "tests.test_more.SortTogetherTest.test_uneven",
+                TestStatus::Failed
+            ),
+            ("more_itertools.more.adjacent", TestStatus::Passed),
+            (
+                "tests.test_more.ZipEqualTest.test_plain",
+                TestStatus::Skipped
+            ),
+        ]
+    );
+    assert_eq!(
+        (r.summary.passed, r.summary.failed, r.summary.skipped),
+        (3, 1, 1)
+    );
+}
+
 #[test]
 fn detection_and_commands() {
     let dir = tempfile::tempdir().unwrap();

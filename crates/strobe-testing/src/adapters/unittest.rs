@@ -115,6 +115,10 @@ pub struct UnittestParser {
     /// Frames of the traceback being read: (file, line, function).
     frames: Vec<(String, u32, String)>,
     errors: Vec<String>,
+    /// A test whose line began but whose outcome has not come yet: the
+    /// outcome ends its docstring's first line, or comes alone after
+    /// output the test printed mid-line.
+    pending: Option<String>,
 }
 
 /// `test_x (module.Class.test_x)` (3.11+) or `test_x (module.Class)` → the
@@ -129,7 +133,45 @@ fn test_id(head: &str) -> Option<String> {
     })
 }
 
+/// A line that is only a test's name, `test_x (module.Class.test_x)` or a
+/// doctest's `adjacent (more_itertools.more)`: no spaces but the one
+/// before the parenthesis. `-v` prints it alone when the test has a
+/// docstring, whose first line follows with the outcome.
+fn test_head(line: &str) -> Option<String> {
+    let (method, rest) = line.split_once(" (")?;
+    (!method.is_empty() && !method.contains(' ') && !rest.contains(' '))
+        .then(|| test_id(line))
+        .flatten()
+}
+
 impl UnittestParser {
+    /// Counts `id` with `outcome` (`ok`, `FAIL`, `skipped 'why'`…); false
+    /// when `outcome` is none.
+    fn record(&mut self, id: String, outcome: &str) -> bool {
+        let status = match outcome {
+            "ok" => TestStatus::Passed,
+            "FAIL" | "ERROR" | "unexpected success" => TestStatus::Failed,
+            o if o.starts_with("skipped") || o == "expected failure" => TestStatus::Skipped,
+            _ => return false,
+        };
+        match status {
+            TestStatus::Passed => self.summary.passed += 1,
+            TestStatus::Failed => {
+                self.summary.failed += 1;
+                self.failure(&id);
+            }
+            TestStatus::Skipped => self.summary.skipped += 1,
+        }
+        self.tests.push(TestCase {
+            name: id,
+            status,
+            duration_ms: None,
+            group: None,
+            output: None,
+        });
+        true
+    }
+
     fn failure(&mut self, name: &str) -> usize {
         if let Some(i) = self.failures.iter().position(|f| f.name == name) {
             return i;
@@ -213,31 +255,34 @@ impl OutputParser for UnittestParser {
             self.block_line(line);
             return;
         }
-        if let Some((head, outcome)) = line.rsplit_once(" ... ")
-            && let Some(id) = test_id(head)
-        {
-            let status = match outcome {
-                "ok" => TestStatus::Passed,
-                "FAIL" | "ERROR" | "unexpected success" => TestStatus::Failed,
-                o if o.starts_with("skipped") || o == "expected failure" => TestStatus::Skipped,
-                _ => return,
+        // `name (id) ... ok`, or a docstring's first line `… ... ok` after
+        // `name (id)` alone.
+        if let Some((head, outcome)) = line.rsplit_once(" ... ") {
+            let id = match test_head(head) {
+                Some(id) => Some(id),
+                None => self.pending.take().or_else(|| test_id(head)),
             };
-            match status {
-                TestStatus::Passed => self.summary.passed += 1,
-                TestStatus::Failed => {
-                    self.summary.failed += 1;
-                    self.failure(&id);
+            if let Some(id) = id {
+                // Other output cut the line (a warning printed while the
+                // test ran): the outcome comes alone on a later line.
+                self.pending = None;
+                if !self.record(id.clone(), outcome) {
+                    self.pending = Some(id);
                 }
-                TestStatus::Skipped => self.summary.skipped += 1,
+                return;
             }
-            self.tests.push(TestCase {
-                name: id,
-                status,
-                duration_ms: None,
-                group: None,
-                output: None,
-            });
-        } else if line.starts_with("ModuleNotFoundError")
+        }
+        if let Some(id) = test_head(line) {
+            self.pending = Some(id);
+            return;
+        }
+        if let Some(id) = self.pending.take() {
+            if !self.record(id.clone(), line.trim()) {
+                self.pending = Some(id);
+            }
+            return;
+        }
+        if line.starts_with("ModuleNotFoundError")
             || line.starts_with("ImportError")
             || line.starts_with("SyntaxError")
             || line.contains("No module named")
@@ -247,6 +292,9 @@ impl OutputParser for UnittestParser {
     }
 
     fn running_in_partial_line(&self, _stream: Stream, partial: &str) -> Option<String> {
+        if let Some(id) = &self.pending {
+            return Some(id.clone());
+        }
         test_id(partial.strip_suffix(" ... ")?)
     }
 
