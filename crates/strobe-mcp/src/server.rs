@@ -259,7 +259,7 @@ impl StrobeServer {
                                 " ({} evicted: {} calls by events.maxPerSession, {} output by \
                                  events.maxOutputPerSession; {} dropped)",
                                 s.events.evicted,
-                                s.events.evicted - s.events.evicted_output,
+                                s.events.evicted.saturating_sub(s.events.evicted_output),
                                 s.events.evicted_output,
                                 s.events.dropped
                             ));
@@ -1141,7 +1141,7 @@ impl ServerHandler for StrobeServer {
 /// Says which events were evicted and which setting keeps more: function
 /// calls go first, under their own cap, so output is evicted only by its own.
 fn eviction_note(events: &strobe_session::EventCounts) -> String {
-    let calls = events.evicted - events.evicted_output;
+    let calls = events.evicted.saturating_sub(events.evicted_output);
     let mut parts = Vec::new();
     if calls > 0 {
         parts.push(format!(

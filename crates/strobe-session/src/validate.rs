@@ -89,9 +89,17 @@ fn strobe_process(pid: u32) -> Option<&'static str> {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let is_bridge = cmdline.split(|b| *b == 0).any(|arg| {
         let file = arg.rsplit(|b| *b == b'/').next().unwrap_or(arg);
-        file.starts_with(b"bridge") && file.ends_with(b".py")
+        is_bridge_script(file)
     });
     is_bridge.then_some("a Strobe Frida bridge")
+}
+
+/// Strobe's bridge script as the daemon writes it: `bridge-<hex hash>.py`
+/// (a user's own `bridge.py` or `bridge_server.py` is not one).
+fn is_bridge_script(file: &[u8]) -> bool {
+    file.strip_prefix(b"bridge-")
+        .and_then(|rest| rest.strip_suffix(b".py"))
+        .is_some_and(|hash| hash.len() >= 8 && hash.iter().all(u8::is_ascii_hexdigit))
 }
 
 /// Refuses a NUL byte in `value`: the C strings a program is started with
@@ -350,5 +358,18 @@ mod tests {
         let _ = other.kill();
         let _ = other.wait();
         assert_eq!(what, None);
+    }
+
+    #[test]
+    fn only_strobes_own_bridge_script_counts_as_a_bridge() {
+        assert!(is_bridge_script(b"bridge-0123abcd4567ef89.py"));
+        for user in [
+            &b"bridge.py"[..],
+            b"bridge_server.py",
+            b"bridge-v2.py",
+            b"bridge-.py",
+        ] {
+            assert!(!is_bridge_script(user), "{}", String::from_utf8_lossy(user));
+        }
     }
 }

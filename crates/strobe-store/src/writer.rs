@@ -939,6 +939,15 @@ fn evict(
             counts.trace -= c.trace;
             counts.evicted += c.trace;
             if c.output > 0 {
+                // A rewritten chunk stays within a chunk's limits: what is
+                // being built is stored first when this chunk's output would
+                // take it past them (a source chunk alone never does).
+                if run
+                    .as_ref()
+                    .is_some_and(|b| b.len() as u64 + c.output > MAX_CHUNK_EVENTS as u64)
+                {
+                    flush_kept(tx, key, &mut run, &mut out, counts)?;
+                }
                 if run.is_none()
                     && let Some(prev) = out.back().copied()
                     && prev.stripped
@@ -948,7 +957,7 @@ fn evict(
                     keep_output(tx, prev, &mut run, counts)?;
                 }
                 keep_output(tx, c, &mut run, counts)?;
-                if run.as_ref().is_some_and(|b| b.len() >= MAX_CHUNK_EVENTS) {
+                if run.as_ref().is_some_and(|b| b.is_full(MAX_CHUNK_EVENTS)) {
                     flush_kept(tx, key, &mut run, &mut out, counts)?;
                 }
             } else {

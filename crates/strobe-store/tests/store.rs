@@ -281,6 +281,57 @@ fn trace_load_never_evicts_the_programs_output() {
 }
 
 #[test]
+fn chunks_rewritten_by_eviction_stay_within_a_chunks_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let key = store
+        .create_session(NewSession {
+            id: "r".into(),
+            binary_path: "/bin/x".into(),
+            project_root: "/p".into(),
+            launch_json: "{}".into(),
+            started_at: 1_000,
+            caps: strobe_store::EventCaps {
+                trace: 1_000,
+                output: 10_000_000,
+            },
+        })
+        .unwrap()
+        .0;
+    // A line of output after every call: chunks are a third output, and
+    // every evicted one leaves ~1,365 lines to keep.
+    traced_run(&store, key, 60_000, 1);
+    store.flush().unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT kind_counts, length(data) FROM chunks WHERE session = ?1")
+        .unwrap();
+    let sizes: Vec<(u64, usize)> = stmt
+        .query_map([key], |r| {
+            let counts: Vec<u8> = r.get(0)?;
+            let n = strobe_store::codec::ChunkSummary::parse_kind_counts(&counts)
+                .iter()
+                .map(|c| u64::from(*c))
+                .sum();
+            Ok((n, r.get(1)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(sizes.len() > 10, "{sizes:?}");
+    for (events, bytes) in &sizes {
+        assert!(*events <= 4096, "a chunk of {events} events: {sizes:?}");
+        assert!(*bytes <= 1 << 20, "a chunk of {bytes} bytes");
+    }
+    let out = EventFilter {
+        kinds: Some(EventKind::Stdout.bit()),
+        ..Default::default()
+    };
+    assert_eq!(store.query(key, &out, ALL).unwrap().total_count, 60_000);
+}
+
+#[test]
 fn output_over_its_own_cap_evicts_oldest_output_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.db")).unwrap();

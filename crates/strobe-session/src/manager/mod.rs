@@ -316,8 +316,10 @@ struct Live {
     /// Where this image's function ids start (see `processes`).
     id_base: u32,
     /// A pidfd on the process, to learn how it really ended (Frida reaps it
-    /// and reports no wait status); `None` where pidfds are not supported.
-    exit_watch: Option<crate::exit_watch::ExitWatch>,
+    /// and reports no wait status); `None` where pidfds are not supported,
+    /// and once the end was read (a session following thousands of short
+    /// children must not keep a descriptor for each).
+    exit_watch: Mutex<Option<crate::exit_watch::ExitWatch>>,
 }
 
 /// Plans registered since they were last stored, and the length of each
@@ -632,7 +634,7 @@ impl SessionManager {
             gone: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
             id_base: 0,
-            exit_watch: crate::exit_watch::ExitWatch::open(pid),
+            exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
         });
         self.live
             .lock()
@@ -1241,6 +1243,8 @@ impl SessionManager {
     /// agent (`_exit`, a crash) nor a stop said it: a signal from outside or
     /// a raw `exit_group`. Waits briefly, since Frida may not have reaped it.
     fn how_it_ended(&self, live: &Live) -> Option<crate::exit_watch::Ended> {
+        // Asked once, at the end: the descriptor goes whatever the answer.
+        let watch = live.exit_watch.lock().expect("exit watch lock").take();
         let known = {
             let life = live.life.lock().expect("lifecycle lock");
             life.ended || life.stopping || life.exit_code.is_some() || life.signal.is_some()
@@ -1248,9 +1252,7 @@ impl SessionManager {
         if known {
             return None;
         }
-        live.exit_watch
-            .as_ref()?
-            .wait_ended(Duration::from_millis(250))
+        watch?.wait_ended(Duration::from_millis(250))
     }
 
     fn fail_session(&self, live: &Arc<Live>, reason: String) {

@@ -187,7 +187,7 @@ impl Live {
             gone: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
             id_base,
-            exit_watch: crate::exit_watch::ExitWatch::open(pid),
+            exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
         }
     }
 }

@@ -189,8 +189,16 @@ pub(super) fn count_stuck_as_failed(
     project_root: &std::path::Path,
 ) {
     for report in stuck {
-        let Some(tests) = report["tests"].as_array() else {
-            continue;
+        // A report that names no test (neither the framework nor the stacks
+        // did) still stands for one: the thread's or the program's name.
+        let fallback = report["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(|n| vec![json!({ "name": n })])
+            .unwrap_or_default();
+        let tests = match report["tests"].as_array() {
+            Some(t) if !t.is_empty() => t,
+            _ => &fallback,
         };
         for t in tests {
             let Some(name) = t["name"].as_str() else {
@@ -423,6 +431,18 @@ mod tests {
         let mut r = result(vec![case("t.py::test_x", TestStatus::Failed)], vec![f]);
         count_stuck_as_failed(&mut r, &[report("t.py::test_x", None)], "/p".as_ref());
         assert_eq!(r.failures[0].file, None);
+    }
+
+    #[test]
+    fn a_stuck_report_that_names_no_test_still_counts_one_failed() {
+        // generic or catch2: no running list and no test names in the stacks.
+        let mut r = result(vec![case("a", TestStatus::Passed)], vec![]);
+        let mut rep = report("unused", None);
+        rep["tests"] = json!([]);
+        rep["name"] = json!("./run_tests");
+        count_stuck_as_failed(&mut r, &[rep], "/p".as_ref());
+        assert_eq!((r.summary.passed, r.summary.failed), (1, 1));
+        assert_eq!(r.failures[0].name, "./run_tests");
     }
 
     /// Runs cargo's parser over a canned libtest report instead of cargo.
