@@ -1265,7 +1265,7 @@ async fn everything_patterns_never_take_the_program_down() {
             "{}",
             r.value
         );
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        ticks_go_on(&c, &id).await;
         assert!(alive(), "{pattern} killed the program");
         c.ok("debug_trace", json!({"sessionId": id, "remove": [pattern]}))
             .await;
@@ -1284,11 +1284,11 @@ async fn everything_patterns_never_take_the_program_down() {
         "{warnings} {}",
         r.value
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    ticks_go_on(&c, &id).await;
     assert!(alive(), "pthread_* killed the program");
     c.ok("debug_trace", json!({"sessionId": id, "add": ["**"]}))
         .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    ticks_go_on(&c, &id).await;
     let calls = all(
         &c,
         &id,
@@ -1297,6 +1297,22 @@ async fn everything_patterns_never_take_the_program_down() {
     .await;
     assert!(!calls.is_empty(), "the program's own calls are traced");
     assert_eq!(c.status(&id).await["state"], "running");
+}
+
+/// Waits until the ticker prints three more ticks (it is alive and running
+/// its traced code), for at most 20 s.
+async fn ticks_go_on(c: &Client, id: &str) {
+    let count = |v: Value| v["totalCount"].as_u64().unwrap_or(0);
+    let q = json!({"sessionId": id, "eventType": "stdout", "limit": 1});
+    let before = count(c.ok("debug_query", q.clone()).await);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while count(c.ok("debug_query", q.clone()).await) < before + 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program stopped printing ticks"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1339,7 +1355,7 @@ async fn a_stopped_program_says_so_and_tracing_waits_for_it() {
     assert!(r.text.contains(&format!("kill -CONT {pid}")), "{}", r.text);
 
     support::signal(pid, 18); // SIGCONT
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    ticks_go_on(&c, &id).await;
     let s = c.status(&id).await;
     assert!(s.get("stopped").is_none(), "{s}");
     assert_eq!(
