@@ -2,7 +2,7 @@
 //!
 //! - `strobe mcp`    stdio MCP endpoint for coding agents (starts the daemon)
 //! - `strobe daemon` the per-user daemon, in the foreground
-//! - `strobe setup`  creates the Python venv with the pinned frida
+//! - `strobe setup`  creates the Python venv with the pinned frida and py-spy
 //! - `strobe ui`     turns on the daemon's loopback web UI and prints its URL
 //! - `strobe export` writes a stored session as a Perfetto / chrome://tracing trace
 //! - `strobe completions SHELL` prints a shell completion script
@@ -20,9 +20,10 @@ use strobe_frida::{FridaPython, PINNED_FRIDA_VERSION, PINNED_PY_SPY_VERSION};
 /// Printed after the top-level help: what the environment changes.
 const ENVIRONMENT: &str = "\
 Environment:
-  STROBE_HOME  Data directory (default ~/.strobe)
-  STROBE_VENV  Python venv holding frida (default $STROBE_HOME/venv)
-  STROBE_LOG   Log filter, e.g. debug (default info)";
+  STROBE_HOME    Data directory (default ~/.strobe)
+  STROBE_VENV    Python venv holding frida and py-spy (default $STROBE_HOME/venv)
+  STROBE_PY_SPY  py-spy for the stacks of hung Python tests (default: the venv's, then PATH)
+  STROBE_LOG     Log filter, e.g. debug (default info)";
 
 /// strobe — an LLM-native debugger
 #[derive(Parser)]

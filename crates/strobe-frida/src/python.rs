@@ -9,8 +9,9 @@ pub const PINNED_FRIDA_VERSION: &str = include_str!("../FRIDA_VERSION").trim_asc
 
 /// The `py-spy` version `strobe setup` installs beside frida (the same as
 /// `./dev`'s test tools): the stuck detector samples a hung Python test's
-/// stacks with it, which a deadlocked interpreter cannot give itself.
-pub const PINNED_PY_SPY_VERSION: &str = "0.4.3";
+/// stacks with it, which a deadlocked interpreter cannot give itself
+/// (`PY_SPY_VERSION`, which `./dev` reads too).
+pub const PINNED_PY_SPY_VERSION: &str = include_str!("../PY_SPY_VERSION").trim_ascii();
 
 /// A venv that should hold `frida` (and `py-spy`).
 #[derive(Debug, Clone, PartialEq, Eq)]
