@@ -374,12 +374,7 @@ async fn children_not_followed_run_without_frida_hooks_on_exit() {
     let id = v["sessionId"].as_str().unwrap().to_string();
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");
-    let out: Vec<String> = c
-        .events(&id, Some("stdout"))
-        .await
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_string())
-        .collect();
+    let out: Vec<String> = c.stdout_lines(&id).await;
     let bytes = |who: &str| {
         out.iter()
             .find_map(|l| l.strip_prefix(&format!("{who} ")))

@@ -760,12 +760,7 @@ async fn forked_children_of_a_traced_program_run_to_completion() {
     let id = v["sessionId"].as_str().unwrap().to_string();
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");
-    let out: Vec<String> = c
-        .events(&id, Some("stdout"))
-        .await
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_string())
-        .collect();
+    let out: Vec<String> = c.stdout_lines(&id).await;
     assert_eq!(
         out,
         ["child done 400000", "parent done, child exit 0"],

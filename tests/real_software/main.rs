@@ -23,7 +23,7 @@ mod python;
 mod ripgrep;
 mod sqlite;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use support::Client;
 
@@ -34,22 +34,9 @@ pub(crate) fn fixture_dir(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Starts a debug_test run and waits for its result.
+/// Starts a debug_test run and waits (at most 10 minutes) for its result.
 pub(crate) async fn run_tests(c: &Client, args: Value) -> Value {
-    let started = c.ok("debug_test", args).await;
-    assert_eq!(started["status"], "running", "{started}");
-    let id = started["testRunId"].as_str().unwrap().to_string();
-    // `status` waits up to 15 s per call.
-    for _ in 0..40 {
-        let s = c
-            .ok("debug_test", json!({"action": "status", "testRunId": id}))
-            .await;
-        if s["status"] == "completed" {
-            return s;
-        }
-        assert_eq!(s["status"], "running", "{s}");
-    }
-    panic!("test run {id} did not finish in 10 minutes");
+    c.test_run(args, 10).await
 }
 
 /// A debug_test result's (passed, failed, skipped).

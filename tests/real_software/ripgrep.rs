@@ -76,12 +76,7 @@ async fn run_rg(c: &Client, rg: &Path, root: &Path, patterns: &[&str]) -> (Value
     let id = v["sessionId"].as_str().unwrap().to_string();
     let ended = c.wait_ended(&id).await;
     assert_eq!(ended["exitCode"], 0, "{ended}");
-    let out: Vec<String> = c
-        .events(&id, Some("stdout"))
-        .await
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_string())
-        .collect();
+    let out: Vec<String> = c.stdout_lines(&id).await;
     let r = root.display();
     assert_eq!(
         out,

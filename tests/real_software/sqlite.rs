@@ -55,12 +55,7 @@ async fn sqlite_c_api_shows_sql_text_and_return_codes() {
     let id = v["sessionId"].as_str().unwrap().to_string();
     let ended = c.wait_ended(&id).await;
     assert_eq!(ended["exitCode"], 0, "{ended}");
-    let out: Vec<String> = c
-        .events(&id, Some("stdout"))
-        .await
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().to_string())
-        .collect();
+    let out: Vec<String> = c.stdout_lines(&id).await;
     assert_eq!(
         out,
         ["banana,cherry", "error: no such table: no_such_table"],

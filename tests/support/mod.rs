@@ -382,4 +382,31 @@ impl Client {
             }
         }
     }
+
+    /// The text of every stdout line of a session, in order.
+    pub async fn stdout_lines(&self, id: &str) -> Vec<String> {
+        self.events(id, Some("stdout"))
+            .await
+            .iter()
+            .map(|e| e["text"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Starts a debug_test run with `args` and waits for its result (each
+    /// status call waits up to 15 s; at most `minutes` in all).
+    pub async fn test_run(&self, args: Value, minutes: u32) -> Value {
+        let started = self.ok("debug_test", args).await;
+        assert_eq!(started["status"], "running", "{started}");
+        let id = started["testRunId"].as_str().unwrap().to_string();
+        for _ in 0..minutes * 4 {
+            let s = self
+                .ok("debug_test", json!({"action": "status", "testRunId": id}))
+                .await;
+            if s["status"] == "completed" {
+                return s;
+            }
+            assert_eq!(s["status"], "running", "{s}");
+        }
+        panic!("test run {id} did not finish in {minutes} minutes");
+    }
 }

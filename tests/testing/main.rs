@@ -42,21 +42,9 @@ pub(crate) fn copy_fixture(name: &str, files: &[&str], to: &Path) -> PathBuf {
     to.to_path_buf()
 }
 
-/// Starts a run and waits for its result.
+/// Starts a run and waits (at most 5 minutes) for its result.
 pub(crate) async fn run(c: &Client, args: Value) -> Value {
-    let started = c.ok("debug_test", args).await;
-    assert_eq!(started["status"], "running", "{started}");
-    let id = started["testRunId"].as_str().unwrap().to_string();
-    for _ in 0..20 {
-        let s = c
-            .ok("debug_test", json!({"action": "status", "testRunId": id}))
-            .await;
-        if s["status"] == "completed" {
-            return s;
-        }
-        assert_eq!(s["status"], "running", "{s}");
-    }
-    panic!("test run {id} did not finish in 5 minutes");
+    c.test_run(args, 5).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
