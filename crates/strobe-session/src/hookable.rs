@@ -42,6 +42,17 @@ pub const HOOK_PATH_FUNCTIONS: &[&str] = &[
     "madvise",
     "brk",
     "sbrk",
+    // glibc's allocator inside (named where a symbol table lists them).
+    "int_malloc",
+    "int_free",
+    "int_realloc",
+    "sysmalloc",
+    "malloc_consolidate",
+    "tcache_init",
+    "arena_get2",
+    "default_morecore",
+    "lll_lock_wait_private",
+    "lll_lock_wake_private",
 ];
 
 /// True for the dynamic loader (`ld-linux-x86-64.so.2`, `ld-2.31.so`, …).
