@@ -485,7 +485,9 @@ async fn type_errors_name_the_tool_and_the_field() {
 /// MCP client library cannot send.
 struct RawMcp {
     child: std::process::Child,
-    out: std::io::BufReader<std::process::ChildStdout>,
+    /// Lines of `strobe mcp`'s output, read by a thread of their own so that
+    /// a reply that never comes fails the test instead of hanging it.
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl RawMcp {
@@ -497,7 +499,16 @@ impl RawMcp {
             .spawn()
             .expect("strobe mcp starts");
         let out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut raw = RawMcp { child, out };
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in out.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = RawMcp { child, lines };
         raw.call(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -516,15 +527,13 @@ impl RawMcp {
 
     /// Sends a request and returns the reply with the same id.
     fn call(&mut self, v: Value) -> Value {
-        use std::io::BufRead;
         let id = v["id"].clone();
         self.send(v);
         loop {
-            let mut line = String::new();
-            assert!(
-                self.out.read_line(&mut line).unwrap() > 0,
-                "strobe mcp closed its output"
-            );
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no reply to request {id} from strobe mcp: {e}"));
             let reply: Value = serde_json::from_str(&line).unwrap();
             if reply["id"] == id {
                 return reply;
