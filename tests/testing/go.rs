@@ -1,9 +1,10 @@
 //! debug_test with `go test -json` through MCP: tests/fixtures/go_project
 //! (no dependencies, so no network), copied to a temporary directory.
 
-use crate::support::Env;
+use crate::support::{self, Env};
 use crate::{copy_fixture, run};
 use serde_json::json;
+use std::time::Duration;
 
 const FILES: [&str; 7] = [
     "go.mod",
@@ -163,5 +164,43 @@ async fn sigterm_while_a_run_is_being_prepared_stops_the_daemon() {
     assert!(
         env.wait_daemon_gone(pid, std::time::Duration::from_secs(15)),
         "the daemon did not stop on SIGTERM"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_run_request_stops_its_walk() {
+    // Enough directories that walking them all outlasts the round trip of a
+    // request and its cancellation.
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..400 {
+        for j in 0..50 {
+            std::fs::create_dir_all(dir.path().join(format!("d{i}/e{j}"))).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("go.mod"), "module example.com/w\n").unwrap();
+    let env = Env::new();
+    let c = env.client().await;
+    let args =
+        json!({"action": "run", "projectRoot": dir.path(), "framework": "go", "level": "unit"});
+    let serde_json::Value::Object(map) = args else {
+        unreachable!()
+    };
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(
+        rmcp::model::CallToolRequestParams::new("debug_test").with_arguments(map),
+    ));
+    let handle = c
+        .service
+        .peer()
+        .send_cancellable_request(request, Default::default())
+        .await
+        .unwrap();
+    handle.cancel(Some("test".into())).await.unwrap();
+    let log = env.path().join("logs/daemon.log");
+    assert!(
+        support::wait_until(Duration::from_secs(30), || std::fs::read_to_string(&log)
+            .is_ok_and(|l| l.contains("cancelled by the client")
+                && l.contains("the request was cancelled"))),
+        "the walk did not stop for the cancellation: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
     );
 }

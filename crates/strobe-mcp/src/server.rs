@@ -520,10 +520,22 @@ impl StrobeServer {
         Args(p): Args<TestParams>,
         meta: rmcp::model::RequestMetaObject,
         peer: rmcp::Peer<rmcp::RoleServer>,
+        ct: tokio_util::sync::CancellationToken,
     ) -> Result<CallToolResult, McpError> {
         let mgr = self.mgr.clone();
         let (settings, _) = self.settings(p.project_root.as_deref().map(Path::new));
         let progress_token = meta.get_progress_token();
+        // A client that cancels the call stops the run's preparing work (a
+        // walk of the project) instead of leaving it to run to its bound.
+        let cancel = strobe_testing::walk::Cancel::default();
+        let cancelled = cancel.clone();
+        let on_cancel = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                cancel.cancel();
+            })
+        };
         let r = if let ("status", Some(id), Some(token)) =
             (p.action.as_str(), p.test_run_id.clone(), progress_token)
         {
@@ -557,7 +569,7 @@ impl StrobeServer {
                         "give 'level' or 'test', not both: a single test runs at whatever level it is",
                     ));
                 }
-                mgr.test_run(&strobe_session::testrun::TestRunRequest {
+                let r = mgr.test_run(&strobe_session::testrun::TestRunRequest {
                     project_root,
                     framework: p.framework,
                     level,
@@ -571,7 +583,18 @@ impl StrobeServer {
                         .into_iter()
                         .map(watch_request)
                         .collect(),
-                }, &settings)
+                    cancel: Some(cancel),
+                }, &settings);
+                if cancelled.is_cancelled() {
+                    // rmcp dropped the call's future: nobody reads this answer,
+                    // so the log says what the cancellation stopped.
+                    let what = match &r {
+                        Ok(v) => format!("it had already answered ({})", v["status"]),
+                        Err(e) => e.message.clone(),
+                    };
+                    tracing::info!("debug_test run cancelled by the client: {what}");
+                }
+                r
             }
             "status" => {
                 let id = p.test_run_id.ok_or_else(|| {
@@ -585,6 +608,7 @@ impl StrobeServer {
         })
             .await
         };
+        on_cancel.abort();
         Ok(match r {
             Ok(v) => {
                 let text = match v["status"].as_str() {

@@ -22,19 +22,36 @@ pub const MAX_DEPTH: usize = 24;
 pub const MAX_TIME: Duration = Duration::from_secs(10);
 
 /// A flag that stops walks (and other cancellable work of a request) when
-/// raised; clones share it.
+/// raised; clones share it. A request's flag can sit [`Cancel::within`] the
+/// daemon's, so either the caller giving up or shutdown stops its work.
 #[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
+pub struct Cancel {
+    flag: Arc<AtomicBool>,
+    outer: Option<Arc<AtomicBool>>,
+}
 
 impl Cancel {
     /// Raises the flag: walks in progress stop at their next entry.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.flag.store(true, Ordering::SeqCst);
     }
 
-    /// Whether the flag is raised.
+    /// Whether the flag, or the one it sits within, is raised.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.flag.load(Ordering::SeqCst)
+            || self
+                .outer
+                .as_ref()
+                .is_some_and(|o| o.load(Ordering::SeqCst))
+    }
+
+    /// This flag, also raised whenever `outer`'s own flag is (one level:
+    /// `outer`'s outer does not carry over).
+    pub fn within(&self, outer: &Cancel) -> Cancel {
+        Cancel {
+            flag: self.flag.clone(),
+            outer: Some(outer.flag.clone()),
+        }
     }
 }
 
@@ -76,8 +93,10 @@ pub enum WalkError {
         /// Entries read by then.
         entries: usize,
     },
-    /// The daemon is shutting down.
-    #[error("stopped looking for {what} under {root}: the daemon is shutting down")]
+    /// The caller cancelled the request, or the daemon is shutting down.
+    #[error(
+        "stopped looking for {what} under {root}: the request was cancelled or the daemon is shutting down"
+    )]
     Cancelled {
         /// What was looked for.
         what: String,
@@ -278,5 +297,20 @@ mod tests {
         std::fs::write(&file, "def test_y(): pass\n").unwrap();
         assert!(read_small_file(&file, 1 << 20).is_some());
         assert_eq!(read_small_file(&file, 3), None, "too big");
+    }
+
+    #[test]
+    fn a_request_flag_within_the_daemons_stops_on_either() {
+        let daemon = Cancel::default();
+        let request = Cancel::default();
+        let joined = request.within(&daemon);
+        assert!(!joined.is_cancelled());
+        request.cancel();
+        assert!(joined.is_cancelled(), "the caller gave up");
+        assert!(!daemon.is_cancelled(), "other requests go on");
+        let daemon = Cancel::default();
+        let joined = Cancel::default().within(&daemon);
+        daemon.cancel();
+        assert!(joined.is_cancelled(), "shutdown");
     }
 }

@@ -349,4 +349,21 @@ fn level_discovery_skips_symlink_cycles_and_stops_when_cancelled() {
         .run_command(&target, Some(TestLevel::Unit), None)
         .unwrap_err();
     assert!(e.to_string().contains("shutting down"), "{e}");
+
+    // So does a request's own flag, which sits within the daemon's.
+    let daemon = strobe_testing::walk::Cancel::default();
+    let request = strobe_testing::walk::Cancel::default();
+    let target = TestTarget {
+        cancel: request.within(&daemon),
+        ..TestTarget::new(root)
+    };
+    GoAdapter
+        .run_command(&target, Some(TestLevel::Unit), None)
+        .unwrap();
+    request.cancel();
+    let e = GoAdapter
+        .run_command(&target, Some(TestLevel::Unit), None)
+        .unwrap_err();
+    assert!(e.to_string().contains("request was cancelled"), "{e}");
+    assert!(!daemon.is_cancelled(), "other requests go on");
 }

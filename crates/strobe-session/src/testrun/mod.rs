@@ -48,6 +48,10 @@ pub struct TestRunRequest {
     pub trace_patterns: Vec<String>,
     /// Watches, likewise.
     pub watches: Vec<crate::trace::WatchRequest>,
+    /// Raised when the caller gives up on the request (an MCP cancellation):
+    /// stops its preparing work (walks of the project). Shutdown stops it
+    /// too, with or without this.
+    pub cancel: Option<strobe_testing::walk::Cancel>,
 }
 
 /// The test runs of this daemon.
@@ -150,7 +154,10 @@ impl TestRuns {
         let target = TestTarget {
             root: root.clone(),
             command: req.command.clone(),
-            cancel: self.cancel.clone(),
+            cancel: req
+                .cancel
+                .as_ref()
+                .map_or_else(|| self.cancel.clone(), |c| c.within(&self.cancel)),
         };
         match strobe_testing::choose(&target, req.framework.as_deref()) {
             Ok(a) => Ok((target, a)),
