@@ -119,14 +119,11 @@ impl ExitWatch {
     /// the poll readiness says the process exited, and `/proc` is read only
     /// while the pidfd's process is still not reaped.
     fn zombie_status(&self) -> Option<Ended> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
-        let after = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        // fields[0] is field 3 (state); exit_code is field 52.
-        if fields.first() != Some(&"Z") {
+        let stat = crate::procfs::Stat::of(self.pid)?;
+        if stat.state()? != 'Z' {
             return None;
         }
-        let status: i32 = fields.get(49)?.parse().ok()?;
+        let status = stat.exit_code()?;
         // The pid still names our process only if the pidfd is not yet
         // reaped: signalling 0 through it fails with ESRCH once it is.
         // SAFETY: pidfd_send_signal(2) with signal 0 sends nothing.

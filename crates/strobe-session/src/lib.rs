@@ -15,6 +15,7 @@ pub mod frames;
 pub mod hookable;
 mod manager;
 mod pool;
+pub mod procfs;
 pub mod stacks;
 pub mod stuck;
 pub mod testrun;

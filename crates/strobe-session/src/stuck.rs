@@ -125,13 +125,6 @@ pub fn busy_share(
     }
 }
 
-/// Fields of `/proc/PID/stat` after the command (which may hold spaces and
-/// parentheses): state is field 3, so index 0 here.
-fn stat_fields(stat: &str) -> Option<Vec<&str>> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    Some(rest.split_whitespace().collect())
-}
-
 /// Every live process of a test run's tree: those in the process group
 /// `pgid` the run's command started, and their descendants that moved to
 /// groups of their own (cargo-nextest runs each test in one).
@@ -143,14 +136,12 @@ pub fn group_members(pgid: u32) -> Vec<Member> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let f = stat_fields(&stat)?;
-            // state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-            let (state, ppid, pgrp) = (f[0], f[1].parse().ok()?, f[2].parse::<u32>().ok()?);
-            if state == "Z" {
+            let stat = crate::procfs::Stat::of(pid)?;
+            let (ppid, pgrp) = (stat.ppid()?, stat.pgrp()?);
+            if stat.state()? == 'Z' {
                 return None;
             }
-            let cpu_ticks = f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?;
+            let cpu_ticks = stat.cpu_ticks()?;
             Some((
                 Member {
                     pid,
@@ -337,14 +328,10 @@ pub struct ProcessStacks {
 /// as `restart_syscall`, hiding how long it was.
 pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessStacks {
     let info = stacks::ProcessInfo::of(pid);
-    let waits = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-                .map(|tid| (tid, thread_wait(pid, tid)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let waits = crate::procfs::threads(pid)
+        .into_iter()
+        .map(|tid| (tid, thread_wait(pid, tid)))
+        .collect();
     let (threads, sampler) = stacks::sample(samplers, &info);
     ProcessStacks {
         pid,
@@ -661,13 +648,6 @@ mod tests {
         // cargo (10) → test binary (11); a shell (12) → its child (13).
         let members = [m(10, 1), m(11, 10), m(12, 10), m(13, 12)];
         assert_eq!(leaves(&members), [11, 13]);
-    }
-
-    #[test]
-    fn stat_fields_survive_odd_command_names() {
-        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194304 100 0 0 0 7 3 0 0 20 0";
-        let f = stat_fields(stat).unwrap();
-        assert_eq!((f[0], f[1], f[2], f[11], f[12]), ("S", "1", "42", "7", "3"));
     }
 
     fn frame(function: &str, file: &str, line: u32) -> crate::stacks::StackFrame {

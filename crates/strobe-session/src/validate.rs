@@ -56,14 +56,7 @@ pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
 
 /// The `flags` field of `/proc/PID/stat`.
 fn stat_flags(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces and parentheses):
-    // state, ppid, pgrp, session, tty_nr, tpgid, flags.
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(6)?
-        .parse()
-        .ok()
+    crate::procfs::Stat::of(pid)?.flags()
 }
 
 /// What `pid` is when it is one of Strobe's own processes: one running the

@@ -75,18 +75,11 @@ fn classify_fault(pid: u32, crash: &mut Value) {
         return;
     };
     let operation = crash["memory"]["operation"].as_str().unwrap_or("read");
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    let mapping = maps.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let (lo, hi) = f.next()?.split_once('-')?;
-        let (lo, hi) = (
-            u64::from_str_radix(lo, 16).ok()?,
-            u64::from_str_radix(hi, 16).ok()?,
-        );
-        let perms = f.next()?.to_string();
-        let path = f.nth(3).unwrap_or("").to_string();
-        (lo <= addr && addr < hi).then_some((perms, path))
-    });
+    let mapping = crate::procfs::maps(pid)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|m| m.contains(addr))
+        .map(|m| (m.perms, m.path));
     let cause = match mapping {
         None if addr < 4096 => "null pointer: nothing is mapped at this address".to_string(),
         None => "nothing is mapped at this address".to_string(),

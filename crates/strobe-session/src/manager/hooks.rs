@@ -15,29 +15,10 @@ use strobe_symbols::resolvers::dwarf::DwarfResolver;
 /// How often a wait for the agent checks whether the process was stopped.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
-/// True when every thread of `pid` is stopped (`/proc/PID/task/*/stat`
-/// state `T` or `t`): a signal's group stop or a debugger. One stopped
-/// thread is not enough: a process Frida spawned suspended has its main
-/// thread stopped while the agent's threads run and answer.
+/// True when every thread of `pid` is stopped by a signal or a debugger
+/// (see [`crate::procfs::all_threads_stopped`]).
 pub(super) fn stopped_by_signal(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    let mut any = false;
-    for task in tasks.flatten() {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            continue;
-        };
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].trim_start().chars().next());
-        match state {
-            Some('T' | 't') => any = true,
-            Some(_) => return false,
-            None => {}
-        }
-    }
-    any
+    crate::procfs::all_threads_stopped(pid)
 }
 
 /// What a request to a stopped process's agent answers.
@@ -844,7 +825,7 @@ pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolE
 /// when Frida maps the file again, whole, to read it, and for lld output);
 /// the lowest mapping when none is executable.
 pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
-    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+    let maps = match crate::procfs::maps(pid) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!("cannot read /proc/{pid}/maps: {e}");
@@ -853,31 +834,11 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
     };
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let mut lowest: Option<u64> = None;
-    for l in maps.lines() {
-        let mut fields = l.split_whitespace();
-        let (Some(range), Some(perms), Some(offset)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        // A file replaced on disk while mapped shows as "path (deleted)".
-        let mapped = fields.skip(2).collect::<Vec<_>>().join(" ");
-        let p = mapped.strip_suffix(" (deleted)").unwrap_or(&mapped);
-        if p.is_empty() || (Path::new(p) != canonical && Path::new(p) != path) {
-            continue;
-        }
-        let Some(start) = range
-            .split_once('-')
-            .and_then(|(a, _)| u64::from_str_radix(a, 16).ok())
-        else {
-            continue;
-        };
-        lowest = Some(lowest.map_or(start, |l| l.min(start)));
-        if perms.contains('x')
-            && let Ok(offset) = u64::from_str_radix(offset, 16)
-        {
-            let shift = segment_shift(Path::new(p), offset).unwrap_or(0);
-            return Some(start.wrapping_sub(offset).wrapping_sub(shift));
+    for m in maps.iter().filter(|m| m.maps_file(path, &canonical)) {
+        lowest = Some(lowest.map_or(m.start, |l| l.min(m.start)));
+        if m.executable() {
+            let shift = segment_shift(Path::new(&m.path), m.offset).unwrap_or(0);
+            return Some(m.start.wrapping_sub(m.offset).wrapping_sub(shift));
         }
     }
     lowest
@@ -891,31 +852,16 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
 /// mapping of the path is not used: Frida maps some files again, whole, to
 /// read them.
 pub(crate) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    for l in maps.lines() {
-        let mut fields = l.split_whitespace();
-        let (range, _perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
-        let (a, b) = range.split_once('-')?;
-        let (start, end) = (
-            u64::from_str_radix(a, 16).ok()?,
-            u64::from_str_radix(b, 16).ok()?,
-        );
-        if !(start..end).contains(&addr) {
-            continue;
-        }
-        let mapped = fields.skip(2).collect::<Vec<_>>().join(" ");
-        let path = mapped.strip_suffix(" (deleted)").unwrap_or(&mapped);
-        if !path.starts_with('/') {
-            return None;
-        }
-        let offset = u64::from_str_radix(offset, 16).ok()?;
-        let shift = segment_shift(Path::new(path), offset).unwrap_or(0);
-        return Some((
-            PathBuf::from(path),
-            start.wrapping_sub(offset).wrapping_sub(shift),
-        ));
+    let maps = crate::procfs::maps(pid).ok()?;
+    let m = maps.iter().find(|m| m.contains(addr))?;
+    if !m.is_file() {
+        return None;
     }
-    None
+    let shift = segment_shift(Path::new(&m.path), m.offset).unwrap_or(0);
+    Some((
+        PathBuf::from(&m.path),
+        m.start.wrapping_sub(m.offset).wrapping_sub(shift),
+    ))
 }
 
 /// `p_vaddr - p_offset` of the loadable segment that holds file offset

@@ -554,18 +554,14 @@ fn all_failed(done: &str, results: Vec<Value>) -> Result<Vec<Value>, ToolError> 
 /// The executable mapping (`perms path`) overlapping `len` bytes at `addr`
 /// in `pid`, if any.
 fn code_mapping(pid: u32, addr: u64, len: u64) -> Option<String> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let end = addr.saturating_add(len.max(1));
-    maps.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let (lo, hi) = f.next()?.split_once('-')?;
-        let (lo, hi) = (
-            u64::from_str_radix(lo, 16).ok()?,
-            u64::from_str_radix(hi, 16).ok()?,
-        );
-        let perms = f.next()?;
-        let path = f.nth(3).unwrap_or("anonymous memory");
-        (perms.contains('x') && lo < end && addr < hi).then(|| format!("{perms} {path}"))
+    crate::procfs::maps(pid).ok()?.into_iter().find_map(|m| {
+        let path = if m.path.is_empty() {
+            "anonymous memory"
+        } else {
+            &m.path
+        };
+        (m.executable() && m.start < end && addr < m.end).then(|| format!("{} {path}", m.perms))
     })
 }
 

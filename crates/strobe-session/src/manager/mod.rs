@@ -1802,11 +1802,7 @@ impl SessionManager {
 /// Start time of `pid` (clock ticks since boot, /proc/PID/stat field 22):
 /// with the pid, it identifies a process uniquely.
 fn proc_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name (which may contain spaces);
-    // field 3 (state) is the first of them, so field 22 is the 20th.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    crate::procfs::Stat::of(pid)?.start_time()
 }
 
 /// The store's eviction budgets from the settings in force.
