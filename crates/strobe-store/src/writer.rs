@@ -71,6 +71,9 @@ pub struct Store {
     tx: Sender<Msg>,
     path: PathBuf,
     readers: Arc<Mutex<Vec<Connection>>>,
+    /// Each live session's counters, so that events the writer can no
+    /// longer take (it is gone) are still counted as dropped.
+    stats: Arc<Mutex<HashMap<i64, Arc<SessionStats>>>>,
     writer_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
@@ -88,6 +91,7 @@ impl Store {
             tx,
             path: path.to_path_buf(),
             readers: Arc::new(Mutex::new(Vec::new())),
+            stats: Arc::new(Mutex::new(HashMap::new())),
             writer_thread: Arc::new(Mutex::new(Some(handle))),
         })
     }
@@ -102,7 +106,12 @@ impl Store {
 
     /// Creates a session; returns its key and its live counters.
     pub fn create_session(&self, s: NewSession) -> Result<(i64, Arc<SessionStats>), StoreError> {
-        self.call(|r| Msg::Create(s, r))
+        let (key, stats) = self.call(|r| Msg::Create(s, r))?;
+        self.stats
+            .lock()
+            .expect("stats lock")
+            .insert(key, stats.clone());
+        Ok((key, stats))
     }
 
     /// Queues a lifecycle update (applied in order with appends).
@@ -120,13 +129,29 @@ impl Store {
     }
 
     /// Appends events. Blocks while the writer is behind (back-pressure).
+    ///
+    /// # Errors
+    /// [`StoreError::WriterGone`] when the writer has stopped; the batch's
+    /// events are then counted as the session's `dropped`, so nothing is
+    /// lost without a count whatever the caller does with the error.
     pub fn append(&self, key: i64, batch: EventBatch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());
         }
-        self.tx
-            .send(Msg::Append(key, batch))
-            .map_err(|_| StoreError::WriterGone)
+        self.tx.send(Msg::Append(key, batch)).map_err(|e| {
+            if let Msg::Append(_, batch) = e.0
+                && let Some(stats) = self.stats.lock().expect("stats lock").get(&key)
+            {
+                stats
+                    .dropped
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                tracing::error!(
+                    "store writer gone: {} events of session key {key} dropped (counted)",
+                    batch.len()
+                );
+            }
+            StoreError::WriterGone
+        })
     }
 
     /// Registers functions (id → name, file, line) so events can be named
@@ -229,6 +254,7 @@ impl Store {
 
     /// Deletes a session and all its events.
     pub fn delete_session(&self, key: i64) -> Result<(), StoreError> {
+        self.stats.lock().expect("stats lock").remove(&key);
         self.call(|r| Msg::Delete(key, r))
     }
 

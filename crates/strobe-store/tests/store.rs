@@ -692,3 +692,26 @@ fn content_indexes_skip_chunks_without_the_text_or_return_value_and_lose_nothing
     let r = store.query(key, &text, ALL).unwrap();
     assert_eq!((r.total_count, r.chunks_decoded), (1, 4));
 }
+
+#[test]
+fn events_the_writer_can_no_longer_take_are_counted_as_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let (key, stats) = store
+        .create_session(NewSession {
+            id: "gone".into(),
+            binary_path: "/bin/x".into(),
+            project_root: "/p".into(),
+            launch_json: "{}".into(),
+            started_at: 1_000,
+            caps: strobe_store::EventCaps::both(1_000),
+        })
+        .unwrap();
+    store.close().unwrap();
+    assert!(store.append(key, lines(0, 25, EventKind::Stdout)).is_err());
+    assert_eq!(
+        strobe_store::SessionStats::get(&stats.dropped),
+        25,
+        "nothing lost without a count"
+    );
+}

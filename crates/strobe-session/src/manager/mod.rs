@@ -921,7 +921,16 @@ impl SessionManager {
         let payload = &msg["payload"];
         match payload["type"].as_str() {
             Some("exit") => {
-                let code = payload["code"].as_i64().unwrap_or(0) as i32;
+                let Some(code) = exit_code_of(payload) else {
+                    // Never a default: a made-up 0 would read as success. The
+                    // end is still learned, from the kernel, when it comes.
+                    tracing::warn!(
+                        "session {}: the agent's exit message has no valid code ({payload}); ignored",
+                        live.id
+                    );
+                    let _ = live.post(br#"{"type":"exit-ack"}"#);
+                    return;
+                };
                 live.life.lock().expect("lifecycle lock").exit_code = Some(code);
                 if let Some(root) = live.root() {
                     // A followed process: its exit is its own event, and an
@@ -1805,6 +1814,11 @@ fn proc_start_time(pid: u32) -> Option<u64> {
     crate::procfs::Stat::of(pid)?.start_time()
 }
 
+/// The exit code an agent's `exit` message carries, if it carries a valid one.
+fn exit_code_of(payload: &Value) -> Option<i32> {
+    i32::try_from(payload["code"].as_i64()?).ok()
+}
+
 /// The store's eviction budgets from the settings in force.
 fn event_caps(settings: &Settings) -> strobe_store::EventCaps {
     strobe_store::EventCaps {
@@ -1824,6 +1838,25 @@ fn ended_by_signal(life: &mut Lifecycle, ended: Option<crate::exit_watch::Ended>
         crate::exit_watch::Ended::Signal(sig) => {
             life.signal = Some(crate::exit_watch::signal_name(sig));
             Some(sig)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exit_message_without_a_valid_code_is_not_exit_code_zero() {
+        assert_eq!(exit_code_of(&json!({"type": "exit", "code": 3})), Some(3));
+        assert_eq!(exit_code_of(&json!({"type": "exit", "code": -1})), Some(-1));
+        for bad in [
+            json!({"type": "exit"}),
+            json!({"type": "exit", "code": "3"}),
+            json!({"type": "exit", "code": 1.5}),
+            json!({"type": "exit", "code": 4_294_967_296u64}),
+        ] {
+            assert_eq!(exit_code_of(&bad), None, "{bad}");
         }
     }
 }
