@@ -20,9 +20,11 @@ mod agent_calls;
 mod calltree;
 pub mod codec;
 mod error;
+mod eviction;
 pub mod query;
 mod schema;
 mod sessions;
+mod store;
 mod test_history;
 mod writer;
 
@@ -32,5 +34,6 @@ pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueF
 pub use sessions::{
     CaptureBlob, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
 };
+pub use store::Store;
 pub use test_history::{RUNS_KEPT, TestBaseline, TestDurations};
-pub use writer::{PurgeReport, Store};
+pub use writer::PurgeReport;

@@ -1,22 +1,22 @@
-//! The store handle and its single writer thread.
+//! The store's single writer thread: the only code that writes SQLite. It
+//! batches appends into chunks and commits them (with eviction,
+//! `eviction.rs`) at least every 20 ms; the handle (`store.rs`) talks to it
+//! through [`Msg`].
 
-use crate::agent_calls::{self, AgentCall, AgentCallRow};
+use crate::agent_calls::{self, AgentCall};
 use crate::calltree::CallTree;
-use crate::codec::{self, ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
+use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
-use crate::query::{self, EventFilter, QueryPage, QueryResult};
-use crate::schema;
+use crate::eviction::{ChunkRec, Counts, evict, insert_chunk};
 use crate::sessions::{
-    self, CaptureBlob, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
+    self, CaptureBlob, EventCaps, FunctionRow, NewSession, SessionStats, SessionUpdate,
 };
-use crate::test_history::{self, TestBaseline, TestDurations};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use crate::test_history::{self, TestDurations};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rusqlite::{Connection, params};
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use strobe_core::event::EventBatch;
 
@@ -28,11 +28,12 @@ const COMMIT_INTERVAL: Duration = Duration::from_millis(20);
 /// Most sealed chunks one transaction carries.
 const COMMIT_CHUNKS: usize = 64;
 /// Batches that may wait in the writer's queue before appenders block.
-const QUEUE_BATCHES: usize = 256;
+pub(crate) const QUEUE_BATCHES: usize = 256;
 
-type Reply<T> = Sender<Result<T, StoreError>>;
+pub(crate) type Reply<T> = Sender<Result<T, StoreError>>;
 
-enum Msg {
+/// What the store handle asks of the writer thread.
+pub(crate) enum Msg {
     Create(NewSession, Reply<(i64, Arc<SessionStats>)>),
     Captures(i64, Vec<CaptureBlob>),
     Update(i64, SessionUpdate),
@@ -50,10 +51,10 @@ enum Msg {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct PurgeParams {
-    now_ms: i64,
-    retention_ms: i64,
-    max_total_bytes: u64,
+pub(crate) struct PurgeParams {
+    pub(crate) now_ms: i64,
+    pub(crate) retention_ms: i64,
+    pub(crate) max_total_bytes: u64,
 }
 
 /// What a purge removed.
@@ -63,398 +64,6 @@ pub struct PurgeReport {
     pub expired: Vec<String>,
     /// Sessions removed to get under the total size cap.
     pub over_size: Vec<String>,
-}
-
-/// Handle to the event store. Cheap to clone; all clones share one writer.
-#[derive(Clone)]
-pub struct Store {
-    tx: Sender<Msg>,
-    path: PathBuf,
-    readers: Arc<Mutex<Vec<Connection>>>,
-    /// Each live session's counters, so that events the writer can no
-    /// longer take (it is gone) are still counted as dropped.
-    stats: Arc<Mutex<HashMap<i64, Arc<SessionStats>>>>,
-    writer_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
-}
-
-impl Store {
-    /// Opens (creating if needed) the database at `path` and starts the writer.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = schema::open(path)?;
-        schema::migrate(&conn)?;
-        let (tx, rx) = bounded(QUEUE_BATCHES);
-        let handle = std::thread::Builder::new()
-            .name("strobe-store-writer".into())
-            .spawn(move || Writer::new(conn).run(rx))
-            .map_err(|_| StoreError::WriterGone)?;
-        Ok(Store {
-            tx,
-            path: path.to_path_buf(),
-            readers: Arc::new(Mutex::new(Vec::new())),
-            stats: Arc::new(Mutex::new(HashMap::new())),
-            writer_thread: Arc::new(Mutex::new(Some(handle))),
-        })
-    }
-
-    fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Msg) -> Result<T, StoreError> {
-        let (rtx, rrx) = bounded(1);
-        self.tx
-            .send(make(rtx))
-            .map_err(|_| StoreError::WriterGone)?;
-        rrx.recv().map_err(|_| StoreError::WriterGone)?
-    }
-
-    /// Creates a session; returns its key and its live counters.
-    pub fn create_session(&self, s: NewSession) -> Result<(i64, Arc<SessionStats>), StoreError> {
-        let (key, stats) = self.call(|r| Msg::Create(s, r))?;
-        self.stats
-            .lock()
-            .expect("stats lock")
-            .insert(key, stats.clone());
-        Ok((key, stats))
-    }
-
-    /// Queues a lifecycle update (applied in order with appends).
-    pub fn update_session(&self, key: i64, u: SessionUpdate) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::Update(key, u))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// Changes a session's event caps (settings are re-read on every tool call).
-    pub fn set_event_caps(&self, key: i64, caps: EventCaps) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::SetCaps(key, caps))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// Appends events. Blocks while the writer is behind (back-pressure).
-    ///
-    /// # Errors
-    /// [`StoreError::WriterGone`] when the writer has stopped; the batch's
-    /// events are then counted as the session's `dropped`, so nothing is
-    /// lost without a count whatever the caller does with the error.
-    pub fn append(&self, key: i64, batch: EventBatch) -> Result<(), StoreError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        self.tx.send(Msg::Append(key, batch)).map_err(|e| {
-            if let Msg::Append(_, batch) = e.0
-                && let Some(stats) = self.stats.lock().expect("stats lock").get(&key)
-            {
-                stats
-                    .dropped
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                tracing::error!(
-                    "store writer gone: {} events of session key {key} dropped (counted)",
-                    batch.len()
-                );
-            }
-            StoreError::WriterGone
-        })
-    }
-
-    /// Registers functions (id → name, file, line) so events can be named
-    /// and filtered by name. Queued in order with appends.
-    pub fn register_functions(&self, key: i64, rows: Vec<FunctionRow>) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::Functions(key, rows))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// Stores (or replaces) opaque blobs describing how a session's captured
-    /// values decode, so that a later daemon can still render them. The
-    /// store does not look inside; see `strobe-session`'s capture plans.
-    pub fn put_captures(&self, key: i64, blobs: Vec<CaptureBlob>) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::Captures(key, blobs))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// Every capture blob of a session.
-    pub fn captures(&self, key: i64) -> Result<Vec<CaptureBlob>, StoreError> {
-        self.with_reader(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT kind, id, sub, body FROM captures WHERE session = ?1 ORDER BY kind, id, sub",
-            )?;
-            let rows = stmt.query_map([key], |r| {
-                Ok(CaptureBlob {
-                    kind: r.get(0)?,
-                    id: r.get(1)?,
-                    sub: r.get(2)?,
-                    body: r.get(3)?,
-                })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
-    }
-
-    /// Records thread names of process `pid` (for `threadName` filters).
-    pub fn register_threads(
-        &self,
-        key: i64,
-        pid: u32,
-        threads: Vec<(u32, String)>,
-    ) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::Threads(key, pid, threads))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// Names of the given threads of a session: (tid, name).
-    pub fn thread_names(&self, key: i64, tids: &[u32]) -> Result<Vec<(u32, String)>, StoreError> {
-        self.with_reader(|c| {
-            let mut stmt =
-                c.prepare_cached("SELECT name FROM threads WHERE session = ?1 AND tid = ?2")?;
-            let mut out = Vec::new();
-            for tid in tids {
-                let mut rows = stmt.query(params![key, tid])?;
-                if let Some(r) = rows.next()? {
-                    out.push((*tid, r.get(0)?));
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// The registered functions of a session with the given ids.
-    pub fn functions(&self, key: i64, ids: &[u32]) -> Result<Vec<FunctionRow>, StoreError> {
-        self.with_reader(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT func_id, name, name_raw, file, line FROM functions WHERE session = ?1 AND func_id = ?2",
-            )?;
-            let mut out = Vec::new();
-            for id in ids {
-                let mut rows = stmt.query(params![key, id])?;
-                if let Some(r) = rows.next()? {
-                    out.push(FunctionRow {
-                        func_id: r.get(0)?,
-                        name: r.get(1)?,
-                        name_raw: r.get(2)?,
-                        file: r.get(3)?,
-                        line: r.get(4)?,
-                    });
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// Records events a producer had to drop before they reached the store.
-    pub fn record_dropped(&self, key: i64, n: u64) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::Dropped(key, n))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// Commits everything appended so far; afterwards queries see it.
-    pub fn flush(&self) -> Result<(), StoreError> {
-        self.call(Msg::Flush)
-    }
-
-    /// Deletes a session and all its events.
-    pub fn delete_session(&self, key: i64) -> Result<(), StoreError> {
-        self.stats.lock().expect("stats lock").remove(&key);
-        self.call(|r| Msg::Delete(key, r))
-    }
-
-    /// Removes retained sessions older than `retention` and then the oldest
-    /// retained sessions until stored bytes are at most `max_total_bytes`.
-    pub fn purge(
-        &self,
-        now_ms: i64,
-        retention: Duration,
-        max_total_bytes: u64,
-    ) -> Result<PurgeReport, StoreError> {
-        let p = PurgeParams {
-            now_ms,
-            retention_ms: retention.as_millis() as i64,
-            max_total_bytes,
-        };
-        self.call(|r| Msg::Purge(p, r))
-    }
-
-    /// Records how long each test of a finished run took; the baselines
-    /// read afterwards include it.
-    pub fn record_test_durations(&self, d: TestDurations) -> Result<(), StoreError> {
-        self.call(|r| Msg::TestDurations(d, r))
-    }
-
-    /// Records MCP tool calls an agent made on session `id`, without
-    /// waiting (the agent's call must not wait on the store). Calls naming a
-    /// session that is not stored are dropped with a debug log.
-    pub fn record_agent_calls(&self, id: &str, calls: Vec<AgentCall>) -> Result<(), StoreError> {
-        self.tx
-            .send(Msg::AgentCalls(id.to_string(), calls))
-            .map_err(|_| StoreError::WriterGone)
-    }
-
-    /// The agent's calls on session `id` after `after_seq` (0: from the
-    /// first), oldest first, at most `limit`; `None` if no such session.
-    pub fn agent_calls(
-        &self,
-        id: &str,
-        after_seq: i64,
-        limit: usize,
-    ) -> Result<Option<Vec<AgentCallRow>>, StoreError> {
-        self.with_reader(|c| {
-            let Some(s) = sessions::by_id(c, id)? else {
-                return Ok(None);
-            };
-            Ok(Some(agent_calls::list(c, s.key, after_seq, limit)?))
-        })
-    }
-
-    /// A test's mean duration over its last [`crate::RUNS_KEPT`] runs;
-    /// `None` when it never finished before.
-    pub fn test_baseline(
-        &self,
-        project_root: &str,
-        framework: &str,
-        name: &str,
-    ) -> Result<Option<TestBaseline>, StoreError> {
-        self.with_reader(|c| Ok(test_history::baseline(c, project_root, framework, name)?))
-    }
-
-    /// Flushes and stops the writer. Other clones become unusable.
-    pub fn close(&self) -> Result<(), StoreError> {
-        let r = self.call(Msg::Shutdown);
-        if let Some(h) = self
-            .writer_thread
-            .lock()
-            .expect("writer handle lock")
-            .take()
-        {
-            let _ = h.join();
-        }
-        r
-    }
-
-    fn with_reader<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let conn = self.readers.lock().expect("reader pool lock").pop();
-        let conn = match conn {
-            Some(c) => c,
-            None => schema::open(&self.path)?,
-        };
-        let out = f(&conn);
-        let mut pool = self.readers.lock().expect("reader pool lock");
-        if pool.len() < 4 {
-            pool.push(conn);
-        }
-        out
-    }
-
-    /// A session by id (committed state).
-    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        self.with_reader(|c| Ok(sessions::by_id(c, id)?))
-    }
-
-    /// Every stored session, oldest first.
-    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        self.with_reader(|c| Ok(sessions::all(c)?))
-    }
-
-    /// Largest timestamp stored for a session (0 when it has no events).
-    pub fn latest_ts(&self, key: i64) -> Result<u64, StoreError> {
-        self.with_reader(|c| {
-            let v: Option<i64> = c.query_row(
-                "SELECT MAX(ts_max) FROM chunks WHERE session = ?1",
-                [key],
-                |r| r.get(0),
-            )?;
-            Ok(v.unwrap_or(0) as u64)
-        })
-    }
-
-    /// Interned function ids of a session whose (name, raw name, file)
-    /// satisfy `pred`; the query engine filters on ids, never on strings.
-    pub fn function_ids(
-        &self,
-        key: i64,
-        pred: impl Fn(&str, Option<&str>, Option<&str>) -> bool,
-    ) -> Result<std::collections::HashSet<u32>, StoreError> {
-        self.with_reader(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT func_id, name, name_raw, file FROM functions WHERE session = ?1",
-            )?;
-            let mut out = std::collections::HashSet::new();
-            let mut rows = stmt.query([key])?;
-            while let Some(r) = rows.next()? {
-                let (name, raw, file): (String, Option<String>, Option<String>) =
-                    (r.get(1)?, r.get(2)?, r.get(3)?);
-                if pred(&name, raw.as_deref(), file.as_deref()) {
-                    out.insert(r.get(0)?);
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// Thread ids of a session whose name satisfies `pred`.
-    pub fn thread_ids(
-        &self,
-        key: i64,
-        pred: impl Fn(&str) -> bool,
-    ) -> Result<std::collections::HashSet<u32>, StoreError> {
-        self.with_reader(|c| {
-            let mut stmt = c.prepare_cached("SELECT tid, name FROM threads WHERE session = ?1")?;
-            let mut out = std::collections::HashSet::new();
-            let mut rows = stmt.query([key])?;
-            while let Some(r) = rows.next()? {
-                let name: String = r.get(1)?;
-                if pred(&name) {
-                    out.insert(r.get(0)?);
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// Per-function call statistics of one session's committed events.
-    pub fn aggregate_functions(
-        &self,
-        key: i64,
-        filter: &EventFilter,
-    ) -> Result<Vec<crate::FunctionStats>, StoreError> {
-        self.with_reader(|c| query::aggregate(c, key, filter))
-    }
-
-    /// Runs a query over one session's committed events.
-    pub fn query(
-        &self,
-        key: i64,
-        filter: &EventFilter,
-        page: QueryPage,
-    ) -> Result<QueryResult, StoreError> {
-        self.with_reader(|c| query::run(c, key, filter, page))
-    }
-}
-
-/// A committed chunk as eviction sees it.
-#[derive(Debug, Clone, Copy)]
-struct ChunkRec {
-    id: i64,
-    first_seq: u64,
-    /// Function enter/exit events in it.
-    trace: u64,
-    /// Every other event in it.
-    output: u64,
-    bytes: u64,
-    /// Rewritten by eviction: its trace events are gone, its ids have gaps.
-    stripped: bool,
-}
-
-/// A session's stored counts, as committed (or about to be).
-#[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    trace: u64,
-    output: u64,
-    evicted: u64,
-    evicted_output: u64,
-    stored_bytes: u64,
 }
 
 struct SessionState {
@@ -480,20 +89,20 @@ impl SessionState {
     }
 }
 
-struct Writer {
+pub(crate) struct Writer {
     conn: Connection,
     sessions: HashMap<i64, SessionState>,
 }
 
 impl Writer {
-    fn new(conn: Connection) -> Self {
+    pub(crate) fn new(conn: Connection) -> Self {
         Self {
             conn,
             sessions: HashMap::new(),
         }
     }
 
-    fn run(mut self, rx: Receiver<Msg>) {
+    pub(crate) fn run(mut self, rx: Receiver<Msg>) {
         loop {
             let timeout = self
                 .next_deadline()
@@ -883,172 +492,4 @@ impl Writer {
         }
         Ok(report)
     }
-}
-
-/// Inserts one sealed chunk and its content index.
-fn insert_chunk(
-    tx: &Connection,
-    key: i64,
-    (summary, data): &(ChunkSummary, Vec<u8>),
-) -> Result<ChunkRec, StoreError> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
-                             pid_min, pid_max, func_counts, data)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?;
-    let mut insert_index =
-        tx.prepare_cached("INSERT INTO chunk_indexes (id, content) VALUES (?1, ?2)")?;
-    let index = summary.index.to_blob();
-    // The stored count is the span of ids, which range filters prune by.
-    insert.execute(params![
-        key,
-        summary.first_seq as i64,
-        summary.span as i64,
-        summary.ts_min as i64,
-        summary.ts_max as i64,
-        summary.kind_mask,
-        summary.kind_counts_blob(),
-        summary.pid_min,
-        summary.pid_max,
-        summary.func_counts_blob(),
-        data
-    ])?;
-    let id = tx.last_insert_rowid();
-    insert_index.execute(params![id, index])?;
-    let trace: u64 = summary
-        .kind_counts
-        .iter()
-        .enumerate()
-        .filter(|(kind, _)| codec::is_trace_kind(*kind as u8))
-        .map(|(_, n)| u64::from(*n))
-        .sum();
-    Ok(ChunkRec {
-        id,
-        first_seq: summary.first_seq,
-        trace,
-        output: u64::from(summary.count) - trace,
-        bytes: (data.len() + index.len()) as u64,
-        stripped: false,
-    })
-}
-
-fn delete_chunk(tx: &Connection, id: i64) -> Result<(), StoreError> {
-    tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?
-        .execute([id])?;
-    tx.prepare_cached("DELETE FROM chunk_indexes WHERE id = ?1")?
-        .execute([id])?;
-    Ok(())
-}
-
-/// Applies a session's caps, oldest first. Over `caps.trace`, the oldest
-/// chunks holding function events lose them: a chunk holding nothing else is
-/// deleted, the others are rewritten with only their other events (same ids),
-/// consecutive ones into one chunk (joined to the rewritten chunk before them
-/// while that stays under a chunk's size), so each evicted chunk is decoded
-/// once. Over `caps.output`, the oldest chunk holding output goes whole.
-fn evict(
-    tx: &Connection,
-    key: i64,
-    caps: EventCaps,
-    chunks: &mut VecDeque<ChunkRec>,
-    counts: &mut Counts,
-) -> Result<(), StoreError> {
-    if counts.trace > caps.trace {
-        let mut out = VecDeque::with_capacity(chunks.len());
-        let mut run: Option<ChunkBuilder> = None;
-        for c in chunks.drain(..) {
-            if counts.trace <= caps.trace || c.trace == 0 {
-                flush_kept(tx, key, &mut run, &mut out, counts)?;
-                out.push_back(c);
-                continue;
-            }
-            counts.trace -= c.trace;
-            counts.evicted += c.trace;
-            if c.output > 0 {
-                // A rewritten chunk stays within a chunk's limits: what is
-                // being built is stored first when this chunk's output would
-                // take it past them (a source chunk alone never does).
-                if run
-                    .as_ref()
-                    .is_some_and(|b| b.len() as u64 + c.output > MAX_CHUNK_EVENTS as u64)
-                {
-                    flush_kept(tx, key, &mut run, &mut out, counts)?;
-                }
-                if run.is_none()
-                    && let Some(prev) = out.back().copied()
-                    && prev.stripped
-                    && prev.output + c.output <= MAX_CHUNK_EVENTS as u64
-                {
-                    out.pop_back();
-                    keep_output(tx, prev, &mut run, counts)?;
-                }
-                keep_output(tx, c, &mut run, counts)?;
-                if run.as_ref().is_some_and(|b| b.is_full(MAX_CHUNK_EVENTS)) {
-                    flush_kept(tx, key, &mut run, &mut out, counts)?;
-                }
-            } else {
-                delete_chunk(tx, c.id)?;
-                counts.stored_bytes -= c.bytes;
-            }
-        }
-        flush_kept(tx, key, &mut run, &mut out, counts)?;
-        *chunks = out;
-    }
-    while counts.output > caps.output {
-        let Some(i) = chunks.iter().position(|c| c.output > 0) else {
-            break;
-        };
-        let c = chunks.remove(i).expect("position is in range");
-        delete_chunk(tx, c.id)?;
-        counts.trace -= c.trace;
-        counts.output -= c.output;
-        counts.evicted += c.trace + c.output;
-        counts.evicted_output += c.output;
-        counts.stored_bytes -= c.bytes;
-    }
-    Ok(())
-}
-
-/// Moves a chunk's non-trace events into the rewritten chunk being built
-/// and deletes the chunk.
-fn keep_output(
-    tx: &Connection,
-    c: ChunkRec,
-    run: &mut Option<ChunkBuilder>,
-    counts: &mut Counts,
-) -> Result<(), StoreError> {
-    let data: Vec<u8> = tx
-        .prepare_cached("SELECT data FROM chunks WHERE id = ?1")?
-        .query_row([c.id], |r| r.get(0))?;
-    codec::decode(&data, c.first_seq, |seq, h, payload| {
-        if !codec::is_trace_kind(h.kind) {
-            run.get_or_insert_with(|| ChunkBuilder::new(seq))
-                .push_at(seq, &h, payload);
-        }
-        true
-    })
-    .map_err(|reason| StoreError::Corrupt {
-        chunk: c.id,
-        reason,
-    })?;
-    delete_chunk(tx, c.id)?;
-    counts.stored_bytes -= c.bytes;
-    Ok(())
-}
-
-/// Stores the rewritten chunk being built, if any, at the end of `out`.
-fn flush_kept(
-    tx: &Connection,
-    key: i64,
-    run: &mut Option<ChunkBuilder>,
-    out: &mut VecDeque<ChunkRec>,
-    counts: &mut Counts,
-) -> Result<(), StoreError> {
-    if let Some(b) = run.take() {
-        let mut rec = insert_chunk(tx, key, &b.finish())?;
-        rec.stripped = true;
-        counts.stored_bytes += rec.bytes;
-        out.push_back(rec);
-    }
-    Ok(())
 }
