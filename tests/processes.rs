@@ -9,19 +9,7 @@ use support::{Client, Env, fixture};
 
 /// Pages through every event matching `filter`.
 async fn all(c: &Client, id: &str, filter: Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    loop {
-        let mut args = filter.clone();
-        args["sessionId"] = json!(id);
-        args["limit"] = json!(500);
-        args["offset"] = json!(out.len());
-        args["verbose"] = json!(true);
-        let v = c.ok("debug_query", args).await;
-        out.extend(v["events"].as_array().unwrap().iter().cloned());
-        if v["hasMore"] != true {
-            return out;
-        }
-    }
+    c.query_all(id, filter).await
 }
 
 /// First arguments of a function's calls, by pid.

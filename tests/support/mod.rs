@@ -383,6 +383,24 @@ impl Client {
         }
     }
 
+    /// Every event matching `filter` (debug_query's arguments without the
+    /// session and paging), verbose, via paging.
+    pub async fn query_all(&self, id: &str, filter: Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let mut args = filter.clone();
+            args["sessionId"] = json!(id);
+            args["limit"] = json!(500);
+            args["offset"] = json!(out.len());
+            args["verbose"] = json!(true);
+            let v = self.ok("debug_query", args).await;
+            out.extend(v["events"].as_array().unwrap().iter().cloned());
+            if v["hasMore"] != true {
+                return out;
+            }
+        }
+    }
+
     /// The text of every stdout line of a session, in order.
     pub async fn stdout_lines(&self, id: &str) -> Vec<String> {
         self.events(id, Some("stdout"))

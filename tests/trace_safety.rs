@@ -1,0 +1,185 @@
+//! What tracing must never do to a program or to its evidence: take it
+//! down with a pattern that matches everything, let trace load evict its
+//! output, or hang on (and misreport) a program stopped by a signal. Real
+//! targets under real Frida, through MCP.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+use support::{Client, Env, fixture};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_load_evicts_calls_but_never_the_programs_output() {
+    // 100,000 traced calls (200,000 events) against a cap of 2,000 calls.
+    let env = Env::with_settings(json!({"events.maxPerSession": 2_000}));
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["work"], "sampling": false}))
+        .await;
+    let exe = fixture("chatty_loop");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let s = c.wait_ended(&id).await;
+    assert_eq!(s["exitCode"], 0, "{s}");
+    let evicted = s["events"]["evicted"].as_u64().unwrap();
+    assert!(evicted >= 190_000, "the calls were evicted: {s}");
+    assert_eq!(s["events"]["evictedOutput"], 0, "{s}");
+
+    let out = c.query_all(&id, json!({"eventType": "stdout"})).await;
+    assert_eq!(out.len(), 100, "every output line is kept");
+    assert_eq!(out[0]["text"], "progress 0");
+    assert_eq!(out[99]["text"], "progress 99000");
+    let err = c.events(&id, Some("stderr")).await;
+    assert!(err[0]["text"].as_str().unwrap().starts_with("done"));
+    let exits = c.query_all(&id, json!({"eventType": "process_exit"})).await;
+    assert_eq!(exits.len(), 1);
+
+    // The reply says which events went and which setting keeps more.
+    let q = c
+        .reply(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "stdout", "limit": 5}),
+        )
+        .await;
+    let text = &q.text;
+    assert!(
+        text.contains("function calls were evicted") && text.contains("events.maxPerSession"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn everything_patterns_never_take_the_program_down() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("ticker");
+    let (id, pid) = c.launch(&exe, &["-1", "20"]).await;
+    let alive = || Path::new(&format!("/proc/{pid}")).exists();
+    for pattern in ["**", "**::**::**"] {
+        let r = c
+            .reply("debug_trace", json!({"sessionId": id, "add": [pattern]}))
+            .await;
+        assert!(!r.is_error, "{pattern}: {}", r.text);
+        let warnings = r.value["warnings"].to_string();
+        assert!(
+            warnings.contains("left out") && warnings.contains("libc.so.6"),
+            "{pattern}: says what it left out and how to reach it: {warnings}"
+        );
+        assert!(
+            r.value["hookedFunctions"].as_u64().unwrap() >= 3,
+            "{}",
+            r.value
+        );
+        ticks_go_on(&c, &id).await;
+        assert!(alive(), "{pattern} killed the program");
+        c.ok("debug_trace", json!({"sessionId": id, "remove": [pattern]}))
+            .await;
+    }
+    // A prefix reaches libc, but never the functions the hook itself calls.
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["pthread_*"]}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let warnings = r.value["warnings"].to_string();
+    assert!(
+        warnings.contains("pthread_getspecific") && warnings.contains("not hooked"),
+        "{warnings} {}",
+        r.value
+    );
+    ticks_go_on(&c, &id).await;
+    assert!(alive(), "pthread_* killed the program");
+    c.ok("debug_trace", json!({"sessionId": id, "add": ["**"]}))
+        .await;
+    ticks_go_on(&c, &id).await;
+    let calls = c
+        .query_all(
+            &id,
+            json!({"eventType": "function_enter", "function": {"equals": "tick_work"}}),
+        )
+        .await;
+    assert!(!calls.is_empty(), "the program's own calls are traced");
+    assert_eq!(c.status(&id).await["state"], "running");
+}
+
+/// Waits until the ticker prints three more ticks (it is alive and running
+/// its traced code), for at most 20 s.
+async fn ticks_go_on(c: &Client, id: &str) {
+    let count = |v: Value| v["totalCount"].as_u64().unwrap_or(0);
+    let q = json!({"sessionId": id, "eventType": "stdout", "limit": 1});
+    let before = count(c.ok("debug_query", q.clone()).await);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while count(c.ok("debug_query", q.clone()).await) < before + 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program stopped printing ticks"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_program_says_so_and_tracing_waits_for_it() {
+    // A request timeout long enough that waiting for it would hang the test:
+    // the answer must come from seeing the stop, not from timing out.
+    let env = Env::with_settings(json!({"bridge.requestTimeoutMs": 600_000}));
+    let c = env.client().await;
+    let exe = fixture("ticker");
+    let (id, pid) = c.launch(&exe, &["-1", "20"]).await;
+    support::signal(pid, 19); // SIGSTOP
+    assert!(support::wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s[s.rfind(')').unwrap() + 2..].starts_with('T'))
+    }));
+    let s = c
+        .reply(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
+    assert!(
+        s.value["stopped"].as_str().unwrap().contains("kill -CONT"),
+        "{}",
+        s.value
+    );
+    assert!(s.text.contains("stopped by a signal"), "{}", s.text);
+
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["tick_work"]}),
+        )
+        .await;
+    assert!(
+        r.error_text().contains("PROCESS_STOPPED") || r.value["error"]["code"] == "PROCESS_STOPPED",
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains(&format!("kill -CONT {pid}")), "{}", r.text);
+
+    support::signal(pid, 18); // SIGCONT
+    ticks_go_on(&c, &id).await;
+    let s = c.status(&id).await;
+    assert!(s.get("stopped").is_none(), "{s}");
+    assert_eq!(
+        s["trace"]["hookedFunctions"].as_u64().unwrap_or(0),
+        0,
+        "the refused request changed nothing, before or after SIGCONT: {s}"
+    );
+    let t = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["tick_work"]}),
+        )
+        .await;
+    assert_eq!(t["hookedFunctions"], 1);
+    assert_eq!(c.status(&id).await["trace"]["hookedFunctions"], 1);
+}
