@@ -15,12 +15,6 @@ use strobe_symbols::resolvers::dwarf::DwarfResolver;
 /// How often a wait for the agent checks whether the process was stopped.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
-/// True when every thread of `pid` is stopped by a signal or a debugger
-/// (see [`crate::procfs::all_threads_stopped`]).
-pub(super) fn stopped_by_signal(pid: u32) -> bool {
-    crate::procfs::all_threads_stopped(pid)
-}
-
 /// What a request to a stopped process's agent answers.
 fn stopped_error(live: &Live, while_waiting: bool) -> ToolError {
     let what = if while_waiting {
@@ -54,7 +48,7 @@ impl SessionManager {
         // A stopped process runs none of its threads, the agent's included:
         // say so now rather than after the request timeout, and send nothing,
         // so nothing takes effect behind the caller's back once it continues.
-        if stopped_by_signal(live.pid) {
+        if crate::procfs::all_threads_stopped(live.pid) {
             return Err(stopped_error(live, false));
         }
         let id = live.next_request.fetch_add(1, Ordering::Relaxed);
@@ -75,7 +69,7 @@ impl SessionManager {
                     Ok(v) => answer = Some(v),
                     Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
                     Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                        if stopped_by_signal(live.pid) {
+                        if crate::procfs::all_threads_stopped(live.pid) {
                             stopped = true;
                             break;
                         }

@@ -1350,7 +1350,7 @@ impl SessionManager {
         let life = l.life.lock().expect("lifecycle lock");
         let row = self.store.session(&l.id).ok().flatten();
         let state = life.state.unwrap_or(SessionState::Starting);
-        let stopped = (state == SessionState::Running && hooks::stopped_by_signal(l.pid)).then(|| {
+        let stopped = (state == SessionState::Running && crate::procfs::all_threads_stopped(l.pid)).then(|| {
             format!(
                 "stopped by a signal (SIGSTOP, SIGTSTP, …) or a debugger: it runs nothing, and tracing, \
                  breakpoints and stepping wait, until `kill -CONT {}`",

@@ -180,15 +180,23 @@ impl SessionManager {
         timeout: Duration,
     ) -> Option<PausedThread> {
         let deadline = Instant::now() + timeout;
+        let mut st = live.debug.lock().expect("debug lock");
         loop {
-            let (_, paused) = live.debug.lock().expect("debug lock").summary();
-            if let Some(p) = paused.into_iter().next() {
+            if let Some(p) = st.summary().1.into_iter().next() {
                 return Some(p);
             }
-            if live.life.lock().expect("lifecycle lock").ended || Instant::now() >= deadline {
+            let now = Instant::now();
+            if now >= deadline || live.life.lock().expect("lifecycle lock").ended {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            // Woken by pauses and by the end of the process, as
+            // debug_continue's wait is; the bound rechecks the end.
+            let wait = (deadline - now).min(Duration::from_millis(100));
+            st = live
+                .debug_changed
+                .wait_timeout(st, wait)
+                .expect("debug lock")
+                .0;
         }
     }
 }

@@ -242,7 +242,7 @@ pub(super) fn count_stuck_as_failed(
                 None if f
                     .file
                     .as_deref()
-                    .is_some_and(|file| !own_file(file, project_root)) =>
+                    .is_some_and(|file| !crate::stuck::own_frame(file, project_root)) =>
                 {
                     f.file = None;
                     f.line = None;
@@ -257,12 +257,6 @@ pub(super) fn count_stuck_as_failed(
             }
         }
     }
-}
-
-/// A framework's failure place inside the project (relative, or under
-/// its root).
-fn own_file(file: &str, project_root: &std::path::Path) -> bool {
-    !file.starts_with('/') || std::path::Path::new(file).starts_with(project_root)
 }
 
 /// What a stuck test's failure says: the verdict, where its threads wait,
