@@ -10,6 +10,7 @@ mod args;
 mod audit;
 pub mod params;
 mod progress;
+mod query;
 pub mod render;
 pub mod schema;
 mod server;
@@ -17,4 +18,5 @@ pub mod timespec;
 #[cfg(test)]
 mod tool_budget;
 
-pub use server::{INSTRUCTIONS, StrobeServer, event, query, trace_session};
+pub use query::{event, query};
+pub use server::{INSTRUCTIONS, StrobeServer, trace_session};
