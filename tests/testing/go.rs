@@ -169,38 +169,57 @@ async fn sigterm_while_a_run_is_being_prepared_stops_the_daemon() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancelled_run_request_stops_its_walk() {
-    // Enough directories that walking them all outlasts the round trip of a
-    // request and its cancellation.
+    // 100,000 directories: walking them takes about half a second, far
+    // longer than the cancellation's round trip once the walk has begun.
     let dir = tempfile::tempdir().unwrap();
     for i in 0..400 {
-        for j in 0..50 {
+        for j in 0..250 {
             std::fs::create_dir_all(dir.path().join(format!("d{i}/e{j}"))).unwrap();
         }
     }
     std::fs::write(dir.path().join("go.mod"), "module example.com/w\n").unwrap();
     let env = Env::new();
     let c = env.client().await;
-    let args =
-        json!({"action": "run", "projectRoot": dir.path(), "framework": "go", "level": "unit"});
-    let serde_json::Value::Object(map) = args else {
-        unreachable!()
-    };
-    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(
-        rmcp::model::CallToolRequestParams::new("debug_test").with_arguments(map),
-    ));
-    let handle = c
-        .service
-        .peer()
-        .send_cancellable_request(request, Default::default())
-        .await
-        .unwrap();
-    handle.cancel(Some("test".into())).await.unwrap();
     let log = env.path().join("logs/daemon.log");
-    assert!(
-        support::wait_until(Duration::from_secs(30), || std::fs::read_to_string(&log)
-            .is_ok_and(|l| l.contains("cancelled by the client")
-                && l.contains("the request was cancelled"))),
-        "the walk did not stop for the cancellation: {}",
+    let logged = |what: &str| std::fs::read_to_string(&log).map_or(0, |l| l.matches(what).count());
+    // A run that finished its walk before the cancellation arrived proves
+    // nothing: try again (the log counts each attempt's lines).
+    for attempt in 1..=3 {
+        let args =
+            json!({"action": "run", "projectRoot": dir.path(), "framework": "go", "level": "unit"});
+        let serde_json::Value::Object(map) = args else {
+            unreachable!()
+        };
+        let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(
+            rmcp::model::CallToolRequestParams::new("debug_test").with_arguments(map),
+        ));
+        let handle = c
+            .service
+            .peer()
+            .send_cancellable_request(request, Default::default())
+            .await
+            .unwrap();
+        // Cancel once the daemon is preparing the run (walking the tree).
+        assert!(
+            support::wait_until(Duration::from_secs(30), || logged(
+                "debug_test run: preparing"
+            ) >= attempt),
+            "the run request never started"
+        );
+        handle.cancel(Some("test".into())).await.unwrap();
+        assert!(
+            support::wait_until(Duration::from_secs(30), || logged(
+                "cancelled by the client"
+            ) >= attempt),
+            "a cancelled request says what it stopped: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        if logged("the request was cancelled") > 0 {
+            return;
+        }
+    }
+    panic!(
+        "the walk never stopped for a cancellation: {}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
 }

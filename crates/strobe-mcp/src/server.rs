@@ -543,6 +543,7 @@ impl StrobeServer {
                 let project_root = p.project_root.ok_or_else(|| {
                     ToolError::validation("action \"run\" needs 'projectRoot' (absolute)")
                 })?;
+                tracing::info!("debug_test run: preparing {project_root}");
                 // They end up in a command line, whose C strings end at NUL.
                 for (what, v) in [("'command'", &p.command), ("'test'", &p.test)] {
                     if let Some(v) = v {
