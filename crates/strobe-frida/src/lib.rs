@@ -5,9 +5,11 @@
 //! talk over a Unix socket in length-prefixed binary frames
 //! ([`protocol`]); the agent's messages pass through the bridge undecoded.
 //! The agent's TypeScript sources are embedded in this crate and compiled
-//! by Frida's own compiler, cached by content hash ([`agent`]).
+//! by Frida's own compiler, cached by content hash ([`agent`]). What the
+//! daemon and the agent say to each other is typed in [`agent_protocol`].
 
 pub mod agent;
+pub mod agent_protocol;
 pub mod bridge;
 pub mod protocol;
 pub mod python;

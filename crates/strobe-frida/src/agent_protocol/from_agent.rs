@@ -1,0 +1,498 @@
+//! Agent → daemon: every message the agent `send()`s, as the daemon reads
+//! it. Mirrored by `AgentMessage` in agent/src/protocol.ts.
+
+use super::wire::{Hex, OrderedMap, decimal, nullable, numeric_keys};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One message from an agent (the `payload` of Frida's `send` envelope),
+/// tagged by its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum AgentMessage {
+    /// The agent is loaded and its hooks on `_exit`, `abort` and the
+    /// exception handler are in place.
+    #[serde(rename = "agent_loaded")]
+    AgentLoaded(AgentLoaded),
+    /// The process calls `_exit`; its thread waits for [`super::DaemonMessage::ExitAck`].
+    #[serde(rename = "exit")]
+    Exit(ExitReport),
+    /// The process crashes; its thread waits for [`super::DaemonMessage::CrashAck`].
+    #[serde(rename = "crash")]
+    Crash(CrashReport),
+    /// A chunk of trace records; the records are the message's binary data.
+    #[serde(rename = "trace")]
+    Trace(TraceChunk),
+    /// Records dropped since the last report, per function.
+    #[serde(rename = "trace_drops")]
+    TraceDrops(TraceDrops),
+    /// A fork is about to happen; the forking thread waits for
+    /// [`super::DaemonMessage::ForkBarrierAck`].
+    #[serde(rename = "fork_barrier")]
+    ForkBarrier(ForkBarrier),
+    /// Answer to [`super::DaemonMessage::Plans`].
+    #[serde(rename = "plans_updated")]
+    PlansUpdated(PlansUpdated),
+    /// Answer to [`super::DaemonMessage::ModuleBase`].
+    #[serde(rename = "module_base")]
+    ModuleBase(ModuleBaseAnswer),
+    /// Answer to [`super::DaemonMessage::Exprs`].
+    #[serde(rename = "exprs_updated")]
+    ExprsUpdated(ExprsUpdated),
+    /// Answer to [`super::DaemonMessage::Inherit`].
+    #[serde(rename = "inherited")]
+    Inherited(Inherited),
+    /// Answer to [`super::DaemonMessage::GuardForks`].
+    #[serde(rename = "forks_guarded")]
+    ForksGuarded(ForksGuarded),
+    /// Answer to [`super::DaemonMessage::OwnOutput`].
+    #[serde(rename = "output_owned")]
+    OutputOwned(OutputOwned),
+    /// Answer to [`super::DaemonMessage::CloseFds`].
+    #[serde(rename = "fds_closed")]
+    FdsClosed(FdsClosed),
+    /// Answer to [`super::DaemonMessage::Hooks`], or (id 0) what the agent
+    /// hooked on its own for a library loaded later ([`super::DaemonMessage::ModuleHooks`]).
+    #[serde(rename = "hooks_updated")]
+    HooksUpdated(HooksUpdated),
+    /// Functions whose sampling changed.
+    #[serde(rename = "sampling")]
+    Sampling(SamplingChanges),
+    /// The images loaded when the agent started.
+    #[serde(rename = "modules")]
+    Modules(Modules),
+    /// An image was loaded; with `wait` the loading thread waits for
+    /// [`super::DaemonMessage::ModuleHooks`].
+    #[serde(rename = "module_loaded")]
+    ModuleLoaded(ModuleLoaded),
+    /// A thread stopped at a breakpoint or step; it waits for
+    /// [`super::DaemonMessage::Resume`].
+    #[serde(rename = "paused")]
+    Paused(Paused),
+    /// A step into reached a call; the thread waits for [`super::DaemonMessage::Callee`].
+    #[serde(rename = "step_call")]
+    StepCall(StepCall),
+    /// A logpoint's message.
+    #[serde(rename = "logpoint")]
+    Logpoint(Logpoint),
+    /// A breakpoint's condition threw in the target.
+    #[serde(rename = "breakpoint_error")]
+    BreakpointError(BreakpointError),
+    /// Answer to [`super::DaemonMessage::Breakpoints`].
+    #[serde(rename = "breakpoints_updated")]
+    BreakpointsUpdated(BreakpointsUpdated),
+    /// Step stops that could not be planted.
+    #[serde(rename = "step_failed")]
+    StepFailed(StepFailed),
+}
+
+/// `agent_loaded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentLoaded {
+    /// The process.
+    pub pid: u32,
+    /// Frida's `Process.arch`.
+    pub arch: String,
+    /// Frida's `Process.platform`.
+    pub platform: String,
+    /// Address of the agent's patch journal, which a forked child's agent
+    /// uses to undo what it inherited.
+    pub journal: String,
+}
+
+/// `exit`: the code `_exit` was called with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitReport {
+    /// The process.
+    pub pid: u32,
+    /// The exit code; a message without a valid one is rejected, never
+    /// taken for 0 (which would read as success).
+    pub code: i32,
+}
+
+/// `crash`: what the agent saw of a crash. Stored as the crash event's
+/// document (enriched by the daemon), so its shape is the event's too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashReport {
+    /// The process.
+    pub pid: u32,
+    /// The crashing thread.
+    pub tid: u32,
+    /// Signal name (`SIGSEGV`, …) or Frida's exception type when unknown.
+    pub signal: String,
+    /// Frida's exception type (`access-violation`, `abort`, …).
+    pub kind: String,
+    /// Where it happened (`0x…`).
+    pub address: String,
+    /// The faulting access, for memory faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<CrashMemory>,
+    /// Registers by name (`0x…`), in the agent's order.
+    pub registers: OrderedMap<String>,
+    /// The crashing thread's frames, innermost first.
+    pub backtrace: Vec<Frame>,
+    /// Mangled type name of the exception `std::terminate` was called for.
+    #[serde(
+        rename = "exceptionType",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub exception_type: Option<String>,
+}
+
+/// The memory access that faulted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashMemory {
+    /// `read`, `write` or `execute`.
+    pub operation: String,
+    /// The address accessed (`0x…`).
+    pub address: String,
+}
+
+/// One frame of a backtrace, symbolized by Frida (the daemon re-reads
+/// file and line from the program's DWARF).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The code address (`0x…`).
+    pub address: String,
+    /// The image's name.
+    #[serde(deserialize_with = "nullable")]
+    pub module: Option<String>,
+    /// The symbol.
+    #[serde(deserialize_with = "nullable")]
+    pub name: Option<String>,
+    /// Source file, when Frida knows it.
+    #[serde(deserialize_with = "nullable")]
+    pub file: Option<String>,
+    /// Source line, when Frida knows it.
+    #[serde(deserialize_with = "nullable")]
+    pub line: Option<u32>,
+}
+
+/// `trace`: `count` 32-byte records follow as binary data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceChunk {
+    /// Records in the data.
+    pub count: u32,
+}
+
+/// `trace_drops`: records dropped (the ring stayed full) since the last report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceDrops {
+    /// By function id.
+    #[serde(deserialize_with = "numeric_keys")]
+    pub drops: BTreeMap<u32, u64>,
+}
+
+/// `fork_barrier`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForkBarrier {
+    /// The forking process.
+    pub pid: u32,
+}
+
+/// `plans_updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlansUpdated {
+    /// The request's id.
+    pub id: u64,
+    /// Plans replaced.
+    pub count: u32,
+}
+
+/// `module_base`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleBaseAnswer {
+    /// The request's id.
+    pub id: u64,
+    /// Where the image is loaded; `None` when it is not.
+    #[serde(deserialize_with = "nullable")]
+    pub base: Option<Hex>,
+}
+
+/// `exprs_updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExprsUpdated {
+    /// The request's id.
+    pub id: u64,
+    /// `[label, compile error]` of each expression that does not compile.
+    pub errors: Vec<(String, String)>,
+}
+
+/// `inherited`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inherited {
+    /// The request's id.
+    pub id: u64,
+    /// Patches put back.
+    pub undone: u64,
+    /// Why undoing failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `forks_guarded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForksGuarded {
+    /// The request's id.
+    pub id: u64,
+    /// GOT slots that now point at the guard.
+    pub slots: u32,
+    /// Why the guard could not be set.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `output_owned`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputOwned {
+    /// The request's id.
+    pub id: u64,
+    /// The new pipes' read ends, by the fd their write end went on.
+    #[serde(rename = "readFds", deserialize_with = "numeric_keys")]
+    pub read_fds: BTreeMap<i32, i32>,
+    /// Why it failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `fds_closed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FdsClosed {
+    /// The request's id.
+    pub id: u64,
+    /// Descriptors closed.
+    pub closed: u32,
+    /// Why it failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `hooks_updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HooksUpdated {
+    /// The request's id; 0 for hooks of a library loaded later.
+    pub id: u64,
+    /// Function ids hooked.
+    pub installed: Vec<u32>,
+    /// `[function id, why]` of those that could not be.
+    pub failed: Vec<(u32, String)>,
+    /// Functions hooked now in all.
+    #[serde(rename = "activeCount")]
+    pub active_count: u32,
+    /// How long the agent took.
+    pub ms: u64,
+}
+
+/// `sampling`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingChanges {
+    /// `[function id, 1 in N calls recorded (0: every call)]`.
+    pub changes: Vec<(u32, u64)>,
+}
+
+/// `modules`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Modules {
+    /// Paths of the file-backed images.
+    pub paths: Vec<String>,
+}
+
+/// `module_loaded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleLoaded {
+    /// The image's path.
+    pub path: String,
+    /// The loading thread waits for the hooks of this image.
+    pub wait: bool,
+}
+
+/// Why a thread paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PauseReason {
+    /// It hit a breakpoint.
+    Breakpoint,
+    /// A step ended.
+    Step,
+}
+
+impl PauseReason {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseReason::Breakpoint => "breakpoint",
+            PauseReason::Step => "step",
+        }
+    }
+}
+
+/// `paused`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paused {
+    /// The paused thread.
+    pub tid: u32,
+    /// The process.
+    pub pid: u32,
+    /// When (`CLOCK_MONOTONIC` ns).
+    #[serde(with = "decimal")]
+    pub ts: u64,
+    /// Why.
+    pub reason: PauseReason,
+    /// The agent's id of the breakpoint (`<id>@<n>`), for a breakpoint.
+    #[serde(deserialize_with = "nullable")]
+    pub breakpoint: Option<String>,
+    /// The breakpoint's hits so far (0 for a step).
+    pub hits: u64,
+    /// The address stopped at.
+    pub address: Hex,
+    /// Registers by name (`0x…`).
+    pub registers: OrderedMap<String>,
+    /// The thread's frames, innermost first.
+    pub backtrace: Vec<Frame>,
+}
+
+/// `step_call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepCall {
+    /// The stepping thread.
+    pub tid: u32,
+    /// The callee's address.
+    pub target: Hex,
+}
+
+/// `logpoint`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Logpoint {
+    /// The agent's id of the logpoint (`<id>@<n>`).
+    pub id: String,
+    /// The thread that hit it.
+    pub tid: u32,
+    /// The process.
+    pub pid: u32,
+    /// When (`CLOCK_MONOTONIC` ns).
+    #[serde(with = "decimal")]
+    pub ts: u64,
+    /// The rendered message.
+    pub message: String,
+}
+
+/// `breakpoint_error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakpointError {
+    /// The agent's id of the breakpoint (`<id>@<n>`).
+    pub id: String,
+    /// What the condition threw.
+    pub error: String,
+}
+
+/// `breakpoints_updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakpointsUpdated {
+    /// The request's id.
+    pub id: u64,
+    /// Agent ids set.
+    pub installed: Vec<String>,
+    /// `[agent id, why]` of those that could not be.
+    pub failed: Vec<(String, String)>,
+}
+
+/// `step_failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFailed {
+    /// The stepping thread.
+    pub tid: u32,
+    /// `address: why` of each stop not planted.
+    pub failed: Vec<String>,
+}
+
+impl AgentMessage {
+    /// The `type` on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AgentMessage::AgentLoaded(_) => "agent_loaded",
+            AgentMessage::Exit(_) => "exit",
+            AgentMessage::Crash(_) => "crash",
+            AgentMessage::Trace(_) => "trace",
+            AgentMessage::TraceDrops(_) => "trace_drops",
+            AgentMessage::ForkBarrier(_) => "fork_barrier",
+            AgentMessage::PlansUpdated(_) => "plans_updated",
+            AgentMessage::ModuleBase(_) => "module_base",
+            AgentMessage::ExprsUpdated(_) => "exprs_updated",
+            AgentMessage::Inherited(_) => "inherited",
+            AgentMessage::ForksGuarded(_) => "forks_guarded",
+            AgentMessage::OutputOwned(_) => "output_owned",
+            AgentMessage::FdsClosed(_) => "fds_closed",
+            AgentMessage::HooksUpdated(_) => "hooks_updated",
+            AgentMessage::Sampling(_) => "sampling",
+            AgentMessage::Modules(_) => "modules",
+            AgentMessage::ModuleLoaded(_) => "module_loaded",
+            AgentMessage::Paused(_) => "paused",
+            AgentMessage::StepCall(_) => "step_call",
+            AgentMessage::Logpoint(_) => "logpoint",
+            AgentMessage::BreakpointError(_) => "breakpoint_error",
+            AgentMessage::BreakpointsUpdated(_) => "breakpoints_updated",
+            AgentMessage::StepFailed(_) => "step_failed",
+        }
+    }
+
+    /// The id of the daemon request this message answers (`None` for
+    /// messages the agent sends on its own, and for id 0: hooks of a
+    /// library loaded later, which no request waits for).
+    pub fn reply_id(&self) -> Option<u64> {
+        let id = match self {
+            AgentMessage::PlansUpdated(m) => m.id,
+            AgentMessage::ModuleBase(m) => m.id,
+            AgentMessage::ExprsUpdated(m) => m.id,
+            AgentMessage::Inherited(m) => m.id,
+            AgentMessage::ForksGuarded(m) => m.id,
+            AgentMessage::OutputOwned(m) => m.id,
+            AgentMessage::FdsClosed(m) => m.id,
+            AgentMessage::HooksUpdated(m) => m.id,
+            AgentMessage::BreakpointsUpdated(m) => m.id,
+            AgentMessage::AgentLoaded(_)
+            | AgentMessage::Exit(_)
+            | AgentMessage::Crash(_)
+            | AgentMessage::Trace(_)
+            | AgentMessage::TraceDrops(_)
+            | AgentMessage::ForkBarrier(_)
+            | AgentMessage::Sampling(_)
+            | AgentMessage::Modules(_)
+            | AgentMessage::ModuleLoaded(_)
+            | AgentMessage::Paused(_)
+            | AgentMessage::StepCall(_)
+            | AgentMessage::Logpoint(_)
+            | AgentMessage::BreakpointError(_)
+            | AgentMessage::StepFailed(_) => return None,
+        };
+        (id != 0).then_some(id)
+    }
+}
+
+/// Answers to daemon requests, taken out of an [`AgentMessage`] by the
+/// request that waits for them: `Err` gives back a message of another kind.
+macro_rules! answers {
+    ($($variant:ident($ty:ident)),* $(,)?) => {$(
+        impl TryFrom<AgentMessage> for $ty {
+            type Error = AgentMessage;
+            fn try_from(m: AgentMessage) -> Result<Self, AgentMessage> {
+                match m {
+                    AgentMessage::$variant(a) => Ok(a),
+                    other => Err(other),
+                }
+            }
+        }
+    )*};
+}
+
+answers!(
+    PlansUpdated(PlansUpdated),
+    ModuleBase(ModuleBaseAnswer),
+    ExprsUpdated(ExprsUpdated),
+    Inherited(Inherited),
+    ForksGuarded(ForksGuarded),
+    OutputOwned(OutputOwned),
+    FdsClosed(FdsClosed),
+    HooksUpdated(HooksUpdated),
+    BreakpointsUpdated(BreakpointsUpdated),
+);
