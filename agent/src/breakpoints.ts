@@ -15,39 +15,8 @@
 // carries a frame check (a register plus offset that must equal the frame
 // address the step started in) so recursion and other threads pass through.
 import { backtrace } from "./backtrace.js";
+import { BreakpointSpec, DaemonMessageOf, ResumeOrder, StepStop, TypeDesc, VarDesc, receive, send_ } from "./protocol.js";
 import { inRedirectedPrologue, nearAlloc, patchCodeNow, setCodeGuard } from "./tracers/native.js";
-
-/** Where a variable is (resolved by the daemon for one address). */
-type Loc =
-    | { k: "mem"; base: "cfa" | "reg" | "abs"; reg?: number; off: number | string }
-    | { k: "reg"; reg: number }
-    | { k: "const"; v: number }
-    | { k: "none"; why: string };
-
-/** A value's type, as much as conditions and messages need. */
-type TypeDesc =
-    | { k: "int"; size: number; signed: boolean }
-    | { k: "float"; size: number }
-    | { k: "bool"; size: number }
-    | { k: "enum"; size: number; signed: boolean; names: Record<string, string> }
-    | { k: "ptr"; str?: boolean; to?: TypeDesc }
-    | { k: "struct"; fields: Array<[string, number, TypeDesc]> }
-    | { k: "opaque" };
-
-interface VarDesc { name: string; loc: Loc; type: TypeDesc; param: boolean }
-
-/** A breakpoint or logpoint as the daemon sends it. */
-export interface BreakpointSpec {
-    id: string;
-    address: string;
-    /** Logpoint message template; absent for breakpoints. */
-    message?: string;
-    condition?: string;
-    hitCount?: number;
-    /** CFA rule at the address: [DWARF register, offset]. */
-    cfa: [number, number] | null;
-    vars: VarDesc[];
-}
 
 interface CompiledBreakpoint {
     spec: BreakpointSpec;
@@ -355,16 +324,6 @@ function clearSteps(tid: number): void {
     syncSites(changed);
 }
 
-interface ResumeOrder {
-    action: "continue" | "step";
-    /** Step stops: [address, frame check or null, is a call site]. */
-    stops?: Array<[string, [number, number, string] | null, boolean]>;
-    /** Step into: [from, to) of the current line, whose calls get stops too. */
-    scan?: [string, string] | null;
-    /** The frame check of those call stops. */
-    scanFrame?: [number, number, string] | null;
-}
-
 /** Call instructions in [from, to), decoding through planted sites. */
 function callsIn(from: NativePointer, to: NativePointer): string[] {
     const out: string[] = [];
@@ -383,7 +342,7 @@ function callsIn(from: NativePointer, to: NativePointer): string[] {
     return out;
 }
 
-function addStops(tid: number, stops: NonNullable<ResumeOrder["stops"]>): string[] {
+function addStops(tid: number, stops: StepStop[]): string[] {
     const failed: string[] = [];
     const changed: Site[] = [];
     const mine = stepping.get(tid) ?? new Set<string>();
@@ -406,9 +365,10 @@ function addStops(tid: number, stops: NonNullable<ResumeOrder["stops"]>): string
 function pause(tid: number, site: Site, ctx: CpuContext, bp: CompiledBreakpoint | null): void {
     const ts = monotonicNs();
     clearSteps(tid);
-    let order: ResumeOrder = { action: "continue" };
-    const op = recv(`resume-${tid}`, (m: ResumeOrder) => { order = m; });
-    send({
+    // Set by the callback while this thread waits (`as`: no narrowing to "continue").
+    let order = { action: "continue" } as ResumeOrder;
+    const op = receive(`resume-${tid}`, m => { order = m; });
+    send_({
         type: "paused", tid, pid: Process.id, ts,
         reason: bp === null ? "step" : "breakpoint",
         breakpoint: bp?.spec.id ?? null, hits: bp?.hits ?? 0,
@@ -417,7 +377,7 @@ function pause(tid: number, site: Site, ctx: CpuContext, bp: CompiledBreakpoint 
         backtrace: backtrace(ctx),
     });
     op.wait();
-    if (order.action === "step" && order.stops !== undefined) {
+    if (order.action === "step") {
         const stops = order.stops;
         if (order.scan) {
             try {
@@ -429,7 +389,7 @@ function pause(tid: number, site: Site, ctx: CpuContext, bp: CompiledBreakpoint 
             }
         }
         const failed = addStops(tid, stops);
-        if (failed.length > 0) send({ type: "step_failed", tid, failed });
+        if (failed.length > 0) send_({ type: "step_failed", tid, failed });
         // Paused on a call of the line stepped into: it runs next, not through its trap.
         if (site.call !== null && site.temps.get(tid)?.call === true) stepIntoCall(tid, site, ctx);
     }
@@ -440,11 +400,12 @@ function pause(tid: number, site: Site, ctx: CpuContext, bp: CompiledBreakpoint 
 function stepIntoCall(tid: number, site: Site, ctx: CpuContext): void {
     let target: NativePointer;
     try { target = callTarget(site.call!, ctx); } catch (_e) { return; }
-    let answer: { address: string | null } = { address: null };
-    const op = recv(`callee-${tid}`, (m: { address: string | null }) => { answer = m; });
-    send({ type: "step_call", tid, target: target.toString() });
+    // Set by the callback while this thread waits.
+    let answer = null as string | null;
+    const op = receive(`callee-${tid}`, m => { answer = m.address; });
+    send_({ type: "step_call", tid, target: target.toString() });
     op.wait();
-    if (answer.address !== null) addStops(tid, [[answer.address, null, false]]);
+    if (answer !== null) addStops(tid, [[answer, null, false]]);
 }
 
 let ownPid = 0;
@@ -481,7 +442,7 @@ export function onTrap(details: ExceptionDetails): boolean {
                     pass = Boolean(bp.condition(...values));
                 } catch (e) {
                     pass = false;
-                    if (bp.errors++ < 3) send({ type: "breakpoint_error", id: bp.spec.id, error: String((e as Error).message ?? e) });
+                    if (bp.errors++ < 3) send_({ type: "breakpoint_error", id: bp.spec.id, error: String((e as Error).message ?? e) });
                 }
             }
             if (pass && bp.spec.message !== undefined) {
@@ -490,7 +451,7 @@ export function onTrap(details: ExceptionDetails): boolean {
                     if (typeof p === "string") return p;
                     try { return render(p(...values)); } catch (e) { return `<error: ${(e as Error).message ?? e}>`; }
                 }).join("");
-                send({ type: "logpoint", id: bp.spec.id, tid, pid: Process.id, ts: monotonicNs(), message: text });
+                send_({ type: "logpoint", id: bp.spec.id, tid, pid: Process.id, ts: monotonicNs(), message: text });
                 continue;
             }
         }
@@ -515,14 +476,8 @@ export function onTrap(details: ExceptionDetails): boolean {
     return true;
 }
 
-export interface BreakpointsRequest {
-    id: number;
-    set?: BreakpointSpec[];
-    remove?: string[];
-}
-
 /** Adds, replaces and removes breakpoints; answers what was done. */
-export function updateBreakpoints(req: BreakpointsRequest): void {
+export function updateBreakpoints(req: DaemonMessageOf<"breakpoints">): void {
     if (getpid === null) {
         getpid = new NativeFunction(Module.findGlobalExportByName("getpid")!, "int", []);
         ownPid = getpid() as number;
@@ -530,7 +485,7 @@ export function updateBreakpoints(req: BreakpointsRequest): void {
     const installed: string[] = [];
     const failed: Array<[string, string]> = [];
     const changed: Site[] = [];
-    for (const id of req.remove ?? []) {
+    for (const id of req.remove) {
         const bp = breakpoints.get(id);
         if (bp === undefined) continue;
         breakpoints.delete(id);
@@ -555,7 +510,7 @@ export function updateBreakpoints(req: BreakpointsRequest): void {
         }
     }
     syncSites(changed);
-    send({ type: "breakpoints_updated", id: req.id, installed, failed });
+    send_({ type: "breakpoints_updated", id: req.id, installed, failed });
 }
 
 /** True when a breakpoint site lies in `[at, at + n)`. */

@@ -1,51 +1,71 @@
 // Strobe's in-process agent. Compiled by Frida's own compiler (frida.Compiler)
 // in the bridge; the daemon embeds these sources and caches the compiled
 // output by content hash, so an edited source is never shadowed by a stale build.
-import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
+import { updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { closeFds, ownOutput } from "./output.js";
-import { send_ } from "./protocol.js";
+import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
 import {
-    detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
+    detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules,
 } from "./tracers/native.js";
 
-// Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
-// their own recv() calls; everything else arrives here.
-/** Answers a daemon request: `{type, id, [key]: value, error}`, where a
- *  failure of `work` becomes `error` and `key` keeps its fallback. */
-function answer<T>(msg: Record<string, unknown>, type: string, key: string, fallback: T, work: () => T): void {
-    let value = fallback;
-    let error: string | null = null;
-    try { value = work(); } catch (e) { error = String(e); }
-    send({ type, id: msg.id, [key]: value, error });
+type Answer = Extract<AgentMessage, { error: string | null }>;
+
+/** Answers a daemon request with what `work` returns; when it throws, with
+ *  `failed` and the error. */
+function answer(work: () => Answer, failed: Answer): void {
+    let reply: Answer;
+    try { reply = work(); } catch (e) { reply = { ...failed, error: String(e) }; }
+    send_(reply);
 }
 
+// Messages from the daemon. Those a blocked thread waits for (exit-ack,
+// crash-ack, fork-barrier-ack, module-hooks, resume-<tid>, callee-<tid>) are
+// taken by that thread's own receive(); everything else arrives here.
 function listen(): void {
-    recv((msg: { type: string } & Record<string, unknown>) => {
+    recv((msg: DaemonMessage) => {
         try {
-            if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
-            else if (msg.type === "plans") updatePlans(msg as unknown as PlansRequest);
-            else if (msg.type === "exprs") updateExprs(msg as unknown as ExprsRequest);
-            else if (msg.type === "breakpoints") updateBreakpoints(msg as unknown as BreakpointsRequest);
-            else if (msg.type === "module-base") {
-                const path = String(msg.path);
-                const m = Process.enumerateModules().find(x => x.path === path)
-                    ?? Process.findModuleByName(path.split("/").pop()!);
-                send({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
-            }
-            else if (msg.type === "trace-ack") onTraceAck(1);
-            else if (msg.type === "own-output") {
-                answer(msg, "output_owned", "readFds", {}, () => ownOutput(msg.fds as number[]));
-            }
-            else if (msg.type === "close-fds") {
-                answer(msg, "fds_closed", "closed", 0, () => { closeFds(msg.fds as number[]); return (msg.fds as number[]).length; });
-            }
-            else if (msg.type === "guard-forks") {
-                markFollowing();
-                answer(msg, "forks_guarded", "slots", 0, guardForks);
-            }
-            else if (msg.type === "inherit") {
-                answer(msg, "inherited", "undone", 0, () => undoJournal(ptr(String(msg.journal))));
+            switch (msg.type) {
+                case "hooks": updateHooks(msg); break;
+                case "plans": updatePlans(msg); break;
+                case "exprs": updateExprs(msg); break;
+                case "breakpoints": updateBreakpoints(msg); break;
+                case "module-base": {
+                    const path = msg.path;
+                    const m = Process.enumerateModules().find(x => x.path === path)
+                        ?? Process.findModuleByName(path.split("/").pop()!);
+                    send_({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
+                    break;
+                }
+                case "trace-ack": onTraceAck(1); break;
+                case "own-output": {
+                    const { id, fds } = msg;
+                    answer(() => ({ type: "output_owned", id, readFds: ownOutput(fds), error: null }),
+                        { type: "output_owned", id, readFds: {}, error: null });
+                    break;
+                }
+                case "close-fds": {
+                    const { id, fds } = msg;
+                    answer(() => { closeFds(fds); return { type: "fds_closed", id, closed: fds.length, error: null }; },
+                        { type: "fds_closed", id, closed: 0, error: null });
+                    break;
+                }
+                case "guard-forks": {
+                    const { id } = msg;
+                    markFollowing();
+                    answer(() => ({ type: "forks_guarded", id, slots: guardForks(), error: null }),
+                        { type: "forks_guarded", id, slots: 0, error: null });
+                    break;
+                }
+                case "inherit": {
+                    const { id, journal } = msg;
+                    answer(() => ({ type: "inherited", id, undone: undoJournal(ptr(journal)), error: null }),
+                        { type: "inherited", id, undone: 0, error: null });
+                    break;
+                }
+                default:
+                    // Acknowledgements and answers whose thread stopped waiting.
+                    break;
             }
         } finally {
             listen();

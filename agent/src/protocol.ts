@@ -1,15 +1,12 @@
-// Messages from the agent to the daemon. The bridge forwards them undecoded;
-// the daemon parses them (crates/strobe-session/src/agent_messages.rs).
+// The agent protocol: every message between the agent and the daemon. The
+// bridge forwards them undecoded; the daemon's side is the Rust module
+// crates/strobe-frida/src/agent_protocol/, which writes an example of every
+// message into agent/test/protocol.fixtures.ts, checked against these types
+// by agent/test/protocol_check.ts (./dev test), so the two cannot drift.
+// Field names are the wire's; 64-bit addresses travel as "0x…" strings and
+// monotonic-clock nanoseconds as decimal strings.
 
-export type AgentMessage =
-    | { type: "agent_loaded"; pid: number; arch: string; platform: string; journal: string }
-    | { type: "exit"; pid: number; code: number }
-    | { type: "crash"; pid: number; tid: number; signal: string; kind: string; address: string;
-        memory?: { operation: string; address: string };
-        registers: Record<string, string>; backtrace: Frame[];
-        /** Mangled type name of the exception std::terminate was called for. */
-        exceptionType?: string };
-
+/** One frame of a backtrace, symbolized by Frida. */
 export interface Frame {
     address: string;
     module: string | null;
@@ -18,17 +15,145 @@ export interface Frame {
     line: number | null;
 }
 
-export function send_(msg: AgentMessage): void {
-    send(msg);
+/** A function to hook: id, entry offset in its module, its capture plan
+ *  (bytes, see crates/strobe-session/src/values.rs; null: name and timing
+ *  only), how many bytes of stack arguments a call passes at most, and
+ *  the bytes of code from the entry to the end of its range (0: unknown). */
+export type HookTarget = [number, number, number[] | null, number, number];
+
+/** Where a variable is at a breakpoint address (resolved by the daemon). */
+export type VarLocation =
+    | { k: "mem"; base: "cfa"; off: number }
+    | { k: "mem"; base: "reg"; reg: number; off: number }
+    | { k: "mem"; base: "abs"; off: string }
+    | { k: "reg"; reg: number }
+    | { k: "const"; v: number }
+    | { k: "none"; why: string };
+
+/** A value's type, as much as conditions and messages need. */
+export type TypeDesc =
+    | { k: "int"; size: number; signed: boolean }
+    | { k: "float"; size: number }
+    | { k: "bool"; size: number }
+    | { k: "enum"; size: number; signed: boolean; names: Record<string, string> }
+    | { k: "ptr"; str?: boolean; to?: TypeDesc }
+    | { k: "struct"; fields: Array<[string, number, TypeDesc]> }
+    | { k: "opaque" };
+
+/** A variable a breakpoint's condition or message reads. */
+export interface VarDesc { name: string; param: boolean; loc: VarLocation; type: TypeDesc }
+
+/** A breakpoint or logpoint as the daemon sends it. */
+export interface BreakpointSpec {
+    id: string;
+    address: string;
+    /** Logpoint message template; absent for breakpoints. */
+    message?: string;
+    condition?: string;
+    hitCount?: number;
+    /** CFA rule at the address: [DWARF register, offset]. */
+    cfa: [number, number] | null;
+    vars: VarDesc[];
+}
+
+/** [DWARF register, offset, expected value]: a step stop counts only when reg + offset equals it. */
+export type FrameCheck = [number, number, string];
+
+/** A step stop: [address, frame check or null, is a call site of the line stepped into]. */
+export type StepStop = [string, FrameCheck | null, boolean];
+
+/** Agent → daemon. */
+export type AgentMessage =
+    | { type: "agent_loaded"; pid: number; arch: string; platform: string; journal: string }
+    | { type: "exit"; pid: number; code: number }
+    | { type: "crash"; pid: number; tid: number; signal: string; kind: string; address: string;
+        memory?: { operation: string; address: string };
+        registers: Record<string, string>; backtrace: Frame[];
+        /** Mangled type name of the exception std::terminate was called for. */
+        exceptionType?: string }
+    /** `count` 32-byte records follow as the message's data. */
+    | { type: "trace"; count: number }
+    | { type: "trace_drops"; drops: Record<string, number> }
+    | { type: "fork_barrier"; pid: number }
+    | { type: "plans_updated"; id: number; count: number }
+    | { type: "module_base"; id: number; base: string | null }
+    | { type: "exprs_updated"; id: number; errors: Array<[string, string]> }
+    | { type: "inherited"; id: number; undone: number; error: string | null }
+    | { type: "forks_guarded"; id: number; slots: number; error: string | null }
+    | { type: "output_owned"; id: number; readFds: Record<string, number>; error: string | null }
+    | { type: "fds_closed"; id: number; closed: number; error: string | null }
+    | { type: "hooks_updated"; id: number; installed: number[]; failed: Array<[number, string]>; activeCount: number; ms: number }
+    | { type: "sampling"; changes: Array<[number, number]> }
+    | { type: "modules"; paths: string[] }
+    | { type: "module_loaded"; path: string; wait: boolean }
+    | { type: "paused"; tid: number; pid: number; ts: string; reason: "breakpoint" | "step";
+        breakpoint: string | null; hits: number; address: string;
+        registers: Record<string, string>; backtrace: Frame[] }
+    | { type: "step_call"; tid: number; target: string }
+    | { type: "logpoint"; id: string; tid: number; pid: number; ts: string; message: string }
+    | { type: "breakpoint_error"; id: string; error: string }
+    | { type: "breakpoints_updated"; id: number; installed: string[]; failed: Array<[string, string]> }
+    | { type: "step_failed"; tid: number; failed: string[] };
+
+/** How a paused thread goes on (`resume-<tid>`). */
+export type ResumeOrder =
+    | { action: "continue" }
+    | { action: "step";
+        stops: StepStop[];
+        /** Step into: [from, to) of the current line, whose calls get stops too. */
+        scan: [string, string] | null;
+        /** The frame check of those call stops. */
+        scanFrame: FrameCheck | null };
+
+/** Daemon → agent. */
+export type DaemonMessage =
+    | { type: "hooks"; id: number; action: "add"; functions: HookTarget[]; module?: string;
+        /** True while patterns are active: libraries loaded later must then
+         *  be checked (and hooked) before their code runs. */
+        watchLibraries: boolean;
+        /** Hot-function sampling on/off, and the rate above which it starts. */
+        sampling: boolean; hotCallsPerSecond: number }
+    | { type: "hooks"; id: number; action: "remove"; functions: number[]; watchLibraries: boolean }
+    /** The hooks of a library reported with `module_loaded {wait: true}`. */
+    | { type: "module-hooks"; module: string; functions: HookTarget[] }
+    | { type: "plans"; id: number; plans: Array<[number, number[] | null]> }
+    /** [expression id, label, JavaScript source]. */
+    | { type: "exprs"; id: number; exprs: Array<[number, string, string]> }
+    | { type: "breakpoints"; id: number; set?: BreakpointSpec[]; remove: string[] }
+    | { type: "module-base"; id: number; path: string }
+    | { type: "trace-ack" }
+    | { type: "own-output"; id: number; fds: number[] }
+    | { type: "close-fds"; id: number; fds: number[] }
+    | { type: "guard-forks"; id: number }
+    | { type: "inherit"; id: number; journal: string }
+    | { type: "exit-ack" }
+    | { type: "crash-ack" }
+    | { type: "fork-barrier-ack" }
+    | ({ type: `resume-${number}` } & ResumeOrder)
+    | { type: `callee-${number}`; address: string | null };
+
+/** The daemon message of type `T` (`resume-${number}` for any thread's). */
+export type DaemonMessageOf<T extends DaemonMessage["type"]> = Extract<DaemonMessage, { type: T }>;
+
+/** Sends a message to the daemon (with binary data for trace chunks). */
+export function send_(msg: AgentMessage, data?: ArrayBuffer | null): void {
+    send(msg, data);
+}
+
+/** Takes the next daemon message of type `type` (a one-shot `recv`). */
+export function receive<T extends DaemonMessage["type"]>(
+    type: T, callback: (msg: DaemonMessageOf<T>) => void,
+): MessageRecvOperation {
+    return recv(type, callback);
 }
 
 /** Sends `msg` and blocks this thread until the daemon answers `ackType`,
  *  so the daemon has stored the event before the process goes on (or dies). */
-export function sendAndWait(msg: AgentMessage, ackType: string): void {
+export function sendAndWait(msg: AgentMessage, ackType: "exit-ack" | "crash-ack"): void {
     // Register before sending so an early ack cannot be missed. wait() blocks
     // only this thread; if the bridge goes away the script is unloaded and
     // the wait ends with it.
-    const op = recv(ackType, () => { /* the ack carries no data */ });
+    const op = receive(ackType, () => { /* the ack carries no data */ });
     send(msg);
     op.wait();
 }

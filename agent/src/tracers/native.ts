@@ -21,6 +21,8 @@
 //   watches; see crates/strobe-session/src/values.rs) appends its captured
 //   registers and memory blocks in that many following 32-byte slots.
 
+import { receive, send_ } from "../protocol.js";
+
 export const RECORD_SIZE = 32;
 const RING_RECORDS = 1 << 18; // 8 MiB
 const CHUNK_RECORDS = 4096;
@@ -1205,7 +1207,7 @@ export function updateExprs(req: ExprsRequest): void {
         }
     }
     exprs = next;
-    send({ type: "exprs_updated", id: req.id, errors });
+    send_({ type: "exprs_updated", id: req.id, errors });
 }
 
 /** A watch value as JSON: pointers and 64-bit integers as strings. */
@@ -1273,7 +1275,7 @@ export interface PlansRequest {
 export function updatePlans(req: PlansRequest): void {
     pruneRetiredPlans();
     for (const [funcId, bytes] of req.plans) setPlan(funcId, bytes);
-    send({ type: "plans_updated", id: req.id, count: req.plans.length });
+    send_({ type: "plans_updated", id: req.id, count: req.plans.length });
 }
 
 function moduleBase(path: string | undefined): NativePointer | null {
@@ -1355,7 +1357,7 @@ export function updateHooks(req: HookRequest): void {
         writePatches();
         Interceptor.flush();
     }
-    send({ type: "hooks_updated", id: req.id, installed, failed, activeCount: replaced.size, ms: Date.now() - started });
+    send_({ type: "hooks_updated", id: req.id, installed, failed, activeCount: replaced.size, ms: Date.now() - started });
 }
 
 function dropDeltas(drops: NativePointer): Record<string, number> | undefined {
@@ -1384,7 +1386,7 @@ function reportSampling(fstate: NativePointer): void {
             changes.push([funcId, shown]);
         }
     }
-    if (changes.length > 0) send({ type: "sampling", changes });
+    if (changes.length > 0) send_({ type: "sampling", changes });
 }
 
 let drains = 0;
@@ -1419,13 +1421,13 @@ export function drain(full = false): void {
         }
         const tail = ring.add(8).readU64().toNumber();
         const start = ring.add(64 + (tail % RING_RECORDS) * RECORD_SIZE);
-        send({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
+        send_({ type: "trace", count: n }, start.readByteArray(n * RECORD_SIZE)!);
         unacked++;
         release(n);
     }
     if (!full && ++drains % 50 !== 0) return;
     const d = dropDeltas(drops);
-    if (d !== undefined) send({ type: "trace_drops", drops: d });
+    if (d !== undefined) send_({ type: "trace_drops", drops: d });
     reportSampling(rt.fstate);
 }
 
@@ -1439,17 +1441,17 @@ export function watchModules(): void {
         if (!unwindRegistered && rt !== null) registerUnwindInfo();
         if (initial || !m.path.startsWith("/")) return;
         if (!watchLibraries) {
-            send({ type: "module_loaded", path: m.path, wait: false });
+            send_({ type: "module_loaded", path: m.path, wait: false });
             return;
         }
-        const op = recv("module-hooks", (msg: HookRequest) => updateHooks({ ...msg, action: "add", id: 0 }));
-        send({ type: "module_loaded", path: m.path, wait: true });
+        const op = receive("module-hooks", msg => updateHooks({ ...msg, action: "add", id: 0 }));
+        send_({ type: "module_loaded", path: m.path, wait: true });
         op.wait();
     };
     Process.attachModuleObserver({ onAdded: report });
     initial = false;
     const paths = Process.enumerateModules().map(m => m.path).filter(p => p.startsWith("/"));
-    send({ type: "modules", paths });
+    send_({ type: "modules", paths });
 }
 
 let timer: ReturnType<typeof setInterval> | null = null;
@@ -1480,8 +1482,8 @@ export function guardForks(): number {
     if (forkBarrier === null) {
         forkBarrier = new NativeCallback(() => {
             try { drain(true); } catch (_e) { /* the fork matters more */ }
-            const op = recv("fork-barrier-ack", () => { /* no data */ });
-            send({ type: "fork_barrier", pid: Process.id });
+            const op = receive("fork-barrier-ack", () => { /* no data */ });
+            send_({ type: "fork_barrier", pid: Process.id });
             op.wait();
         }, "void", []);
     }
