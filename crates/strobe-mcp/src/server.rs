@@ -260,6 +260,12 @@ impl StrobeServer {
                                 s.events.dropped
                             ));
                         }
+                        if s.rejected_agent_messages > 0 {
+                            text.push_str(&format!(
+                                "; {} malformed agent messages rejected (the daemon's log names each)",
+                                s.rejected_agent_messages
+                            ));
+                        }
                         (
                             with_warnings(
                                 serde_json::to_value(&s).expect("serializable"),

@@ -6,9 +6,11 @@
 //! memory come from the caller.
 
 use crate::trace::Tracer;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use strobe_frida::agent_protocol::wire::{Hex, OrderedMap};
+use strobe_frida::agent_protocol::{MemLocation, TypeDesc, VarDesc, VarLocation};
 use strobe_symbols::{
     CfaRule, FrameBase, Pattern, Place, ScopeVariable, Statement, SymbolResolver, Type, TypeId,
     TypeTable,
@@ -183,13 +185,10 @@ impl Tracer {
     pub fn globals_for(
         &mut self,
         text: &str,
-        vars: &mut Vec<Value>,
+        vars: &mut Vec<VarDesc>,
         bases: &dyn Fn(&std::path::Path) -> Option<u64>,
     ) {
-        let known: Vec<String> = vars
-            .iter()
-            .filter_map(|v| v["name"].as_str().map(str::to_string))
-            .collect();
+        let known: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
         let mut wanted = Vec::new();
         for m in 0..self.modules.len() {
             for g in &self.modules[m].index().globals {
@@ -213,12 +212,14 @@ impl Tracer {
             let Some(types) = self.types_snapshot(m) else {
                 continue;
             };
-            vars.push(json!({
-                "name": g.name,
-                "param": false,
-                "loc": {"k": "mem", "base": "abs", "off": format!("{:#x}", base + g.offset)},
-                "type": agent_type(&types, ty, 3),
-            }));
+            vars.push(VarDesc {
+                name: g.name.clone(),
+                param: false,
+                loc: VarLocation::Mem(MemLocation::Abs {
+                    off: Hex(base + g.offset),
+                }),
+                ty: agent_type(&types, ty, 3),
+            });
         }
     }
 
@@ -353,47 +354,53 @@ pub fn resolve_place(
 
 /// How the agent reads a variable at a breakpoint (see agent/src/breakpoints.ts):
 /// its place relative to the breakpoint's CFA or a register.
-pub fn agent_location(place: &Place, frame_base: FrameBase, image_base: u64) -> Value {
+pub fn agent_location(place: &Place, frame_base: FrameBase, image_base: u64) -> VarLocation {
+    let unavailable = |why: &str| VarLocation::Unavailable { why: why.into() };
     match place {
         Place::FrameBase(off) => match frame_base {
-            FrameBase::Cfa => json!({"k": "mem", "base": "cfa", "off": off}),
-            FrameBase::Register(r, o) => {
-                json!({"k": "mem", "base": "reg", "reg": r, "off": o + off})
-            }
-            FrameBase::Unknown => {
-                json!({"k": "none", "why": "in a frame this reader cannot locate"})
-            }
+            FrameBase::Cfa => VarLocation::Mem(MemLocation::Cfa { off: *off }),
+            FrameBase::Register(r, o) => VarLocation::Mem(MemLocation::Reg {
+                reg: r,
+                off: o + off,
+            }),
+            FrameBase::Unknown => unavailable("in a frame this reader cannot locate"),
         },
-        Place::RegisterOffset(r, off) => json!({"k": "mem", "base": "reg", "reg": r, "off": off}),
-        Place::Static(off) => {
-            json!({"k": "mem", "base": "abs", "off": format!("{:#x}", image_base.wrapping_add(*off))})
-        }
-        Place::Register(r) if (*r as usize) < REGISTER_NAMES.len() => json!({"k": "reg", "reg": r}),
-        Place::Register(_) => json!({"k": "none", "why": "in a vector register"}),
-        Place::Const(c) => json!({"k": "const", "v": c}),
-        Place::OptimizedOut => json!({"k": "none", "why": "optimized out here"}),
-        Place::Unsupported(why) => json!({"k": "none", "why": format!("stored as {why}")}),
+        Place::RegisterOffset(r, off) => VarLocation::Mem(MemLocation::Reg { reg: *r, off: *off }),
+        Place::Static(off) => VarLocation::Mem(MemLocation::Abs {
+            off: Hex(image_base.wrapping_add(*off)),
+        }),
+        Place::Register(r) if (*r as usize) < REGISTER_NAMES.len() => VarLocation::Reg { reg: *r },
+        Place::Register(_) => unavailable("in a vector register"),
+        Place::Const(c) => VarLocation::Const { v: *c },
+        Place::OptimizedOut => unavailable("optimized out here"),
+        Place::Unsupported(why) => unavailable(&format!("stored as {why}")),
     }
 }
 
 /// A type as the agent's condition reader understands it (depth-limited).
-pub fn agent_type(types: &TypeTable, ty: TypeId, depth: u32) -> Value {
+pub fn agent_type(types: &TypeTable, ty: TypeId, depth: u32) -> TypeDesc {
     match types.get(types.strip(ty)) {
-        Type::Int { size, signed, .. } => json!({"k": "int", "size": size, "signed": signed}),
-        Type::Float { size, .. } => json!({"k": "float", "size": size}),
-        Type::Bool { size } => json!({"k": "bool", "size": size}),
+        Type::Int { size, signed, .. } => TypeDesc::Int {
+            size: *size,
+            signed: *signed,
+        },
+        Type::Float { size, .. } => TypeDesc::Float { size: *size },
+        Type::Bool { size } => TypeDesc::Bool { size: *size },
         Type::Enum {
             size,
             signed,
             variants,
             ..
-        } => {
-            let names: serde_json::Map<String, Value> = variants
-                .iter()
-                .map(|(v, n)| (v.to_string(), json!(n)))
-                .collect();
-            json!({"k": "enum", "size": size, "signed": signed, "names": names})
-        }
+        } => TypeDesc::Enum {
+            size: *size,
+            signed: *signed,
+            names: OrderedMap(
+                variants
+                    .iter()
+                    .map(|(v, n)| (v.to_string(), n.clone()))
+                    .collect(),
+            ),
+        },
         Type::Pointer { target, .. } => {
             let t = types.get(types.strip(*target));
             if matches!(
@@ -404,22 +411,30 @@ pub fn agent_type(types: &TypeTable, ty: TypeId, depth: u32) -> Value {
                     ..
                 }
             ) {
-                json!({"k": "ptr", "str": true})
+                TypeDesc::Ptr {
+                    str: true,
+                    to: None,
+                }
             } else if depth > 0 && matches!(t, Type::Struct { .. }) {
-                json!({"k": "ptr", "to": agent_type(types, *target, depth - 1)})
+                TypeDesc::Ptr {
+                    str: false,
+                    to: Some(Box::new(agent_type(types, *target, depth - 1))),
+                }
             } else {
-                json!({"k": "ptr"})
+                TypeDesc::Ptr {
+                    str: false,
+                    to: None,
+                }
             }
         }
-        Type::Struct { members, .. } if depth > 0 => {
-            let fields: Vec<Value> = members
+        Type::Struct { members, .. } if depth > 0 => TypeDesc::Struct {
+            fields: members
                 .iter()
                 .filter(|m| m.bits.is_none())
-                .map(|m| json!([m.name, m.offset, agent_type(types, m.ty, depth - 1)]))
-                .collect();
-            json!({"k": "struct", "fields": fields})
-        }
-        _ => json!({"k": "opaque"}),
+                .map(|m| (m.name.clone(), m.offset, agent_type(types, m.ty, depth - 1)))
+                .collect(),
+        },
+        _ => TypeDesc::Opaque,
     }
 }
 

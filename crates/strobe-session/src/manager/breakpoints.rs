@@ -8,7 +8,7 @@
 use super::memory::Mem;
 use super::{ErrorCode, Live, SessionManager};
 use crate::frames::{self, BreakSite, CodeLocation, FrameLayout, Registers, Resolved};
-use crate::trace::{self, Tracer};
+use crate::trace::Tracer;
 use crate::values::{self, WatchType};
 use crate::varpath::{self, Step};
 use serde::Serialize;
@@ -20,6 +20,11 @@ use std::time::{Duration, Instant};
 use strobe_core::ToolError;
 use strobe_core::clock::monotonic_ns;
 use strobe_core::event::EventKind;
+use strobe_frida::agent_protocol::wire::Hex;
+use strobe_frida::agent_protocol::{
+    BreakpointError, BreakpointSpec, BreakpointsRequest, BreakpointsUpdated, Callee, DaemonMessage,
+    FrameCheck, Logpoint, Paused, Resume, ResumeOrder, StepCall, StepStop, VarDesc,
+};
 
 /// Most breakpoints per session.
 pub const MAX_BREAKPOINTS: usize = 50;
@@ -301,32 +306,38 @@ impl SessionManager {
                 .flat_map(|b| (0..b.addresses.len()).map(move |i| format!("{}@{i}", b.id)))
                 .collect()
         };
-        let answer = self.agent_request(
+        let answer: BreakpointsUpdated = self.agent_request(
             &live,
-            json!({"type": "breakpoints", "set": specs, "remove": agent_remove}),
+            |id| {
+                DaemonMessage::Breakpoints(BreakpointsRequest {
+                    id,
+                    set: Some(specs),
+                    remove: agent_remove,
+                })
+            },
             Duration::from_secs(10),
         )?;
-        if let Some(failed) = answer["failed"].as_array().filter(|f| !f.is_empty()) {
+        if !answer.failed.is_empty() {
             // Nothing half-set: take back what did go in.
-            let installed: Vec<Value> = answer["installed"].as_array().cloned().unwrap_or_default();
+            let installed = answer.installed;
             if !installed.is_empty() {
-                let _ = self.agent_request(
+                let _ = self.agent_request::<BreakpointsUpdated>(
                     &live,
-                    json!({"type": "breakpoints", "remove": installed}),
+                    |id| {
+                        DaemonMessage::Breakpoints(BreakpointsRequest {
+                            id,
+                            set: None,
+                            remove: installed,
+                        })
+                    },
                     Duration::from_secs(10),
                 );
             }
-            let reasons: Vec<String> = failed
+            let reasons: Vec<String> = answer
+                .failed
                 .iter()
-                .map(|f| {
-                    let which = f[0]
-                        .as_str()
-                        .unwrap_or("?")
-                        .split('@')
-                        .next()
-                        .unwrap_or("?")
-                        .to_string();
-                    let why = f[1].as_str().unwrap_or("?");
+                .map(|(agent_id, why)| {
+                    let which = agent_id.split('@').next().unwrap_or("?").to_string();
                     let what = created
                         .iter()
                         .find(|b| b.id == which)
@@ -407,7 +418,7 @@ impl SessionManager {
                 .cloned()
                 .expect("checked above");
             let order = if action == "continue" {
-                json!({"action": "continue"})
+                ResumeOrder::Continue
             } else {
                 self.step_order(&live, &p, action)?
             };
@@ -493,13 +504,17 @@ impl SessionManager {
         }
     }
 
-    fn resume(&self, live: &Live, tid: u32, mut order: Value) {
-        order["type"] = json!(format!("resume-{tid}"));
-        let _ = live.post(order.to_string().as_bytes());
+    fn resume(&self, live: &Live, tid: u32, order: ResumeOrder) {
+        let _ = live.post(&DaemonMessage::Resume(Resume { tid, order }));
     }
 
     /// The stops of a step from where `p` is paused.
-    fn step_order(&self, live: &Live, p: &PausedThread, action: &str) -> Result<Value, ToolError> {
+    fn step_order(
+        &self,
+        live: &Live,
+        p: &PausedThread,
+        action: &str,
+    ) -> Result<ResumeOrder, ToolError> {
         let mem = Mem::open(live.pid, false)?;
         let mut guard = live.tracer.lock().expect("tracer lock");
         let tracer = guard
@@ -510,23 +525,15 @@ impl SessionManager {
 
     /// The agent reported a paused thread: resolve where, then either show
     /// it or (a step that ended mid-line) step on to the next statement.
-    pub(super) fn on_paused(&self, live: &Live, payload: &Value) {
-        let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
-        let address = payload["address"]
-            .as_str()
-            .and_then(trace::parse_hex_address)
-            .unwrap_or(0);
-        let hit_ns: u64 = payload["ts"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let regs = frames::registers_from(&payload["registers"]);
-        let reason = payload["reason"]
-            .as_str()
-            .unwrap_or("breakpoint")
-            .to_string();
-        let breakpoint = payload["breakpoint"]
-            .as_str()
+    pub(super) fn on_paused(&self, live: &Live, paused: &Paused) {
+        let tid = paused.tid;
+        let address = paused.address.0;
+        let hit_ns = paused.ts;
+        let regs = frames::registers_from(&json!(paused.registers));
+        let reason = paused.reason.as_str().to_string();
+        let breakpoint = paused
+            .breakpoint
+            .as_deref()
             .map(|s| s.split('@').next().unwrap_or(s).to_string());
         let mut p = PausedThread {
             thread_id: tid,
@@ -537,7 +544,7 @@ impl SessionManager {
             line: None,
             address: hex(address),
             arguments: Vec::new(),
-            backtrace: payload["backtrace"].clone(),
+            backtrace: json!(paused.backtrace),
             paused_at_ns: hit_ns.saturating_sub(live.origin_ns),
             hit_to_visible_us: 0.0,
             seq: 0,
@@ -599,7 +606,7 @@ impl SessionManager {
             }
         }
         self.refine_backtrace(live, &mut p.backtrace);
-        let hits = payload["hits"].as_u64().unwrap_or(0);
+        let hits = paused.hits;
         let mut st = live.debug.lock().expect("debug lock");
         st.settling.remove(&tid);
         if let Some(id) = &breakpoint
@@ -616,42 +623,34 @@ impl SessionManager {
     }
 
     /// A step into reached a call: where the callee's body starts, if it has line info.
-    pub(super) fn on_step_call(&self, live: &Live, payload: &Value) {
-        let tid = payload["tid"].as_u64().unwrap_or(0);
-        let target = payload["target"]
-            .as_str()
-            .and_then(trace::parse_hex_address);
-        let mut answer = Value::Null;
-        if let Some(target) = target
-            && let Some((path, base)) = super::hooks::image_at(live.pid, target)
-        {
+    pub(super) fn on_step_call(&self, live: &Live, call: &StepCall) {
+        let target = call.target.0;
+        let mut answer = None;
+        if let Some((path, base)) = super::hooks::image_at(live.pid, target) {
             let mut guard = live.tracer.lock().expect("tracer lock");
             if let Some(tracer) = guard.as_mut()
                 && let Some(m) = tracer.module_index(&path)
                 && let Some(body) = tracer.body_of_function_at(m, target - base)
             {
-                answer = json!(hex(base + body));
+                answer = Some(Hex(base + body));
             }
         }
-        let msg = json!({"type": format!("callee-{tid}"), "address": answer});
-        let _ = live.post(msg.to_string().as_bytes());
+        let _ = live.post(&DaemonMessage::Callee(Callee {
+            tid: call.tid,
+            address: answer,
+        }));
     }
 
     /// A logpoint fired: its message goes on the timeline.
-    pub(super) fn on_logpoint(&self, live: &Live, payload: &Value) {
-        let id = payload["id"].as_str().unwrap_or("?");
-        let id = id.split('@').next().unwrap_or(id);
-        let ts: u64 = payload["ts"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let doc = json!({"logpointId": id, "message": payload["message"]});
+    pub(super) fn on_logpoint(&self, live: &Live, logpoint: &Logpoint) {
+        let id = logpoint.id.split('@').next().unwrap_or(&logpoint.id);
+        let doc = json!({"logpointId": id, "message": logpoint.message});
         self.append_json_event_at(
             live,
             EventKind::Logpoint,
-            ts.saturating_sub(live.origin_ns),
-            payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32,
-            payload["tid"].as_u64().unwrap_or(0) as u32,
+            logpoint.ts.saturating_sub(live.origin_ns),
+            logpoint.pid,
+            logpoint.tid,
             &doc,
         );
         let mut st = live.debug.lock().expect("debug lock");
@@ -661,14 +660,13 @@ impl SessionManager {
     }
 
     /// A condition or message failed to evaluate in the target.
-    pub(super) fn on_breakpoint_error(&self, live: &Live, payload: &Value) {
-        let id = payload["id"].as_str().unwrap_or("?");
-        let id = id.split('@').next().unwrap_or(id);
+    pub(super) fn on_breakpoint_error(&self, live: &Live, error: &BreakpointError) {
+        let id = error.id.split('@').next().unwrap_or(&error.id);
         let mut st = live.debug.lock().expect("debug lock");
         if let Some(b) = st.breakpoints.iter_mut().find(|b| b.id == id) {
             b.note = Some(format!(
                 "the condition threw in the target (the hit does not pause): {}",
-                payload["error"].as_str().unwrap_or("?")
+                error.error
             ));
         }
     }
@@ -789,7 +787,7 @@ fn agent_spec(
     address: u64,
     image_base: u64,
     bases: &dyn Fn(&std::path::Path) -> Option<u64>,
-) -> Value {
+) -> BreakpointSpec {
     let text = format!(
         "{} {}",
         a.condition.as_deref().unwrap_or(""),
@@ -800,48 +798,46 @@ fn agent_spec(
         .function_containing(site.offset)
         .and_then(|fi| tracer.frame_layout(site.module, fi, site.offset));
     let mut vars = Vec::new();
-    let mut cfa = Value::Null;
+    let mut cfa = None;
     if let Some(l) = &layout {
-        cfa = l.cfa.map_or(Value::Null, |c| json!([c.register, c.offset]));
+        cfa = l.cfa.map(|c| (c.register, c.offset));
         let uses_args = frames::mentions(&text, "args");
         for v in &l.vars {
             if frames::mentions(&text, &v.name) || (uses_args && v.parameter) {
-                vars.push(json!({
-                    "name": v.name,
-                    "param": v.parameter,
-                    "loc": frames::agent_location(&v.place, l.frame_base, image_base),
-                    "type": frames::agent_type(&l.types, v.ty, 3),
-                }));
+                vars.push(VarDesc {
+                    name: v.name.clone(),
+                    param: v.parameter,
+                    loc: frames::agent_location(&v.place, l.frame_base, image_base),
+                    ty: frames::agent_type(&l.types, v.ty, 3),
+                });
             }
         }
     }
     tracer.globals_for(&text, &mut vars, bases);
-    let mut spec = json!({"id": agent_id, "address": hex(address), "cfa": cfa, "vars": vars});
-    if let Some(c) = &a.condition {
-        spec["condition"] = json!(c);
+    BreakpointSpec {
+        id: agent_id.to_string(),
+        address: Hex(address),
+        cfa,
+        vars,
+        condition: a.condition.clone(),
+        message: a.message.clone(),
+        hit_count: a.hit_count,
     }
-    if let Some(m) = &a.message {
-        spec["message"] = json!(m);
-    }
-    if let Some(h) = a.hit_count {
-        spec["hitCount"] = json!(h);
-    }
-    spec
 }
 
 /// Step stops from `p`: see [`frames::step_targets`]; the return address
 /// ends the step when the function returns (stack pointer back at the CFA).
-fn plan_step(tracer: &mut Tracer, mem: &Mem, p: &PausedThread, action: &str) -> Value {
-    let mut stops: Vec<Value> = Vec::new();
-    let mut scan = Value::Null;
-    let mut scan_frame = Value::Null;
+fn plan_step(tracer: &mut Tracer, mem: &Mem, p: &PausedThread, action: &str) -> ResumeOrder {
+    let mut stops = Vec::new();
+    let mut scan = None;
+    let mut scan_frame = None;
     if let Some(loc) = &p.location {
         let rule = tracer.cfa_rule(loc.module, loc.offset);
         let cfa = frames::cfa_value(rule, &p.regs);
         if let Some(cfa) = cfa
             && let Ok(ret) = mem.read_u64(cfa.wrapping_sub(8))
         {
-            stops.push(json!([hex(ret), [7, 0, hex(cfa)], false]));
+            stops.push(StepStop(Hex(ret), Some(FrameCheck(7, 0, Hex(cfa))), false));
         }
         if action != "step-out"
             && let Some(fi) = loc.function_index
@@ -850,10 +846,10 @@ fn plan_step(tracer: &mut Tracer, mem: &Mem, p: &PausedThread, action: &str) -> 
             let (targets, range) = frames::step_targets(&stmts, loc.offset);
             for t in targets {
                 let check = match (tracer.cfa_rule(loc.module, t), cfa) {
-                    (Some(r), Some(c)) => json!([r.register, r.offset, hex(c)]),
-                    _ => Value::Null,
+                    (Some(r), Some(c)) => Some(FrameCheck(r.register, r.offset, Hex(c))),
+                    _ => None,
                 };
-                stops.push(json!([hex(p.image_base + t), check, false]));
+                stops.push(StepStop(Hex(p.image_base + t), check, false));
             }
             if action == "step-into" {
                 let f_end = tracer.modules[loc.module].index().functions[fi]
@@ -861,17 +857,21 @@ fn plan_step(tracer: &mut Tracer, mem: &Mem, p: &PausedThread, action: &str) -> 
                     .iter()
                     .find(|(s, e)| (*s..*e).contains(&loc.offset))
                     .map_or(range.1, |r| r.1);
-                scan = json!([
-                    hex(p.image_base + range.0),
-                    hex(p.image_base + range.1.min(f_end))
-                ]);
+                scan = Some((
+                    Hex(p.image_base + range.0),
+                    Hex(p.image_base + range.1.min(f_end)),
+                ));
                 if let (Some(r), Some(c)) = (rule, cfa) {
-                    scan_frame = json!([r.register, r.offset, hex(c)]);
+                    scan_frame = Some(FrameCheck(r.register, r.offset, Hex(c)));
                 }
             }
         }
     }
-    json!({"action": "step", "stops": stops, "scan": scan, "scanFrame": scan_frame})
+    ResumeOrder::Step {
+        stops,
+        scan,
+        scan_frame,
+    }
 }
 
 /// A stopped frame's registers and its image's load address.

@@ -22,9 +22,11 @@ use crate::frames;
 use crate::trace;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::event::{Event, EventKind};
-use strobe_store::{EventFilter, QueryPage};
+use strobe_frida::agent_protocol::{CrashReport, DaemonMessage};
+use strobe_store::{EventFilter, QueryPage, SessionUpdate};
 use strobe_symbols::resolvers::dwarf::demangle_type_name;
 
 /// Frames walked looking for one with debug info (a Rust `panic=abort`
@@ -108,6 +110,42 @@ fn classify_fault(pid: u32, crash: &mut Value) {
 }
 
 impl SessionManager {
+    /// Stores the crash event (with the crashing frame's locals), then lets
+    /// the crashing thread go on dying.
+    pub(super) fn on_crash(&self, live: &Arc<Live>, report: CrashReport) {
+        // The report is the event's document, enriched below.
+        let mut payload = serde_json::to_value(&report).expect("crash reports serialize");
+        let summary = self.explain_crash(live, &mut payload);
+        let signal = report.signal;
+        for image in std::iter::once(live.clone()).chain(live.root().filter(|r| r.pid == live.pid))
+        {
+            let mut life = image.life.lock().expect("lifecycle lock");
+            life.signal = Some(signal.clone());
+            life.crash_summary = summary.clone();
+        }
+        if let Some(walk) = self.unwind_crash(live, &payload) {
+            if let Some(frame) = &walk.frame {
+                payload["frame"] = frame.clone();
+            }
+            self.merge_backtrace(live, &mut payload["backtrace"], &walk);
+        }
+        self.refine_backtrace(live, &mut payload["backtrace"]);
+        self.append_json_event(live, EventKind::Crash, report.pid, report.tid, &payload);
+        let main = live.root().is_none_or(|r| r.pid == live.pid);
+        if main {
+            let _ = self.store.update_session(
+                live.key,
+                SessionUpdate {
+                    exit_signal: Some(signal),
+                    ..Default::default()
+                },
+            );
+        }
+        // The crash is on disk before the process may die.
+        let _ = self.store.flush();
+        let _ = live.post(&DaemonMessage::CrashAck);
+    }
+
     /// Everything the crash event carries besides the frame: the real
     /// signal and cause, the exception type, the runtime's report and the
     /// events just before. Returns the one-line summary for the end reason.

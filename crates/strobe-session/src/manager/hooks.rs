@@ -3,13 +3,16 @@
 
 use super::{ErrorCode, Live, SessionManager, store_err};
 use crate::trace::{self, TraceOptions, TraceResponse, Tracer, WatchTarget};
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 use strobe_core::{Settings, ToolError};
+use strobe_frida::agent_protocol::{
+    AgentMessage, DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookTarget, HooksRequest,
+    HooksUpdated, ModuleBaseAnswer, ModuleHooks, PlansUpdated,
+};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 
 /// How often a wait for the agent checks whether the process was stopped.
@@ -38,13 +41,17 @@ impl SessionManager {
         self.home.root().join("symbol-cache")
     }
 
-    /// Sends a request to a session's agent and waits for its answer.
-    pub(super) fn agent_request(
+    /// Sends a request (built around its id) to a session's agent and waits
+    /// for its answer, of the kind `A` that answers it.
+    pub(super) fn agent_request<A>(
         &self,
         live: &Live,
-        mut msg: Value,
+        request: impl FnOnce(u64) -> DaemonMessage,
         timeout: Duration,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<A, ToolError>
+    where
+        A: TryFrom<AgentMessage, Error = AgentMessage>,
+    {
         // A stopped process runs none of its threads, the agent's included:
         // say so now rather than after the request timeout, and send nothing,
         // so nothing takes effect behind the caller's back once it continues.
@@ -52,10 +59,10 @@ impl SessionManager {
             return Err(stopped_error(live, false));
         }
         let id = live.next_request.fetch_add(1, Ordering::Relaxed);
-        msg["id"] = json!(id);
+        let msg = request(id);
         let (tx, rx) = crossbeam_channel::bounded(1);
         live.replies.lock().expect("replies lock").insert(id, tx);
-        let sent = live.post(msg.to_string().as_bytes());
+        let sent = live.post(&msg);
         let mut answer = None;
         let mut stopped = false;
         if sent.is_ok() {
@@ -81,7 +88,7 @@ impl SessionManager {
         if stopped {
             return Err(stopped_error(live, true));
         }
-        answer.ok_or_else(|| {
+        let answer = answer.ok_or_else(|| {
             if live.life.lock().expect("lifecycle lock").ended {
                 return ToolError::new(
                     ErrorCode::ProcessExited,
@@ -96,6 +103,14 @@ impl SessionManager {
                     timeout.as_millis()
                 ),
             )
+        })?;
+        A::try_from(answer).map_err(|other| {
+            ToolError::internal(format!(
+                "the agent in session {} answered a '{}' request with a '{}' message",
+                live.id,
+                msg.type_name(),
+                other.type_name()
+            ))
         })
     }
 
@@ -104,14 +119,11 @@ impl SessionManager {
     /// when the daemon may not read the target's maps.
     pub(super) fn image_base(&self, live: &Live, path: &Path, timeout: Duration) -> Option<u64> {
         module_base(live.pid, path).or_else(|| {
-            let r = self
-                .agent_request(
-                    live,
-                    json!({"type": "module-base", "path": path.to_string_lossy()}),
-                    timeout,
-                )
+            let path = path.to_string_lossy().into_owned();
+            let r: ModuleBaseAnswer = self
+                .agent_request(live, |id| DaemonMessage::ModuleBase { id, path }, timeout)
                 .ok()?;
-            trace::parse_hex_address(r["base"].as_str()?)
+            r.base.map(|b| b.0)
         })
     }
 
@@ -162,22 +174,10 @@ impl SessionManager {
         if replan || !opts.watch_remove.is_empty() {
             // Expression watches are compiled by the agent; one that does not
             // compile is refused (or, staged, dropped with a warning).
-            let exprs: Vec<Value> = tracer
-                .expr_watches()
-                .into_iter()
-                .map(|(id, label, src)| json!([id, label, src]))
-                .collect();
-            let r = self.agent_request(live, json!({"type": "exprs", "exprs": exprs}), timeout)?;
-            let bad: Vec<(String, String)> = r["errors"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|e| {
-                            Some((e[0].as_str()?.to_string(), e[1].as_str()?.to_string()))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let exprs = tracer.expr_watches();
+            let r: ExprsUpdated =
+                self.agent_request(live, |id| DaemonMessage::Exprs { id, exprs }, timeout)?;
+            let bad = r.errors;
             if !bad.is_empty() {
                 let labels: Vec<String> = bad.iter().map(|b| b.0.clone()).collect();
                 tracer.remove_watches(&labels);
@@ -215,7 +215,7 @@ impl SessionManager {
         let watch = tracer.has_patterns();
         // One request per image; always at least one, which also tells the
         // agent whether libraries loaded later need checking.
-        let mut groups: Vec<(Option<String>, Vec<Value>)> = Vec::new();
+        let mut groups: Vec<(Option<String>, Vec<HookTarget>)> = Vec::new();
         let mut planned = 0usize;
         for (id, module, off) in &plan.to_hook {
             let m = module.to_string_lossy().into_owned();
@@ -248,20 +248,29 @@ impl SessionManager {
             groups.push((None, Vec::new()));
         }
         for (module, functions) in groups {
-            let mut req = json!({
-                "type": "hooks", "action": "add", "functions": functions, "watchLibraries": watch,
-                "sampling": tracer.sampling, "hotCallsPerSecond": settings.hot_calls_per_second,
-            });
-            if let Some(m) = module {
-                req["module"] = json!(m);
-            }
+            let change = HookChange::Add {
+                functions,
+                module,
+                sampling: tracer.sampling,
+                hot_calls_per_second: settings.hot_calls_per_second,
+            };
             let sent = std::time::Instant::now();
-            let r = self.agent_request(live, req, timeout)?;
+            let r: HooksUpdated = self.agent_request(
+                live,
+                |id| {
+                    DaemonMessage::Hooks(HooksRequest {
+                        id,
+                        change,
+                        watch_libraries: watch,
+                    })
+                },
+                timeout,
+            )?;
             tracing::debug!(
                 "session {}: agent hooked {} functions in {} ms ({} ms round trip)",
                 live.id,
-                r["installed"].as_array().map_or(0, Vec::len),
-                r["ms"],
+                r.installed.len(),
+                r.ms,
                 sent.elapsed().as_millis()
             );
             let (ok, bad) = hook_outcome(&r);
@@ -269,9 +278,18 @@ impl SessionManager {
             failed.extend(bad);
         }
         if !plan.to_unhook.is_empty() {
-            self.agent_request(
+            let change = HookChange::Remove {
+                functions: plan.to_unhook.clone(),
+            };
+            self.agent_request::<HooksUpdated>(
                 live,
-                json!({"type": "hooks", "action": "remove", "functions": plan.to_unhook, "watchLibraries": watch}),
+                |id| {
+                    DaemonMessage::Hooks(HooksRequest {
+                        id,
+                        change,
+                        watch_libraries: watch,
+                    })
+                },
                 timeout,
             )?;
         }
@@ -284,13 +302,15 @@ impl SessionManager {
                 if fresh.contains(&id) {
                     continue;
                 }
-                match register_plan(live, tracer, id) {
-                    Some((wire, _)) => plans.push(json!([id, wire])),
-                    None => plans.push(json!([id, null])),
-                }
+                let wire = register_plan(live, tracer, id).map(|(wire, _)| wire);
+                plans.push(FunctionPlan(id, wire));
             }
             if !plans.is_empty() {
-                self.agent_request(live, json!({"type": "plans", "plans": plans}), timeout)?;
+                self.agent_request::<PlansUpdated>(
+                    live,
+                    |id| DaemonMessage::Plans { id, plans },
+                    timeout,
+                )?;
             }
         }
         save_captures(&self.store, live, tracer);
@@ -393,7 +413,10 @@ impl SessionManager {
     /// A library was loaded while patterns are active and the loading thread
     /// waits: hook what the patterns match in it, then let it go on.
     pub(super) fn on_library_loaded(&self, live: &Live, path: &str) {
-        let mut reply = json!({"type": "module-hooks", "module": path, "functions": []});
+        let mut reply = ModuleHooks {
+            module: path.to_string(),
+            functions: Vec::new(),
+        };
         let resolver = DwarfResolver::open(Path::new(path), Some(&self.symbol_cache_dir()));
         // The tracer may be busy applying a debug_trace call that itself waits
         // on the agent; never wait on it for long while the program is blocked.
@@ -417,7 +440,7 @@ impl SessionManager {
                     if !plan.new_rows.is_empty() {
                         let _ = self.store.register_functions(live.key, plan.new_rows);
                     }
-                    let mut functions: Vec<Value> = Vec::new();
+                    let mut functions = Vec::new();
                     let mut unhookable = Vec::new();
                     for (id, _, off) in &plan.to_hook {
                         match hook_target(live, t, *id, *off) {
@@ -426,7 +449,7 @@ impl SessionManager {
                         }
                     }
                     t.applied(&[], &unhookable, &[]);
-                    reply["functions"] = json!(functions);
+                    reply.functions = functions;
                     save_captures(&self.store, live, t);
                 }
             }
@@ -440,7 +463,7 @@ impl SessionManager {
             .lock()
             .expect("modules lock")
             .push(path.to_string());
-        let _ = live.post(reply.to_string().as_bytes());
+        let _ = live.post(&DaemonMessage::ModuleHooks(reply));
     }
 
     /// `debug_trace`: with a session, changes its hooks live; without one,
@@ -634,29 +657,8 @@ impl SessionManager {
 pub(super) type HookOutcome = (Vec<u32>, Vec<(u32, String)>);
 
 /// Installed ids and failures from an agent's `hooks_updated` answer.
-pub(super) fn hook_outcome(r: &Value) -> HookOutcome {
-    let installed = r["installed"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_u64().map(|v| v as u32))
-                .collect()
-        })
-        .unwrap_or_default();
-    let failed = r["failed"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| {
-                    Some((
-                        f[0].as_u64()? as u32,
-                        f[1].as_str().unwrap_or("?").to_string(),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    (installed, failed)
+pub(super) fn hook_outcome(r: &HooksUpdated) -> HookOutcome {
+    (r.installed.clone(), r.failed.clone())
 }
 
 /// What applying pattern changes did.
@@ -671,24 +673,26 @@ pub(super) struct ApplyResult {
     pub(super) sampled: Vec<trace::SampledFunction>,
 }
 
-/// What the agent needs to hook function `id` at `off` in its image:
-/// `[id, off, plan or null, stack bytes to copy, code bytes from the entry]`,
-/// and, when it has a
+/// What the agent needs to hook function `id` at `off` in its image
+/// (see [`HookTarget`]), and, when it has a
 /// capture plan, whether that plan left pointers unfollowed.
 fn hook_target(
     live: &Live,
     tracer: &mut Tracer,
     id: u32,
     off: u64,
-) -> Result<(Value, Option<bool>), String> {
+) -> Result<(HookTarget, Option<bool>), String> {
     let copy = tracer.stack_copy_bytes(id).ok_or_else(|| {
         "its arguments may take more than 64 KiB of stack, more than the hook copies per call"
             .to_string()
     })?;
     let extent = tracer.entry_extent(id);
     Ok(match register_plan(live, tracer, id) {
-        Some((wire, truncated)) => (json!([id, off, wire, copy, extent]), Some(truncated)),
-        None => (json!([id, off, null, copy, extent]), None),
+        Some((wire, truncated)) => (
+            HookTarget(id, off, Some(wire), copy, extent),
+            Some(truncated),
+        ),
+        None => (HookTarget(id, off, None, copy, extent), None),
     })
 }
 

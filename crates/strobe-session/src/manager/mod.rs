@@ -9,9 +9,10 @@ pub mod breakpoints;
 mod crash;
 pub(crate) mod hooks;
 pub mod memory;
+mod messages;
 mod processes;
 pub mod staged;
-use hooks::{HookOutcome, hook_outcome};
+use hooks::HookOutcome;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +23,7 @@ use strobe_core::clock::{monotonic_ns, unix_millis};
 use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_JSON};
 use strobe_core::session_id::make_session_id;
 use strobe_core::{ErrorCode, Settings, StrobeHome, ToolError};
+use strobe_frida::agent_protocol::{AgentMessage, DaemonMessage};
 use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
 use strobe_store::{
     EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store,
@@ -184,6 +186,11 @@ pub struct SessionStatus {
     pub ended_at: Option<i64>,
     /// Event counters.
     pub events: EventCounts,
+    /// Messages from the session's agents that did not fit the agent
+    /// protocol and were rejected (each is logged with the session id);
+    /// counted while the session is live.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rejected_agent_messages: u64,
     /// Kept after stop.
     pub retained: bool,
     /// Owned by this daemon run (can still be stopped/traced).
@@ -270,7 +277,7 @@ struct Live {
     /// Tracing state, created on the first debug_trace (or pending patterns).
     tracer: Mutex<Option<Tracer>>,
     /// Requests to the agent waiting for their answer, by request id.
-    replies: Mutex<HashMap<u64, crossbeam_channel::Sender<Value>>>,
+    replies: Mutex<HashMap<u64, crossbeam_channel::Sender<AgentMessage>>>,
     next_request: AtomicU64,
     /// Threads whose names were looked up.
     known_threads: Mutex<std::collections::HashSet<u32>>,
@@ -320,6 +327,9 @@ struct Live {
     /// and once the end was read (a session following thousands of short
     /// children must not keep a descriptor for each).
     exit_watch: Mutex<Option<crate::exit_watch::ExitWatch>>,
+    /// Root only: agent messages of the session's processes that did not
+    /// fit the protocol and were rejected.
+    rejected_messages: messages::RejectedMessages,
 }
 
 /// Plans registered since they were last stored, and the length of each
@@ -332,8 +342,8 @@ struct UnsavedCaptures {
 
 impl Live {
     /// Posts a message to this process's agent.
-    fn post(&self, json: &[u8]) -> Result<(), BridgeError> {
-        self.bridge.post_to(self.pid, json, &[])
+    fn post(&self, msg: &DaemonMessage) -> Result<(), BridgeError> {
+        self.bridge.post_to(self.pid, &msg.to_json(), &[])
     }
 
     fn state(&self) -> SessionState {
@@ -635,6 +645,7 @@ impl SessionManager {
             replaced: AtomicBool::new(false),
             id_base: 0,
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
+            rejected_messages: messages::RejectedMessages::default(),
         });
         self.live
             .lock()
@@ -901,268 +912,6 @@ impl SessionManager {
         let _ = self.store.append(live.key, batch);
     }
 
-    fn on_agent_message(&self, live: &Arc<Live>, text: &[u8], data: &[u8]) {
-        let msg: Value = match serde_json::from_slice(text) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!("session {}: undecodable agent message: {e}", live.id);
-                return;
-            }
-        };
-        if msg["type"] == "error" {
-            tracing::warn!(
-                "session {}: agent script error: {} {}",
-                live.id,
-                msg["description"].as_str().unwrap_or("?"),
-                msg["stack"].as_str().unwrap_or("")
-            );
-            return;
-        }
-        let payload = &msg["payload"];
-        match payload["type"].as_str() {
-            Some("exit") => {
-                let Some(code) = exit_code_of(payload) else {
-                    // Never a default: a made-up 0 would read as success. The
-                    // end is still learned, from the kernel, when it comes.
-                    tracing::warn!(
-                        "session {}: the agent's exit message has no valid code ({payload}); ignored",
-                        live.id
-                    );
-                    let _ = live.post(br#"{"type":"exit-ack"}"#);
-                    return;
-                };
-                live.life.lock().expect("lifecycle lock").exit_code = Some(code);
-                if let Some(root) = live.root() {
-                    // A followed process: its exit is its own event, and an
-                    // exec'd image of the session's main pid ends the session.
-                    if root.pid == live.pid {
-                        root.life.lock().expect("lifecycle lock").exit_code = Some(code);
-                    } else {
-                        let _ = self.store.flush();
-                        let _ = live.post(br#"{"type":"exit-ack"}"#);
-                        return;
-                    }
-                }
-                let _ = self.store.update_session(
-                    live.key,
-                    SessionUpdate {
-                        exit_code: Some(code),
-                        ..Default::default()
-                    },
-                );
-                let _ = self.store.flush();
-                let _ = live.post(br#"{"type":"exit-ack"}"#);
-            }
-            Some("crash") => {
-                let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
-                for image in
-                    std::iter::once(live.clone()).chain(live.root().filter(|r| r.pid == live.pid))
-                {
-                    let mut life = image.life.lock().expect("lifecycle lock");
-                    life.crash_seen = true;
-                    life.signal = Some(signal.clone());
-                }
-                // Reading the crashing frame needs the tracer: never in the
-                // event loop (the thread stays blocked until the ack).
-                if let Some(me) = self.me.upgrade() {
-                    let l = live.clone();
-                    let p = payload.clone();
-                    std::thread::spawn(move || me.on_crash(&l, p));
-                }
-            }
-            Some("trace") => {
-                let mut batch = EventBatch::with_capacity(data.len() / trace::RECORD_SIZE, 0);
-                {
-                    let decoders = live.decoders.read().expect("decoders lock");
-                    trace::decode_records(
-                        data,
-                        live.origin_ns,
-                        live.pid,
-                        Some(&decoders),
-                        &mut batch,
-                    );
-                }
-                self.name_new_threads(live, &batch);
-                let _ = self.store.append(live.key, batch);
-                // Flow control: the agent keeps a bounded number of chunks in flight.
-                let _ = live.post(br#"{"type":"trace-ack"}"#);
-            }
-            Some("trace_drops") => {
-                let deltas: HashMap<u32, u64> = payload["drops"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_u64()?)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let lost = live
-                    .trace_stats
-                    .lock()
-                    .expect("stats lock")
-                    .add_drops(&deltas);
-                let _ = self.store.record_dropped(live.key, lost);
-            }
-            Some("fork_barrier") => {
-                // Everything the agent sent before has arrived: let it fork.
-                let _ = live.post(br#"{"type":"fork-barrier-ack"}"#);
-            }
-            Some(
-                "plans_updated" | "module_base" | "exprs_updated" | "inherited" | "forks_guarded"
-                | "output_owned" | "fds_closed",
-            ) => {
-                if let Some(id) = payload["id"].as_u64()
-                    && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
-                {
-                    let _ = tx.send(payload.clone());
-                }
-            }
-            Some("hooks_updated") => match payload["id"].as_u64() {
-                // Hooks installed for a library loaded later (no request waits).
-                // Queued: this thread must never wait for the tracer; the next
-                // tracer user merges it, in order, before planning anything.
-                Some(0) => {
-                    live.late_hooks
-                        .lock()
-                        .expect("late hooks lock")
-                        .push(hook_outcome(payload));
-                }
-                Some(id) => {
-                    if let Some(tx) = live.replies.lock().expect("replies lock").remove(&id) {
-                        let _ = tx.send(payload.clone());
-                    }
-                }
-                None => {}
-            },
-            Some("sampling") => {
-                let changes: Vec<(u32, u64)> = payload["changes"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|c| Some((c[0].as_u64()? as u32, c[1].as_u64()?)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                live.trace_stats
-                    .lock()
-                    .expect("stats lock")
-                    .set_sampling(&changes);
-            }
-            Some("modules") => {
-                let paths: Vec<String> = payload["paths"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|p| p.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                live.modules.lock().expect("modules lock").extend(paths);
-            }
-            Some("module_loaded") => {
-                let path = payload["path"].as_str().unwrap_or_default().to_string();
-                if payload["wait"] == true {
-                    // Resolving may take a while: never in the event loop.
-                    if let Some(me) = self.me.upgrade() {
-                        let l = live.clone();
-                        std::thread::spawn(move || me.on_library_loaded(&l, &path));
-                    }
-                } else {
-                    live.modules.lock().expect("modules lock").push(path);
-                }
-            }
-            Some("paused") => {
-                // Resolving the location needs the tracer: never in the event loop.
-                if let Some(me) = self.me.upgrade() {
-                    let l = live.clone();
-                    let p = payload.clone();
-                    std::thread::spawn(move || me.on_paused(&l, &p));
-                }
-            }
-            Some("step_call") => {
-                if let Some(me) = self.me.upgrade() {
-                    let l = live.clone();
-                    let p = payload.clone();
-                    std::thread::spawn(move || me.on_step_call(&l, &p));
-                }
-            }
-            Some("logpoint") => self.on_logpoint(live, payload),
-            Some("breakpoint_error") => self.on_breakpoint_error(live, payload),
-            Some("breakpoints_updated") => {
-                if let Some(id) = payload["id"].as_u64()
-                    && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
-                {
-                    let _ = tx.send(payload.clone());
-                }
-            }
-            Some("step_failed") => tracing::warn!(
-                "session {}: step stops not set: {}",
-                live.id,
-                payload["failed"]
-            ),
-            Some("agent_loaded") => {
-                *live.journal.lock().expect("journal lock") =
-                    payload["journal"].as_str().map(str::to_string);
-            }
-            other => tracing::debug!("session {}: agent message {other:?}", live.id),
-        }
-    }
-
-    /// Stores the crash event (with the crashing frame's locals), then lets
-    /// the crashing thread go on dying.
-    fn on_crash(&self, live: &Arc<Live>, mut payload: Value) {
-        let summary = self.explain_crash(live, &mut payload);
-        let signal = payload["signal"].as_str().unwrap_or("unknown").to_string();
-        for image in std::iter::once(live.clone()).chain(live.root().filter(|r| r.pid == live.pid))
-        {
-            let mut life = image.life.lock().expect("lifecycle lock");
-            life.signal = Some(signal.clone());
-            life.crash_summary = summary.clone();
-        }
-        if let Some(walk) = self.unwind_crash(live, &payload) {
-            if let Some(frame) = &walk.frame {
-                payload["frame"] = frame.clone();
-            }
-            self.merge_backtrace(live, &mut payload["backtrace"], &walk);
-        }
-        self.refine_backtrace(live, &mut payload["backtrace"]);
-        let pid = payload["pid"].as_u64().unwrap_or(live.pid as u64) as u32;
-        let tid = payload["tid"].as_u64().unwrap_or(0) as u32;
-        self.append_json_event(live, EventKind::Crash, pid, tid, &payload);
-        let main = live.root().is_none_or(|r| r.pid == live.pid);
-        if main {
-            let _ = self.store.update_session(
-                live.key,
-                SessionUpdate {
-                    exit_signal: Some(signal),
-                    ..Default::default()
-                },
-            );
-        }
-        // The crash is on disk before the process may die.
-        let _ = self.store.flush();
-        let _ = live.post(br#"{"type":"crash-ack"}"#);
-    }
-
-    /// Records the names of threads seen for the first time (from /proc, so
-    /// the target is not disturbed).
-    fn name_new_threads(&self, live: &Live, batch: &EventBatch) {
-        let mut known = live.known_threads.lock().expect("threads lock");
-        let mut named = Vec::new();
-        for h in &batch.headers {
-            if h.tid != 0 && known.insert(h.tid) {
-                let comm =
-                    std::fs::read_to_string(format!("/proc/{}/task/{}/comm", live.pid, h.tid));
-                if let Ok(name) = comm {
-                    named.push((h.tid, name.trim_end().to_string()));
-                }
-            }
-        }
-        if !named.is_empty() {
-            let _ = self.store.register_threads(live.key, live.pid, named);
-        }
-    }
-
     /// The target is gone: drain its output, then record how it ended.
     fn finalize(&self, live: &Arc<Live>, frida_reason: &str, crash: Option<Value>) {
         // Followed children still running hold the output pipes open: their
@@ -1375,6 +1124,7 @@ impl SessionManager {
                 evicted_output: SessionStats::get(&l.stats.evicted_output),
                 dropped: SessionStats::get(&l.stats.dropped),
             },
+            rejected_agent_messages: l.rejected_messages.count(),
             retained: false,
             live: true,
             pids: row.map(|r| r.pids).unwrap_or_else(|| vec![l.pid]),
@@ -1417,6 +1167,7 @@ impl SessionManager {
                 evicted_output: row.evicted_output,
                 dropped: row.dropped,
             },
+            rejected_agent_messages: 0,
             retained: row.retained,
             live: false,
             pids: row.pids,
@@ -1815,8 +1566,8 @@ fn proc_start_time(pid: u32) -> Option<u64> {
 }
 
 /// The exit code an agent's `exit` message carries, if it carries a valid one.
-fn exit_code_of(payload: &Value) -> Option<i32> {
-    i32::try_from(payload["code"].as_i64()?).ok()
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The store's eviction budgets from the settings in force.
@@ -1838,25 +1589,6 @@ fn ended_by_signal(life: &mut Lifecycle, ended: Option<crate::exit_watch::Ended>
         crate::exit_watch::Ended::Signal(sig) => {
             life.signal = Some(crate::exit_watch::signal_name(sig));
             Some(sig)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_exit_message_without_a_valid_code_is_not_exit_code_zero() {
-        assert_eq!(exit_code_of(&json!({"type": "exit", "code": 3})), Some(3));
-        assert_eq!(exit_code_of(&json!({"type": "exit", "code": -1})), Some(-1));
-        for bad in [
-            json!({"type": "exit"}),
-            json!({"type": "exit", "code": "3"}),
-            json!({"type": "exit", "code": 1.5}),
-            json!({"type": "exit", "code": 4_294_967_296u64}),
-        ] {
-            assert_eq!(exit_code_of(&bad), None, "{bad}");
         }
     }
 }

@@ -25,6 +25,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strobe_core::event::EventKind;
+use strobe_frida::agent_protocol::{
+    DaemonMessage, FdsClosed, ForksGuarded, Inherited, OutputOwned,
+};
 use strobe_symbols::Pattern;
 
 /// Function ids per process image: the agent's function table size, so an
@@ -188,6 +191,7 @@ impl Live {
             replaced: AtomicBool::new(false),
             id_base,
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
+            rejected_messages: super::messages::RejectedMessages::default(),
         }
     }
 }
@@ -274,18 +278,18 @@ impl SessionManager {
                 // Cloned first: the guard must not live across the agent's answer.
                 let journal = parent.journal.lock().expect("journal lock").clone();
                 if !exec && let Some(journal) = journal {
-                    match self.agent_request(
+                    match self.agent_request::<Inherited>(
                         &child,
-                        json!({"type": "inherit", "journal": journal}),
+                        |id| DaemonMessage::Inherit { id, journal },
                         timeout,
                     ) {
-                        Ok(r) if r["error"].is_string() => {
-                            problems.push(format!("undoing inherited hooks failed: {}", r["error"]))
+                        Ok(Inherited { error: Some(e), .. }) => {
+                            problems.push(format!("undoing inherited hooks failed: {e:?}"))
                         }
                         Ok(r) => tracing::debug!(
                             "session {}: fork {pid} undid {} inherited patches",
                             root.id,
-                            r["undone"]
+                            r.undone
                         ),
                         Err(e) => {
                             problems.push(format!("undoing inherited hooks failed: {}", e.message))
@@ -359,13 +363,20 @@ impl SessionManager {
         if fds.is_empty() {
             return Ok(());
         }
-        let r = self
-            .agent_request(child, json!({"type": "own-output", "fds": fds}), timeout)
+        let r: OutputOwned = self
+            .agent_request(
+                child,
+                |id| DaemonMessage::OwnOutput {
+                    id,
+                    fds: fds.clone(),
+                },
+                timeout,
+            )
             .map_err(|e| e.message)?;
-        if let Some(e) = r["error"].as_str() {
-            return Err(e.to_string());
+        if let Some(e) = r.error {
+            return Err(e);
         }
-        let read_end = |fd: i32| r["readFds"][fd.to_string()].as_i64();
+        let read_end = |fd: i32| r.read_fds.get(&fd).copied();
         let open = |fd: i32| -> Option<std::io::PipeReader> {
             let n = read_end(fd)?;
             let file = std::fs::File::open(format!("/proc/{}/fd/{n}", child.pid)).ok()?;
@@ -389,10 +400,10 @@ impl SessionManager {
             ));
         }
         // The child keeps only the write ends.
-        let read_ends: Vec<i64> = fds.iter().filter_map(|fd| read_end(*fd)).collect();
-        let _ = self.agent_request(
+        let read_ends: Vec<i32> = fds.iter().filter_map(|fd| read_end(*fd)).collect();
+        let _ = self.agent_request::<FdsClosed>(
             child,
-            json!({"type": "close-fds", "fds": read_ends}),
+            |id| DaemonMessage::CloseFds { id, fds: read_ends },
             timeout,
         );
         if opened {
@@ -406,20 +417,19 @@ impl SessionManager {
     /// the agent): a followed process's forks wait until its messages are
     /// delivered, which Frida's handling of gated children needs.
     pub(super) fn guard_forks(&self, live: &Live, timeout: Duration) {
-        match self.agent_request(live, json!({"type": "guard-forks"}), timeout) {
-            Ok(r) if r["error"].is_string() => {
-                tracing::warn!(
-                    "session {}: fork guard of {}: {}",
-                    live.id,
-                    live.pid,
-                    r["error"]
-                )
+        match self.agent_request::<ForksGuarded>(
+            live,
+            |id| DaemonMessage::GuardForks { id },
+            timeout,
+        ) {
+            Ok(ForksGuarded { error: Some(e), .. }) => {
+                tracing::warn!("session {}: fork guard of {}: {e:?}", live.id, live.pid,)
             }
             Ok(r) => tracing::debug!(
                 "session {}: fork guard of {} in {} GOT slots",
                 live.id,
                 live.pid,
-                r["slots"]
+                r.slots
             ),
             Err(e) => tracing::warn!(
                 "session {}: fork guard of {}: {}",
