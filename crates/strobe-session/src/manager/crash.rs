@@ -116,7 +116,10 @@ impl SessionManager {
         // The report is the event's document, enriched below.
         let mut payload = serde_json::to_value(&report).expect("crash reports serialize");
         let summary = self.explain_crash(live, &mut payload);
-        let signal = report.signal;
+        // The explanation may correct the signal (Frida reports SIGBUS as SIGSEGV).
+        let signal = payload["signal"]
+            .as_str()
+            .map_or(report.signal, str::to_string);
         for image in std::iter::once(live.clone()).chain(live.root().filter(|r| r.pid == live.pid))
         {
             let mut life = image.life.lock().expect("lifecycle lock");
