@@ -1,9 +1,9 @@
 //! The bridge against real Frida: needs the venv (`./dev test` provides it
 //! through STROBE_VENV).
 
-use serde_json::Value;
 use std::io::Read;
 use std::time::Duration;
+use strobe_frida::agent_protocol::{self, AgentMessage, DaemonMessage, Incoming};
 use strobe_frida::{Bridge, BridgeEvent, FridaPython, SpawnRequest};
 
 fn python() -> std::path::PathBuf {
@@ -51,12 +51,19 @@ fn spawn_capture_output_and_exit_code() {
                 pid: from, text, ..
             } => {
                 assert_eq!(from, pid, "messages carry the process they come from");
-                let v: Value = serde_json::from_slice(&text).unwrap();
-                match v["payload"]["type"].as_str() {
-                    Some("agent_loaded") => loaded = true,
-                    Some("exit") => {
-                        exit_code = v["payload"]["code"].as_i64();
-                        bridge.post(br#"{"type":"exit-ack"}"#, &[]).unwrap();
+                // Every message the real agent sends fits the typed protocol.
+                let msg = match agent_protocol::decode(&text) {
+                    Ok(Incoming::Message(m)) => m,
+                    other => panic!("{other:?}: {}", String::from_utf8_lossy(&text)),
+                };
+                match msg {
+                    AgentMessage::AgentLoaded(m) => {
+                        assert_eq!(m.pid, pid);
+                        loaded = true;
+                    }
+                    AgentMessage::Exit(m) => {
+                        exit_code = Some(m.code);
+                        bridge.post(&DaemonMessage::ExitAck.to_json(), &[]).unwrap();
                     }
                     _ => {}
                 }
