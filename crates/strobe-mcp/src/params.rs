@@ -339,7 +339,7 @@ pub struct TestParams {
     /// run: absolute; the framework is detected from it.
     pub project_root: Option<String>,
     /// run: overrides detection.
-    #[schemars(extend("enum" = FRAMEWORKS))]
+    #[schemars(extend("enum" = strobe_testing::framework_names()))]
     pub framework: Option<String>,
     /// run (cargo: e2e = integration = tests/).
     #[schemars(extend("enum" = ["unit", "integration", "e2e"]))]
@@ -360,10 +360,3 @@ pub struct TestParams {
     /// status: the run.
     pub test_run_id: Option<String>,
 }
-
-/// The `framework` names `debug_test` takes (a unit test checks them
-/// against the registered adapters).
-pub const FRAMEWORKS: [&str; 13] = [
-    "cargo", "nextest", "pytest", "unittest", "go", "gtest", "catch2", "jest", "vitest", "mocha",
-    "bun", "deno", "generic",
-];

@@ -18,7 +18,7 @@
 //! directories gets `-run` name patterns instead: `Integration` and
 //! `E2E|E2e` in the test's name; its unit level is the whole module.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use crate::walk::{self, Cancel, WalkError};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -211,6 +211,18 @@ impl TestAdapter for GoAdapter {
 
     fn name(&self) -> &'static str {
         "go"
+    }
+
+    fn title(&self) -> &'static str {
+
+        "go test"
+
+    }
+
+    fn ecosystem(&self) -> Ecosystem {
+
+        Ecosystem::Go
+
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -25,7 +25,7 @@
 //! The helpers at the end (the named program, binary markers, trace
 //! suggestions from the test's source) are shared with the Catch2 adapter.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use crate::walk::{self, Cancel, WalkError};
 use std::collections::{BTreeMap, VecDeque};
@@ -115,6 +115,12 @@ fn cmake_uses_gtest(root: &Path) -> bool {
 impl TestAdapter for GtestAdapter {
     fn name(&self) -> &'static str {
         "gtest"
+    }
+    fn title(&self) -> &'static str {
+        "Google Test"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Cpp
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -165,18 +165,18 @@ pub fn package_json(root: &Path) -> Option<serde_json::Value> {
     serde_json::from_str(&text).ok()
 }
 
-/// The JS test runners a `test` script may invoke, for telling them
-/// apart: these three adapters', and Bun's and Deno's own (`bun test`).
-const RUNNERS: [&str; 5] = ["jest", "vitest", "mocha", "bun", "deno"];
-
 /// Runners a script line invokes: words equal to a runner's name, or a
 /// path ending in one (`node_modules/.bin/jest`).
 fn runners_in(script: &str) -> Vec<&'static str> {
+    // The JS runners a `test` script may invoke, for telling them apart:
+    // every registered JavaScript adapter (Jest, Vitest, Mocha, and Bun's
+    // and Deno's own `bun test` / `deno test`).
+    let runners = crate::framework_names_of(crate::Ecosystem::JavaScript);
     let words = script.split(|c: char| c.is_whitespace() || "&|;()'\"`".contains(c));
     let mut found = Vec::new();
     for w in words {
         let last = w.rsplit('/').next().unwrap_or(w);
-        for r in RUNNERS {
+        for &r in &runners {
             if last == r && !found.contains(&r) {
                 found.push(r);
             }

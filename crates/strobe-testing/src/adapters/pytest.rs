@@ -23,7 +23,7 @@
 //! console_output_style=times` (each test's duration instead of a
 //! percentage).
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use crate::walk;
 use std::collections::{BTreeMap, HashMap};
@@ -168,6 +168,12 @@ fn test_files(target: &TestTarget) -> TestFiles {
 impl TestAdapter for PytestAdapter {
     fn name(&self) -> &'static str {
         "pytest"
+    }
+    fn title(&self) -> &'static str {
+        "pytest"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Python
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {
