@@ -5,7 +5,6 @@ use crate::params::{
     BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
     SessionParams, TestParams, TraceParams,
 };
-use crate::query::run_query;
 use crate::render;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -14,6 +13,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use strobe_core::{Settings, StrobeHome, ToolError};
+use strobe_query::run_query;
 use strobe_session::{LaunchRequest, SessionManager};
 
 /// The `instructions` sent at initialization: the recommended workflow.
@@ -116,7 +116,7 @@ impl StrobeServer {
 
     /// Settings for an existing session (its project's file applies).
     fn settings_for_session(&self, id: &str) -> (Settings, Vec<String>) {
-        session_settings(&self.mgr, &self.home, id)
+        self.mgr.session_settings(id)
     }
 }
 
@@ -671,37 +671,6 @@ impl StrobeServer {
             Err(e) => fail(e),
         })
     }
-}
-
-/// Settings for an existing session, re-read from disk with its project's
-/// file applied, and handed to the session; with their warnings.
-fn session_settings(mgr: &SessionManager, home: &StrobeHome, id: &str) -> (Settings, Vec<String>) {
-    let root = mgr.status(id).ok().map(|s| s.project_root);
-    let (s, w) = Settings::load(&home.settings_file(), root.as_deref().map(Path::new));
-    mgr.apply_settings(id, &s);
-    (s, w.into_iter().map(|w| w.to_string()).collect())
-}
-
-/// Adds and removes trace patterns on a live session, as `debug_trace`
-/// with `sessionId` does (the session's project settings apply), for
-/// callers beside MCP (the web UI).
-pub fn trace_session(
-    mgr: &SessionManager,
-    session_id: &str,
-    add: &[String],
-    remove: &[String],
-) -> Result<Value, ToolError> {
-    mgr.status(session_id)?;
-    let (settings, warnings) = session_settings(mgr, mgr.home(), session_id);
-    let mut resp = mgr.trace(
-        Some(session_id),
-        add,
-        remove,
-        &strobe_session::trace::TraceOptions::default(),
-        &settings,
-    )?;
-    resp.warnings.extend(warnings);
-    Ok(serde_json::to_value(&resp).expect("serializable"))
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -13,6 +13,7 @@ pub mod diagnosis;
 pub mod exit_watch;
 pub mod frames;
 pub mod hookable;
+mod live_settings;
 mod manager;
 mod pool;
 pub mod procfs;

@@ -7,7 +7,7 @@
 //! (or the desktop app's), and the per-daemon token must be presented.
 //!
 //! The API goes through the same layers as MCP: session status from
-//! the [`SessionManager`], events through `strobe_mcp::query` (the very
+//! the [`SessionManager`], events through `strobe_query::query` (the very
 //! filters and rendering of `debug_query`), timeline and export through
 //! `strobe-view`.
 

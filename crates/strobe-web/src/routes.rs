@@ -309,7 +309,7 @@ async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
         );
     };
     obj.insert("sessionId".into(), json!(id));
-    let params: strobe_mcp::params::QueryParams = match serde_json::from_value(args) {
+    let params: strobe_query::QueryParams = match serde_json::from_value(args) {
         Ok(p) => p,
         Err(e) => {
             return error(
@@ -319,11 +319,11 @@ async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
             );
         }
     };
-    json_result(blocking(move || strobe_mcp::query(&s.mgr, params).map_err(tool_error)).await)
+    json_result(blocking(move || strobe_query::query(&s.mgr, params).map_err(tool_error)).await)
 }
 
 async fn event(s: Shared, Path((id, event)): Path<(String, u64)>) -> Response {
-    json_result(blocking(move || strobe_mcp::event(&s.mgr, &id, event).map_err(tool_error)).await)
+    json_result(blocking(move || strobe_query::event(&s.mgr, &id, event).map_err(tool_error)).await)
 }
 
 /// One agent call as the UI reads it; `offsetNs` places it on the
@@ -423,7 +423,10 @@ async fn trace(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
     }
     json_result(
         blocking(move || {
-            strobe_mcp::trace_session(&s.mgr, &id, &body.add, &body.remove).map_err(tool_error)
+            s.mgr
+                .trace_live(&id, &body.add, &body.remove)
+                .map(|r| serde_json::to_value(&r).expect("serializable"))
+                .map_err(tool_error)
         })
         .await,
     )

@@ -446,6 +446,12 @@ mod tests {
         fn name(&self) -> &'static str {
             "fake"
         }
+        fn title(&self) -> &'static str {
+            "fake"
+        }
+        fn ecosystem(&self) -> strobe_testing::Ecosystem {
+            strobe_testing::Ecosystem::Any
+        }
         fn detect(&self, _: &TestTarget) -> u8 {
             0
         }

@@ -106,10 +106,8 @@ pub fn query(mgr: &SessionManager, p: QueryParams) -> Result<Value, ToolError> {
     run_query(mgr, p).map(|(v, _)| v)
 }
 
-pub(crate) fn run_query(
-    mgr: &SessionManager,
-    p: QueryParams,
-) -> Result<(Value, String), ToolError> {
+/// `debug_query`: the structured result and its short text rendering.
+pub fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), ToolError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ToolError::validation(format!(
