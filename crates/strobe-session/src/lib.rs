@@ -22,8 +22,6 @@ pub mod stuck;
 pub mod testrun;
 pub mod trace;
 pub mod validate;
-pub mod values;
-pub mod varpath;
 
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
 pub use manager::memory::{MemoryTarget, Poll};
@@ -33,3 +31,6 @@ pub use manager::{
     StopResponse,
 };
 pub use trace::TraceResponse;
+// Capture plans and variable paths live in their own crate; the session
+// layer's modules name them as before.
+pub use strobe_values::{self as values, varpath};

@@ -6,7 +6,7 @@
 //! on a pointer, a dereference and an offset, so the agent's plan reads
 //! stay plain chains of pointer reads.
 
-use crate::values::{ARRAY_MAX, WatchSpec, WatchType};
+use crate::{ARRAY_MAX, WatchSpec, WatchType};
 use std::sync::Arc;
 use strobe_symbols::{Type, TypeId, TypeTable};
 
@@ -642,7 +642,7 @@ mod tests {
             (s.chain.clone(), s.size, s.slice.clone()),
             (vec![(0x1000, 24)], 32, Some(1..3))
         );
-        assert_eq!(crate::values::type_name(&s.ty), "account[2]");
+        assert_eq!(crate::type_name(&s.ty), "account[2]");
         let s = resolve("g.spare[1:]", at, &t).unwrap();
         assert_eq!((s.size, s.slice), (48, Some(1..4)));
         // Through a pointer the end is needed, and a long slice is cut to ARRAY_MAX.
