@@ -15,6 +15,7 @@ use std::sync::Arc;
 use strobe_core::{Settings, StrobeHome, ToolError};
 use strobe_query::run_query;
 use strobe_session::{LaunchRequest, SessionManager};
+use strobe_testrun::TestRunner;
 
 /// The `instructions` sent at initialization: the recommended workflow.
 pub const INSTRUCTIONS: &str = "Strobe is a debugger for coding agents: it runs a program under Frida \
@@ -50,6 +51,8 @@ fn watch_request(w: crate::params::WatchTargetParam) -> strobe_session::trace::W
 #[derive(Clone)]
 pub struct StrobeServer {
     mgr: Arc<SessionManager>,
+    /// The daemon's test runs (debug_test), shared by every connection.
+    tests: Arc<TestRunner>,
     home: StrobeHome,
     tool_router: ToolRouter<Self>,
     /// This connection's record of what the agent did.
@@ -93,9 +96,10 @@ fn with_warnings(mut v: Value, warnings: &[String]) -> Value {
 
 impl StrobeServer {
     /// A server for one connection.
-    pub fn new(mgr: Arc<SessionManager>, home: StrobeHome) -> Self {
+    pub fn new(mgr: Arc<SessionManager>, tests: Arc<TestRunner>, home: StrobeHome) -> Self {
         Self {
             mgr,
+            tests,
             home,
             tool_router: Self::tool_router(),
             audit: Arc::default(),
@@ -518,7 +522,7 @@ impl StrobeServer {
         peer: rmcp::Peer<rmcp::RoleServer>,
         ct: tokio_util::sync::CancellationToken,
     ) -> Result<CallToolResult, McpError> {
-        let mgr = self.mgr.clone();
+        let tests = self.tests.clone();
         let (settings, _) = self.settings(p.project_root.as_deref().map(Path::new));
         let progress_token = meta.get_progress_token();
         // A client that cancels the call stops the run's preparing work (a
@@ -535,8 +539,7 @@ impl StrobeServer {
         let r = if let ("status", Some(id), Some(token)) =
             (p.action.as_str(), p.test_run_id.clone(), progress_token)
         {
-            crate::progress::test_status(mgr, id, strobe_session::testrun::STATUS_WAIT, token, peer)
-                .await
+            crate::progress::test_status(tests, id, strobe_testrun::STATUS_WAIT, token, peer).await
         } else {
             blocking(move || match p.action.as_str() {
             "run" => {
@@ -566,7 +569,7 @@ impl StrobeServer {
                         "give 'level' or 'test', not both: a single test runs at whatever level it is",
                     ));
                 }
-                let r = mgr.test_run(&strobe_session::testrun::TestRunRequest {
+                let r = tests.run(&strobe_testrun::TestRunRequest {
                     project_root,
                     framework: p.framework,
                     level,
@@ -597,7 +600,7 @@ impl StrobeServer {
                 let id = p.test_run_id.ok_or_else(|| {
                     ToolError::validation("action \"status\" needs 'testRunId' (from action \"run\")")
                 })?;
-                mgr.test_status(&id, strobe_session::testrun::STATUS_WAIT)
+                tests.status(&id, strobe_testrun::STATUS_WAIT)
             }
             other => Err(ToolError::validation(format!(
                 "'action' {other:?} is not \"run\" or \"status\""
@@ -615,7 +618,7 @@ impl StrobeServer {
                         v["buildSystem"].as_str().unwrap_or("?"),
                         v["hint"].as_str().unwrap_or("")
                     ),
-                    Some("completed") => strobe_session::testrun::completed_text(&v),
+                    Some("completed") => strobe_testrun::completed_text(&v),
                     _ if v.get("phase").is_some() => format!(
                         "{} {}; ask debug_test {{action: \"status\", testRunId}} again",
                         v["testRunId"].as_str().unwrap_or("?"),

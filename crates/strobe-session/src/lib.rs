@@ -17,13 +17,11 @@ mod live_settings;
 mod manager;
 mod pool;
 pub mod procfs;
-pub mod stacks;
-pub mod stuck;
-pub mod testrun;
 pub mod trace;
 pub mod validate;
 
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
+pub use manager::hooks::{image_at, parse_patterns};
 pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::staged::StagedBreakpoint;
 pub use manager::{

@@ -79,6 +79,7 @@ pub struct WebConfig {
 /// Starts the endpoint on the current tokio runtime.
 pub async fn start(
     mgr: Arc<SessionManager>,
+    tests: Arc<strobe_testrun::TestRunner>,
     store: Store,
     config: WebConfig,
 ) -> Result<WebEndpoint, WebError> {
@@ -99,6 +100,7 @@ pub async fn start(
     let token = guard::new_token().map_err(WebError::Token)?;
     let state = Arc::new(routes::State {
         mgr,
+        tests,
         store,
         guard: guard::Guard::new(port, token.clone()),
         ui_dir: config.ui_dir,

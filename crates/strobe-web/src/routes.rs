@@ -19,6 +19,8 @@ use strobe_store::Store;
 /// What every handler shares.
 pub struct State {
     pub mgr: Arc<SessionManager>,
+    /// The daemon's test runs (`/api/tests`).
+    pub tests: Arc<strobe_testrun::TestRunner>,
     pub store: Store,
     pub guard: Guard,
     pub ui_dir: Option<PathBuf>,
@@ -450,21 +452,19 @@ async fn live(
 }
 
 async fn tests(s: Shared) -> Response {
-    json_result(blocking(move || Ok(json!({"runs": s.mgr.test_runs()}))).await)
+    json_result(blocking(move || Ok(json!({"runs": s.tests.list()}))).await)
 }
 
 async fn test(s: Shared, Path(id): Path<String>) -> Response {
     json_result(
         blocking(move || {
-            s.mgr
-                .test_status(&id, std::time::Duration::ZERO)
-                .map_err(|e| {
-                    if e.code == strobe_core::ErrorCode::ValidationError {
-                        ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", &e.message)
-                    } else {
-                        tool_error(e)
-                    }
-                })
+            s.tests.status(&id, std::time::Duration::ZERO).map_err(|e| {
+                if e.code == strobe_core::ErrorCode::ValidationError {
+                    ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", &e.message)
+                } else {
+                    tool_error(e)
+                }
+            })
         })
         .await,
     )

@@ -747,7 +747,8 @@ pub(super) fn save_captures(store: &strobe_store::Store, live: &Live, tracer: &m
     }
 }
 
-pub(crate) fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
+/// Parses trace pattern texts, each error naming the pattern.
+pub fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
     texts
         .iter()
         .map(|t| {
@@ -845,7 +846,7 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
 /// offsets and addresses; lld, which Rust uses, shifts them by a page). The lowest
 /// mapping of the path is not used: Frida maps some files again, whole, to
 /// read them.
-pub(crate) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
+pub fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
     let maps = crate::procfs::maps(pid).ok()?;
     let m = maps.iter().find(|m| m.contains(addr))?;
     if !m.is_file() {

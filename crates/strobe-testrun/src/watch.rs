@@ -8,7 +8,7 @@
 //! test binary). Work that is silent but changing waits for the level's
 //! hard timeout.
 
-use super::Run;
+use crate::runs::Run;
 use crate::stacks::StackSampler;
 use crate::stuck::{self, ProcessStacks, Verdict};
 use serde_json::{Value, json};

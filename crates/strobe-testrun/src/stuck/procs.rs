@@ -83,7 +83,7 @@ pub fn group_members(pgid: u32) -> Vec<Member> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let stat = crate::procfs::Stat::of(pid)?;
+            let stat = strobe_session::procfs::Stat::of(pid)?;
             let (ppid, pgrp) = (stat.ppid()?, stat.pgrp()?);
             if stat.state()? == 'Z' {
                 return None;

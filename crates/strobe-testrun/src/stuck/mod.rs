@@ -85,7 +85,7 @@ pub struct ProcessStacks {
 /// as `restart_syscall`, hiding how long it was.
 pub fn sample_process(samplers: &[Box<dyn StackSampler>], pid: u32) -> ProcessStacks {
     let info = stacks::ProcessInfo::of(pid);
-    let waits = crate::procfs::threads(pid)
+    let waits = strobe_session::procfs::threads(pid)
         .into_iter()
         .map(|tid| (tid, thread_wait(pid, tid)))
         .collect();

@@ -1,7 +1,7 @@
-//! Test runs (`debug_test`): a framework's command started in the
-//! background, its output parsed line by line as it arrives by the
-//! adapter's parser, progress on request, and the finished result with every
-//! detail written to a file under `STROBE_HOME/test-runs/`.
+//! The runs themselves: a framework's command started in the background,
+//! its output parsed line by line as it arrives by the adapter's parser,
+//! progress on request, and the finished result with every detail written
+//! to a file under `STROBE_HOME/test-runs/`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -11,11 +11,6 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-mod details;
-mod watch;
-
-pub use details::completed_text;
 
 use serde_json::{Value, json};
 use strobe_core::ToolError;
@@ -47,7 +42,7 @@ pub struct TestRunRequest {
     /// Trace patterns: the test program runs under Frida as a session.
     pub trace_patterns: Vec<String>,
     /// Watches, likewise.
-    pub watches: Vec<crate::trace::WatchRequest>,
+    pub watches: Vec<strobe_session::trace::WatchRequest>,
     /// Raised when the caller gives up on the request (an MCP cancellation):
     /// stops its preparing work (walks of the project). Shutdown stops it
     /// too, with or without this.
@@ -56,15 +51,15 @@ pub struct TestRunRequest {
 
 /// The test runs of this daemon.
 pub struct TestRuns {
-    dir: PathBuf,
-    symbol_cache: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) symbol_cache: PathBuf,
     /// Where each test's recent durations are kept (its baseline).
-    store: strobe_store::Store,
-    runs: Mutex<HashMap<String, Arc<Run>>>,
-    next: AtomicU64,
+    pub(crate) store: strobe_store::Store,
+    pub(crate) runs: Mutex<HashMap<String, Arc<Run>>>,
+    pub(crate) next: AtomicU64,
     /// Raised at shutdown: stops the work of requests still preparing a
     /// run (walks of a project tree), so the daemon never waits on them.
-    cancel: strobe_testing::walk::Cancel,
+    pub(crate) cancel: strobe_testing::walk::Cancel,
 }
 
 /// Longest silence of a run still doing work (its stacks change) before
@@ -77,48 +72,48 @@ fn hard_timeout(level: Option<TestLevel>) -> Duration {
     })
 }
 
-struct Run {
-    id: String,
-    framework: &'static str,
+pub(crate) struct Run {
+    pub(crate) id: String,
+    pub(crate) framework: &'static str,
     /// The project, as baselines are keyed.
-    project_root: String,
+    pub(crate) project_root: String,
     /// Where its tests' durations go and their baselines come from.
-    store: strobe_store::Store,
-    command: String,
+    pub(crate) store: strobe_store::Store,
+    pub(crate) command: String,
     /// The request's own environment (on top of the adapter's), which
     /// reruns for details get too.
-    env: BTreeMap<String, String>,
-    started: Instant,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) started: Instant,
     /// The process group of the command (its pid).
-    pgid: u32,
-    state: Mutex<RunState>,
-    finished: Condvar,
+    pub(crate) pgid: u32,
+    pub(crate) state: Mutex<RunState>,
+    pub(crate) finished: Condvar,
 }
 
-struct RunState {
-    parser: Option<Box<dyn OutputParser>>,
-    log: Vec<String>,
-    result: Option<Value>,
+pub(crate) struct RunState {
+    pub(crate) parser: Option<Box<dyn OutputParser>>,
+    pub(crate) log: Vec<String>,
+    pub(crate) result: Option<Value>,
     /// When the last line of output arrived.
-    last_output: Instant,
+    pub(crate) last_output: Instant,
     /// Tests the stuck detector stopped, as reported.
-    stuck: Vec<Value>,
+    pub(crate) stuck: Vec<Value>,
     /// What the stuck detector sees now, while it waits (silent but working).
-    warning: Option<Value>,
+    pub(crate) warning: Option<Value>,
     /// The unfinished last line of stdout and of stderr.
-    partial: [String; 2],
+    pub(crate) partial: [String; 2],
     /// The Frida session of an instrumented run, once launched.
-    session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// When each test running now was first seen running.
-    running_since: HashMap<String, Instant>,
+    pub(crate) running_since: HashMap<String, Instant>,
     /// Durations Strobe measured (first seen running → gone), for tests
     /// whose framework reports none.
-    measured_ms: HashMap<String, f64>,
+    pub(crate) measured_ms: HashMap<String, f64>,
     /// The last progress, kept while the ended run's result is completed
     /// (failures rerun for their details).
-    final_progress: Option<strobe_testing::Progress>,
+    pub(crate) final_progress: Option<strobe_testing::Progress>,
     /// The process group of such a rerun while it runs.
-    rerun_pgid: Option<u32>,
+    pub(crate) rerun_pgid: Option<u32>,
 }
 
 impl TestRuns {
@@ -142,9 +137,9 @@ impl TestRuns {
         &self,
         req: &TestRunRequest,
     ) -> Result<(TestTarget, Box<dyn TestAdapter>), Result<Value, ToolError>> {
-        let root = crate::validate::project_root(&req.project_root).map_err(Err)?;
+        let root = strobe_session::validate::project_root(&req.project_root).map_err(Err)?;
         for (k, v) in &req.env {
-            crate::validate::env_key(k, v).map_err(Err)?;
+            strobe_session::validate::env_key(k, v).map_err(Err)?;
         }
         if req.test.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(Err(ToolError::validation(
@@ -297,7 +292,7 @@ impl TestRuns {
             Some(std::thread::spawn(move || read_lines(&run, pipe, stream)))
         })
         .collect::<Vec<_>>();
-        let watch = watch::Watch {
+        let watch = crate::watch::Watch {
             run: run.clone(),
             project_root: root.clone(),
             hard_timeout: hard_timeout(req.level),
@@ -560,7 +555,7 @@ fn finish(
             .collect();
         (parser.finish(exit_code), names)
     };
-    details::fill_missing_details(
+    crate::details::fill_missing_details(
         adapter,
         target,
         &run.env,
@@ -569,7 +564,7 @@ fn finish(
         &|pgid| run.state.lock().expect("run lock").rerun_pgid = pgid,
     );
     let mut state = run.state.lock().expect("run lock");
-    details::count_stuck_as_failed(&mut result, &state.stuck, &target.root);
+    crate::details::count_stuck_as_failed(&mut result, &state.stuck, &target.root);
     for f in &mut result.failures {
         f.rerun = Some(adapter.single_test_command(target, &f.name).display());
     }
@@ -674,12 +669,12 @@ fn brief_failure(f: &strobe_testing::TestFailure) -> Value {
 /// session layer launches [`InstrumentedRun::program`] with the run's trace
 /// patterns and hands the session's output and end back here.
 pub struct InstrumentedRun {
-    run: Arc<Run>,
-    adapter: Box<dyn TestAdapter>,
-    target: TestTarget,
-    level: Option<TestLevel>,
-    test: Option<String>,
-    dir: PathBuf,
+    pub(crate) run: Arc<Run>,
+    pub(crate) adapter: Box<dyn TestAdapter>,
+    pub(crate) target: TestTarget,
+    pub(crate) level: Option<TestLevel>,
+    pub(crate) test: Option<String>,
+    pub(crate) dir: PathBuf,
 }
 
 impl InstrumentedRun {
@@ -734,7 +729,7 @@ impl InstrumentedRun {
     pub fn fail(self, error: &str) {
         let mut state = self.run.state.lock().expect("run lock");
         state.parser = None;
-        state.result = Some(details::failed_result(
+        state.result = Some(crate::details::failed_result(
             &self.run.id,
             self.run.framework,
             error,

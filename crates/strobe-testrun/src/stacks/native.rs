@@ -6,14 +6,14 @@
 //! images' DWARF afterwards.
 
 use super::{ProcessInfo, StackError, StackFrame, StackSampler, ThreadStack};
-use crate::manager::hooks::image_at;
-use crate::trace::Tracer;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use strobe_session::image_at;
+use strobe_session::trace::Tracer;
 use strobe_symbols::FrameTable;
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 
