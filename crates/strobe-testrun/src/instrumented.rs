@@ -3,14 +3,16 @@
 //! as a debug session of the [`SessionManager`] and feeds the session's
 //! stored output to the same parser.
 
-use crate::runs::{InstrumentedRun, TestRunRequest, TestRuns};
-use serde_json::Value;
+use crate::runs::{Run, TestRunRequest, TestRuns, feed, finish, track_running};
+use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use strobe_core::event::EventKind;
 use strobe_core::{Settings, ToolError};
 use strobe_session::{LaunchRequest, SessionManager, SessionState};
 use strobe_store::{EventFilter, QueryPage};
+use strobe_testing::{Stream, TestAdapter, TestLevel, TestTarget};
 
 /// The daemon's test runs, beside the session manager that instrumented
 /// runs launch their programs with. One per daemon, shared by every MCP
@@ -153,5 +155,79 @@ fn run_instrumented(
         if !page.has_more {
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+}
+
+/// A run whose test program runs under Frida as a debug session: the
+/// runner launches [`InstrumentedRun::program`] with the run's trace
+/// patterns and hands the session's output and end back here.
+pub struct InstrumentedRun {
+    pub(crate) run: Arc<Run>,
+    pub(crate) adapter: Box<dyn TestAdapter>,
+    pub(crate) target: TestTarget,
+    pub(crate) level: Option<TestLevel>,
+    pub(crate) test: Option<String>,
+    pub(crate) dir: PathBuf,
+}
+
+impl InstrumentedRun {
+    /// `{testRunId, status: "running", framework, instrumented: true}`.
+    pub fn response(&self) -> Value {
+        json!({
+            "testRunId": self.run.id,
+            "status": "running",
+            "framework": self.run.framework,
+            "instrumented": true,
+            "next": "debug_test {action: \"status\"} returns the sessionId once the test program runs under Frida; debug_query it while it runs",
+        })
+    }
+
+    /// The project.
+    pub fn target(&self) -> &TestTarget {
+        &self.target
+    }
+
+    /// The test program itself (built first when the adapter must).
+    pub fn program(&self) -> Result<strobe_testing::TestCommand, String> {
+        self.adapter
+            .test_program(&self.target, self.level, self.test.as_deref())
+    }
+
+    /// The session the program runs in.
+    pub fn set_session(&self, id: &str) {
+        self.run.state.lock().expect("run lock").session_id = Some(id.to_string());
+    }
+
+    /// One line the program wrote (the session stores output line by line).
+    pub fn line(&self, stream: Stream, text: &[u8]) {
+        let mut state = self.run.state.lock().expect("run lock");
+        state.last_output = Instant::now();
+        let line = String::from_utf8_lossy(text);
+        feed(&mut state, stream, line.trim_end_matches(['\n', '\r']));
+        track_running(&mut state);
+    }
+
+    /// The program ended with `exit_code` (`None`: killed or crashed).
+    pub fn finish(self, exit_code: Option<i32>) {
+        finish(
+            &self.run,
+            self.adapter.as_ref(),
+            &self.target,
+            &self.dir,
+            exit_code,
+        );
+    }
+
+    /// The run could not start: its result is the error.
+    pub fn fail(self, error: &str) {
+        let mut state = self.run.state.lock().expect("run lock");
+        state.parser = None;
+        state.result = Some(crate::details::failed_result(
+            &self.run.id,
+            self.run.framework,
+            error,
+            state.session_id.as_deref(),
+        ));
+        self.run.finished.notify_all();
     }
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::instrumented::InstrumentedRun;
 use serde_json::{Value, json};
 use strobe_core::ToolError;
 use strobe_testing::{OutputParser, Stream, TestAdapter, TestLevel, TestResult, TestTarget};
@@ -488,7 +489,7 @@ fn read_lines(run: &Run, mut pipe: Box<dyn Read + Send>, stream: Stream) {
 /// each from the first look that saw it running to the first that did not.
 /// Looked at once per read of output, so a test is timed to within one
 /// read; one that starts and ends within a read is not timed.
-fn track_running(state: &mut RunState) {
+pub(crate) fn track_running(state: &mut RunState) {
     let Some(parser) = state.parser.as_ref() else {
         return;
     };
@@ -516,7 +517,7 @@ fn track_running(state: &mut RunState) {
 }
 
 /// One line to the parser and the log.
-fn feed(state: &mut RunState, stream: Stream, line: &str) {
+pub(crate) fn feed(state: &mut RunState, stream: Stream, line: &str) {
     if let Some(p) = state.parser.as_mut() {
         p.line(stream, line);
     }
@@ -534,7 +535,7 @@ fn feed(state: &mut RunState, stream: Stream, line: &str) {
 /// reports of, count stopped tests as failed, write the details file, keep
 /// the small result for `status`. The run's lock is not held while
 /// failures are rerun, so `status` answers meanwhile.
-fn finish(
+pub(crate) fn finish(
     run: &Run,
     adapter: &dyn TestAdapter,
     target: &TestTarget,
@@ -663,78 +664,4 @@ fn brief_failure(f: &strobe_testing::TestFailure) -> Value {
         "suggestedTraces": f.suggested_traces,
         "rerun": f.rerun,
     })
-}
-
-/// A run whose test program runs under Frida as a debug session: the
-/// session layer launches [`InstrumentedRun::program`] with the run's trace
-/// patterns and hands the session's output and end back here.
-pub struct InstrumentedRun {
-    pub(crate) run: Arc<Run>,
-    pub(crate) adapter: Box<dyn TestAdapter>,
-    pub(crate) target: TestTarget,
-    pub(crate) level: Option<TestLevel>,
-    pub(crate) test: Option<String>,
-    pub(crate) dir: PathBuf,
-}
-
-impl InstrumentedRun {
-    /// `{testRunId, status: "running", framework, instrumented: true}`.
-    pub fn response(&self) -> Value {
-        json!({
-            "testRunId": self.run.id,
-            "status": "running",
-            "framework": self.run.framework,
-            "instrumented": true,
-            "next": "debug_test {action: \"status\"} returns the sessionId once the test program runs under Frida; debug_query it while it runs",
-        })
-    }
-
-    /// The project.
-    pub fn target(&self) -> &TestTarget {
-        &self.target
-    }
-
-    /// The test program itself (built first when the adapter must).
-    pub fn program(&self) -> Result<strobe_testing::TestCommand, String> {
-        self.adapter
-            .test_program(&self.target, self.level, self.test.as_deref())
-    }
-
-    /// The session the program runs in.
-    pub fn set_session(&self, id: &str) {
-        self.run.state.lock().expect("run lock").session_id = Some(id.to_string());
-    }
-
-    /// One line the program wrote (the session stores output line by line).
-    pub fn line(&self, stream: Stream, text: &[u8]) {
-        let mut state = self.run.state.lock().expect("run lock");
-        state.last_output = Instant::now();
-        let line = String::from_utf8_lossy(text);
-        feed(&mut state, stream, line.trim_end_matches(['\n', '\r']));
-        track_running(&mut state);
-    }
-
-    /// The program ended with `exit_code` (`None`: killed or crashed).
-    pub fn finish(self, exit_code: Option<i32>) {
-        finish(
-            &self.run,
-            self.adapter.as_ref(),
-            &self.target,
-            &self.dir,
-            exit_code,
-        );
-    }
-
-    /// The run could not start: its result is the error.
-    pub fn fail(self, error: &str) {
-        let mut state = self.run.state.lock().expect("run lock");
-        state.parser = None;
-        state.result = Some(crate::details::failed_result(
-            &self.run.id,
-            self.run.framework,
-            error,
-            state.session_id.as_deref(),
-        ));
-        self.run.finished.notify_all();
-    }
 }
