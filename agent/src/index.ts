@@ -4,9 +4,10 @@
 import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { closeFds, ownOutput } from "./output.js";
+import { journalAddress, undoJournal } from "./native/patch.js";
 import { send_ } from "./protocol.js";
 import {
-    detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
+    detachHooks, drain, guardForks, onTraceAck, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
 } from "./tracers/native.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by

@@ -21,6 +21,11 @@
 //   watches; see crates/strobe-session/src/values.rs) appends its captured
 //   registers and memory blocks in that many following 32-byte slots.
 
+import { registerAtforkChild } from "../native/atfork.js";
+import { NEAR_REACH, PROT_ALL, nearAlloc, rawAlloc, retain, u64Bytes, within } from "../native/memory.js";
+import { isGuarded, patchCodeNow, undoAllPatches, writePatches } from "../native/patch.js";
+import { redirect, unredirect } from "../native/redirect.js";
+
 export const RECORD_SIZE = 32;
 const RING_RECORDS = 1 << 18; // 8 MiB
 const CHUNK_RECORDS = 4096;
@@ -581,14 +586,6 @@ const HOOK_RESTORE = [
     0xf3, 0x0f, 0x6f, 0xbd, 0xc0, 0xff, 0xff, 0xff, // movdqu xmm7, [rbp-64]
 ];
 
-/** Little-endian bytes of a pointer (one native call: hooking thousands of
- *  functions builds thousands of these). */
-export function u64Bytes(p: NativePointer): number[] {
-    const hex = p.toString(16).padStart(16, "0");
-    const b = new Array<number>(8);
-    for (let i = 0; i < 8; i++) b[i] = parseInt(hex.substr(14 - 2 * i, 2), 16);
-    return b;
-}
 
 /** Where the hook's code lives, and its length (for the unwind info). */
 let hookCode: { start: NativePointer; length: number } | null = null;
@@ -648,44 +645,10 @@ function writeHook(enter: NativePointer, leave: NativePointer): NativePointer {
     return start;
 }
 
-// Stubs (24 bytes: mov r11, FuncState; jmp [rip]; hook address) and
-// relocated prologues live in pages within reach of a 5-byte jump from the
-// functions they serve. The pages stay writable and executable so that more
-// can be added while other threads run through their neighbours.
+// Stubs: 24 bytes (mov r11, FuncState; jmp [rip]; hook address), in near
+// memory (native/memory.ts) within reach of the function's 5-byte jump.
 const STUB_SIZE = 24;
-const NEAR_REACH = 0x6000_0000; // 1.5 GiB, well inside a rel32 jump
-// Allocated 64 KiB at a time: Frida's near allocation searches the address
-// space (~10 ms a call here), so one page at a time cost 1 s per 4,000 hooks.
-const NEAR_CHUNK = 64 * 1024;
-interface NearPage { base: NativePointer; used: number }
-const nearPages: NearPage[] = [];
 const stubs = new Map<number, NativePointer>();
-
-function within(a: NativePointer, b: NativePointer, distance: number): boolean {
-    const d = a.compare(b) >= 0 ? a.sub(b) : b.sub(a);
-    return d.compare(ptr(distance)) < 0;
-}
-
-/** `size` bytes (8-aligned) of executable memory near `target`. */
-export function nearAlloc(target: NativePointer, size: number): NativePointer {
-    const need = Math.ceil(size / 8) * 8;
-    let page = nearPages.find(p => p.used + need <= NEAR_CHUNK && within(p.base, target, NEAR_REACH));
-    if (page === undefined) {
-        let base = rawAllocNear(target, NEAR_CHUNK, NEAR_REACH);
-        if (base === null) {
-            // No gap found from the map: Frida searches harder (this page is
-            // then freed with the script; see rawAlloc).
-            base = Memory.alloc(NEAR_CHUNK, { near: target, maxDistance: NEAR_REACH });
-            keepAlive.push(base);
-        }
-        Memory.protect(base, NEAR_CHUNK, "rwx");
-        page = { base, used: 0 };
-        nearPages.push(page);
-    }
-    const p = page.base.add(page.used);
-    page.used += need;
-    return p;
-}
 
 function stubFor(funcId: number, target: NativePointer): NativePointer {
     const existing = stubs.get(funcId);
@@ -701,251 +664,11 @@ function stubFor(funcId: number, target: NativePointer): NativePointer {
     return stub;
 }
 
-/**
- * True when some jump or call in the function's first `extent` bytes lands
- * strictly inside its first `n` bytes (which the redirection overwrites).
- * A cheap scan of every byte offset for rel8/rel32 branch encodings rules
- * most functions out; a hit there is confirmed by decoding instructions.
- */
-function branchesIntoPrologue(target: NativePointer, extent: number, n: number): boolean {
-    const code = new Uint8Array(target.readByteArray(extent)!);
-    const lands = (from: number, rel: number) => {
-        const dest = from + rel;
-        return dest > 0 && dest < n;
-    };
-    const rel32 = (i: number) => code[i] | (code[i + 1] << 8) | (code[i + 2] << 16) | (code[i + 3] << 24);
-    const rel8 = (i: number) => (code[i] << 24) >> 24;
-    let suspect = false;
-    for (let i = 0; i < extent && !suspect; i++) {
-        const b = code[i];
-        suspect =
-            ((b === 0xeb || (b >= 0x70 && b <= 0x7f) || (b >= 0xe0 && b <= 0xe3)) && i + 1 < extent && lands(i + 2, rel8(i + 1))) ||
-            ((b === 0xe8 || b === 0xe9) && i + 4 < extent && lands(i + 5, rel32(i + 1))) ||
-            (b === 0x0f && i + 5 < extent && code[i + 1] >= 0x80 && code[i + 1] <= 0x8f && lands(i + 6, rel32(i + 2)));
-    }
-    if (!suspect) return false;
-    const end = target.add(extent);
-    const first = target.add(1);
-    const last = target.add(n);
-    let at = target;
-    try {
-        while (at.compare(end) < 0) {
-            const insn = Instruction.parse(at) as X86Instruction;
-            if (insn.groups.includes("jump") || insn.groups.includes("call")) {
-                const op = insn.operands[0];
-                if (op !== undefined && op.type === "imm") {
-                    const dest = ptr(op.value.toString());
-                    if (dest.compare(first) >= 0 && dest.compare(last) < 0) return true;
-                }
-            }
-            at = insn.next;
-        }
-    } catch (e) {
-        return true; // undecodable bytes: do not guess
-    }
-    return false;
-}
-
-/** Functions redirected by redirectNear: their original first bytes. */
-const nearRedirects = new Map<string, number[]>();
-
-/**
- * Redirects a function with a 5-byte jump to its nearby stub, and returns
- * the trampoline that runs the displaced instructions and continues in the
- * original. Only 5 bytes are displaced (replaceFast takes 16), so small
- * functions can be traced, and a call among them is re-created so that the
- * callee returns into the original function rather than the trampoline:
- * unwinding through that call keeps working. Throws when it cannot be done
- * safely (under 5 bytes of code, or a jump landing inside those bytes).
- */
-function redirectNear(target: NativePointer, stub: NativePointer, extent: number): NativePointer {
-    const tramp = nearAlloc(target, 64);
-    const w = new X86Writer(tramp, { pc: tramp });
-    const rl = new X86Relocator(target, w);
-    const insns: Instruction[] = [];
-    let n = 0;
-    while (n < 5) {
-        const next = rl.readOne();
-        if (next === 0 || (rl.eoi && next < 5)) throw new Error("too small to hook (under 5 bytes of code)");
-        insns.push(Instruction.parse(target.add(n)));
-        n = next;
-    }
-    if (branchesIntoPrologue(target, Math.max(extent, n), n)) {
-        throw new Error("a jump lands inside its first instructions; cannot hook");
-    }
-    for (const insn of insns) {
-        const op = (insn as X86Instruction).operands[0];
-        if (insn.mnemonic === "call" && op !== undefined && op.type === "imm") {
-            // call rel32 → push the original return address; jmp callee.
-            rl.skipOne();
-            const ret = u64Bytes(insn.next);
-            w.putBytes([
-                0x48, 0x8d, 0x64, 0x24, 0xf8, //           lea rsp, [rsp-8]
-                0xc7, 0x04, 0x24, ...ret.slice(0, 4), //    mov dword [rsp], lo
-                0xc7, 0x44, 0x24, 0x04, ...ret.slice(4), // mov dword [rsp+4], hi
-                0xff, 0x25, 0, 0, 0, 0, ...u64Bytes(ptr(op.value.toString())), // jmp [rip]
-            ]);
-        } else {
-            rl.writeOne();
-        }
-    }
-    if (!rl.eoi) w.putJmpAddress(target.add(n));
-    w.flush();
-    nearRedirects.set(target.toString(), Array.from(new Uint8Array(target.readByteArray(n)!)));
-    const rel = stub.sub(target.add(5)).toInt32();
-    const jump = [0xe9, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >>> 24) & 0xff];
-    while (jump.length < n) jump.push(0x90);
-    patches.push([target, jump]);
-    return tramp;
-}
-
-/** Code writes waiting for writePatches: (address, bytes). */
-let patches: Array<[NativePointer, number[]]> = [];
-
-// Memory that outlives this script. Frida frees what Memory.alloc gave when
-// the script is unloaded (detach from an attached process), but a thread may
-// still be inside a traced function then and return through the hook, its
-// stub or a relocated prologue: those live in pages mapped with libc's mmap,
-// left mapped on purpose (a few touched pages per session; the FuncState
-// table reserves more address space than it touches).
-const libcMmap = new NativeFunction(Module.findGlobalExportByName("mmap")!, "pointer",
-    ["pointer", "size_t", "int", "int", "int", "int64"]);
-const PROT_READ_WRITE = 3;
-export const PROT_ALL = 7;
-const MAP_PRIVATE_ANONYMOUS = 0x22, MAP_FIXED_NOREPLACE = 0x100000;
-
-/** `size` bytes of zeroed memory no script teardown frees. */
-export function rawAlloc(size: number, prot = PROT_READ_WRITE, at: NativePointer = NULL): NativePointer {
-    const flags = MAP_PRIVATE_ANONYMOUS | (at.isNull() ? 0 : MAP_FIXED_NOREPLACE);
-    const p = libcMmap(at, size, prot, flags, -1, 0) as NativePointer;
-    if (p.equals(ptr(-1))) throw new Error(`mmap of ${size} bytes failed`);
-    return p;
-}
-
-/** Registers `handler` to run in every forked child, inside fork(). glibc
- *  2.34+ exports `pthread_atfork` only as a compat version that symbol
- *  lookup does not find (it lives in libc_nonshared.a): its implementation,
- *  `__register_atfork`, is what is called. */
-export function registerAtforkChild(handler: NativePointer): void {
-    const register = Module.findGlobalExportByName("__register_atfork");
-    if (register !== null) {
-        const ok = new NativeFunction(register, "int", ["pointer", "pointer", "pointer", "pointer"])(
-            NULL, NULL, handler, NULL) as number;
-        if (ok !== 0) throw new Error(`__register_atfork failed: ${ok}`);
-        return;
-    }
-    const atfork = Module.findGlobalExportByName("pthread_atfork");
-    if (atfork === null) throw new Error("neither __register_atfork nor pthread_atfork found");
-    new NativeFunction(atfork, "int", ["pointer", "pointer", "pointer"])(NULL, NULL, handler);
-}
-
 /** The tracer's config page (read by the CModule, the fork handler and the
  *  fork guard). Raw memory: the fork handler writes it in a child where
  *  Frida's allocations may be gone. Mapped at load so the fork guard can use
  *  it without creating the tracer (sessions that trace nothing pay nothing). */
 const runtimeConfig = rawAlloc(Process.pageSize);
-
-/** Like rawAlloc, within `reach` of `target`: the free gap nearest to it. */
-function rawAllocNear(target: NativePointer, size: number, reach: number): NativePointer | null {
-    const t = parseInt(target.toString(16), 16);
-    const ranges = Process.enumerateRanges("---")
-        .map(r => [parseInt(r.base.toString(16), 16), parseInt(r.base.toString(16), 16) + r.size])
-        .sort((a, b) => a[0] - b[0]);
-    let best: number | null = null;
-    const consider = (lo: number, hi: number) => {
-        // Aligned to 64 KiB, as near to the target as the gap allows.
-        const align = 0x10000;
-        const from = Math.ceil(lo / align) * align;
-        const to = Math.floor((hi - size) / align) * align;
-        if (to < from) return;
-        const pick = Math.min(Math.max(t - (t % align), from), to);
-        if (Math.abs(pick - t) + size < reach && (best === null || Math.abs(pick - t) < Math.abs(best - t))) best = pick;
-    };
-    let prevEnd = 0x10000;
-    for (const [base, end] of ranges) {
-        if (base > prevEnd) consider(prevEnd, base);
-        prevEnd = Math.max(prevEnd, end);
-    }
-    if (best === null) return null;
-    try {
-        return rawAlloc(size, PROT_ALL, ptr(best));
-    } catch (_e) {
-        return null;
-    }
-}
-
-// The patch journal: the original bytes of every code location patched now
-// (redirects and breakpoint traps), kept in native memory because a forked
-// child inherits the patches but not this script: the child's own agent
-// reads the parent's journal (its address travels through the daemon) and
-// undoes them before the child runs on. Layout: u64 magic, u64 slots used,
-// 48 bytes spare, then 32-byte slots {u64 address (0: free), u32 length,
-// u32 spare, u8 original[16]}.
-const JOURNAL_MAGIC = uint64("0x5354524f42454a4e");
-const JOURNAL_SLOTS = 1 << 16;
-let journal: NativePointer | null = null;
-let journalUsed = 0;
-const journalSlots = new Map<string, { slot: number; original: number[] }>();
-const freeSlots: number[] = [];
-
-/** The journal's address (created on first use). Mapped with libc's mmap:
- *  memory from Frida's allocator is gone in a forked child. */
-export function journalAddress(): NativePointer {
-    if (journal === null) {
-        journal = rawAlloc(64 + JOURNAL_SLOTS * 32);
-        journal.writeU64(JOURNAL_MAGIC);
-    }
-    return journal;
-}
-
-/** Notes the bytes at `at` before `bytes` overwrite them, or forgets them
- *  when `bytes` puts them back. */
-function journalPatch(at: NativePointer, bytes: number[]): void {
-    const key = at.toString();
-    const known = journalSlots.get(key);
-    const j = journalAddress();
-    if (known !== undefined) {
-        if (known.original.length === bytes.length && known.original.every((b, i) => b === bytes[i])) {
-            j.add(64 + known.slot * 32).writeU64(0);
-            journalSlots.delete(key);
-            freeSlots.push(known.slot);
-        }
-        return;
-    }
-    const slot = freeSlots.pop() ?? journalUsed++;
-    if (slot >= JOURNAL_SLOTS) return; // full: a forked child keeps this patch
-    const original = Array.from(new Uint8Array(at.readByteArray(bytes.length)!));
-    const e = j.add(64 + slot * 32);
-    e.add(8).writeU32(bytes.length);
-    e.add(16).writeByteArray(original);
-    e.writePointer(at);
-    j.add(8).writeU64(journalUsed);
-    journalSlots.set(key, { slot, original });
-}
-
-/** Puts back every patch the journal at `address` lists (in a forked child:
- *  the parent's, inherited). Returns how many. */
-export function undoJournal(address: NativePointer): number {
-    if (!address.readU64().equals(JOURNAL_MAGIC)) throw new Error(`no patch journal at ${address}`);
-    const used = Math.min(address.add(8).readU64().toNumber(), JOURNAL_SLOTS);
-    const undo: Array<[NativePointer, number[]]> = [];
-    for (let i = 0; i < used; i++) {
-        const e = address.add(64 + i * 32);
-        const at = e.readPointer();
-        const n = e.add(8).readU32();
-        if (at.isNull() || n === 0 || n > 16) continue;
-        undo.push([at, Array.from(new Uint8Array(e.add(16).readByteArray(n)!))]);
-    }
-    patches.push(...undo);
-    writePatches(false);
-    return undo.length;
-}
-
-/** Writes code bytes now (batched per page like the tracer's own patches). */
-export function patchCodeNow(list: Array<[NativePointer, number[]]>): void {
-    patches.push(...list);
-    writePatches();
-}
 
 /**
  * Before this script goes away from a process that lives on (detach): every
@@ -955,7 +678,7 @@ export function patchCodeNow(list: Array<[NativePointer, number[]]>): void {
  * relocated prologues, FuncState) is in memory the teardown leaves mapped.
  */
 export function detachHooks(): void {
-    if (journal !== null) undoJournal(journal);
+    undoAllPatches();
     if (rt === null || hookCode === null) return;
     const keyDelete = new NativeFunction(Module.findGlobalExportByName("pthread_key_delete")!, "int", ["uint32"]);
     keyDelete(rt.config.add(24).readU32());
@@ -965,102 +688,10 @@ export function detachHooks(): void {
     Memory.protect(start, Process.pageSize, "r-x");
 }
 
-/** Breakpoint sites in `[at, at + n)`, if any (set by the breakpoints module),
- *  so a function is not redirected over an int3 and its relocated copy never
- *  holds one. */
-let codeGuard: (at: NativePointer, n: number) => boolean = () => false;
-export function setCodeGuard(guard: (at: NativePointer, n: number) => boolean): void {
-    codeGuard = guard;
-}
-
-/** True when `addr` lies in the first bytes of a redirected function (they
- *  hold the jump to its hook: no breakpoint may go there). */
-export function inRedirectedPrologue(addr: NativePointer): boolean {
-    for (let d = 0; d < 16; d++) {
-        const start = addr.sub(d);
-        if (!redirectedAt.has(start.toString())) continue;
-        const n = nearRedirects.get(start.toString())?.length ?? 16;
-        if (d < n) return true;
-    }
-    return false;
-}
-
-/**
- * Writes the queued code patches, making each page writable once for all
- * of its patches: Memory.patchCode per function (two mprotects and the TLB
- * shootdowns they cost while the program runs) took ~1 ms a function.
- */
-function writePatches(journaled = true): void {
-    if (patches.length === 0) return;
-    const pageSize = Process.pageSize;
-    // Addresses as numbers (user space fits in 47 bits): grouping thousands
-    // of patches with NativePointer arithmetic cost a native call per step.
-    const byPage = new Map<number, { first: number; last: number; items: Array<[NativePointer, number[]]> }>();
-    for (const p of patches) {
-        const at = parseInt(p[0].toString(16), 16);
-        const page = at - (at % pageSize);
-        const e = byPage.get(page) ?? { first: page, last: page, items: [] };
-        e.items.push(p);
-        const end = at + p[1].length - 1;
-        e.last = Math.max(e.last, end - (end % pageSize));
-        byPage.set(page, e);
-    }
-    patches = [];
-    // Every range, not only code (the fork guard patches GOT slots), as
-    // numbers once: looked up per page group.
-    const ranges = Process.enumerateRanges("---").map(r => {
-        const base = parseInt(r.base.toString(16), 16);
-        return { base, end: base + r.size, protection: r.protection };
-    });
-    const protectionAt = (a: number) =>
-        ranges.find(r => a >= r.base && a < r.end)?.protection ?? "r-x";
-    for (const { first, last, items } of byPage.values()) {
-        const start = ptr(first);
-        const size = last - first + pageSize;
-        const restore = protectionAt(first);
-        Memory.protect(start, size, "rwx");
-        for (const [at, bytes] of items) {
-            if (journaled) journalPatch(at, bytes);
-            writeCode(at, bytes);
-        }
-        Memory.protect(start, size, restore);
-    }
-}
-
-/**
- * Writes a patch of up to 8 bytes as one aligned 8-byte store when it fits
- * in one (x86 makes those atomic), so a thread running the function while it
- * is patched sees either the old bytes or the new ones, never a mix.
- */
-function writeCode(at: NativePointer, bytes: number[]): void {
-    const offset = at.and(7).toInt32();
-    if (bytes.length > 8 || offset + bytes.length > 8) {
-        at.writeByteArray(bytes);
-        return;
-    }
-    const aligned = at.sub(offset);
-    const word = new Uint8Array(aligned.readByteArray(8)!);
-    bytes.forEach((b, i) => { word[offset + i] = b; });
-    let v = uint64(0);
-    for (let i = 7; i >= 0; i--) v = v.shl(8).or(word[i]);
-    aligned.writeU64(v);
-}
-
-/** Undoes a redirection (either kind). */
-function unredirect(target: NativePointer): void {
-    const orig = nearRedirects.get(target.toString());
-    if (orig === undefined) {
-        Interceptor.revert(target);
-        return;
-    }
-    nearRedirects.delete(target.toString());
-    patches.push([target, orig]);
-}
-
 // Unwind info (.eh_frame: one CIE, one FDE, a terminator) for the hook, so
 // that C++ exceptions, Rust panics and backtraces pass through it. Registered
 // with libgcc's __register_frame, which programs that unwind have loaded; a
-// program that loads it later gets it registered then (see onModuleLoaded).
+// program that loads it later gets it registered then (see watchModules).
 let unwindRegistered = false;
 
 function registerUnwindInfo(): void {
@@ -1100,11 +731,10 @@ function registerUnwindInfo(): void {
     const frame = rawAlloc(cie.length + fde.length + 4);
     frame.writeByteArray([...cie, ...fde, 0, 0, 0, 0]);
     new NativeFunction(register, "void", ["pointer"])(frame);
-    keepAlive.push(frame);
+    retain(frame);
     unwindRegistered = true;
 }
 
-const keepAlive: NativePointer[] = [];
 
 /** Functions currently redirected to the hook: id → address. */
 const replaced = new Map<number, NativePointer>();
@@ -1311,7 +941,7 @@ export function updateHooks(req: HookRequest): void {
                 failed.push([funcId, `shares its address with function #${alias} (an alias, e.g. a C++ constructor variant); its calls are recorded under that one`]);
                 continue;
             }
-            if (codeGuard(target, 16)) {
+            if (isGuarded(target, 16)) {
                 failed.push([funcId, "a breakpoint is set in its first bytes; remove it (debug_breakpoint) to trace this function"]);
                 continue;
             }
@@ -1319,18 +949,7 @@ export function updateHooks(req: HookRequest): void {
                 // Both redirections go live below (writePatches, flush),
                 // after the trampoline is stored where the hook reads it.
                 const stub = stubFor(funcId, target);
-                let trampoline: NativePointer;
-                try {
-                    if (extent === 0) throw new Error("its code size is unknown");
-                    trampoline = redirectNear(target, stub, extent);
-                } catch (nearError) {
-                    // Frida's own redirection: 16 bytes, its own checks.
-                    try {
-                        trampoline = Interceptor.replaceFast(target, stub);
-                    } catch (e) {
-                        throw new Error(`${(nearError as Error).message}; Frida could not redirect it either (${(e as Error).message})`);
-                    }
-                }
+                const trampoline = redirect(target, stub, extent);
                 fs.add(FSTATE_TRAMPOLINE).writePointer(trampoline);
                 replaced.set(funcId, target);
                 redirectedAt.set(target.toString(), funcId);
