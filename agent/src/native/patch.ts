@@ -97,6 +97,8 @@ export function undoAllPatches(): void {
  *  so a function is not redirected over an int3 and its relocated copy never
  *  holds one. */
 let codeGuard: (at: NativePointer, n: number) => boolean = () => false;
+
+/** Sets the code guard (the breakpoints module, asked about its sites). */
 export function setCodeGuard(guard: (at: NativePointer, n: number) => boolean): void {
     codeGuard = guard;
 }
