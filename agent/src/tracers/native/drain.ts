@@ -1,7 +1,7 @@
 // Shipping the ring: a 2 ms timer (started with the runtime) sends committed
 // records in chunks as `trace` messages, with flow control by the daemon's
 // acks, and now and then the per-function drop counts and sampling changes.
-import { everHookedIds, hookedIds } from "./hooks.js";
+import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { existingRuntime, onRuntimeCreated } from "./runtime.js";
 

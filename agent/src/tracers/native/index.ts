@@ -14,15 +14,16 @@
 // (no gettid per call).
 //
 // The parts: runtime.ts (ring, tables, CModule from cmodule.ts, hook from
-// hook.ts), hooks.ts (install/remove), plans.ts and exprs.ts (what calls
-// capture), drain.ts (shipping the ring), forkguard.ts; sizes in layout.ts.
+// hook.ts), install.ts (install/remove, stubs), plans.ts and exprs.ts (what
+// calls capture), drain.ts (shipping the ring), forkguard.ts; sizes in
+// layout.ts.
 // Code patching and near memory are shared with breakpoints (../../native/).
 import { HookRequest, Tracer } from "../tracer.js";
 import { drain, onTraceAck } from "./drain.js";
 import { updateExprs } from "./exprs.js";
 import { guardForks } from "./forkguard.js";
 import { registerUnwindInfo, silenceHook } from "./hook.js";
-import { installHooks, removeHooks, watchingLibraries } from "./hooks.js";
+import { installHooks, removeHooks, watchingLibraries } from "./install.js";
 import { updatePlans } from "./plans.js";
 import { existingRuntime } from "./runtime.js";
 
