@@ -15,7 +15,9 @@
 // carries a frame check (a register plus offset that must equal the frame
 // address the step started in) so recursion and other threads pass through.
 import { backtrace } from "./backtrace.js";
-import { inRedirectedPrologue, nearAlloc, patchCodeNow, setCodeGuard } from "./tracers/native.js";
+import { nearAlloc } from "./native/memory.js";
+import { patchCodeNow, setCodeGuard } from "./native/patch.js";
+import { inRedirectedPrologue } from "./native/redirect.js";
 
 /** Where a variable is (resolved by the daemon for one address). */
 type Loc =

@@ -4,10 +4,10 @@
 import { BreakpointsRequest, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { closeFds, ownOutput } from "./output.js";
+import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { send_ } from "./protocol.js";
-import {
-    detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules, ExprsRequest, HookRequest, PlansRequest,
-} from "./tracers/native.js";
+import { detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
+import { ExprsRequest, HookRequest, PlansRequest } from "./tracers/tracer.js";
 
 // Messages from the daemon. Typed acks (exit-ack, crash-ack) are taken by
 // their own recv() calls; everything else arrives here.
@@ -23,9 +23,13 @@ function answer<T>(msg: Record<string, unknown>, type: string, key: string, fall
 function listen(): void {
     recv((msg: { type: string } & Record<string, unknown>) => {
         try {
-            if (msg.type === "hooks") updateHooks(msg as unknown as HookRequest);
-            else if (msg.type === "plans") updatePlans(msg as unknown as PlansRequest);
-            else if (msg.type === "exprs") updateExprs(msg as unknown as ExprsRequest);
+            if (msg.type === "hooks") {
+                const req = msg as unknown as HookRequest;
+                if (req.action === "add") tracerFor(req.tracer).install(req);
+                else tracerFor(req.tracer).remove(req);
+            }
+            else if (msg.type === "plans") tracerFor(msg.tracer).sync(msg as unknown as PlansRequest);
+            else if (msg.type === "exprs") tracerFor(msg.tracer).sync(msg as unknown as ExprsRequest);
             else if (msg.type === "breakpoints") updateBreakpoints(msg as unknown as BreakpointsRequest);
             else if (msg.type === "module-base") {
                 const path = String(msg.path);
@@ -33,7 +37,7 @@ function listen(): void {
                     ?? Process.findModuleByName(path.split("/").pop()!);
                 send({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
             }
-            else if (msg.type === "trace-ack") onTraceAck(1);
+            else if (msg.type === "trace-ack") tracerFor(msg.tracer).ack(1);
             else if (msg.type === "own-output") {
                 answer(msg, "output_owned", "readFds", {}, () => ownOutput(msg.fds as number[]));
             }
@@ -53,14 +57,15 @@ function listen(): void {
     });
 }
 
-installLifecycleHooks(() => drain(true));
-watchModules();
+installLifecycleHooks(() => drainTracers(true));
+startTracers();
 listen();
 rpc.exports = {
     dispose: () => {
-        drain(true);
+        drainTracers(true);
         // Detached from a process that runs on: leave it as it was.
-        detachHooks();
+        undoAllPatches();
+        detachTracers();
     },
 };
 send_({

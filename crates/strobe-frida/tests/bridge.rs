@@ -80,6 +80,80 @@ fn spawn_capture_output_and_exit_code() {
     bridge.terminate();
 }
 
+/// The agent hands a tracer request to the tracer its `tracer` field names
+/// (none: the native one) and refuses a name no tracer has rather than
+/// letting another tracer answer it (agent/src/tracers/index.ts).
+#[test]
+fn tracer_requests_go_to_the_tracer_they_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bridge = Bridge::start(&python(), tmp.path(), &tmp.path().join("bridge.log"), T).unwrap();
+    let agent = bridge.ensure_agent(&tmp.path().join("cache"), T).unwrap();
+    bridge
+        .spawn(
+            &SpawnRequest {
+                argv: vec!["/bin/sleep".into(), "60".into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: None,
+                agent_js: agent,
+                follow_children: false,
+            },
+            T,
+        )
+        .unwrap();
+    // The target stays suspended: the agent answers requests all the same.
+    // Requests are handled in order, so the last answer comes after the
+    // others, and after the refusal of the unknown tracer.
+    for request in [
+        r#"{"type":"hooks","action":"remove","functions":[],"id":1}"#,
+        r#"{"type":"hooks","action":"remove","functions":[],"id":2,"tracer":"cobol"}"#,
+        r#"{"type":"plans","plans":[],"id":3,"tracer":"native"}"#,
+        r#"{"type":"exprs","exprs":[],"id":4}"#,
+    ] {
+        bridge.post(request.as_bytes(), &[]).unwrap();
+    }
+    let events = bridge.events();
+    let mut answers = Vec::new();
+    let mut refusals = Vec::new();
+    loop {
+        match events.recv_timeout(T).expect("the agent answers") {
+            BridgeEvent::AgentMessage { text, .. } => {
+                let v: Value = serde_json::from_slice(&text).unwrap();
+                if v["type"] == "error" {
+                    refusals.push(v["description"].as_str().unwrap_or_default().to_string());
+                    continue;
+                }
+                let p = &v["payload"];
+                let Some(kind) = p["type"].as_str() else {
+                    continue;
+                };
+                if kind.ends_with("_updated") {
+                    answers.push((kind.to_string(), p["id"].as_u64().unwrap()));
+                }
+                if kind == "exprs_updated" {
+                    break;
+                }
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let want = [
+        ("hooks_updated", 1),
+        ("plans_updated", 3),
+        ("exprs_updated", 4),
+    ]
+    .map(|(k, id)| (k.to_string(), id));
+    assert_eq!(
+        answers, want,
+        "only the requests for a known tracer are answered"
+    );
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(
+        refusals[0].contains(r#"no tracer named "cobol""#),
+        "{refusals:?}"
+    );
+    bridge.terminate();
+}
+
 #[test]
 fn missing_python_is_unavailable_with_a_fix() {
     let tmp = tempfile::tempdir().unwrap();

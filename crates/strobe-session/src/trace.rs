@@ -13,7 +13,7 @@ use strobe_store::{CaptureBlob, FunctionRow};
 use strobe_symbols::resolvers::dwarf::DwarfResolver;
 use strobe_symbols::{DebugInfo, Pattern, Signature, SymbolResolver, TypeTable};
 
-/// Size of one agent trace record slot (see agent/src/tracers/native.ts).
+/// Size of one agent trace record slot (see agent/src/tracers/native/layout.ts).
 pub const RECORD_SIZE: usize = 32;
 
 /// A function's capture plan with the types it renders with.
@@ -253,7 +253,7 @@ pub enum WatchTarget {
         hint: String,
     },
     /// A JavaScript expression the agent evaluates at each read (with
-    /// `args` / `retval` bound, see agent/src/tracers/native.ts).
+    /// `args` / `retval` bound, see agent/src/tracers/native/exprs.ts).
     Expr(String),
 }
 
@@ -721,7 +721,7 @@ impl Tracer {
     }
 
     /// How many bytes of the caller's stack the agent's hook copies for a
-    /// call of function `id` (see agent/src/tracers/native.ts): an upper
+    /// call of function `id` (see agent/src/tracers/native/hook.ts): an upper
     /// bound of the bytes its arguments can occupy on the stack under any
     /// x86-64 calling convention (System V for C/C++, Rust's own), because
     /// copying too little would corrupt the call. Unknown, specialized

@@ -9,7 +9,8 @@
 //! classification, integer widths, enums, bitfields, strings, cycles) happens
 //! here, in the daemon, when records are decoded.
 //!
-//! Wire format of a plan (little-endian), read by the agent's native tracer (agent/src/tracers/):
+//! Wire format of a plan (little-endian), read by the agent's native tracer
+//! (agent/src/tracers/native/cmodule.ts):
 //! `u16 enter nodes, u16 exit nodes, u16 stack bytes, u16 plan id` then
 //! 24-byte nodes `u8 src, u8 flags, u16 parent, u32 size, u64 arg, i64 addend`.
 //! Payload of an enter record: `u32 plan id, u32 length, 6 × u64 integer
