@@ -36,7 +36,7 @@ export interface PlansRequest extends TracerRequest {
     type: "plans";
     id: number;
     /** (function id, plan bytes in the tracer's format or null: name and
-     *  timing only). The native format: crates/strobe-session/src/values.rs. */
+     *  timing only). The native format: crates/strobe-values/src/wire.rs. */
     plans: Array<[number, number[] | null]>;
 }
 

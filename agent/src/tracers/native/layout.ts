@@ -7,7 +7,7 @@
 //   u64 value (first argument on enter, return value on exit)
 //   u32 kind (1 = enter, 2 = exit, 3 = padding; 0 = slot not yet written)
 //   u32 extra slots: a function with a capture plan (typed arguments,
-//   watches; see crates/strobe-session/src/values.rs) appends its captured
+//   watches; see crates/strobe-values/src/wire.rs) appends its captured
 //   registers and memory blocks in that many following 32-byte slots.
 
 /** Bytes of one ring slot (a record, or one of its payload's extra slots). */

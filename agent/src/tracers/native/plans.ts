@@ -1,6 +1,6 @@
 // Capture plans: per function, the bytes the CModule executes on each
 // call (registers and memory to copy; format in
-// crates/strobe-session/src/values.rs), installed where the hook reads them.
+// crates/strobe-values/src/wire.rs), installed where the hook reads them.
 import { PlansRequest } from "../tracer.js";
 import { exprIdsByFunc } from "./exprs.js";
 import { MAX_FUNCTIONS } from "./layout.js";
