@@ -4,9 +4,10 @@
 
 mod parse;
 
+use super::{Image, Registration};
 use crate::index::{FunctionSymbol, SymbolIndex};
 use crate::pattern::Pattern;
-use crate::{Resolution, ResolvedTarget, SymbolResolver};
+use crate::{FunctionInfo, Language, Resolution, ResolvedTarget, SymbolError, SymbolResolver};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use parse::parse_dwarf;
 pub(crate) use parse::{attr_string, file_table};
@@ -15,33 +16,19 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Why an image could not be indexed.
-#[derive(Debug, thiserror::Error)]
-pub enum SymbolError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The file is not an object file this build understands.
-    #[error("{path} is not a readable ELF image: {reason}")]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// The parser's complaint.
-        reason: String,
-    },
-    /// The DWARF is malformed.
-    #[error("malformed DWARF in {path}: {reason}")]
-    Dwarf {
-        /// The file.
-        path: PathBuf,
-        /// The parser's complaint.
-        reason: String,
-    },
+/// The native resolver in the registry: every image gets one (a file that
+/// is not ELF fails to open, as before the registry existed).
+pub const REGISTRATION: Registration = Registration {
+    name: "dwarf",
+    language: Language::Native,
+    open: open_image,
+};
+
+fn open_image(
+    image: &Image<'_>,
+    cache_dir: Option<&Path>,
+) -> Option<Result<Arc<dyn SymbolResolver>, SymbolError>> {
+    Some(DwarfResolver::open(image.path, cache_dir).map(|r| Arc::new(r) as Arc<dyn SymbolResolver>))
 }
 
 /// The native resolver over one image.
@@ -87,6 +74,28 @@ impl DwarfResolver {
 impl SymbolResolver for DwarfResolver {
     fn name(&self) -> &'static str {
         "dwarf"
+    }
+
+    fn language(&self) -> Language {
+        Language::Native
+    }
+
+    fn path(&self) -> &Path {
+        &self.module
+    }
+
+    fn function(&self, index: usize) -> Option<FunctionInfo<'_>> {
+        let f = self.index.functions.get(index)?;
+        Some(FunctionInfo {
+            name: &f.name,
+            name_raw: f.name_raw.as_deref(),
+            file: f.file.as_deref(),
+            line: f.line,
+        })
+    }
+
+    fn native(&self) -> Option<&SymbolIndex> {
+        Some(&self.index)
     }
 
     fn resolve_pattern(&self, pattern: &Pattern, project_root: &Path) -> Resolution {

@@ -2,7 +2,8 @@
 //! functions (named from their declarations, through specifications and
 //! abstract origins), inlined call sites and globals with fixed addresses.
 
-use super::{SymbolError, demangle};
+use super::demangle;
+use crate::SymbolError;
 use crate::index::{DieRef, FunctionSymbol, GlobalSymbol, InlinedCall};
 use gimli::{AttributeValue, DwAt, EndianSlice, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection};
