@@ -39,7 +39,9 @@ impl Tracer {
         let Some(&(m, f)) = self.slot(id).and_then(|i| self.by_id.get(i)) else {
             return 0;
         };
-        let func = &self.modules[m].index().functions[f];
+        let Some(func) = self.modules[m].native().map(|i| &i.functions[f]) else {
+            return 0;
+        };
         func.ranges
             .iter()
             .find(|(lo, hi)| (*lo..*hi).contains(&func.entry_offset))
@@ -88,7 +90,7 @@ impl Tracer {
     /// entry could not be read. Read once per function.
     fn declared_signature(&mut self, id: u32) -> Option<Option<Signature>> {
         let (m, f) = *self.by_id.get(self.slot(id)?)?;
-        let func = &self.modules[m].index().functions[f];
+        let func = &self.modules[m].native()?.functions[f];
         let specialized = func.name_raw.as_deref().is_some_and(|n| {
             n.contains(".isra") || n.contains(".constprop") || n.contains(".part")
         });
@@ -109,7 +111,7 @@ impl Tracer {
             return None;
         }
         let (m, f) = *self.by_id.get(self.slot(id)?)?;
-        let func = self.modules[m].index().functions[f].clone();
+        let func = self.modules[m].function(f)?;
         let watches: Vec<WatchSpec> = self
             .watches
             .iter()
@@ -117,7 +119,7 @@ impl Tracer {
                 w.on.is_empty()
                     || w.on
                         .iter()
-                        .any(|p| p.matches(&func.name, func.file.as_deref(), &self.project_root))
+                        .any(|p| p.matches(func.name, func.file, &self.project_root))
             })
             .map(|w| w.spec.clone())
             .collect();

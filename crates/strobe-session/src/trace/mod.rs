@@ -8,10 +8,12 @@
 mod hooks;
 mod patterns;
 mod records;
+#[cfg(test)]
+mod tests;
 mod watches;
 
 pub use hooks::{LIGHT_MODE_ABOVE, STACK_COPY_UNKNOWN};
-pub use patterns::{BROAD_PATTERN, Plan};
+pub use patterns::{BROAD_PATTERN, HookTarget, Plan};
 pub use records::{
     BLOB_PLAN, BLOB_TYPES, Decoder, Decoders, RECORD_SIZE, decode_records, decoders_from_blobs,
     decoders_to_blobs, typed_of, typed_values,
@@ -25,8 +27,7 @@ use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strobe_symbols::resolvers::dwarf::DwarfResolver;
-use strobe_symbols::{DebugInfo, Pattern, Signature, TypeTable};
+use strobe_symbols::{DebugInfo, Pattern, Signature, SymbolResolver, TypeTable};
 
 /// Everything besides patterns that one `debug_trace` call may change.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +49,7 @@ pub struct TraceOptions {
 /// executable first, then shared libraries, including ones loaded later with
 /// dlopen), the active patterns, and which functions are hooked.
 pub struct Tracer {
-    pub(crate) modules: Vec<Arc<DwarfResolver>>,
+    pub(crate) modules: Vec<Arc<dyn SymbolResolver>>,
     pub(crate) project_root: PathBuf,
     patterns: Vec<Pattern>,
     /// (module index, function index) → function id.
@@ -64,7 +65,8 @@ pub struct Tracer {
     pub sampling: bool,
     /// Depth of typed argument serialization (1–10).
     pub depth: u32,
-    /// Opened DWARF per module index (`None`: the image has none).
+    /// Opened DWARF per module index (`None`: the image has none, or its
+    /// resolver is not native).
     debug: HashMap<usize, Option<DebugInfo>>,
     /// Unwind tables by image path (read for crashes; any image, indexed or not).
     pub(crate) frame_tables: HashMap<PathBuf, strobe_symbols::FrameTable>,
@@ -120,8 +122,9 @@ impl TraceStats {
 }
 
 impl Tracer {
-    /// A tracer resolving against `modules` (the executable first).
-    pub fn new(modules: Vec<Arc<DwarfResolver>>, project_root: &Path) -> Self {
+    /// A tracer resolving against `modules` (the executable's resolvers
+    /// first), as [`strobe_symbols::resolvers::open`] gives them.
+    pub fn new(modules: Vec<Arc<dyn SymbolResolver>>, project_root: &Path) -> Self {
         Self {
             modules,
             project_root: project_root.to_path_buf(),
@@ -194,11 +197,12 @@ impl Tracer {
 
     /// True when `path` is one of the images already known.
     pub fn has_module(&self, path: &Path) -> bool {
-        self.modules.iter().any(|m| m.index().path == path)
+        self.modules.iter().any(|m| m.path() == path)
     }
 
-    /// Adds an image without planning hooks (the next [`Tracer::plan`] covers it).
-    pub fn push_module(&mut self, module: Arc<DwarfResolver>) {
+    /// Adds a resolver of an image without planning hooks (the next
+    /// [`Tracer::plan`] covers it).
+    pub fn push_module(&mut self, module: Arc<dyn SymbolResolver>) {
         self.modules.push(module);
     }
 
@@ -216,7 +220,7 @@ impl Tracer {
     /// Name of a function id (for messages).
     pub fn name_of(&self, id: u32) -> Option<&str> {
         let (m, f) = *self.by_id.get(self.slot(id)?)?;
-        Some(self.modules[m].index().functions[f].name.as_str())
+        Some(self.modules[m].function(f)?.name)
     }
 
     /// True when any pattern (or watch scope) is active: libraries loaded
@@ -229,7 +233,7 @@ impl Tracer {
         let modules = &self.modules;
         self.debug
             .entry(m)
-            .or_insert_with(|| DebugInfo::open(modules[m].index()).ok())
+            .or_insert_with(|| DebugInfo::open(modules[m].native()?).ok())
             .as_mut()
     }
 

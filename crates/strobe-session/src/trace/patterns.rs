@@ -7,14 +7,13 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use strobe_store::FunctionRow;
-use strobe_symbols::resolvers::dwarf::DwarfResolver;
-use strobe_symbols::{Pattern, SymbolResolver};
+use strobe_symbols::{FunctionInfo, Language, Pattern, SymbolResolver};
 
 /// The functions a set of patterns resolved to, before hooking.
 #[derive(Debug, Default)]
 pub struct Plan {
-    /// (function id, module path, entry offset) to hook.
-    pub to_hook: Vec<(u32, PathBuf, u64)>,
+    /// Functions to hook.
+    pub to_hook: Vec<HookTarget>,
     /// New function rows to register with the store.
     pub new_rows: Vec<FunctionRow>,
     /// Function ids no pattern covers any more.
@@ -25,16 +24,30 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+/// A function to hook: which of the agent's tracers hooks it, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookTarget {
+    /// Function id.
+    pub id: u32,
+    /// The code it is ([`SymbolResolver::language`]), which names the
+    /// agent's tracer that hooks it.
+    pub language: Language,
+    /// The file it lives in ([`SymbolResolver::path`]).
+    pub module: PathBuf,
+    /// Where in it ([`strobe_symbols::ResolvedTarget::entry_offset`]).
+    pub offset: u64,
+}
+
 /// Functions above this count make a pattern "broad": the response says so.
 pub const BROAD_PATTERN: usize = 1000;
 
 impl Tracer {
-    /// Adds an image loaded after tracing started (dlopen) and plans hooks
-    /// for the active patterns in it.
-    pub fn add_module(&mut self, module: Arc<DwarfResolver>) -> Plan {
-        self.modules.push(module);
-        let m = self.modules.len() - 1;
-        self.plan_modules(&[], m..m + 1)
+    /// Adds the resolvers of an image loaded after tracing started
+    /// (dlopen) and plans hooks for the active patterns in it.
+    pub fn add_modules(&mut self, modules: Vec<Arc<dyn SymbolResolver>>) -> Plan {
+        let m = self.modules.len();
+        self.modules.extend(modules);
+        self.plan_modules(&[], m..self.modules.len())
     }
 
     /// Applies added and removed patterns; returns what to change in the agent.
@@ -83,7 +96,7 @@ impl Tracer {
             for m in modules.clone() {
                 let resolver = self.modules[m].clone();
                 let res = resolver.resolve_pattern(&p, &self.project_root);
-                let path = &resolver.index().path;
+                let path = resolver.path();
                 if crate::hookable::is_loader(path)
                     || (m != 0 && wildcard && crate::hookable::is_system_library(path))
                 {
@@ -97,7 +110,12 @@ impl Tracer {
                     .never_hooked
                     .entry(m)
                     .or_insert_with(|| {
-                        Arc::new(crate::hookable::hook_path_offsets(resolver.index()))
+                        Arc::new(
+                            resolver
+                                .native()
+                                .map(crate::hookable::hook_path_offsets)
+                                .unwrap_or_default(),
+                        )
                     })
                     .clone();
                 inlined.extend(res.inlined_only);
@@ -111,10 +129,14 @@ impl Tracer {
                     wanted.insert(id);
                     if !self.hooked.contains(&id)
                         && !self.failed.contains_key(&id)
-                        && !plan.to_hook.iter().any(|h| h.0 == id)
+                        && !plan.to_hook.iter().any(|h| h.id == id)
                     {
-                        plan.to_hook
-                            .push((id, t.module.to_path_buf(), t.entry_offset));
+                        plan.to_hook.push(HookTarget {
+                            id,
+                            language: resolver.language(),
+                            module: t.module.to_path_buf(),
+                            offset: t.entry_offset,
+                        });
                     }
                 }
             }
@@ -177,12 +199,20 @@ impl Tracer {
         let id = self.id_base + self.by_id.len() as u32 + 1;
         self.ids.insert((module, function), id);
         self.by_id.push((module, function));
-        let f = &self.modules[module].index().functions[function];
+        // Every index a resolver hands out names a function of it.
+        let f = self.modules[module]
+            .function(function)
+            .unwrap_or(FunctionInfo {
+                name: "?",
+                name_raw: None,
+                file: None,
+                line: None,
+            });
         new_rows.push(FunctionRow {
             func_id: id,
-            name: f.name.clone(),
-            name_raw: f.name_raw.clone(),
-            file: f.file.clone(),
+            name: f.name.to_string(),
+            name_raw: f.name_raw.map(str::to_string),
+            file: f.file.map(str::to_string),
             line: f.line,
         });
         id

@@ -194,7 +194,9 @@ impl Tracer {
         let (name, steps) = parse_chain(expr)?;
         let mut found = None;
         for (m, module) in self.modules.iter().enumerate() {
-            let idx = module.index();
+            let Some(idx) = module.native() else {
+                continue;
+            };
             let exact = idx.globals.iter().find(|g| g.name == name);
             let suffix = || {
                 let tail = format!("::{name}");
@@ -212,7 +214,7 @@ impl Tracer {
                 "no global or static variable named {name:?} in the program or its loaded libraries (locals cannot be watched; the image must be built with -g). Use address + type for raw memory."
             ));
         };
-        let path = self.modules[m].index().path.clone();
+        let path = self.modules[m].path().to_path_buf();
         let module_base = base(&path).ok_or_else(|| {
             format!(
                 "cannot find where {} is loaded in the process (neither its /proc/PID/maps nor the agent know it)",
