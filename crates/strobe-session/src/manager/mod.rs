@@ -26,7 +26,7 @@ use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
 use strobe_store::{
     EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store,
 };
-use strobe_symbols::resolvers::dwarf::DwarfResolver;
+use strobe_symbols::resolvers::{self, Image, ImageKind};
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -666,8 +666,14 @@ impl SessionManager {
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Index the binary in the background so a first debug_trace is quick.
             let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
+            let root = project_root.clone();
             std::thread::spawn(move || {
-                let _ = DwarfResolver::open(&bin, Some(&cache));
+                let image = Image {
+                    path: &bin,
+                    kind: ImageKind::Program,
+                    project_root: &root,
+                };
+                let _ = resolvers::open(&image, Some(&cache), None);
             });
             None
         } else {

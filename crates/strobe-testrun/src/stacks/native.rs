@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use strobe_session::image_at;
 use strobe_session::trace::Tracer;
 use strobe_symbols::FrameTable;
-use strobe_symbols::resolvers::dwarf::DwarfResolver;
+use strobe_symbols::Language;
+use strobe_symbols::resolvers::{self, ImageKind};
 
 /// Most frames walked per thread.
 const MAX_FRAMES: usize = 48;
@@ -376,9 +377,19 @@ impl Symbols {
         let mut paths: Vec<&PathBuf> = images.collect();
         paths.sort();
         paths.dedup();
+        // Frames are named from machine code's symbols only (the native
+        // resolver opens the program and its libraries alike).
         let modules = paths
             .into_iter()
-            .filter_map(|p| DwarfResolver::open(p, cache).ok().map(Arc::new))
+            .flat_map(|p| {
+                let image = resolvers::Image {
+                    path: p,
+                    kind: ImageKind::Library,
+                    project_root: Path::new("/"),
+                };
+                resolvers::open(&image, cache, Some(Language::Native))
+            })
+            .filter_map(Result::ok)
             .collect();
         Self {
             tracer: Tracer::new(modules, Path::new("/")),
