@@ -15,8 +15,10 @@
 // carries a frame check (a register plus offset that must equal the frame
 // address the step started in) so recursion and other threads pass through.
 import { backtrace } from "./backtrace.js";
+import { nearAlloc } from "./native/memory.js";
+import { patchCodeNow, setCodeGuard } from "./native/patch.js";
+import { inRedirectedPrologue } from "./native/redirect.js";
 import { BreakpointSpec, DaemonMessageOf, ResumeOrder, StepStop, TypeDesc, VarDesc, receive, send_ } from "./protocol.js";
-import { inRedirectedPrologue, nearAlloc, patchCodeNow, setCodeGuard } from "./tracers/native.js";
 
 interface CompiledBreakpoint {
     spec: BreakpointSpec;

@@ -4,10 +4,9 @@
 import { updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { closeFds, ownOutput } from "./output.js";
+import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
-import {
-    detachHooks, drain, guardForks, journalAddress, onTraceAck, undoJournal, updateExprs, updateHooks, updatePlans, watchModules,
-} from "./tracers/native.js";
+import { detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
 
 type Answer = Extract<AgentMessage, { error: string | null }>;
 
@@ -26,9 +25,12 @@ function listen(): void {
     recv((msg: DaemonMessage) => {
         try {
             switch (msg.type) {
-                case "hooks": updateHooks(msg); break;
-                case "plans": updatePlans(msg); break;
-                case "exprs": updateExprs(msg); break;
+                case "hooks":
+                    if (msg.action === "add") tracerFor(msg.tracer).install(msg);
+                    else tracerFor(msg.tracer).remove(msg);
+                    break;
+                case "plans": tracerFor(msg.tracer).sync(msg); break;
+                case "exprs": tracerFor(msg.tracer).sync(msg); break;
                 case "breakpoints": updateBreakpoints(msg); break;
                 case "module-base": {
                     const path = msg.path;
@@ -37,7 +39,7 @@ function listen(): void {
                     send_({ type: "module_base", id: msg.id, base: m ? m.base.toString() : null });
                     break;
                 }
-                case "trace-ack": onTraceAck(1); break;
+                case "trace-ack": tracerFor(msg.tracer).ack(1); break;
                 case "own-output": {
                     const { id, fds } = msg;
                     answer(() => ({ type: "output_owned", id, readFds: ownOutput(fds), error: null }),
@@ -73,14 +75,15 @@ function listen(): void {
     });
 }
 
-installLifecycleHooks(() => drain(true));
-watchModules();
+installLifecycleHooks(() => drainTracers(true));
+startTracers();
 listen();
 rpc.exports = {
     dispose: () => {
-        drain(true);
+        drainTracers(true);
         // Detached from a process that runs on: leave it as it was.
-        detachHooks();
+        undoAllPatches();
+        detachTracers();
     },
 };
 send_({

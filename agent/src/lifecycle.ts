@@ -7,7 +7,8 @@
 import { onTrap } from "./breakpoints.js";
 import { backtrace as stackOf } from "./backtrace.js";
 import { Frame, sendAndWait } from "./protocol.js";
-import { PROT_ALL, rawAlloc, registerAtforkChild, u64Bytes } from "./tracers/native.js";
+import { registerAtforkChild } from "./native/atfork.js";
+import { PROT_ALL, rawAlloc, u64Bytes } from "./native/memory.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",

@@ -105,23 +105,24 @@ export type ResumeOrder =
         /** The frame check of those call stops. */
         scanFrame: FrameCheck | null };
 
-/** Daemon → agent. */
+/** Daemon → agent. `tracer` names the tracer a request is for
+ *  (agent/src/tracers/index.ts); absent: "native", every request today. */
 export type DaemonMessage =
-    | { type: "hooks"; id: number; action: "add"; functions: HookTarget[]; module?: string;
+    | { type: "hooks"; id: number; tracer?: string; action: "add"; functions: HookTarget[]; module?: string;
         /** True while patterns are active: libraries loaded later must then
          *  be checked (and hooked) before their code runs. */
         watchLibraries: boolean;
         /** Hot-function sampling on/off, and the rate above which it starts. */
         sampling: boolean; hotCallsPerSecond: number }
-    | { type: "hooks"; id: number; action: "remove"; functions: number[]; watchLibraries: boolean }
+    | { type: "hooks"; id: number; tracer?: string; action: "remove"; functions: number[]; watchLibraries: boolean }
     /** The hooks of a library reported with `module_loaded {wait: true}`. */
     | { type: "module-hooks"; module: string; functions: HookTarget[] }
-    | { type: "plans"; id: number; plans: Array<[number, number[] | null]> }
+    | { type: "plans"; id: number; tracer?: string; plans: Array<[number, number[] | null]> }
     /** [expression id, label, JavaScript source]. */
-    | { type: "exprs"; id: number; exprs: Array<[number, string, string]> }
+    | { type: "exprs"; id: number; tracer?: string; exprs: Array<[number, string, string]> }
     | { type: "breakpoints"; id: number; set?: BreakpointSpec[]; remove: string[] }
     | { type: "module-base"; id: number; path: string }
-    | { type: "trace-ack" }
+    | { type: "trace-ack"; tracer?: string }
     | { type: "own-output"; id: number; fds: number[] }
     | { type: "close-fds"; id: number; fds: number[] }
     | { type: "guard-forks"; id: number }

@@ -306,6 +306,7 @@ export const daemonMessages = [
     {
         "type": "hooks",
         "id": 1,
+        "tracer": "native",
         "action": "add",
         "functions": [
             [
@@ -345,12 +346,20 @@ export const daemonMessages = [
     {
         "type": "hooks",
         "id": 2,
+        "tracer": "native",
         "action": "remove",
         "functions": [
             1,
             2
         ],
         "watchLibraries": true
+    },
+    {
+        "type": "hooks",
+        "id": 2,
+        "action": "remove",
+        "functions": [],
+        "watchLibraries": false
     },
     {
         "type": "module-hooks",
@@ -373,6 +382,7 @@ export const daemonMessages = [
     {
         "type": "plans",
         "id": 3,
+        "tracer": "native",
         "plans": [
             [
                 1,
@@ -388,8 +398,14 @@ export const daemonMessages = [
         ]
     },
     {
+        "type": "plans",
+        "id": 3,
+        "plans": []
+    },
+    {
         "type": "exprs",
         "id": 4,
+        "tracer": "native",
         "exprs": [
             [
                 1,
@@ -397,6 +413,11 @@ export const daemonMessages = [
                 "args[0].toInt32()"
             ]
         ]
+    },
+    {
+        "type": "exprs",
+        "id": 4,
+        "exprs": []
     },
     {
         "type": "breakpoints",
@@ -541,6 +562,10 @@ export const daemonMessages = [
         "type": "module-base",
         "id": 6,
         "path": "/lib/libm.so.6"
+    },
+    {
+        "type": "trace-ack",
+        "tracer": "native"
     },
     {
         "type": "trace-ack"

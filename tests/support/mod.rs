@@ -383,6 +383,13 @@ impl Client {
         }
     }
 
+    /// Every event of `kind` (`function_enter`, `function_exit`) of the
+    /// function named `name`, verbose, in order.
+    pub async fn calls_of(&self, id: &str, kind: &str, name: &str) -> Vec<Value> {
+        self.query_all(id, json!({"eventType": kind, "function": {"equals": name}}))
+            .await
+    }
+
     /// Every event matching `filter` (debug_query's arguments without the
     /// session and paging), verbose, via paging.
     pub async fn query_all(&self, id: &str, filter: Value) -> Vec<Value> {

@@ -12,6 +12,7 @@ use strobe_core::{Settings, StrobeHome};
 use strobe_mcp::StrobeServer;
 use strobe_session::SessionManager;
 use strobe_store::Store;
+use strobe_testrun::TestRunner;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
@@ -101,6 +102,7 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
     let (settings, _) = Settings::load(&home.settings_file(), None);
     purge(&home, &store, &settings);
     mgr.prewarm(&settings);
+    let tests = Arc::new(TestRunner::new(mgr.clone()));
     // MCP connections and pages streaming a session live: while any is
     // open the daemon is in use.
     let clients = Arc::new(AtomicUsize::new(0));
@@ -108,6 +110,7 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
         endpoint: tokio::sync::Mutex::new(None),
         viewers: clients.clone(),
         mgr: mgr.clone(),
+        tests: tests.clone(),
         store: store.clone(),
         home: home.clone(),
     });
@@ -136,7 +139,7 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                let server = StrobeServer::new(mgr.clone(), home.clone());
+                let server = StrobeServer::new(mgr.clone(), tests.clone(), home.clone());
                 let clients = clients.clone();
                 let web = web.clone();
                 clients.fetch_add(1, Ordering::SeqCst);
@@ -171,7 +174,11 @@ pub async fn run_with(home: StrobeHome, options: DaemonOptions) -> Result<bool, 
     web.stop().await;
     let _ = std::fs::remove_file(&socket);
     let m = mgr.clone();
-    let _ = tokio::task::spawn_blocking(move || m.shutdown()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        tests.stop_all();
+        m.shutdown()
+    })
+    .await;
     let _ = store.close();
     let _ = std::fs::remove_file(home.pid_file());
     tracing::info!("daemon stopped");
@@ -245,6 +252,7 @@ struct Web {
     /// The daemon's client count, which live pages add to.
     viewers: Arc<AtomicUsize>,
     mgr: Arc<SessionManager>,
+    tests: Arc<TestRunner>,
     store: Store,
     home: StrobeHome,
 }
@@ -258,6 +266,7 @@ impl Web {
         if endpoint.is_none() {
             let started = strobe_web::start(
                 self.mgr.clone(),
+                self.tests.clone(),
                 self.store.clone(),
                 strobe_web::WebConfig {
                     port,

@@ -5,7 +5,7 @@
 //! session's event channel. That channel is unbounded so the reader never
 //! blocks: a response is never stuck behind queued events. Flow control is
 //! end to end instead — the agent keeps only a bounded number of trace
-//! chunks unacknowledged (see `trace-ack` in agent/src/tracers/native.ts).
+//! chunks unacknowledged (see `trace-ack` in agent/src/tracers/native/drain.ts).
 //! Rule for consumers: the thread that drains [`Bridge::events`] must never
 //! wait on a [`Bridge::request`], or the two could wait on each other.
 

@@ -3,7 +3,9 @@
 
 use std::io::Read;
 use std::time::Duration;
-use strobe_frida::agent_protocol::{self, AgentMessage, DaemonMessage, Incoming};
+use strobe_frida::agent_protocol::{
+    self, AgentMessage, DaemonMessage, HookChange, HooksRequest, Incoming,
+};
 use strobe_frida::{Bridge, BridgeEvent, FridaPython, SpawnRequest};
 
 fn python() -> std::path::PathBuf {
@@ -84,6 +86,96 @@ fn spawn_capture_output_and_exit_code() {
     o.stderr.read_to_string(&mut err).unwrap();
     assert_eq!(out, "out\n");
     assert_eq!(err, "err\n");
+    bridge.terminate();
+}
+
+/// The agent hands a tracer request to the tracer its `tracer` field names
+/// (none: the native one) and refuses a name no tracer has rather than
+/// letting another tracer answer it (agent/src/tracers/index.ts).
+#[test]
+fn tracer_requests_go_to_the_tracer_they_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bridge = Bridge::start(&python(), tmp.path(), &tmp.path().join("bridge.log"), T).unwrap();
+    let agent = bridge.ensure_agent(&tmp.path().join("cache"), T).unwrap();
+    bridge
+        .spawn(
+            &SpawnRequest {
+                argv: vec!["/bin/sleep".into(), "60".into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: None,
+                agent_js: agent,
+                follow_children: false,
+            },
+            T,
+        )
+        .unwrap();
+    // The target stays suspended: the agent answers requests all the same.
+    // Requests are handled in order, so the last answer comes after the
+    // others, and after the refusal of the unknown tracer.
+    let remove = |id, tracer: Option<&str>| {
+        DaemonMessage::Hooks(HooksRequest {
+            id,
+            tracer: tracer.map(str::to_string),
+            change: HookChange::Remove { functions: vec![] },
+            watch_libraries: false,
+        })
+    };
+    for request in [
+        remove(1, None),
+        remove(2, Some("cobol")),
+        DaemonMessage::Plans {
+            id: 3,
+            tracer: Some("native".into()),
+            plans: vec![],
+        },
+        DaemonMessage::Exprs {
+            id: 4,
+            tracer: None,
+            exprs: vec![],
+        },
+    ] {
+        bridge.post(&request.to_json(), &[]).unwrap();
+    }
+    let events = bridge.events();
+    let mut answers = Vec::new();
+    let mut refusals = Vec::new();
+    loop {
+        match events.recv_timeout(T).expect("the agent answers") {
+            BridgeEvent::AgentMessage { text, .. } => {
+                let msg = match agent_protocol::decode(&text) {
+                    Ok(Incoming::ScriptError { description, .. }) => {
+                        refusals.push(description);
+                        continue;
+                    }
+                    Ok(Incoming::Message(m)) => m,
+                    Err(e) => panic!("{e}: {}", String::from_utf8_lossy(&text)),
+                };
+                let kind = msg.type_name();
+                if kind.ends_with("_updated") {
+                    answers.push((kind.to_string(), msg.reply_id().unwrap()));
+                }
+                if kind == "exprs_updated" {
+                    break;
+                }
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let want = [
+        ("hooks_updated", 1),
+        ("plans_updated", 3),
+        ("exprs_updated", 4),
+    ]
+    .map(|(k, id)| (k.to_string(), id));
+    assert_eq!(
+        answers, want,
+        "only the requests for a known tracer are answered"
+    );
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(
+        refusals[0].contains(r#"no tracer named "cobol""#),
+        "{refusals:?}"
+    );
     bridge.terminate();
 }
 

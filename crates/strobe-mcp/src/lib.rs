@@ -2,7 +2,8 @@
 //!
 //! [`StrobeServer`] is an rmcp `ServerHandler` whose tools deserialize and
 //! validate arguments ([`params`]), call the session layer, and render the
-//! result as `structuredContent` plus a short text ([`render`]). One
+//! result as `structuredContent` plus a short text (events through the
+//! query service, `strobe_query`, which the web API shares). One
 //! `StrobeServer` is created per client connection; they all share one
 //! `SessionManager`, so sessions outlive connections.
 
@@ -10,13 +11,10 @@ mod args;
 mod audit;
 pub mod params;
 mod progress;
-mod query;
 pub mod render;
 pub mod schema;
 mod server;
-pub mod timespec;
 #[cfg(test)]
 mod tool_budget;
 
-pub use query::{event, query};
-pub use server::{INSTRUCTIONS, StrobeServer, trace_session};
+pub use server::{INSTRUCTIONS, StrobeServer};

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strobe_core::ToolError;
-use strobe_session::SessionManager;
+use strobe_testrun::TestRunner;
 
 /// How often a waiting `status` reports progress.
 const STEP: Duration = Duration::from_secs(1);
@@ -20,7 +20,7 @@ const STEP: Duration = Duration::from_secs(1);
 /// only grows, as MCP requires; its message carries the counts and the
 /// test running now with its usual duration.
 pub async fn test_status(
-    mgr: Arc<SessionManager>,
+    tests: Arc<TestRunner>,
     id: String,
     wait: Duration,
     token: ProgressToken,
@@ -30,8 +30,8 @@ pub async fn test_status(
     let mut last_progress = -1.0;
     loop {
         let step = deadline.saturating_duration_since(Instant::now()).min(STEP);
-        let (m, run) = (mgr.clone(), id.clone());
-        let status = crate::server::blocking(move || m.test_status(&run, step)).await?;
+        let (t, run) = (tests.clone(), id.clone());
+        let status = crate::server::blocking(move || t.status(&run, step)).await?;
         if status["status"] != "running" || Instant::now() >= deadline {
             return Ok(status);
         }

@@ -5,7 +5,6 @@ use crate::params::{
     BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
     SessionParams, TestParams, TraceParams,
 };
-use crate::query::run_query;
 use crate::render;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -14,7 +13,9 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use strobe_core::{Settings, StrobeHome, ToolError};
+use strobe_query::run_query;
 use strobe_session::{LaunchRequest, SessionManager};
+use strobe_testrun::TestRunner;
 
 /// The `instructions` sent at initialization: the recommended workflow.
 pub const INSTRUCTIONS: &str = "Strobe is a debugger for coding agents: it runs a program under Frida \
@@ -50,6 +51,8 @@ fn watch_request(w: crate::params::WatchTargetParam) -> strobe_session::trace::W
 #[derive(Clone)]
 pub struct StrobeServer {
     mgr: Arc<SessionManager>,
+    /// The daemon's test runs (debug_test), shared by every connection.
+    tests: Arc<TestRunner>,
     home: StrobeHome,
     tool_router: ToolRouter<Self>,
     /// This connection's record of what the agent did.
@@ -93,9 +96,10 @@ fn with_warnings(mut v: Value, warnings: &[String]) -> Value {
 
 impl StrobeServer {
     /// A server for one connection.
-    pub fn new(mgr: Arc<SessionManager>, home: StrobeHome) -> Self {
+    pub fn new(mgr: Arc<SessionManager>, tests: Arc<TestRunner>, home: StrobeHome) -> Self {
         Self {
             mgr,
+            tests,
             home,
             tool_router: Self::tool_router(),
             audit: Arc::default(),
@@ -116,7 +120,7 @@ impl StrobeServer {
 
     /// Settings for an existing session (its project's file applies).
     fn settings_for_session(&self, id: &str) -> (Settings, Vec<String>) {
-        session_settings(&self.mgr, &self.home, id)
+        self.mgr.session_settings(id)
     }
 }
 
@@ -524,7 +528,7 @@ impl StrobeServer {
         peer: rmcp::Peer<rmcp::RoleServer>,
         ct: tokio_util::sync::CancellationToken,
     ) -> Result<CallToolResult, McpError> {
-        let mgr = self.mgr.clone();
+        let tests = self.tests.clone();
         let (settings, _) = self.settings(p.project_root.as_deref().map(Path::new));
         let progress_token = meta.get_progress_token();
         // A client that cancels the call stops the run's preparing work (a
@@ -541,8 +545,7 @@ impl StrobeServer {
         let r = if let ("status", Some(id), Some(token)) =
             (p.action.as_str(), p.test_run_id.clone(), progress_token)
         {
-            crate::progress::test_status(mgr, id, strobe_session::testrun::STATUS_WAIT, token, peer)
-                .await
+            crate::progress::test_status(tests, id, strobe_testrun::STATUS_WAIT, token, peer).await
         } else {
             blocking(move || match p.action.as_str() {
             "run" => {
@@ -572,7 +575,7 @@ impl StrobeServer {
                         "give 'level' or 'test', not both: a single test runs at whatever level it is",
                     ));
                 }
-                let r = mgr.test_run(&strobe_session::testrun::TestRunRequest {
+                let r = tests.run(&strobe_testrun::TestRunRequest {
                     project_root,
                     framework: p.framework,
                     level,
@@ -603,7 +606,7 @@ impl StrobeServer {
                 let id = p.test_run_id.ok_or_else(|| {
                     ToolError::validation("action \"status\" needs 'testRunId' (from action \"run\")")
                 })?;
-                mgr.test_status(&id, strobe_session::testrun::STATUS_WAIT)
+                tests.status(&id, strobe_testrun::STATUS_WAIT)
             }
             other => Err(ToolError::validation(format!(
                 "'action' {other:?} is not \"run\" or \"status\""
@@ -621,7 +624,7 @@ impl StrobeServer {
                         v["buildSystem"].as_str().unwrap_or("?"),
                         v["hint"].as_str().unwrap_or("")
                     ),
-                    Some("completed") => strobe_session::testrun::completed_text(&v),
+                    Some("completed") => strobe_testrun::completed_text(&v),
                     _ if v.get("phase").is_some() => format!(
                         "{} {}; ask debug_test {{action: \"status\", testRunId}} again",
                         v["testRunId"].as_str().unwrap_or("?"),
@@ -677,37 +680,6 @@ impl StrobeServer {
             Err(e) => fail(e),
         })
     }
-}
-
-/// Settings for an existing session, re-read from disk with its project's
-/// file applied, and handed to the session; with their warnings.
-fn session_settings(mgr: &SessionManager, home: &StrobeHome, id: &str) -> (Settings, Vec<String>) {
-    let root = mgr.status(id).ok().map(|s| s.project_root);
-    let (s, w) = Settings::load(&home.settings_file(), root.as_deref().map(Path::new));
-    mgr.apply_settings(id, &s);
-    (s, w.into_iter().map(|w| w.to_string()).collect())
-}
-
-/// Adds and removes trace patterns on a live session, as `debug_trace`
-/// with `sessionId` does (the session's project settings apply), for
-/// callers beside MCP (the web UI).
-pub fn trace_session(
-    mgr: &SessionManager,
-    session_id: &str,
-    add: &[String],
-    remove: &[String],
-) -> Result<Value, ToolError> {
-    mgr.status(session_id)?;
-    let (settings, warnings) = session_settings(mgr, mgr.home(), session_id);
-    let mut resp = mgr.trace(
-        Some(session_id),
-        add,
-        remove,
-        &strobe_session::trace::TraceOptions::default(),
-        &settings,
-    )?;
-    resp.warnings.extend(warnings);
-    Ok(serde_json::to_value(&resp).expect("serializable"))
 }
 
 #[tool_handler(router = self.tool_router)]

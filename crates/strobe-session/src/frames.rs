@@ -71,16 +71,20 @@ pub const MAX_SITES: usize = 32;
 const LINE_SEARCH: u32 = 200;
 
 impl Tracer {
-    /// Where each function matching `pattern` starts its body.
+    /// Where each function of native code matching `pattern` starts its body.
     pub fn function_sites(&mut self, pattern: &Pattern) -> Vec<BreakSite> {
         let mut out = Vec::new();
         for m in 0..self.modules.len() {
             let resolver = self.modules[m].clone();
+            // Breakpoints are written into machine code.
+            let Some(index) = resolver.native() else {
+                continue;
+            };
             for t in resolver
                 .resolve_pattern(pattern, &self.project_root)
                 .targets
             {
-                let f = resolver.index().functions[t.function].clone();
+                let f = index.functions[t.function].clone();
                 let offset = match (f.die, self.debug_info(m)) {
                     (Some(die), Some(di)) => di.body_start(die.unit, &f.ranges, f.entry_offset),
                     _ => f.entry_offset,
@@ -105,12 +109,14 @@ impl Tracer {
             let mut out = Vec::new();
             for m in 0..self.modules.len() {
                 let module = self.modules[m].clone();
+                let Some(index) = module.native() else {
+                    continue;
+                };
                 let Some(di) = self.debug_info(m) else {
                     continue;
                 };
                 for offset in di.addresses_of_line(file, candidate) {
                     let at = di.line_at(offset);
-                    let index = module.index();
                     let function = index
                         .function_containing(offset)
                         .map_or_else(|| "?".to_string(), |i| index.functions[i].name.clone());
@@ -130,23 +136,32 @@ impl Tracer {
         (Vec::new(), line)
     }
 
-    /// The image holding `path`, by index (paths compared as given and
-    /// resolved: /lib is often a link to /usr/lib).
+    /// The native resolver of the image at `path`, by index (paths compared
+    /// as given and resolved: /lib is often a link to /usr/lib).
     pub fn module_index(&self, path: &std::path::Path) -> Option<usize> {
-        if let Some(i) = self.modules.iter().position(|m| m.index().path == path) {
+        let native = |m: &Arc<dyn SymbolResolver>| m.native().is_some();
+        if let Some(i) = self
+            .modules
+            .iter()
+            .position(|m| native(m) && m.path() == path)
+        {
             return Some(i);
         }
         let real = path.canonicalize().ok()?;
         self.modules
             .iter()
-            .position(|m| m.index().path.canonicalize().is_ok_and(|p| p == real))
+            .position(|m| native(m) && m.path().canonicalize().is_ok_and(|p| p == real))
     }
 
     /// Function and line at image offset `offset` of image `module`.
     pub fn locate(&mut self, module: usize, offset: u64) -> CodeLocation {
-        let index = self.modules[module].index();
-        let function_index = index.function_containing(offset);
-        let function = function_index.map(|i| index.functions[i].name.clone());
+        let resolver = &self.modules[module];
+        let function_index = resolver
+            .native()
+            .and_then(|index| index.function_containing(offset));
+        let function = function_index
+            .and_then(|i| resolver.function(i))
+            .map(|f| f.name.to_string());
         let line = self.debug_info(module).and_then(|di| di.line_at(offset));
         CodeLocation {
             module,
@@ -165,7 +180,7 @@ impl Tracer {
         function_index: usize,
         offset: u64,
     ) -> Option<FrameLayout> {
-        let die = self.modules[module].index().functions[function_index].die?;
+        let die = self.modules[module].native()?.functions[function_index].die?;
         let di = self.debug_info(module)?;
         let vars = di.scope_at(die, offset).ok()?;
         let frame_base = di.frame_base(die).unwrap_or(FrameBase::Unknown);
@@ -191,7 +206,8 @@ impl Tracer {
         let known: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
         let mut wanted = Vec::new();
         for m in 0..self.modules.len() {
-            for g in &self.modules[m].index().globals {
+            let globals = self.modules[m].native().map_or(&[][..], |i| &i.globals);
+            for g in globals {
                 if !g.name.contains("::")
                     && !known.contains(&g.name)
                     && mentions(text, &g.name)
@@ -204,7 +220,7 @@ impl Tracer {
             }
         }
         for (m, g) in wanted {
-            let path = self.modules[m].index().path.clone();
+            let path = self.modules[m].path().to_path_buf();
             let Some(base) = bases(&path) else { continue };
             let Some(Ok(ty)) = self.debug_info(m).map(|d| d.variable_type(g.die)) else {
                 continue;
@@ -242,7 +258,12 @@ impl Tracer {
 
     /// Statement starts of a function, by address.
     pub fn statements(&mut self, module: usize, function_index: usize) -> Vec<Statement> {
-        let f = self.modules[module].index().functions[function_index].clone();
+        let Some(f) = self.modules[module]
+            .native()
+            .map(|i| i.functions[function_index].clone())
+        else {
+            return Vec::new();
+        };
         match (f.die, self.debug_info(module)) {
             (Some(die), Some(di)) => di.statements(die.unit, &f.ranges),
             _ => Vec::new(),
@@ -252,7 +273,7 @@ impl Tracer {
     /// Where the body of the function at `offset` starts, when that function
     /// has line info (a step into a call stops there).
     pub fn body_of_function_at(&mut self, module: usize, offset: u64) -> Option<u64> {
-        let index = self.modules[module].index();
+        let index = self.modules[module].native()?;
         let i = index.function_containing(offset)?;
         let f = index.functions[i].clone();
         if f.entry_offset != offset {

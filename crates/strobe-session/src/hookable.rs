@@ -21,7 +21,7 @@ use std::path::Path;
 use strobe_symbols::{Pattern, SymbolIndex, Token};
 
 /// Functions the hook itself calls (see the CModule in
-/// `agent/src/tracers/native.ts`) and what they call in turn.
+/// `agent/src/tracers/native/cmodule.ts`) and what they call in turn.
 pub const HOOK_PATH_FUNCTIONS: &[&str] = &[
     "pthread_getspecific",
     "pthread_setspecific",

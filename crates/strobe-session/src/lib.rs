@@ -13,18 +13,15 @@ pub mod diagnosis;
 pub mod exit_watch;
 pub mod frames;
 pub mod hookable;
+mod live_settings;
 mod manager;
 mod pool;
 pub mod procfs;
-pub mod stacks;
-pub mod stuck;
-pub mod testrun;
 pub mod trace;
 pub mod validate;
-pub mod values;
-pub mod varpath;
 
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
+pub use manager::hooks::{image_at, parse_patterns};
 pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::staged::StagedBreakpoint;
 pub use manager::{
@@ -32,3 +29,6 @@ pub use manager::{
     StopResponse,
 };
 pub use trace::TraceResponse;
+// Capture plans and variable paths live in their own crate; the session
+// layer's modules name them as before.
+pub use strobe_values::{self as values, varpath};

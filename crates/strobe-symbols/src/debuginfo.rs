@@ -4,8 +4,9 @@
 //! function is actually hooked or an address needs a source line, so
 //! indexing stays fast for images with 100 k functions.
 
+use crate::SymbolError;
 use crate::index::{DieRef, SymbolIndex};
-use crate::resolvers::dwarf::{SymbolError, attr_string, file_table};
+use crate::resolvers::dwarf::{attr_string, file_table};
 use crate::types::{EntryLoc, Member, Signature, Type, TypeId, TypeTable, VOID};
 use gimli::Reader;
 use gimli::{AttributeValue, DebugInfoOffset, EndianArcSlice, RunTimeEndian, UnitOffset};

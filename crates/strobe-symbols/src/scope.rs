@@ -5,9 +5,9 @@
 //! stepping). Addresses in and out are image offsets (relative to the
 //! image's lowest load address), as everywhere in this crate.
 
+use crate::SymbolError;
 use crate::debuginfo::{DebugInfo, R, name_and_type};
 use crate::index::DieRef;
-use crate::resolvers::dwarf::SymbolError;
 use crate::types::TypeId;
 use gimli::{AttributeValue, UnitOffset, UnwindSection};
 use object::{Object, ObjectSection};

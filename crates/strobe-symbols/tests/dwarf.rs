@@ -571,3 +571,32 @@ fn functions_known_from_dwarf_by_an_internal_name_go_by_their_exported_one() {
         "one name per function"
     );
 }
+
+#[test]
+fn the_registry_opens_the_native_resolver_of_an_elf_image() {
+    use strobe_symbols::Language;
+    use strobe_symbols::resolvers::{self, Image, ImageKind};
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build(tmp.path(), "gcc", "trace_c.c", "c0", &["-g", "-O0"]);
+    let image = Image {
+        path: &exe,
+        kind: ImageKind::Program,
+        project_root: Path::new("/"),
+    };
+    let mut opened = resolvers::open(&image, Some(&tmp.path().join("cache")), None);
+    assert_eq!(opened.len(), 1);
+    let r = opened.pop().unwrap().unwrap();
+    assert_eq!(
+        (r.name(), r.language(), r.path()),
+        ("dwarf", Language::Native, exe.as_path())
+    );
+    let res = r.resolve_pattern(&Pattern::parse("add").unwrap(), Path::new("/"));
+    assert_eq!(res.targets.len(), 1);
+    let t = &res.targets[0];
+    let f = r.function(t.function).unwrap();
+    assert_eq!((f.name, f.line), ("add", Some(11)));
+    assert!(f.file.unwrap().ends_with("tests/fixtures/trace_c.c"));
+    let index = r.native().expect("native code has an index");
+    assert_eq!(index.functions[t.function].entry_offset, t.entry_offset);
+    assert!(r.function(index.functions.len()).is_none());
+}

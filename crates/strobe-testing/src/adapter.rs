@@ -105,10 +105,34 @@ pub trait OutputParser: Send {
     fn finish(self: Box<Self>, exit_code: Option<i32>) -> TestResult;
 }
 
+/// The language family a framework tests. Hints for projects with no tests
+/// name the frameworks of the project's family, and JavaScript runners are
+/// told apart by the `test` script that invokes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ecosystem {
+    /// Rust (cargo, nextest).
+    Rust,
+    /// Python (pytest, unittest).
+    Python,
+    /// JavaScript and TypeScript runners invoked from `package.json`.
+    JavaScript,
+    /// Go (`go test`).
+    Go,
+    /// C and C++ test binaries.
+    Cpp,
+    /// Any language (a command line Strobe only reads the output of).
+    Any,
+}
+
 /// One test framework.
 pub trait TestAdapter: Send + Sync {
     /// Short name, as `framework` takes it: "cargo", "pytest", …
     fn name(&self) -> &'static str;
+    /// The framework as people write it in prose ("Google Test"): the
+    /// README's `debug_test` row names every adapter by it.
+    fn title(&self) -> &'static str;
+    /// The language family it tests.
+    fn ecosystem(&self) -> Ecosystem;
     /// How sure the adapter is that `target` uses its framework, 0 (not at
     /// all) to 100; the highest wins.
     fn detect(&self, target: &TestTarget) -> u8;

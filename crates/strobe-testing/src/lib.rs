@@ -17,7 +17,9 @@ pub mod project;
 pub mod result;
 pub mod walk;
 
-pub use adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+pub use adapter::{
+    Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget,
+};
 pub use result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 
 /// Errors choosing an adapter.
@@ -43,23 +45,23 @@ pub enum TestingError {
     },
 }
 
-/// Every built-in adapter.
+/// Every built-in adapter (the registry is [`adapters::all`]).
 pub fn adapters() -> Vec<Box<dyn TestAdapter>> {
-    vec![
-        Box::new(adapters::cargo::CargoAdapter),
-        Box::new(adapters::gtest::GtestAdapter),
-        Box::new(adapters::catch2::Catch2Adapter),
-        Box::new(adapters::unittest::UnittestAdapter),
-        Box::new(adapters::pytest::PytestAdapter),
-        Box::new(adapters::go::GoAdapter),
-        Box::new(adapters::jest::JestAdapter),
-        Box::new(adapters::vitest::VitestAdapter),
-        Box::new(adapters::mocha::MochaAdapter),
-        Box::new(adapters::bun::BunAdapter),
-        Box::new(adapters::deno::DenoAdapter),
-        Box::new(adapters::nextest::NextestAdapter),
-        Box::new(adapters::generic::GenericAdapter),
-    ]
+    adapters::all()
+}
+
+/// The `framework` names `debug_test` takes, in registration order.
+pub fn framework_names() -> Vec<&'static str> {
+    adapters().iter().map(|a| a.name()).collect()
+}
+
+/// The names of the frameworks of `ecosystem`.
+pub fn framework_names_of(ecosystem: Ecosystem) -> Vec<&'static str> {
+    adapters()
+        .iter()
+        .filter(|a| a.ecosystem() == ecosystem)
+        .map(|a| a.name())
+        .collect()
 }
 
 /// The adapter for `target`: the one named by `framework`, else the
@@ -88,4 +90,36 @@ pub fn choose(
             root: target.root.display().to_string(),
             known,
         })
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    /// What registering an adapter gives it: a unique name `choose` finds,
+    /// a place in the README's `debug_test` row, and a title and ecosystem
+    /// the hints use. Fails for a framework registered but not documented.
+    #[test]
+    fn every_registered_adapter_is_chosen_by_name_and_documented() {
+        let readme = include_str!("../../../README.md");
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with("| `debug_test` |"))
+            .expect("README has a debug_test row");
+        let names = framework_names();
+        for (i, name) in names.iter().enumerate() {
+            assert!(!names[..i].contains(name), "{name} registered twice");
+            let chosen = choose(&TestTarget::new("/nonexistent"), Some(name)).unwrap();
+            assert_eq!(chosen.name(), *name);
+            assert!(
+                row.contains(chosen.title()),
+                "README's debug_test row does not name {} ({name})",
+                chosen.title()
+            );
+        }
+        let unknown = choose(&TestTarget::new("/"), Some("nope")).err().unwrap();
+        for name in &names {
+            assert!(unknown.to_string().contains(name), "{unknown}");
+        }
+    }
 }

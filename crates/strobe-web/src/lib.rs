@@ -7,7 +7,7 @@
 //! (or the desktop app's), and the per-daemon token must be presented.
 //!
 //! The API goes through the same layers as MCP: session status from
-//! the [`SessionManager`], events through `strobe_mcp::query` (the very
+//! the [`SessionManager`], events through `strobe_query::query` (the very
 //! filters and rendering of `debug_query`), timeline and export through
 //! `strobe-view`.
 
@@ -79,6 +79,7 @@ pub struct WebConfig {
 /// Starts the endpoint on the current tokio runtime.
 pub async fn start(
     mgr: Arc<SessionManager>,
+    tests: Arc<strobe_testrun::TestRunner>,
     store: Store,
     config: WebConfig,
 ) -> Result<WebEndpoint, WebError> {
@@ -99,6 +100,7 @@ pub async fn start(
     let token = guard::new_token().map_err(WebError::Token)?;
     let state = Arc::new(routes::State {
         mgr,
+        tests,
         store,
         guard: guard::Guard::new(port, token.clone()),
         ui_dir: config.ui_dir,

@@ -19,6 +19,8 @@ use strobe_store::Store;
 /// What every handler shares.
 pub struct State {
     pub mgr: Arc<SessionManager>,
+    /// The daemon's test runs (`/api/tests`).
+    pub tests: Arc<strobe_testrun::TestRunner>,
     pub store: Store,
     pub guard: Guard,
     pub ui_dir: Option<PathBuf>,
@@ -309,7 +311,7 @@ async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
         );
     };
     obj.insert("sessionId".into(), json!(id));
-    let params: strobe_mcp::params::QueryParams = match serde_json::from_value(args) {
+    let params: strobe_query::QueryParams = match serde_json::from_value(args) {
         Ok(p) => p,
         Err(e) => {
             return error(
@@ -319,11 +321,11 @@ async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
             );
         }
     };
-    json_result(blocking(move || strobe_mcp::query(&s.mgr, params).map_err(tool_error)).await)
+    json_result(blocking(move || strobe_query::query(&s.mgr, params).map_err(tool_error)).await)
 }
 
 async fn event(s: Shared, Path((id, event)): Path<(String, u64)>) -> Response {
-    json_result(blocking(move || strobe_mcp::event(&s.mgr, &id, event).map_err(tool_error)).await)
+    json_result(blocking(move || strobe_query::event(&s.mgr, &id, event).map_err(tool_error)).await)
 }
 
 /// One agent call as the UI reads it; `offsetNs` places it on the
@@ -423,7 +425,10 @@ async fn trace(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
     }
     json_result(
         blocking(move || {
-            strobe_mcp::trace_session(&s.mgr, &id, &body.add, &body.remove).map_err(tool_error)
+            s.mgr
+                .trace_live(&id, &body.add, &body.remove)
+                .map(|r| serde_json::to_value(&r).expect("serializable"))
+                .map_err(tool_error)
         })
         .await,
     )
@@ -447,21 +452,19 @@ async fn live(
 }
 
 async fn tests(s: Shared) -> Response {
-    json_result(blocking(move || Ok(json!({"runs": s.mgr.test_runs()}))).await)
+    json_result(blocking(move || Ok(json!({"runs": s.tests.list()}))).await)
 }
 
 async fn test(s: Shared, Path(id): Path<String>) -> Response {
     json_result(
         blocking(move || {
-            s.mgr
-                .test_status(&id, std::time::Duration::ZERO)
-                .map_err(|e| {
-                    if e.code == strobe_core::ErrorCode::ValidationError {
-                        ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", &e.message)
-                    } else {
-                        tool_error(e)
-                    }
-                })
+            s.tests.status(&id, std::time::Duration::ZERO).map_err(|e| {
+                if e.code == strobe_core::ErrorCode::ValidationError {
+                    ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", &e.message)
+                } else {
+                    tool_error(e)
+                }
+            })
         })
         .await,
     )

@@ -257,7 +257,7 @@ impl Covered for DaemonMessage {
             D::Exprs { .. } => 4,
             D::Breakpoints(_) => 5,
             D::ModuleBase { .. } => 6,
-            D::TraceAck => 7,
+            D::TraceAck { .. } => 7,
             D::OwnOutput { .. } => 8,
             D::CloseFds { .. } => 9,
             D::GuardForks { .. } => 10,
@@ -302,6 +302,7 @@ impl Covered for DaemonMessage {
         vec![
             D::Hooks(HooksRequest {
                 id: 1,
+                tracer: Some("native".into()),
                 change: HookChange::Add {
                     functions: vec![target.clone(), HookTarget(2, 0x1200, None, 0, 0)],
                     module: Some("/lib/libm.so.6".into()),
@@ -312,6 +313,7 @@ impl Covered for DaemonMessage {
             }),
             D::Hooks(HooksRequest {
                 id: 1,
+                tracer: None,
                 change: HookChange::Add {
                     functions: vec![],
                     module: None,
@@ -322,10 +324,17 @@ impl Covered for DaemonMessage {
             }),
             D::Hooks(HooksRequest {
                 id: 2,
+                tracer: Some("native".into()),
                 change: HookChange::Remove {
                     functions: vec![1, 2],
                 },
                 watch_libraries: true,
+            }),
+            D::Hooks(HooksRequest {
+                id: 2,
+                tracer: None,
+                change: HookChange::Remove { functions: vec![] },
+                watch_libraries: false,
             }),
             D::ModuleHooks(ModuleHooks {
                 module: "/lib/libm.so.6".into(),
@@ -333,11 +342,23 @@ impl Covered for DaemonMessage {
             }),
             D::Plans {
                 id: 3,
+                tracer: Some("native".into()),
                 plans: vec![FunctionPlan(1, Some(vec![1, 0])), FunctionPlan(2, None)],
+            },
+            D::Plans {
+                id: 3,
+                tracer: None,
+                plans: vec![],
             },
             D::Exprs {
                 id: 4,
+                tracer: Some("native".into()),
                 exprs: vec![(1, "n".into(), "args[0].toInt32()".into())],
+            },
+            D::Exprs {
+                id: 4,
+                tracer: None,
+                exprs: vec![],
             },
             D::Breakpoints(BreakpointsRequest {
                 id: 5,
@@ -363,7 +384,10 @@ impl Covered for DaemonMessage {
                 id: 6,
                 path: "/lib/libm.so.6".into(),
             },
-            D::TraceAck,
+            D::TraceAck {
+                tracer: Some("native".into()),
+            },
+            D::TraceAck { tracer: None },
             D::OwnOutput {
                 id: 7,
                 fds: vec![1, 2],

@@ -117,7 +117,7 @@ fn release_for(payload: &Value) -> Option<DaemonMessage> {
         "exit" => Some(DaemonMessage::ExitAck),
         "crash" => Some(DaemonMessage::CrashAck),
         "fork_barrier" => Some(DaemonMessage::ForkBarrierAck),
-        "trace" => Some(DaemonMessage::TraceAck),
+        "trace" => Some(DaemonMessage::TraceAck { tracer: None }),
         "module_loaded" if payload["wait"] != false => {
             Some(DaemonMessage::ModuleHooks(ModuleHooks {
                 module: payload["path"].as_str().unwrap_or_default().to_string(),
@@ -237,7 +237,7 @@ mod tests {
         );
         assert_eq!(
             release(json!({"type": "trace"})),
-            Some(DaemonMessage::TraceAck)
+            Some(DaemonMessage::TraceAck { tracer: None })
         );
         assert_eq!(
             release(json!({"type": "fork_barrier"})),
@@ -280,6 +280,7 @@ mod tests {
         );
         let hooks = DaemonMessage::Hooks(HooksRequest {
             id: 3,
+            tracer: None,
             change: HookChange::Remove {
                 functions: vec![1, 2],
             },

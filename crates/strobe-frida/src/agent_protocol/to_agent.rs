@@ -25,6 +25,9 @@ pub enum DaemonMessage {
     Plans {
         /// Request id.
         id: u64,
+        /// The tracer it is for (absent: native).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tracer: Option<String>,
         /// Per function: its new plan, or none.
         plans: Vec<FunctionPlan>,
     },
@@ -33,6 +36,9 @@ pub enum DaemonMessage {
     Exprs {
         /// Request id.
         id: u64,
+        /// The tracer it is for (absent: native).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tracer: Option<String>,
         /// `[expression id, label, JavaScript source]`.
         exprs: Vec<(u16, String, String)>,
     },
@@ -49,7 +55,11 @@ pub enum DaemonMessage {
     },
     /// A trace chunk was stored (flow control).
     #[serde(rename = "trace-ack")]
-    TraceAck,
+    TraceAck {
+        /// The tracer that sent the chunk (absent: native).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tracer: Option<String>,
+    },
     /// Give a forked child pipes of its own on these fds; answered by `output_owned`.
     #[serde(rename = "own-output")]
     OwnOutput {
@@ -102,6 +112,10 @@ pub enum DaemonMessage {
 pub struct HooksRequest {
     /// Request id.
     pub id: u64,
+    /// The tracer it is for (agent/src/tracers/index.ts); absent: the
+    /// native tracer, which every request is for today.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracer: Option<String>,
     /// What to hook or unhook.
     #[serde(flatten)]
     pub change: HookChange,
@@ -380,7 +394,7 @@ impl DaemonMessage {
             DaemonMessage::Exprs { .. } => "exprs",
             DaemonMessage::Breakpoints(_) => "breakpoints",
             DaemonMessage::ModuleBase { .. } => "module-base",
-            DaemonMessage::TraceAck => "trace-ack",
+            DaemonMessage::TraceAck { .. } => "trace-ack",
             DaemonMessage::OwnOutput { .. } => "own-output",
             DaemonMessage::CloseFds { .. } => "close-fds",
             DaemonMessage::GuardForks { .. } => "guard-forks",

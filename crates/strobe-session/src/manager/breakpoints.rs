@@ -261,7 +261,7 @@ impl SessionManager {
                 let bp_id = format!("{}-{n}", if a.message.is_some() { "lp" } else { "bp" });
                 let mut addresses = Vec::new();
                 for (i, site) in sites.iter().enumerate() {
-                    let path = tracer.modules[site.module].index().path.clone();
+                    let path = tracer.modules[site.module].path().to_path_buf();
                     let base = self.base_of(&live, &path).ok_or_else(|| {
                         ToolError::internal(format!(
                             "cannot find where {} is loaded",
@@ -793,9 +793,9 @@ fn agent_spec(
         a.condition.as_deref().unwrap_or(""),
         a.message.as_deref().unwrap_or("")
     );
-    let index = tracer.modules[site.module].index();
-    let layout = index
-        .function_containing(site.offset)
+    let layout = tracer.modules[site.module]
+        .native()
+        .and_then(|index| index.function_containing(site.offset))
         .and_then(|fi| tracer.frame_layout(site.module, fi, site.offset));
     let mut vars = Vec::new();
     let mut cfa = None;
@@ -852,10 +852,14 @@ fn plan_step(tracer: &mut Tracer, mem: &Mem, p: &PausedThread, action: &str) -> 
                 stops.push(StepStop(Hex(p.image_base + t), check, false));
             }
             if action == "step-into" {
-                let f_end = tracer.modules[loc.module].index().functions[fi]
-                    .ranges
-                    .iter()
-                    .find(|(s, e)| (*s..*e).contains(&loc.offset))
+                let f_end = tracer.modules[loc.module]
+                    .native()
+                    .and_then(|index| {
+                        index.functions[fi]
+                            .ranges
+                            .iter()
+                            .find(|(s, e)| (*s..*e).contains(&loc.offset))
+                    })
                     .map_or(range.1, |r| r.1);
                 scan = Some((
                     Hex(p.image_base + range.0),

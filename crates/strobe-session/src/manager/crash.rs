@@ -372,7 +372,7 @@ impl SessionManager {
         }
         let tracer = guard.as_mut()?;
         let root = tracer.project_root.clone();
-        let executable = tracer.modules.first().map(|m| m.index().path.clone());
+        let executable = tracer.modules.first().map(|m| m.path().to_path_buf());
         let reported: Vec<u64> = crash["backtrace"]
             .as_array()
             .map(|frames| {

@@ -13,7 +13,8 @@ use strobe_frida::agent_protocol::{
     AgentMessage, DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookTarget, HooksRequest,
     HooksUpdated, ModuleBaseAnswer, ModuleHooks, PlansUpdated,
 };
-use strobe_symbols::resolvers::dwarf::DwarfResolver;
+use strobe_symbols::resolvers::{self, Image, ImageKind};
+use strobe_symbols::{Language, SymbolError, SymbolResolver};
 
 /// How often a wait for the agent checks whether the process was stopped.
 const STOP_CHECK: Duration = Duration::from_millis(250);
@@ -175,8 +176,15 @@ impl SessionManager {
             // Expression watches are compiled by the agent; one that does not
             // compile is refused (or, staged, dropped with a warning).
             let exprs = tracer.expr_watches();
-            let r: ExprsUpdated =
-                self.agent_request(live, |id| DaemonMessage::Exprs { id, exprs }, timeout)?;
+            let r: ExprsUpdated = self.agent_request(
+                live,
+                |id| DaemonMessage::Exprs {
+                    id,
+                    tracer: None,
+                    exprs,
+                },
+                timeout,
+            )?;
             let bad = r.errors;
             if !bad.is_empty() {
                 let labels: Vec<String> = bad.iter().map(|b| b.0.clone()).collect();
@@ -201,7 +209,7 @@ impl SessionManager {
         }
         warnings.extend(plan.warnings);
         if plan.to_hook.len() > trace::LIGHT_MODE_ABOVE {
-            let ids: Vec<u32> = plan.to_hook.iter().map(|h| h.0).collect();
+            let ids: Vec<u32> = plan.to_hook.iter().map(|h| h.id).collect();
             tracer.set_light(&ids);
             warnings.push(format!(
                 "{} functions matched: they are traced in light mode (name, timing, thread, raw first argument \
@@ -217,24 +225,24 @@ impl SessionManager {
         // agent whether libraries loaded later need checking.
         let mut groups: Vec<(Option<String>, Vec<HookTarget>)> = Vec::new();
         let mut planned = 0usize;
-        for (id, module, off) in &plan.to_hook {
-            let m = module.to_string_lossy().into_owned();
+        for h in &plan.to_hook {
+            let m = h.module.to_string_lossy().into_owned();
             let key = (m != live.binary_path).then_some(m);
-            let target = match hook_target(live, tracer, *id, *off) {
+            let target = match hook_target(live, tracer, h) {
                 Ok((target, planned_with)) => {
                     if let Some(truncated) = planned_with {
                         planned += 1;
                         if truncated {
                             warnings.push(format!(
                                 "{}: arguments have more pointers than one call captures; some are shown as addresses",
-                                tracer.name_of(*id).unwrap_or("?")
+                                tracer.name_of(h.id).unwrap_or("?")
                             ));
                         }
                     }
                     target
                 }
                 Err(why) => {
-                    failed.push((*id, why));
+                    failed.push((h.id, why));
                     continue;
                 }
             };
@@ -260,6 +268,7 @@ impl SessionManager {
                 |id| {
                     DaemonMessage::Hooks(HooksRequest {
                         id,
+                        tracer: None,
                         change,
                         watch_libraries: watch,
                     })
@@ -286,6 +295,7 @@ impl SessionManager {
                 |id| {
                     DaemonMessage::Hooks(HooksRequest {
                         id,
+                        tracer: None,
                         change,
                         watch_libraries: watch,
                     })
@@ -293,7 +303,7 @@ impl SessionManager {
                 timeout,
             )?;
         }
-        let fresh: std::collections::HashSet<u32> = plan.to_hook.iter().map(|h| h.0).collect();
+        let fresh: std::collections::HashSet<u32> = plan.to_hook.iter().map(|h| h.id).collect();
         tracer.applied(&installed, &failed, &plan.to_unhook);
         if replan {
             // Watches or depth changed: every other hooked function gets a new plan.
@@ -308,7 +318,11 @@ impl SessionManager {
             if !plans.is_empty() {
                 self.agent_request::<PlansUpdated>(
                     live,
-                    |id| DaemonMessage::Plans { id, plans },
+                    |id| DaemonMessage::Plans {
+                        id,
+                        tracer: None,
+                        plans,
+                    },
                     timeout,
                 )?;
             }
@@ -369,23 +383,25 @@ impl SessionManager {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let cache = self.symbol_cache_dir();
-        let main =
-            DwarfResolver::open(Path::new(&live.binary_path), Some(&cache)).map_err(|e| {
+        let mut modules = Vec::new();
+        for r in self.resolvers(live, Path::new(&live.binary_path), ImageKind::Program) {
+            modules.push(r.map_err(|e| {
                 ToolError::new(
                     ErrorCode::ValidationError,
                     format!("cannot read the symbols of the program: {e}"),
                 )
-            })?;
-        let mut modules = vec![Arc::new(main)];
+            })?);
+        }
         let libs: Vec<String> = live.modules.lock().expect("modules lock").clone();
         for lib in libs {
             if lib == live.binary_path || !Path::new(&lib).is_file() {
                 continue;
             }
-            match DwarfResolver::open(Path::new(&lib), Some(&cache)) {
-                Ok(r) => modules.push(Arc::new(r)),
-                Err(e) => tracing::debug!("not tracing into {lib}: {e}"),
+            for r in self.resolvers(live, Path::new(&lib), ImageKind::Library) {
+                match r {
+                    Ok(r) => modules.push(r),
+                    Err(e) => tracing::debug!("not tracing into {lib}: {e}"),
+                }
             }
         }
         Ok(Tracer::new(modules, Path::new(&live.project_root)).with_id_base(live.id_base))
@@ -402,12 +418,29 @@ impl SessionManager {
         for m in modules {
             let path = Path::new(&m);
             if m != live.binary_path && path.is_file() && !tracer.has_module(path) {
-                match DwarfResolver::open(path, Some(&self.symbol_cache_dir())) {
-                    Ok(r) => tracer.push_module(Arc::new(r)),
-                    Err(e) => tracing::debug!("not tracing into {m}: {e}"),
+                for r in self.resolvers(live, path, ImageKind::Library) {
+                    match r {
+                        Ok(r) => tracer.push_module(r),
+                        Err(e) => tracing::debug!("not tracing into {m}: {e}"),
+                    }
                 }
             }
         }
+    }
+
+    /// The resolvers the registry has for an image of `live`'s process.
+    fn resolvers(
+        &self,
+        live: &Live,
+        path: &Path,
+        kind: ImageKind,
+    ) -> Vec<Result<Arc<dyn SymbolResolver>, SymbolError>> {
+        let image = Image {
+            path,
+            kind,
+            project_root: Path::new(&live.project_root),
+        };
+        resolvers::open(&image, Some(&self.symbol_cache_dir()), None)
     }
 
     /// A library was loaded while patterns are active and the loading thread
@@ -417,7 +450,13 @@ impl SessionManager {
             module: path.to_string(),
             functions: Vec::new(),
         };
-        let resolver = DwarfResolver::open(Path::new(path), Some(&self.symbol_cache_dir()));
+        let mut resolvers = Vec::new();
+        for r in self.resolvers(live, Path::new(path), ImageKind::Library) {
+            match r {
+                Ok(r) => resolvers.push(r),
+                Err(e) => tracing::debug!("not tracing into {path}: {e}"),
+            }
+        }
         // The tracer may be busy applying a debug_trace call that itself waits
         // on the agent; never wait on it for long while the program is blocked.
         let mut guard = None;
@@ -428,24 +467,25 @@ impl SessionManager {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        match (resolver, guard) {
-            (Ok(r), Some(mut g)) => {
+        match (resolvers, guard) {
+            (r, _) if r.is_empty() => {}
+            (r, Some(mut g)) => {
                 if let Some(t) = g.as_mut() {
                     for (ok, bad) in live.late_hooks.lock().expect("late hooks lock").drain(..) {
                         t.applied(&ok, &bad, &[]);
                     }
                 }
                 if let Some(t) = g.as_mut().filter(|t| !t.has_module(Path::new(path))) {
-                    let plan = t.add_module(Arc::new(r));
+                    let plan = t.add_modules(r);
                     if !plan.new_rows.is_empty() {
                         let _ = self.store.register_functions(live.key, plan.new_rows);
                     }
                     let mut functions = Vec::new();
                     let mut unhookable = Vec::new();
-                    for (id, _, off) in &plan.to_hook {
-                        match hook_target(live, t, *id, *off) {
+                    for h in &plan.to_hook {
+                        match hook_target(live, t, h) {
                             Ok((target, _)) => functions.push(target),
-                            Err(why) => unhookable.push((*id, why)),
+                            Err(why) => unhookable.push((h.id, why)),
                         }
                     }
                     t.applied(&[], &unhookable, &[]);
@@ -453,7 +493,6 @@ impl SessionManager {
                     save_captures(&self.store, live, t);
                 }
             }
-            (Err(e), _) => tracing::debug!("not tracing into {path}: {e}"),
             (_, None) => tracing::warn!(
                 "session {}: {path} loaded while tracing was being changed; it is not traced",
                 live.id
@@ -679,9 +718,13 @@ pub(super) struct ApplyResult {
 fn hook_target(
     live: &Live,
     tracer: &mut Tracer,
-    id: u32,
-    off: u64,
+    h: &trace::HookTarget,
 ) -> Result<(HookTarget, Option<bool>), String> {
+    if h.language != Language::Native {
+        // Only native code has a tracer in the agent so far.
+        return Err(format!("the agent cannot trace {} code yet", h.language));
+    }
+    let (id, off) = (h.id, h.offset);
     let copy = tracer.stack_copy_bytes(id).ok_or_else(|| {
         "its arguments may take more than 64 KiB of stack, more than the hook copies per call"
             .to_string()
@@ -751,7 +794,8 @@ pub(super) fn save_captures(store: &strobe_store::Store, live: &Live, tracer: &m
     }
 }
 
-pub(crate) fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
+/// Parses trace pattern texts, each error naming the pattern.
+pub fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
     texts
         .iter()
         .map(|t| {
@@ -849,7 +893,7 @@ pub(super) fn module_base(pid: u32, path: &Path) -> Option<u64> {
 /// offsets and addresses; lld, which Rust uses, shifts them by a page). The lowest
 /// mapping of the path is not used: Frida maps some files again, whole, to
 /// read them.
-pub(crate) fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
+pub fn image_at(pid: u32, addr: u64) -> Option<(PathBuf, u64)> {
     let maps = crate::procfs::maps(pid).ok()?;
     let m = maps.iter().find(|m| m.contains(addr))?;
     if !m.is_file() {

@@ -211,7 +211,7 @@ impl SessionManager {
         self.name_new_threads(live, &batch);
         let _ = self.store.append(live.key, batch);
         // Flow control: the agent keeps a bounded number of chunks in flight.
-        let _ = live.post(&DaemonMessage::TraceAck);
+        let _ = live.post(&DaemonMessage::TraceAck { tracer: None });
     }
 
     /// Records the names of threads seen for the first time (from /proc, so

@@ -28,7 +28,7 @@ use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
 use strobe_store::{
     EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store,
 };
-use strobe_symbols::resolvers::dwarf::DwarfResolver;
+use strobe_symbols::resolvers::{self, Image, ImageKind};
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -371,8 +371,6 @@ pub struct SessionManager {
     /// Capture plans of every session of this daemon's life, by session id,
     /// so typed values of ended sessions still render.
     captures: Mutex<HashMap<String, Arc<std::sync::RwLock<trace::Decoders>>>>,
-    /// Test runs (debug_test).
-    tests: crate::testrun::TestRuns,
     /// Itself, for work handed to other threads.
     me: std::sync::Weak<SessionManager>,
 }
@@ -413,13 +411,7 @@ impl SessionManager {
             }
         }
         let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
-        let tests = crate::testrun::TestRuns::new(
-            home.root().join("test-runs"),
-            home.root().join("symbol-cache"),
-            store.clone(),
-        );
         Ok(Arc::new_cyclic(|me| Self {
-            tests,
             home,
             store,
             pool,
@@ -685,8 +677,14 @@ impl SessionManager {
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Index the binary in the background so a first debug_trace is quick.
             let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
+            let root = project_root.clone();
             std::thread::spawn(move || {
-                let _ = DwarfResolver::open(&bin, Some(&cache));
+                let image = Image {
+                    path: &bin,
+                    kind: ImageKind::Program,
+                    project_root: &root,
+                };
+                let _ = resolvers::open(&image, Some(&cache), None);
             });
             None
         } else {
@@ -1421,130 +1419,8 @@ impl SessionManager {
                 tracing::warn!("stopping {id} at shutdown: {e}");
             }
         }
-        self.tests.stop_all();
         self.pool.drain();
         let _ = self.store.flush();
-    }
-
-    /// Starts a test run (debug_test run): the framework's command as a
-    /// plain subprocess, or with trace patterns or watches the test program
-    /// itself under Frida as a debug session.
-    pub fn test_run(
-        self: &Arc<Self>,
-        req: &crate::testrun::TestRunRequest,
-        settings: &Settings,
-    ) -> Result<Value, ToolError> {
-        if req.trace_patterns.is_empty() && req.watches.is_empty() {
-            return self.tests.start(req);
-        }
-        hooks::parse_patterns(&req.trace_patterns)?;
-        let handle = match self.tests.prepare_instrumented(req) {
-            Ok(h) => h,
-            Err(answer) => return answer,
-        };
-        let response = handle.response();
-        let (mgr, req, settings) = (self.clone(), req.clone(), settings.clone());
-        std::thread::spawn(move || mgr.run_instrumented(handle, &req, &settings));
-        Ok(response)
-    }
-
-    /// Builds and launches an instrumented test run's program, feeds the
-    /// session's output to the run as it is stored, and ends the run with
-    /// the session. The session stays for debug_query (stop it as usual).
-    fn run_instrumented(
-        self: &Arc<Self>,
-        handle: crate::testrun::InstrumentedRun,
-        req: &crate::testrun::TestRunRequest,
-        settings: &Settings,
-    ) {
-        let program = match handle.program() {
-            Ok(p) => p,
-            Err(e) => return handle.fail(&e),
-        };
-        let mut env = program.env.clone();
-        env.extend(req.env.clone());
-        let launched = self.launch(
-            LaunchRequest {
-                command: program.program.clone(),
-                args: program.args.clone(),
-                cwd: Some(program.cwd.display().to_string()),
-                project_root: handle.target().root.display().to_string(),
-                env,
-                follow_children: true,
-                attach_pid: None,
-                trace_patterns: req.trace_patterns.clone(),
-                watches: req.watches.clone(),
-                staged_breakpoints: false,
-                stop_on_entry: false,
-            },
-            settings,
-        );
-        let session = match launched {
-            Ok(r) => r.session_id,
-            Err(e) => {
-                return handle.fail(&format!(
-                    "could not launch `{}` under Frida: {}",
-                    program.display(),
-                    e.message
-                ));
-            }
-        };
-        handle.set_session(&session);
-        let filter = EventFilter {
-            kinds: Some(EventKind::Stdout.bit() | EventKind::Stderr.bit()),
-            ..Default::default()
-        };
-        let mut offset = 0u64;
-        // Output can still be on its way to the store when the session ends:
-        // the run ends after a quiet read past the end.
-        let mut quiet_after_end = 0;
-        loop {
-            let ended = self
-                .status(&session)
-                .map(|s| !matches!(s.state, SessionState::Starting | SessionState::Running))
-                .unwrap_or(true);
-            let page = match self.query(
-                &session,
-                &filter,
-                QueryPage {
-                    offset,
-                    limit: 1000,
-                },
-            ) {
-                Ok(p) => p,
-                Err(e) => {
-                    return handle.fail(&format!("reading the session's output: {}", e.message));
-                }
-            };
-            offset += page.events.len() as u64;
-            for e in &page.events {
-                let stream = match e.kind() {
-                    Some(EventKind::Stderr) => strobe_testing::Stream::Stderr,
-                    _ => strobe_testing::Stream::Stdout,
-                };
-                handle.line(stream, &e.payload);
-            }
-            if ended && page.events.is_empty() {
-                quiet_after_end += 1;
-                if quiet_after_end >= 3 {
-                    let code = self.status(&session).ok().and_then(|s| s.exit_code);
-                    return handle.finish(code);
-                }
-            }
-            if !page.has_more {
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-    }
-
-    /// A test run's result, or its progress after waiting up to `wait`.
-    pub fn test_status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
-        self.tests.status(id, wait)
-    }
-
-    /// Every test run of this daemon, newest first, as `test_status` shows it now.
-    pub fn test_runs(&self) -> Vec<Value> {
-        self.tests.list()
     }
 
     /// The daemon's home (settings, logs).

@@ -15,7 +15,7 @@
 //! The JavaScript helpers here (frames, ANSI, regex escaping) are shared by
 //! the other JavaScript-runtime adapters (`deno`, `generic`).
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -111,6 +111,12 @@ fn names_other_runner(package: &serde_json::Value) -> bool {
 impl TestAdapter for BunAdapter {
     fn name(&self) -> &'static str {
         "bun"
+    }
+    fn title(&self) -> &'static str {
+        "Bun"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::JavaScript
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -2,7 +2,7 @@
 //! format needs nightly). `--no-fail-fast` so every test binary runs;
 //! `RUST_BACKTRACE=1` so a failure's frames name the functions to trace.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,6 +33,12 @@ impl CargoAdapter {
 impl TestAdapter for CargoAdapter {
     fn name(&self) -> &'static str {
         "cargo"
+    }
+    fn title(&self) -> &'static str {
+        "cargo"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Rust
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -21,7 +21,7 @@
 //! Levels are tags: `[unit]`, `[integration]`, `[e2e]`. One test is run by
 //! its name, escaped for Catch2's test-spec syntax.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::adapters::gtest::{cpp_trace_suggestions, file_contains_any, locate, named_program};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::{BTreeMap, VecDeque};
@@ -119,6 +119,12 @@ fn lists_test_cases(program: &Path, args: &[String], cwd: &Path) -> bool {
 impl TestAdapter for Catch2Adapter {
     fn name(&self) -> &'static str {
         "catch2"
+    }
+    fn title(&self) -> &'static str {
+        "Catch2"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Cpp
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

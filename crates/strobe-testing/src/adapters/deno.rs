@@ -26,7 +26,7 @@ use super::bun::{
     JsFrame, failure_frame, js_frame, level_dir, own_functions, project_tool, regex_escape,
     strip_ansi,
 };
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -68,6 +68,12 @@ impl DenoAdapter {
 impl TestAdapter for DenoAdapter {
     fn name(&self) -> &'static str {
         "deno"
+    }
+    fn title(&self) -> &'static str {
+        "Deno"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::JavaScript
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -28,7 +28,7 @@
 //! command unchanged.
 
 use super::bun::{js_frame, strip_ansi};
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 
@@ -66,6 +66,12 @@ fn sh_quote(text: &str) -> String {
 impl TestAdapter for GenericAdapter {
     fn name(&self) -> &'static str {
         "generic"
+    }
+    fn title(&self) -> &'static str {
+        "generic"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Any
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -13,7 +13,7 @@
 //! [`super::js::level_dirs`]), given to Jest as path patterns.
 
 use super::js::{self, JsParser};
-use crate::adapter::{OutputParser, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::TestFailure;
 
 /// Jest's separator between a test's describe blocks and title.
@@ -40,6 +40,12 @@ impl JestAdapter {
 impl TestAdapter for JestAdapter {
     fn name(&self) -> &'static str {
         "jest"
+    }
+    fn title(&self) -> &'static str {
+        "Jest"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::JavaScript
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

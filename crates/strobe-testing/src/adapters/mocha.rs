@@ -21,7 +21,7 @@
 //! left out; a single test also leaves out its name filters).
 
 use super::js::{self, JsParser};
-use crate::adapter::{OutputParser, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::TestFailure;
 
 /// The separator Strobe puts between a Mocha test's file, suites and title.
@@ -161,6 +161,12 @@ fn unquote(word: &str) -> String {
 impl TestAdapter for MochaAdapter {
     fn name(&self) -> &'static str {
         "mocha"
+    }
+    fn title(&self) -> &'static str {
+        "Mocha"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::JavaScript
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

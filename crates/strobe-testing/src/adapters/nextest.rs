@@ -24,7 +24,7 @@
 //! it stays in `Progress.running` of that run.
 
 use super::cargo::{CargoAdapter, CargoParser, read_failure_report};
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,6 +81,12 @@ impl NextestAdapter {
 impl TestAdapter for NextestAdapter {
     fn name(&self) -> &'static str {
         "nextest"
+    }
+    fn title(&self) -> &'static str {
+        "cargo-nextest"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Rust
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -2,7 +2,7 @@
 //! report (on stderr) names every test as it finishes and ends with a
 //! traceback per failure and error.
 
-use crate::adapter::{OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, Stream, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::{Progress, Summary, TestCase, TestFailure, TestResult, TestStatus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,12 @@ fn has_test_files(root: &Path) -> bool {
 impl TestAdapter for UnittestAdapter {
     fn name(&self) -> &'static str {
         "unittest"
+    }
+    fn title(&self) -> &'static str {
+        "unittest"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::Python
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

@@ -18,7 +18,7 @@
 //! local install: Vitest resolves its own package for the files it runs.
 
 use super::js::{self, JsParser};
-use crate::adapter::{OutputParser, TestAdapter, TestCommand, TestLevel, TestTarget};
+use crate::adapter::{Ecosystem, OutputParser, TestAdapter, TestCommand, TestLevel, TestTarget};
 use crate::result::TestFailure;
 
 /// Vitest's separator between a test's suites and title.
@@ -43,6 +43,12 @@ impl VitestAdapter {
 impl TestAdapter for VitestAdapter {
     fn name(&self) -> &'static str {
         "vitest"
+    }
+    fn title(&self) -> &'static str {
+        "Vitest"
+    }
+    fn ecosystem(&self) -> Ecosystem {
+        Ecosystem::JavaScript
     }
 
     fn detect(&self, target: &TestTarget) -> u8 {

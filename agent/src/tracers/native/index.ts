@@ -1,0 +1,86 @@
+// The native tracer. Each traced function starts with a 5-byte jump to a
+// nearby 24-byte stub (redirectNear; Interceptor.replaceFast when that is
+// not safe) that loads the function's state and jumps to one shared hook
+// (machine code, hook.ts): the hook saves the argument registers, calls the
+// CModule's fast_enter (which writes a record into a shared MPSC ring: 32
+// bytes, plus the captured values of a function with a capture plan),
+// copies the stack arguments and calls the original function through its
+// trampoline, then calls fast_leave with the return registers. The original
+// return address stays on the stack and the hook has unwind info
+// (registered with __register_frame), so C++ exceptions and Rust panics
+// unwind through traced functions. The JS side drains the ring in chunks and
+// sends them as binary data. No JS runs per call (except expression watches,
+// in the functions they are read in), and the thread id is cached per thread
+// (no gettid per call).
+//
+// The parts: runtime.ts (ring, tables, CModule from cmodule.ts, hook from
+// hook.ts), install.ts (install/remove, stubs), plans.ts and exprs.ts (what
+// calls capture), drain.ts (shipping the ring), forkguard.ts; sizes in
+// layout.ts.
+// Code patching and near memory are shared with breakpoints (../../native/).
+import { receive, send_ } from "../../protocol.js";
+import { Tracer } from "../tracer.js";
+import { drain, onTraceAck } from "./drain.js";
+import { updateExprs } from "./exprs.js";
+import { guardForks } from "./forkguard.js";
+import { registerUnwindInfo, silenceHook } from "./hook.js";
+import { installHooks, removeHooks, watchingLibraries } from "./install.js";
+import { updatePlans } from "./plans.js";
+import { existingRuntime } from "./runtime.js";
+
+/** Reports the loaded images, and from then on every newly loaded one; while
+ *  patterns are active the loading thread waits for the daemon's hooks so
+ *  that a library's functions are traced from their first call. */
+function watchModules(): void {
+    let initial = true;
+    const report = (m: Module) => {
+        // libgcc (the unwinder) may arrive after the hook was written.
+        if (existingRuntime() !== null) registerUnwindInfo();
+        if (initial || !m.path.startsWith("/")) return;
+        if (!watchingLibraries()) {
+            send_({ type: "module_loaded", path: m.path, wait: false });
+            return;
+        }
+        const op = receive("module-hooks", msg => installHooks({ ...msg, action: "add", id: 0 }));
+        send_({ type: "module_loaded", path: m.path, wait: true });
+        op.wait();
+    };
+    Process.attachModuleObserver({ onAdded: report });
+    initial = false;
+    const paths = Process.enumerateModules().map(m => m.path).filter(p => p.startsWith("/"));
+    send_({ type: "modules", paths });
+}
+
+/** Before the script goes away from a process that lives on (the caller has
+ *  put the journalled patches back): the per-thread key is deleted and the
+ *  hook's calls into the CModule (freed with the script) become no-ops, so a
+ *  call in flight returns through the hook without recording. What a
+ *  returning call still runs through (hook, stubs, relocated prologues,
+ *  FuncState) is in memory the teardown leaves mapped. */
+function detach(): void {
+    const rt = existingRuntime();
+    if (rt === null) return;
+    const keyDelete = new NativeFunction(Module.findGlobalExportByName("pthread_key_delete")!, "int", ["uint32"]);
+    keyDelete(rt.config.add(24).readU32());
+    silenceHook();
+}
+
+/** The native tracer, and what only it provides: the fork guard (native
+ *  code forks, whichever tracer records). */
+export interface NativeTracer extends Tracer {
+    /** See forkguard.ts. */
+    guardForks(flush: () => void): number;
+}
+
+/** Functions of native code (C, C++, Rust, …), hooked by address. */
+export const nativeTracer: NativeTracer = {
+    name: "native",
+    start: watchModules,
+    install: installHooks,
+    remove: removeHooks,
+    sync: req => (req.type === "plans" ? updatePlans(req) : updateExprs(req)),
+    drain: final => drain(final),
+    ack: onTraceAck,
+    detach,
+    guardForks,
+};

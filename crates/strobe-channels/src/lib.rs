@@ -1,0 +1,159 @@
+//! The I/O channel extension point: ways to drive a program and to watch
+//! what it does beyond its calls — stdin, files, the network, MIDI, audio,
+//! its GUI — all on the session's one timeline.
+//!
+//! A channel kind (`midi`, `net`, `file`, …) is one file under `channels/`
+//! registered by one line in [`channels::all`]. Opening it for a session
+//! ([`ChannelKind::open`], from `debug_launch {channels}` or later) gives an
+//! input half ([`InputChannel`]: stimuli) and/or an output half
+//! ([`OutputChannel`]: observations). `debug_channel` and the scenario
+//! runner reach every channel through these traits only.
+//!
+//! No channel exists yet: the channels issue adds `stdio`, `trace`, `file`,
+//! `net`, `midi`, `audio` and `ui`, the tool and the scenario runner.
+//!
+//! Unlike the spec's sketch, an output channel has no `query`: every
+//! observation goes to an [`ObservationSink`] the session provides, which
+//! stores it as an event on the session's clock, so `debug_query` (and
+//! scenario waits and assertions) read channels like any other event. A
+//! sink that cannot keep up counts what it drops; nothing is lost silently.
+//!
+//! Invariants: this crate knows nothing of sessions, the store or MCP; a
+//! channel never touches a display or device that is not the session's own.
+
+pub mod channels;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// `debug_launch {channels: ["net:8080"]}`'s entry, parsed: the kind and
+/// what follows its colon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// The channel kind ("net").
+    pub kind: String,
+    /// What the kind is pointed at ("8080", a path or glob), if anything.
+    pub target: Option<String>,
+}
+
+impl ChannelSpec {
+    /// Parses `kind` or `kind:target`; the kind is lowercase letters.
+    pub fn parse(text: &str) -> Result<ChannelSpec, ChannelError> {
+        let (kind, target) = match text.split_once(':') {
+            Some((k, t)) => (k, Some(t.to_string())),
+            None => (text, None),
+        };
+        if kind.is_empty() || !kind.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Err(ChannelError::BadSpec(text.to_string()));
+        }
+        Ok(ChannelSpec {
+            kind: kind.to_string(),
+            target,
+        })
+    }
+}
+
+/// The session a channel is opened for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionTarget {
+    /// The session id.
+    pub session_id: String,
+    /// Every process of the session (the root first).
+    pub pids: Vec<u32>,
+    /// The project root, against which relative paths resolve.
+    pub project_root: PathBuf,
+}
+
+/// One thing a channel saw: stored by the session as a timeline event of
+/// the channel's kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The channel's name ("net:8080").
+    pub channel: String,
+    /// `CLOCK_MONOTONIC` nanoseconds when it happened, where the channel
+    /// knows (a JACK frame time); `None`: when the sink receives it.
+    pub at_ns: Option<u64>,
+    /// What was seen, as the channel describes it.
+    pub data: Value,
+}
+
+/// Where a session takes its channels' observations.
+pub trait ObservationSink: Send + Sync {
+    /// Stores `observation`, or counts it as dropped.
+    fn observe(&self, observation: Observation);
+}
+
+/// A channel's stimulus half.
+pub trait InputChannel: Send + Sync {
+    /// The channel's name ("midi", "net:8080").
+    fn name(&self) -> &str;
+    /// Sends one stimulus (`{"type": "noteOn", "note": 60}`); the answer
+    /// says what was done (bytes written, an HTTP response).
+    fn send(&self, action: &Value) -> Result<Value, ChannelError>;
+}
+
+/// A channel's observation half.
+pub trait OutputChannel: Send + Sync {
+    /// The channel's name.
+    fn name(&self) -> &str;
+    /// Starts handing observations to `sink` until [`stop_capture`](Self::stop_capture).
+    fn start_capture(&self, sink: Arc<dyn ObservationSink>) -> Result<(), ChannelError>;
+    /// Stops capturing; what was seen before stays stored.
+    fn stop_capture(&self) -> Result<(), ChannelError>;
+}
+
+/// A channel opened for a session: one half or both.
+#[derive(Default)]
+pub struct OpenChannel {
+    /// Stimuli, if the kind can send.
+    pub input: Option<Box<dyn InputChannel>>,
+    /// Observations, if the kind can capture.
+    pub output: Option<Box<dyn OutputChannel>>,
+}
+
+/// One kind of channel, as registered.
+pub trait ChannelKind: Send + Sync {
+    /// The kind as specs name it ("midi").
+    fn kind(&self) -> &'static str;
+    /// Opens the channel `spec` names for `session`.
+    fn open(
+        &self,
+        spec: &ChannelSpec,
+        session: &SessionTarget,
+    ) -> Result<OpenChannel, ChannelError>;
+}
+
+/// Why a channel could not be opened or used; each says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// The spec is not `kind` or `kind:target`.
+    #[error(
+        "{0:?} is not a channel: write a kind, or kind:target (\"midi\", \"net:8080\", \"file:out/*.wav\")"
+    )]
+    BadSpec(String),
+    /// No channel kind of that name is registered.
+    #[error("no channel kind {kind:?}; known: {known}")]
+    UnknownKind {
+        /// What was asked for.
+        kind: String,
+        /// The registered kinds, comma-separated.
+        known: String,
+    },
+    /// The stimulus is not one this channel takes.
+    #[error("channel {channel}: {why}")]
+    BadAction {
+        /// The channel's name.
+        channel: String,
+        /// What is wrong and what it takes instead.
+        why: String,
+    },
+    /// The device, port or file could not be used.
+    #[error("channel {channel}: {why}")]
+    Unavailable {
+        /// The channel's name.
+        channel: String,
+        /// The underlying failure and how to fix it.
+        why: String,
+    },
+}

@@ -1,0 +1,254 @@
+//! The agent's binary trace records → timeline events, and the capture
+//! plans (per function and plan id) that render their typed values, stored
+//! with the session.
+
+use crate::values::FunctionPlan;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use strobe_core::event::{
+    Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_SAMPLED, FLAG_VALUE_TYPED,
+};
+use strobe_store::CaptureBlob;
+use strobe_symbols::TypeTable;
+
+/// Size of one agent trace record slot (see agent/src/tracers/native/layout.ts).
+pub const RECORD_SIZE: usize = 32;
+
+/// A function's capture plan with the types it renders with.
+#[derive(Debug)]
+pub struct Decoder {
+    /// The plan the agent executes.
+    pub plan: FunctionPlan,
+    /// Types of the function's image (a snapshot taken when the plan was built).
+    pub types: Arc<TypeTable>,
+    /// The image's index in the tracer (`None`: no DWARF signature, the
+    /// plan only reads watches).
+    pub module: Option<u32>,
+}
+
+/// Plans by (function id, plan id): records name the plan they were captured with.
+pub type Decoders = HashMap<(u32, u16), Arc<Decoder>>;
+
+/// [`CaptureBlob`] kind of an image's type table (id = image index).
+pub const BLOB_TYPES: u32 = 1;
+/// [`CaptureBlob`] kind of a plan (id = function id, sub = plan id).
+pub const BLOB_PLAN: u32 = 2;
+
+#[derive(Serialize, Deserialize)]
+struct StoredDecoder {
+    module: Option<u32>,
+    plan: crate::values::StoredPlan,
+}
+
+/// Blobs that store `decoders` with their session: each plan, and the type
+/// table of each image in `tables` (the latest, complete snapshot: tables
+/// only grow, so a type id a plan took from an earlier snapshot means the
+/// same type in a later one).
+pub fn decoders_to_blobs(
+    decoders: &[(u32, Arc<Decoder>)],
+    tables: &[(u32, Arc<TypeTable>)],
+) -> Vec<CaptureBlob> {
+    let mut out = Vec::new();
+    for (m, table) in tables {
+        match serde_json::to_vec(&**table) {
+            Ok(body) => out.push(CaptureBlob {
+                kind: BLOB_TYPES,
+                id: *m,
+                sub: 0,
+                body,
+            }),
+            Err(e) => tracing::warn!("type table of image {m} not stored: {e}"),
+        }
+    }
+    for (func, d) in decoders {
+        let stored = StoredDecoder {
+            module: d.module,
+            plan: d.plan.to_stored(),
+        };
+        match serde_json::to_vec(&stored) {
+            Ok(body) => out.push(CaptureBlob {
+                kind: BLOB_PLAN,
+                id: *func,
+                sub: u32::from(d.plan.id),
+                body,
+            }),
+            Err(e) => tracing::warn!("capture plan of function {func} not stored: {e}"),
+        }
+    }
+    out
+}
+
+/// Rebuilds a session's decoders from its stored blobs; plans whose type
+/// tables are missing or unreadable are left out (their events show raw
+/// registers).
+pub fn decoders_from_blobs(blobs: &[CaptureBlob]) -> Decoders {
+    let mut tables: HashMap<u32, Arc<TypeTable>> = HashMap::new();
+    for b in blobs.iter().filter(|b| b.kind == BLOB_TYPES) {
+        match serde_json::from_slice::<TypeTable>(&b.body) {
+            Ok(t) => {
+                tables.insert(b.id, Arc::new(t));
+            }
+            Err(e) => tracing::warn!("stored type table {} unreadable: {e}", b.id),
+        }
+    }
+    let empty = Arc::new(TypeTable::default());
+    let mut out = Decoders::new();
+    for b in blobs.iter().filter(|b| b.kind == BLOB_PLAN) {
+        let Ok(stored) = serde_json::from_slice::<StoredDecoder>(&b.body) else {
+            tracing::warn!("stored capture plan of function {} unreadable", b.id);
+            continue;
+        };
+        let types = match stored.module {
+            Some(m) => match tables.get(&m) {
+                Some(t) => t.clone(),
+                None => continue,
+            },
+            None => empty.clone(),
+        };
+        let Some(plan) = FunctionPlan::from_stored(stored.plan, &|m| tables.get(&m).cloned())
+        else {
+            continue;
+        };
+        out.insert(
+            (b.id, plan.id),
+            Arc::new(Decoder {
+                plan,
+                types,
+                module: stored.module,
+            }),
+        );
+    }
+    out
+}
+
+/// Decodes agent records into events (timestamps rebased on the session
+/// clock). A record's capture (typed values) is stored as is, flagged
+/// [`FLAG_CAPTURE`]; [`typed_values`] renders it when queried. Returns how
+/// many events were decoded.
+/// `decoders` (the session's capture plans) let exits carry their typed
+/// return value in `value` for chunk indexes (`FLAG_VALUE_TYPED`).
+pub fn decode_records(
+    data: &[u8],
+    origin_ns: u64,
+    pid: u32,
+    decoders: Option<&Decoders>,
+    batch: &mut EventBatch,
+) -> usize {
+    let mut n = 0;
+    let mut at = 0;
+    while at + RECORD_SIZE <= data.len() {
+        let rec = &data[at..at + RECORD_SIZE];
+        let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
+        let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
+        let raw_kind = u32_at(24);
+        let extra = u32_at(28) as usize;
+        let payload_at = at + RECORD_SIZE;
+        at = payload_at + extra * RECORD_SIZE;
+        let kind = match raw_kind & 0xff {
+            1 => EventKind::FunctionEnter,
+            2 => EventKind::FunctionExit,
+            _ => continue,
+        };
+        let mut flags = if raw_kind & 0x100 != 0 {
+            FLAG_SAMPLED
+        } else {
+            0
+        };
+        let mut payload = data.get(payload_at..at.min(data.len())).unwrap_or(&[]);
+        if payload.len() >= 8 {
+            let len = u32::from_le_bytes(payload[4..8].try_into().expect("4")) as usize;
+            payload = &payload[..len.min(payload.len())];
+            flags |= FLAG_CAPTURE;
+        } else {
+            payload = &[];
+        }
+        let func_id = u32_at(8);
+        let mut value = u64_at(16);
+        if kind == EventKind::FunctionExit && flags & FLAG_CAPTURE != 0 {
+            let plan_id = u32::from_le_bytes(payload[0..4].try_into().expect("4")) as u16;
+            if let Some(key) = decoders
+                .and_then(|d| d.get(&(func_id, plan_id)))
+                .and_then(|d| d.plan.return_key(&d.types, payload))
+            {
+                value = key;
+                flags |= FLAG_VALUE_TYPED;
+            }
+        }
+        batch.push(
+            EventHeader {
+                ts_ns: u64_at(0).saturating_sub(origin_ns),
+                kind: kind as u8,
+                flags,
+                pid,
+                func_id,
+                tid: u32_at(12),
+                value,
+                ..Default::default()
+            },
+            payload,
+        );
+        n += 1;
+    }
+    n
+}
+
+/// Typed values of a traced call (`arguments` / `returnValue` /
+/// `watchValues`) from its stored capture; `None` when the event has no
+/// capture or its plan is unknown (e.g. recorded by an earlier daemon).
+pub fn typed_values(decoders: &Decoders, e: &Event) -> Option<serde_json::Value> {
+    typed_of(decoders, &e.header, &e.payload)
+}
+
+/// [`typed_values`] on a header and payload.
+pub fn typed_of(decoders: &Decoders, h: &EventHeader, payload: &[u8]) -> Option<serde_json::Value> {
+    if h.flags & FLAG_CAPTURE == 0 || payload.len() < 8 {
+        return None;
+    }
+    let plan_id = u32::from_le_bytes(payload[0..4].try_into().expect("4")) as u16;
+    let d = decoders.get(&(h.func_id, plan_id))?;
+    Some(if h.kind == EventKind::FunctionEnter as u8 {
+        d.plan.decode_enter(&d.types, payload)
+    } else {
+        d.plan.decode_exit(&d.types, payload)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_decode_and_rebase() {
+        let mut data = Vec::new();
+        for (ts, func, tid, value, kind) in [
+            (1_000u64, 7u32, 42u32, 5u64, 1u32),
+            (1_500, 7, 42, 6, 2),
+            (0, 0, 0, 0, 0),
+        ] {
+            data.extend_from_slice(&ts.to_le_bytes());
+            data.extend_from_slice(&func.to_le_bytes());
+            data.extend_from_slice(&tid.to_le_bytes());
+            data.extend_from_slice(&value.to_le_bytes());
+            data.extend_from_slice(&kind.to_le_bytes());
+            data.extend_from_slice(&0u32.to_le_bytes());
+        }
+        let mut b = EventBatch::default();
+        assert_eq!(
+            decode_records(&data, 400, 99, None, &mut b),
+            2,
+            "unwritten slots are skipped"
+        );
+        assert_eq!(b.headers[0].ts_ns, 600);
+        assert_eq!(b.headers[0].kind, EventKind::FunctionEnter as u8);
+        assert_eq!(
+            (
+                b.headers[1].func_id,
+                b.headers[1].tid,
+                b.headers[1].value,
+                b.headers[1].pid
+            ),
+            (7, 42, 6, 99)
+        );
+    }
+}

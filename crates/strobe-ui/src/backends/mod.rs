@@ -1,0 +1,98 @@
+//! The platform backends, one file each, and the registry listing them.
+//! None is written yet: the GUI observation issue adds `atspi.rs` here and
+//! one line below.
+
+use crate::{Display, UiBackend};
+
+/// Every backend built for this platform, in the order they are tried.
+pub fn all() -> Vec<Box<dyn UiBackend>> {
+    vec![]
+}
+
+/// The first backend that can serve `display`, if any.
+pub fn for_display(display: &Display) -> Option<Box<dyn UiBackend>> {
+    all().into_iter().find(|b| b.available(display))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Bounds, Capture, UiError, UiNode, Window};
+
+    /// A backend double: the interface is enough for what `debug_ui` does
+    /// (find the session's window, read its tree, capture it) without
+    /// knowing the platform.
+    struct Fixed;
+
+    impl UiBackend for Fixed {
+        fn name(&self) -> &'static str {
+            "fixed"
+        }
+        fn available(&self, display: &Display) -> bool {
+            display.name.as_deref() == Some(":7")
+        }
+        fn windows(&self, _: &Display, pids: &[u32]) -> Result<Vec<Window>, UiError> {
+            Ok(pids
+                .iter()
+                .filter(|&&p| p == 42)
+                .map(|&pid| Window {
+                    handle: 1,
+                    pid,
+                    title: "demo".into(),
+                    bounds: Bounds {
+                        x: 0,
+                        y: 0,
+                        width: 2,
+                        height: 1,
+                    },
+                })
+                .collect())
+        }
+        fn tree(&self, _: &Display, pid: u32) -> Result<Vec<UiNode>, UiError> {
+            if pid != 42 {
+                return Err(UiError::NotAccessible {
+                    pid,
+                    why: "not registered".into(),
+                });
+            }
+            Ok(vec![UiNode {
+                role: "frame".into(),
+                name: "demo".into(),
+                children: vec![UiNode {
+                    role: "push button".into(),
+                    name: "Play".into(),
+                    actions: vec!["press".into()],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }])
+        }
+        fn capture(&self, _: &Display, w: &Window) -> Result<Capture, UiError> {
+            Ok(Capture {
+                width: w.bounds.width,
+                height: w.bounds.height,
+                rgba: vec![0; (w.bounds.width * w.bounds.height * 4) as usize],
+            })
+        }
+    }
+
+    #[test]
+    fn a_session_window_is_found_read_and_captured_through_the_trait() {
+        let display = Display {
+            name: Some(":7".into()),
+            accessibility_bus: None,
+        };
+        let backends: Vec<Box<dyn UiBackend>> = vec![Box::new(Fixed)];
+        let b = backends.iter().find(|b| b.available(&display)).unwrap();
+        let windows = b.windows(&display, &[41, 42]).unwrap();
+        assert_eq!(windows.len(), 1);
+        let tree = b.tree(&display, windows[0].pid).unwrap();
+        assert_eq!(tree[0].children[0].name, "Play");
+        let shot = b.capture(&display, &windows[0]).unwrap();
+        assert_eq!(shot.rgba.len(), 8);
+        let e = b.tree(&display, 41).unwrap_err().to_string();
+        assert!(e.contains("not on the accessibility bus"), "{e}");
+        // No platform backend is registered yet: no display is served.
+        assert!(for_display(&display).is_none());
+    }
+}

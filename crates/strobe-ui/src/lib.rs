@@ -1,0 +1,148 @@
+//! The UI backend extension point: how Strobe sees a program's GUI.
+//!
+//! `debug_ui` (the accessibility tree, screenshots) and `debug_ui_action`
+//! (the motor layer's native actions) reach a platform only through
+//! [`UiBackend`]. One file per platform lives under `backends/`, registered
+//! by one line in [`backends::all`]; the first backend whose
+//! [`UiBackend::available`] accepts the session's display serves it.
+//!
+//! No backend exists yet. The GUI observation issue adds `backends/atspi.rs`
+//! (AT-SPI over D-Bus for the tree and actions, X11 for windows and
+//! capture); a macOS backend (AXUIElement, CoreGraphics) would be
+//! `backends/macos.rs` behind `cfg(target_os = "macos")`, written only once
+//! it can be tested. Stable ids, compact rendering, the vision merge and the
+//! `ui_snapshot` events are platform-independent and sit above this trait.
+//!
+//! Invariants: this crate depends on no GUI toolkit and no display server
+//! library (backends bring their own, behind their file), so the core
+//! builds and tests without a display. A backend never sends input itself:
+//! input is the motor layer's, which checks that the display is the
+//! session's own or that the user allowed it.
+
+pub mod backends;
+
+use std::fmt;
+
+/// A rectangle in screen pixels (the display's root coordinates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bounds {
+    /// Left edge.
+    pub x: i32,
+    /// Top edge.
+    pub y: i32,
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+}
+
+/// Which display a session's windows are on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Display {
+    /// The X display name (`:7`), as `DISPLAY` holds it; `None` where the
+    /// platform has one screen (macOS).
+    pub name: Option<String>,
+    /// The accessibility bus address (`AT_SPI_BUS_ADDRESS` or the session
+    /// bus that hands it out); `None` for the platform default.
+    pub accessibility_bus: Option<String>,
+}
+
+/// A top-level window of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// The platform's handle (an X window id).
+    pub handle: u64,
+    /// The process that owns it.
+    pub pid: u32,
+    /// Its title.
+    pub title: String,
+    /// Where it is.
+    pub bounds: Bounds,
+}
+
+/// One node of a process's accessibility tree, as the platform reports it.
+/// Ids are not assigned here: stable ids are derived above the backend from
+/// role, name and path, the same on every platform.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UiNode {
+    /// The platform's role name ("push button", "slider").
+    pub role: String,
+    /// The accessible name.
+    pub name: String,
+    /// Where it is on screen, if it is showing.
+    pub bounds: Option<Bounds>,
+    /// The actions it offers ("press", "activate").
+    pub actions: Vec<String>,
+    /// Its current value (sliders, spin buttons) or text (entries).
+    pub value: Option<String>,
+    /// States that matter to an agent ("focused", "checked", "disabled",
+    /// "showing").
+    pub states: Vec<String>,
+    /// Its children, in the platform's order.
+    pub children: Vec<UiNode>,
+}
+
+/// A captured image of a window: tightly packed 8-bit RGBA rows.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Capture {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width * height * 4` bytes.
+    pub rgba: Vec<u8>,
+}
+
+impl fmt::Debug for Capture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Capture({}x{})", self.width, self.height)
+    }
+}
+
+/// Why a backend could not answer; each says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum UiError {
+    /// The process has no window on the display.
+    #[error(
+        "pid {pid} has no window on display {display}: is it a GUI program? Launch it with display \"virtual\" if it needs one"
+    )]
+    NoWindow {
+        /// The process asked about.
+        pid: u32,
+        /// The display looked at.
+        display: String,
+    },
+    /// The process is not on the accessibility bus (`NO_AT_BRIDGE=1`, or a
+    /// toolkit without accessibility): its tree cannot be read, a capture
+    /// can still be taken.
+    #[error("pid {pid} is not on the accessibility bus: {why}")]
+    NotAccessible {
+        /// The process asked about.
+        pid: u32,
+        /// What was found instead.
+        why: String,
+    },
+    /// The display or the bus could not be reached.
+    #[error("cannot reach {what}: {why}")]
+    Unreachable {
+        /// "display :7", "the AT-SPI bus".
+        what: String,
+        /// The underlying failure.
+        why: String,
+    },
+}
+
+/// A platform's way to see (and natively act on) a program's GUI.
+pub trait UiBackend: Send + Sync {
+    /// Short name ("atspi").
+    fn name(&self) -> &'static str;
+    /// Whether this backend can serve `display` here (the right platform,
+    /// the display reachable).
+    fn available(&self, display: &Display) -> bool;
+    /// The top-level windows of `pids` (every process of a session).
+    fn windows(&self, display: &Display, pids: &[u32]) -> Result<Vec<Window>, UiError>;
+    /// The accessibility tree of `pid`'s application, one root per window.
+    fn tree(&self, display: &Display, pid: u32) -> Result<Vec<UiNode>, UiError>;
+    /// An image of `window` as shown now.
+    fn capture(&self, display: &Display, window: &Window) -> Result<Capture, UiError>;
+}
