@@ -1,0 +1,194 @@
+//! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
+//! each beside an uninstrumented baseline measured in the same run.
+//! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks` or `=tests` runs only that benchmark.
+
+#[path = "../../../../tests/support/mod.rs"]
+mod support;
+
+use serde_json::json;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{Env, fixture};
+
+mod debugging;
+use debugging::{breakpoint_latency, memory_read_latency};
+mod processes;
+use processes::{fork_following, test_runs};
+mod tracing;
+use tracing::{hook_installation, trace_overhead};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn baseline_first_line(exe: &std::path::Path) -> f64 {
+    let t = Instant::now();
+    let mut child = Command::new(exe)
+        .arg("1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let _ = child.kill();
+    let _ = child.wait();
+    secs
+}
+
+fn baseline_flood(exe: &std::path::Path, mb: u64) -> f64 {
+    let t = Instant::now();
+    let mut child = Command::new(exe)
+        .arg(mb.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 256 * 1024];
+    while out.read(&mut buf).unwrap() > 0 {}
+    child.wait().unwrap();
+    t.elapsed().as_secs_f64()
+}
+
+fn timed(cmd: &mut Command) -> f64 {
+    let t = Instant::now();
+    // frida-trace exits non-zero when its target ends ("Process terminated").
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    t.elapsed().as_secs_f64()
+}
+
+fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let runs: usize = std::env::var("STROBE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let mb: u64 = std::env::var("STROBE_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let env = Env::with_settings(json!({"events.maxPerSession": 10_000_000}));
+    let c = env.client().await;
+    let output = fixture("output");
+    let flood = fixture("flood");
+
+    // Warm-up: starts the daemon, compiles the agent, fills the bridge pool.
+    let (id, _) = c.launch(&output, &[]).await;
+    c.wait_ended(&id).await;
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    match std::env::var("STROBE_BENCH_ONLY").as_deref() {
+        Ok("hooks") => {
+            hook_installation(&c).await;
+            return;
+        }
+        Ok("memory") => {
+            memory_read_latency(&c).await;
+            return;
+        }
+        Ok("breakpoints") => {
+            breakpoint_latency(&c).await;
+            return;
+        }
+        Ok("forks") => {
+            fork_following(&c).await;
+            return;
+        }
+        Ok("tests") => {
+            test_runs(&c).await;
+            return;
+        }
+        _ => {}
+    }
+
+    let mut strobe = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let (id, _) = c.launch(&output, &[]).await;
+        loop {
+            let q = c
+                .ok(
+                    "debug_query",
+                    json!({"sessionId": id, "eventType": "stdout", "limit": 1}),
+                )
+                .await;
+            if q["totalCount"].as_u64().unwrap() > 0 {
+                break;
+            }
+        }
+        strobe.push(t.elapsed().as_secs_f64());
+        c.wait_ended(&id).await;
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+        // Let the pool start its next warm bridge, as between an agent's launches.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    let base: Vec<f64> = (0..runs).map(|_| baseline_first_line(&output)).collect();
+    let (s, b) = (median(strobe), median(base));
+    println!("launch -> first stdout event queryable ({runs} runs, median, warm bridge)");
+    println!(
+        "  strobe (debug_launch + debug_query over MCP): {:>9.1} ms",
+        s * 1e3
+    );
+    println!(
+        "  baseline (spawn, read first line from pipe):  {:>9.3} ms",
+        b * 1e3
+    );
+    println!(
+        "  ratio:                                        {:>9.0}x",
+        s / b
+    );
+
+    trace_overhead(&c).await;
+    hook_installation(&c).await;
+    memory_read_latency(&c).await;
+    breakpoint_latency(&c).await;
+    fork_following(&c).await;
+
+    let t = Instant::now();
+    let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;
+    let st = c.wait_ended(&id).await;
+    let strobe_secs = t.elapsed().as_secs_f64();
+    assert_eq!(
+        st["events"]["stored"].as_u64().unwrap(),
+        mb * 16_384 + 2,
+        "every line stored: {st}"
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    let base_secs = baseline_flood(&flood, mb);
+    println!(
+        "output throughput, {mb} MiB of 64-byte lines ({} lines)",
+        mb * 16_384
+    );
+    println!(
+        "  strobe (captured, stored, queryable):  {:>8.1} MiB/s  {:>10.0} lines/s",
+        mb as f64 / strobe_secs,
+        (mb * 16_384) as f64 / strobe_secs
+    );
+    println!(
+        "  baseline (pipe to a reader, discarded): {:>7.1} MiB/s  {:>10.0} lines/s",
+        mb as f64 / base_secs,
+        (mb * 16_384) as f64 / base_secs
+    );
+    println!(
+        "  ratio baseline/strobe:                 {:>8.2}x",
+        strobe_secs / base_secs
+    );
+}
