@@ -33,7 +33,7 @@ pub enum DaemonError {
     Store(#[from] strobe_store::StoreError),
     /// The session layer could not start.
     #[error("{0}")]
-    Session(#[from] strobe_core::ToolError),
+    Session(#[from] strobe_session::SessionError),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {

@@ -77,9 +77,12 @@ fn fail(e: ToolError) -> CallToolResult {
     r
 }
 
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+pub(crate) async fn blocking<T: Send + 'static, E: Into<ToolError> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, ToolError> {
+    // The session layer's errors become the agent's codes here
+    // (`From<SessionError> for ToolError`, strobe-session's error.rs).
+    let f = move || f().map_err(Into::into);
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
         Err(ToolError::internal(format!(
             "the request handler panicked: {e}"
@@ -404,13 +407,13 @@ impl StrobeServer {
             duration_ms: q.duration_ms,
         });
         let r = blocking(move || match (action.as_str(), poll) {
-            ("read", None) => mgr
+            ("read", None) => Ok(mgr
                 .memory_read(&id, &targets, depth, thread)
-                .map(|results| json!({ "results": results })),
-            ("read", Some(poll)) => mgr.memory_poll(&id, &targets, depth, poll),
-            ("write", None) => mgr
+                .map(|results| json!({ "results": results }))?),
+            ("read", Some(poll)) => Ok(mgr.memory_poll(&id, &targets, depth, poll)?),
+            ("write", None) => Ok(mgr
                 .memory_write(&id, &targets, thread, allow_code)
-                .map(|results| json!({ "results": results })),
+                .map(|results| json!({ "results": results }))?),
             ("write", Some(_)) => Err(ToolError::validation("'poll' is for reads, not writes")),
             (other, _) => Err(ToolError::validation(format!(
                 "'action' {other:?} is not \"read\" or \"write\""

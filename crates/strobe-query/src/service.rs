@@ -327,7 +327,11 @@ fn render_events(
     };
     let calls = render::exit_calls(
         events,
-        &mut |f, page| mgr.query(session_id, f, page).map(|r| r.events),
+        &mut |f, page| {
+            mgr.query(session_id, f, page)
+                .map(|r| r.events)
+                .map_err(Into::into)
+        },
         &|e| {
             let caps = captures.as_ref()?.read().ok()?;
             strobe_session::trace::typed_values(&caps, e)

@@ -10,6 +10,7 @@
 
 pub mod capture;
 pub mod diagnosis;
+pub mod error;
 pub mod exit_watch;
 pub mod frames;
 pub mod hookable;
@@ -20,6 +21,7 @@ pub mod procfs;
 pub mod trace;
 pub mod validate;
 
+pub use error::SessionError;
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
 pub use manager::hooks::{image_at, parse_patterns};
 pub use manager::memory::{MemoryTarget, Poll};

@@ -2,10 +2,11 @@
 //! project's file applied, so an edited `.strobe/settings.json` takes effect
 //! on the next call, not the next launch.
 
+use crate::SessionError;
 use crate::manager::SessionManager;
 use crate::trace::{TraceOptions, TraceResponse};
 use std::path::Path;
-use strobe_core::{Settings, ToolError};
+use strobe_core::Settings;
 
 impl SessionManager {
     /// The settings for session `id` (its project's file applied, if the
@@ -25,7 +26,7 @@ impl SessionManager {
         session_id: &str,
         add: &[String],
         remove: &[String],
-    ) -> Result<TraceResponse, ToolError> {
+    ) -> Result<TraceResponse, SessionError> {
         self.status(session_id)?;
         let (settings, warnings) = self.session_settings(session_id);
         let mut resp = self.trace(

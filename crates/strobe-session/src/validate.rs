@@ -1,9 +1,9 @@
 //! Launch request validation: every problem becomes a `VALIDATION_ERROR`
 //! that says what to change.
 
+use crate::SessionError;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use strobe_core::ToolError;
 use strobe_core::error::excerpt;
 
 /// The kernel's `PF_KTHREAD` flag in `/proc/PID/stat`.
@@ -14,9 +14,9 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 /// Strobe's own processes (the daemon, `strobe mcp` proxies, the desktop
 /// app, bridges and Frida's helpers): injecting into those hangs the
 /// bridge doing it, or the daemon itself.
-pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
+pub fn attach_target(pid: u32) -> Result<PathBuf, SessionError> {
     if pid <= 1 {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'attachPid' {pid} is {}; give the pid of the program to debug (`pgrep NAME` finds it)",
             if pid == 1 {
                 "init, the system's first process"
@@ -26,28 +26,28 @@ pub fn attach_target(pid: u32) -> Result<PathBuf, ToolError> {
         )));
     }
     if pid == std::process::id() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'attachPid' {pid} is the Strobe daemon itself; give the pid of the program to debug"
         )));
     }
     if !Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "no process with pid {pid} is running (check with `ps -p {pid}`); to start a program, give 'command' instead"
         )));
     }
     if stat_flags(pid).is_some_and(|f| f & PF_KTHREAD != 0) {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'attachPid' {pid} is a kernel thread, which has no user-space code to debug; give the pid of a program"
         )));
     }
     if let Some(what) = strobe_process(pid) {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'attachPid' {pid} is {what}, one of Strobe's own processes, which Strobe cannot debug; give the pid of \
              the program to debug"
         )));
     }
     std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| {
-        ToolError::validation(format!(
+        SessionError::validation(format!(
             "cannot read /proc/{pid}/exe ({e}): the process belongs to another user or is a kernel thread; \
              Strobe can attach only to processes of the user the daemon runs as"
         ))
@@ -97,10 +97,10 @@ fn is_bridge_script(file: &[u8]) -> bool {
 
 /// Refuses a NUL byte in `value`: the C strings a program is started with
 /// end at the first NUL, so the rest would be dropped without a word.
-pub fn no_nul(what: &str, value: &str) -> Result<(), ToolError> {
+pub fn no_nul(what: &str, value: &str) -> Result<(), SessionError> {
     match value.find('\0') {
         None => Ok(()),
-        Some(at) => Err(ToolError::validation(format!(
+        Some(at) => Err(SessionError::validation(format!(
             "{what} contains a NUL byte (at byte {at} of {:?}); a program's arguments, paths and environment \
              are C strings that end at NUL, so it would be cut there: remove it",
             excerpt(value)
@@ -109,7 +109,7 @@ pub fn no_nul(what: &str, value: &str) -> Result<(), ToolError> {
 }
 
 /// Every launch argument must be free of NUL bytes.
-pub fn args(args: &[String]) -> Result<(), ToolError> {
+pub fn args(args: &[String]) -> Result<(), SessionError> {
     args.iter()
         .enumerate()
         .try_for_each(|(i, a)| no_nul(&format!("'args[{i}]'"), a))
@@ -117,10 +117,10 @@ pub fn args(args: &[String]) -> Result<(), ToolError> {
 
 /// Resolves `command` to an absolute executable path: a path with a slash is
 /// taken relative to `cwd`; a bare name is looked up on `PATH`.
-pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> {
+pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, SessionError> {
     no_nul("'command'", command)?;
     if command.trim().is_empty() {
-        return Err(ToolError::validation(
+        return Err(SessionError::validation(
             "'command' is empty: give the path of the executable to launch",
         ));
     }
@@ -140,26 +140,26 @@ pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, ToolError> 
             Some(p) => p,
             None => {
                 let command = excerpt(command);
-                return Err(ToolError::validation(format!(
+                return Err(SessionError::validation(format!(
                     "'command' {command:?} was not found on PATH; give an absolute path (e.g. /path/to/build/{command})"
                 )));
             }
         }
     };
     let meta = std::fs::metadata(&candidate).map_err(|e| {
-        ToolError::validation(format!(
+        SessionError::validation(format!(
             "'command' {}: {e}. Build the program first or fix the path",
             candidate.display()
         ))
     })?;
     if meta.is_dir() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'command' {} is a directory, not an executable",
             candidate.display()
         )));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'command' {} is not executable (chmod +x it, or launch its interpreter with the file as an argument)",
             candidate.display()
         )));
@@ -172,16 +172,16 @@ fn is_executable_file(p: &Path) -> bool {
 }
 
 /// `projectRoot` must be an absolute, existing directory.
-pub fn project_root(root: &str) -> Result<PathBuf, ToolError> {
+pub fn project_root(root: &str) -> Result<PathBuf, SessionError> {
     no_nul("'projectRoot'", root)?;
     let p = Path::new(root);
     if !p.is_absolute() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'projectRoot' must be an absolute path, got {root:?} (relative paths are ambiguous: the daemon does not share your working directory)"
         )));
     }
     if !p.is_dir() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'projectRoot' {root} is not an existing directory"
         )));
     }
@@ -189,19 +189,19 @@ pub fn project_root(root: &str) -> Result<PathBuf, ToolError> {
 }
 
 /// `cwd`, when given, must be an absolute, existing directory.
-pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, ToolError> {
+pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, SessionError> {
     let Some(c) = cwd else {
         return Ok(project_root.to_path_buf());
     };
     no_nul("'cwd'", c)?;
     let p = Path::new(c);
     if !p.is_absolute() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'cwd' must be an absolute path, got {c:?}"
         )));
     }
     if !p.is_dir() {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'cwd' {c} is not an existing directory"
         )));
     }
@@ -210,9 +210,9 @@ pub fn cwd(cwd: Option<&str>, project_root: &Path) -> Result<PathBuf, ToolError>
 
 /// Environment variable names must be non-empty and contain no `=` or NUL;
 /// values no NUL.
-pub fn env_key(key: &str, value: &str) -> Result<(), ToolError> {
+pub fn env_key(key: &str, value: &str) -> Result<(), SessionError> {
     if key.is_empty() || key.contains('=') || key.contains('\0') {
-        return Err(ToolError::validation(format!(
+        return Err(SessionError::validation(format!(
             "'env' name {:?} is invalid: names must be non-empty, without '=' or NUL",
             excerpt(key)
         )));
@@ -231,7 +231,7 @@ mod tests {
         assert!(
             resolve_command("definitely-not-a-command-xyz", tmp.path())
                 .unwrap_err()
-                .message
+                .message()
                 .contains("PATH")
         );
         assert!(resolve_command("", tmp.path()).is_err());
@@ -240,25 +240,25 @@ mod tests {
         assert!(
             resolve_command(f.to_str().unwrap(), tmp.path())
                 .unwrap_err()
-                .message
+                .message()
                 .contains("not executable")
         );
         assert!(
             resolve_command("./data.txt", tmp.path())
                 .unwrap_err()
-                .message
+                .message()
                 .contains("not executable")
         );
         assert!(
             resolve_command(tmp.path().to_str().unwrap(), tmp.path())
                 .unwrap_err()
-                .message
+                .message()
                 .contains("directory")
         );
         assert!(
             resolve_command("./missing", tmp.path())
                 .unwrap_err()
-                .message
+                .message()
                 .contains("Build the program")
         );
     }
@@ -268,7 +268,7 @@ mod tests {
         assert!(
             project_root("rel/path")
                 .unwrap_err()
-                .message
+                .message()
                 .contains("absolute")
         );
         assert!(project_root("/definitely/not/here").is_err());
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn nul_bytes_are_refused_where_c_strings_are_made() {
-        let e = args(&["ok".into(), "a\0b".into()]).unwrap_err().message;
+        let e = args(&["ok".into(), "a\0b".into()]).unwrap_err().message();
         assert!(
             e.starts_with("'args[1]' contains a NUL byte (at byte 1"),
             "{e}"
@@ -290,22 +290,22 @@ mod tests {
         assert!(
             resolve_command("/bin/s\0h", Path::new("/"))
                 .unwrap_err()
-                .message
+                .message()
                 .contains("'command' contains a NUL")
         );
         assert!(
             project_root("/tmp\0x")
                 .unwrap_err()
-                .message
+                .message()
                 .contains("'projectRoot' contains a NUL")
         );
         assert!(
             cwd(Some("/tmp\0x"), Path::new("/"))
                 .unwrap_err()
-                .message
+                .message()
                 .contains("'cwd' contains a NUL")
         );
-        let e = env_key("K", "v\0w").unwrap_err().message;
+        let e = env_key("K", "v\0w").unwrap_err().message();
         assert!(e.contains("'env' value of \"K\" contains a NUL"), "{e}");
     }
 
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn init_kernel_threads_and_strobes_own_processes_cannot_be_attached() {
-        let e = |pid| attach_target(pid).unwrap_err().message;
+        let e = |pid| attach_target(pid).unwrap_err().message();
         assert!(e(1).contains("init"), "{}", e(1));
         assert!(e(0).contains("not a process"), "{}", e(0));
         assert!(e(std::process::id()).contains("daemon itself"));

@@ -106,7 +106,7 @@ fn run_instrumented(
             return handle.fail(&format!(
                 "could not launch `{}` under Frida: {}",
                 program.display(),
-                e.message
+                e.message()
             ));
         }
     };
@@ -134,7 +134,7 @@ fn run_instrumented(
         ) {
             Ok(p) => p,
             Err(e) => {
-                return handle.fail(&format!("reading the session's output: {}", e.message));
+                return handle.fail(&format!("reading the session's output: {}", e.message()));
             }
         };
         offset += page.events.len() as u64;

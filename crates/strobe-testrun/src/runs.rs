@@ -138,9 +138,10 @@ impl TestRuns {
         &self,
         req: &TestRunRequest,
     ) -> Result<(TestTarget, Box<dyn TestAdapter>), Result<Value, ToolError>> {
-        let root = strobe_session::validate::project_root(&req.project_root).map_err(Err)?;
+        let root =
+            strobe_session::validate::project_root(&req.project_root).map_err(|e| Err(e.into()))?;
         for (k, v) in &req.env {
-            strobe_session::validate::env_key(k, v).map_err(Err)?;
+            strobe_session::validate::env_key(k, v).map_err(|e| Err(e.into()))?;
         }
         if req.test.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(Err(ToolError::validation(

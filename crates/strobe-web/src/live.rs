@@ -99,7 +99,7 @@ pub async fn serve(mut socket: WebSocket, state: Arc<State>, id: String) {
 /// What is new since `c`; an error when the session cannot be read.
 fn poll(state: &State, id: &str, c: &mut Cursor) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
-    let status = state.mgr.status(id).map_err(|e| e.message)?;
+    let status = state.mgr.status(id).map_err(|e| e.message())?;
     let running = matches!(status.state, SessionState::Running | SessionState::Starting);
     let status_json = serde_json::to_value(&status).map_err(|e| e.to_string())?;
     let changed = c.status.as_ref() != Some(&status_json);
@@ -124,7 +124,7 @@ fn poll(state: &State, id: &str, c: &mut Cursor) -> Result<Vec<Value>, String> {
                         limit: 0,
                     },
                 )
-                .map_err(|e| e.message)?
+                .map_err(|e| e.message())?
                 .total_count;
             let skip = total.saturating_sub(BACKLOG_LINES);
             let first = state
@@ -137,7 +137,7 @@ fn poll(state: &State, id: &str, c: &mut Cursor) -> Result<Vec<Value>, String> {
                         limit: 1,
                     },
                 )
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.message())?;
             first.events.first().map_or(0, |e| e.seq)
         }
     };
@@ -155,7 +155,7 @@ fn poll(state: &State, id: &str, c: &mut Cursor) -> Result<Vec<Value>, String> {
                 limit: MAX_LINES,
             },
         )
-        .map_err(|e| e.message)?;
+        .map_err(|e| e.message())?;
     if let Some(last) = page.events.last() {
         c.output_seq = Some(last.seq);
         // Lines beyond this period's share are skipped, not queued: the
@@ -176,7 +176,7 @@ fn poll(state: &State, id: &str, c: &mut Cursor) -> Result<Vec<Value>, String> {
                         limit: 1,
                     },
                 )
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.message())?;
             if let Some(e) = rest.events.first() {
                 c.output_seq = Some(e.seq);
             }

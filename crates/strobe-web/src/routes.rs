@@ -147,7 +147,10 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn tool_error(e: ToolError) -> ApiError {
+/// A failure of the layers below as the API answers it: the code an agent
+/// would get, and the HTTP status it stands for.
+fn tool_error(e: impl Into<ToolError>) -> ApiError {
+    let e: ToolError = e.into();
     let status = match e.code {
         strobe_core::ErrorCode::SessionNotFound => StatusCode::NOT_FOUND,
         strobe_core::ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,

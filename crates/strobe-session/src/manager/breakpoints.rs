@@ -6,7 +6,8 @@
 //! for the tracer).
 
 use super::memory::Mem;
-use super::{ErrorCode, Live, SessionManager};
+use super::{Live, SessionManager};
+use crate::SessionError;
 use crate::frames::{self, BreakSite, CodeLocation, FrameLayout, Registers, Resolved};
 use crate::trace::Tracer;
 use crate::values::{self, WatchType};
@@ -17,7 +18,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strobe_core::ToolError;
 use strobe_core::clock::monotonic_ns;
 use strobe_core::event::EventKind;
 use strobe_frida::agent_protocol::wire::Hex;
@@ -171,12 +171,12 @@ fn hex(a: u64) -> String {
     format!("{a:#x}")
 }
 
-fn err(msg: impl Into<String>) -> ToolError {
-    ToolError::validation(msg)
+fn err(msg: impl Into<String>) -> SessionError {
+    SessionError::validation(msg)
 }
 
 impl SessionManager {
-    fn debug_live(&self, id: &str) -> Result<Arc<Live>, ToolError> {
+    fn debug_live(&self, id: &str) -> Result<Arc<Live>, SessionError> {
         self.running_live(id, "its threads and breakpoints are gone", "debug it")
     }
 
@@ -200,7 +200,7 @@ impl SessionManager {
         id: &str,
         add: &[BreakpointRequest],
         remove: &[String],
-    ) -> Result<Vec<BreakpointInfo>, ToolError> {
+    ) -> Result<Vec<BreakpointInfo>, SessionError> {
         let live = self.debug_live(id)?;
         {
             let st = live.debug.lock().expect("debug lock");
@@ -263,7 +263,7 @@ impl SessionManager {
                 for (i, site) in sites.iter().enumerate() {
                     let path = tracer.modules[site.module].path().to_path_buf();
                     let base = self.base_of(&live, &path).ok_or_else(|| {
-                        ToolError::internal(format!(
+                        SessionError::internal(format!(
                             "cannot find where {} is loaded",
                             path.display()
                         ))
@@ -365,7 +365,7 @@ impl SessionManager {
         action: &str,
         thread: Option<u32>,
         timeout_ms: Option<u64>,
-    ) -> Result<ContinueResponse, ToolError> {
+    ) -> Result<ContinueResponse, SessionError> {
         let timeout_ms = timeout_ms.unwrap_or(CONTINUE_TIMEOUT_MS.0);
         if !(1..=CONTINUE_TIMEOUT_MS.1).contains(&timeout_ms) {
             return Err(err(format!(
@@ -383,12 +383,9 @@ impl SessionManager {
             let st = live.debug.lock().expect("debug lock");
             let paused: Vec<u32> = st.paused.keys().copied().collect();
             if paused.is_empty() {
-                return Err(ToolError::new(
-                    ErrorCode::ValidationError,
-                    format!(
-                        "no thread of session '{id}' is paused; set a breakpoint (debug_breakpoint) and wait for a hit (debug_session status lists paused threads)"
-                    ),
-                ));
+                return Err(SessionError::validation(format!(
+                    "no thread of session '{id}' is paused; set a breakpoint (debug_breakpoint) and wait for a hit (debug_session status lists paused threads)"
+                )));
             }
             let targets = match thread {
                 Some(t) if !st.paused.contains_key(&t) => {
@@ -514,12 +511,12 @@ impl SessionManager {
         live: &Live,
         p: &PausedThread,
         action: &str,
-    ) -> Result<ResumeOrder, ToolError> {
+    ) -> Result<ResumeOrder, SessionError> {
         let mem = Mem::open(live.pid, false)?;
         let mut guard = live.tracer.lock().expect("tracer lock");
         let tracer = guard
             .as_mut()
-            .ok_or_else(|| ToolError::internal("no symbols loaded"))?;
+            .ok_or_else(|| SessionError::internal("no symbols loaded"))?;
         Ok(plan_step(tracer, &mem, p, action))
     }
 
@@ -704,7 +701,7 @@ fn where_text(p: &PausedThread) -> String {
     }
 }
 
-pub(super) fn validate_request(a: &BreakpointRequest) -> Result<(), ToolError> {
+pub(super) fn validate_request(a: &BreakpointRequest) -> Result<(), SessionError> {
     match (&a.function, &a.file, a.line) {
         (Some(_), None, None) | (None, Some(_), Some(_)) => {}
         (Some(_), _, _) => {
@@ -742,7 +739,7 @@ pub(super) fn validate_request(a: &BreakpointRequest) -> Result<(), ToolError> {
 fn resolve_sites(
     tracer: &mut Tracer,
     a: &BreakpointRequest,
-) -> Result<(Vec<BreakSite>, Option<String>), ToolError> {
+) -> Result<(Vec<BreakSite>, Option<String>), SessionError> {
     let (sites, note) = if let Some(f) = &a.function {
         let pattern = strobe_symbols::Pattern::parse(f)
             .map_err(|e| err(format!("'function' {f:?} is not a valid pattern: {e}")))?;

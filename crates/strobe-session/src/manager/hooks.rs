@@ -1,14 +1,15 @@
 //! Tracing on a live session: patterns in, hooks out through the agent, and
 //! what the agent reports back (see `crate::trace` for the pure planning).
 
-use super::{ErrorCode, Live, SessionManager, store_err};
+use super::{Live, SessionManager, store_err};
+use crate::SessionError;
 use crate::trace::{self, TraceOptions, TraceResponse, Tracer, WatchTarget};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
-use strobe_core::{Settings, ToolError};
+use strobe_core::Settings;
 use strobe_frida::agent_protocol::{
     AgentMessage, DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookTarget, HooksRequest,
     HooksUpdated, ModuleBaseAnswer, ModuleHooks, PlansUpdated,
@@ -20,21 +21,18 @@ use strobe_symbols::{Language, SymbolError, SymbolResolver};
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
 /// What a request to a stopped process's agent answers.
-fn stopped_error(live: &Live, while_waiting: bool) -> ToolError {
+fn stopped_error(live: &Live, while_waiting: bool) -> SessionError {
     let what = if while_waiting {
         "was stopped while Strobe waited for its agent; the request may take effect when it continues, \
          so check debug_session status before retrying"
     } else {
         "is stopped, so its agent cannot act (nothing was changed)"
     };
-    ToolError::new(
-        ErrorCode::ProcessStopped,
-        format!(
-            "process {} of session '{}' {what}: it was stopped by a signal (SIGSTOP, SIGTSTP, …) or a debugger; \
+    SessionError::stopped(format!(
+        "process {} of session '{}' {what}: it was stopped by a signal (SIGSTOP, SIGTSTP, …) or a debugger; \
              continue it with `kill -CONT {}` and retry",
-            live.pid, live.id, live.pid
-        ),
-    )
+        live.pid, live.id, live.pid
+    ))
 }
 
 impl SessionManager {
@@ -49,7 +47,7 @@ impl SessionManager {
         live: &Live,
         request: impl FnOnce(u64) -> DaemonMessage,
         timeout: Duration,
-    ) -> Result<A, ToolError>
+    ) -> Result<A, SessionError>
     where
         A: TryFrom<AgentMessage, Error = AgentMessage>,
     {
@@ -91,14 +89,10 @@ impl SessionManager {
         }
         let answer = answer.ok_or_else(|| {
             if live.life.lock().expect("lifecycle lock").ended {
-                return ToolError::new(
-                    ErrorCode::ProcessExited,
-                    format!("the program of session '{}' ended before its agent could answer; its events can still be queried", live.id),
+                return SessionError::exited(format!("the program of session '{}' ended before its agent could answer; its events can still be queried", live.id),
                 );
             }
-            ToolError::new(
-                ErrorCode::FridaAttachFailed,
-                format!(
+            SessionError::attach(format!(
                     "the agent in session {} did not answer within {} ms (the process may have exited or be stopped)",
                     live.id,
                     timeout.as_millis()
@@ -106,7 +100,7 @@ impl SessionManager {
             )
         })?;
         A::try_from(answer).map_err(|other| {
-            ToolError::internal(format!(
+            SessionError::internal(format!(
                 "the agent in session {} answered a '{}' request with a '{}' message",
                 live.id,
                 msg.type_name(),
@@ -137,7 +131,7 @@ impl SessionManager {
         remove: &[String],
         opts: &TraceOptions,
         settings: &Settings,
-    ) -> Result<ApplyResult, ToolError> {
+    ) -> Result<ApplyResult, SessionError> {
         let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
         let mut guard = live.tracer.lock().expect("tracer lock");
         if guard.is_none() {
@@ -169,7 +163,7 @@ impl SessionManager {
                 Err(e) if opts.lenient_watches => {
                     warnings.push(format!("staged watch not applied: {e}"))
                 }
-                Err(e) => return Err(ToolError::validation(e)),
+                Err(e) => return Err(SessionError::validation(e)),
             }
         }
         if replan || !opts.watch_remove.is_empty() {
@@ -197,7 +191,7 @@ impl SessionManager {
                 if opts.lenient_watches {
                     warnings.push(format!("staged watch not applied: {text}"));
                 } else {
-                    return Err(ToolError::validation(text));
+                    return Err(SessionError::validation(text));
                 }
             }
         }
@@ -374,7 +368,7 @@ impl SessionManager {
     }
 
     /// A tracer over the program and the libraries it has loaded.
-    pub(super) fn new_tracer(&self, live: &Live) -> Result<Tracer, ToolError> {
+    pub(super) fn new_tracer(&self, live: &Live) -> Result<Tracer, SessionError> {
         // The agent reports the loaded images while it loads; at launch that
         // message may still be on its way through the event thread.
         for _ in 0..200 {
@@ -386,10 +380,7 @@ impl SessionManager {
         let mut modules = Vec::new();
         for r in self.resolvers(live, Path::new(&live.binary_path), ImageKind::Program) {
             modules.push(r.map_err(|e| {
-                ToolError::new(
-                    ErrorCode::ValidationError,
-                    format!("cannot read the symbols of the program: {e}"),
-                )
+                SessionError::validation(format!("cannot read the symbols of the program: {e}"))
             })?);
         }
         let libs: Vec<String> = live.modules.lock().expect("modules lock").clone();
@@ -514,12 +505,12 @@ impl SessionManager {
         remove: &[String],
         opts: &TraceOptions,
         settings: &Settings,
-    ) -> Result<TraceResponse, ToolError> {
+    ) -> Result<TraceResponse, SessionError> {
         let parsed = parse_patterns(add)?;
         if let Some(d) = opts.serialization_depth
             && !(1..=10).contains(&d)
         {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "'serializationDepth' must be 1–10 (default 3), got {d}"
             )));
         }
@@ -528,7 +519,7 @@ impl SessionManager {
             parse_patterns(&w.on)?;
         }
         if opts.watch_add.len() > trace::MAX_WATCHES {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "at most {} watches per session",
                 trace::MAX_WATCHES
             )));
@@ -559,7 +550,7 @@ impl SessionManager {
             staged.watch_add.extend(opts.watch_add.iter().cloned());
             if staged.watch_add.len() > trace::MAX_WATCHES {
                 staged.watch_add.truncate(trace::MAX_WATCHES);
-                return Err(ToolError::validation(format!(
+                return Err(SessionError::validation(format!(
                     "at most {} watches per session; the extra ones were not staged",
                     trace::MAX_WATCHES
                 )));
@@ -623,22 +614,17 @@ impl SessionManager {
             });
         };
         let live = self.live(id).ok_or_else(|| match self.store.session(id) {
-            Ok(Some(_)) => ToolError::new(
-                ErrorCode::ProcessExited,
-                format!("session '{id}' is not running any more; its events can still be queried. Launch again to trace."),
+            Ok(Some(_)) => SessionError::exited(format!("session '{id}' is not running any more; its events can still be queried. Launch again to trace."),
             ),
-            _ => ToolError::session_not_found(id),
+            _ => SessionError::session_not_found(id),
         })?;
         // Every process of the session takes the change (forked and exec'd
         // ones too); the first one's answer is the response.
         let images = self.active_images(&live);
         let Some(first) = images.first() else {
-            return Err(ToolError::new(
-                ErrorCode::ProcessExited,
-                format!(
-                    "the program of session '{id}' has ended; its events can still be queried. Launch again to trace."
-                ),
-            ));
+            return Err(SessionError::exited(format!(
+                "the program of session '{id}' has ended; its events can still be queried. Launch again to trace."
+            )));
         };
         let mut r = self.apply_patterns(first, &parsed, remove, opts, settings)?;
         live.desired
@@ -653,10 +639,12 @@ impl SessionManager {
                         .filter(|w| !r.warnings.contains(w))
                         .collect::<Vec<_>>(),
                 ),
-                Err(e) if e.code == ErrorCode::ProcessExited => {}
+                Err(SessionError::Exited(_)) => {}
                 Err(e) => r.warnings.push(format!(
                     "process {} ({}): {}",
-                    other.pid, other.origin, e.message
+                    other.pid,
+                    other.origin,
+                    e.message()
                 )),
             }
         }
@@ -795,34 +783,33 @@ pub(super) fn save_captures(store: &strobe_store::Store, live: &Live, tracer: &m
 }
 
 /// Parses trace pattern texts, each error naming the pattern.
-pub fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, ToolError> {
+pub fn parse_patterns(texts: &[String]) -> Result<Vec<strobe_symbols::Pattern>, SessionError> {
     texts
         .iter()
         .map(|t| {
-            strobe_symbols::Pattern::parse(t)
-                .map_err(|e| ToolError::new(ErrorCode::InvalidPattern, e.to_string()))
+            strobe_symbols::Pattern::parse(t).map_err(|e| SessionError::pattern(e.to_string()))
         })
         .collect()
 }
 
 /// Checks a watch request's fields and what it targets.
-pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolError> {
+pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, SessionError> {
     if let Some(l) = &w.label
         && (l.is_empty() || l.len() > 256)
     {
-        return Err(ToolError::validation(
+        return Err(SessionError::validation(
             "a watch 'label' must be 1–256 characters",
         ));
     }
     if let Some(e) = &w.expr {
         if w.variable.is_some() || w.address.is_some() || w.type_hint.is_some() {
-            return Err(ToolError::validation(
+            return Err(SessionError::validation(
                 "a watch has one of 'variable', 'address' (with 'type') or 'expr'",
             ));
         }
         let e = e.trim();
         if e.is_empty() || e.len() > 256 {
-            return Err(ToolError::validation(
+            return Err(SessionError::validation(
                 "a watch 'expr' is a JavaScript expression of 1–256 characters, e.g. \"args[0].readCString()\" \
                  or \"ptr('0x5678').readU32()\"",
             ));
@@ -830,13 +817,13 @@ pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolE
         return Ok(WatchTarget::Expr(e.to_string()));
     }
     match (&w.variable, &w.address) {
-        (Some(_), Some(_)) => Err(ToolError::validation(
+        (Some(_), Some(_)) => Err(SessionError::validation(
             "a watch has either 'variable' or 'address' (with 'type'), not both",
         )),
         (Some(v), None) => {
-            trace::parse_chain(v).map_err(ToolError::validation)?;
+            trace::parse_chain(v).map_err(SessionError::validation)?;
             if w.type_hint.is_some() {
-                return Err(ToolError::validation(
+                return Err(SessionError::validation(
                     "'type' is only for 'address' watches; a variable's type comes from its debug info",
                 ));
             }
@@ -844,19 +831,19 @@ pub(super) fn watch_target(w: &trace::WatchRequest) -> Result<WatchTarget, ToolE
         }
         (None, Some(a)) => {
             let address = trace::parse_hex_address(a).ok_or_else(|| {
-                ToolError::validation(format!(
+                SessionError::validation(format!(
                     "watch 'address' {a:?} is not a hex address like \"0x7ffd1234\""
                 ))
             })?;
             let hint = w.type_hint.clone().unwrap_or_else(|| "u64".into());
             if crate::values::hint_size(&hint).is_none() {
-                return Err(ToolError::validation(format!(
+                return Err(SessionError::validation(format!(
                     "watch 'type' {hint:?} is not one of i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, pointer"
                 )));
             }
             Ok(WatchTarget::Address { address, hint })
         }
-        (None, None) => Err(ToolError::validation(
+        (None, None) => Err(SessionError::validation(
             "a watch needs 'variable' (e.g. \"gCounter\" or \"gConfig->level\") or 'address' + 'type'",
         )),
     }

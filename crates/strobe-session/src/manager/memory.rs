@@ -7,6 +7,7 @@
 
 use super::breakpoints::LocalSpec;
 use super::{Live, SessionManager, store_err};
+use crate::SessionError;
 use crate::trace::{self, Tracer};
 use crate::values::{self, WatchSpec, WatchType};
 use serde_json::{Value, json};
@@ -17,7 +18,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strobe_core::clock::monotonic_ns;
 use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_JSON};
-use strobe_core::{ErrorCode, ToolError};
 
 /// Most targets one call reads.
 pub const MAX_TARGETS: usize = 16;
@@ -72,14 +72,14 @@ pub(super) struct Mem {
 }
 
 impl Mem {
-    pub(super) fn open(pid: u32, write: bool) -> Result<Mem, ToolError> {
+    pub(super) fn open(pid: u32, write: bool) -> Result<Mem, SessionError> {
         std::fs::OpenOptions::new()
             .read(true)
             .write(write)
             .open(format!("/proc/{pid}/mem"))
             .map(|file| Mem { file })
             .map_err(|e| {
-                ToolError::internal(format!(
+                SessionError::internal(format!(
                     "cannot open the memory of process {pid} ({e}); the daemon reads the memory of the \
                      programs it launched, which needs the default ptrace scope (kernel.yama.ptrace_scope ≤ 1)"
                 ))
@@ -165,7 +165,7 @@ impl Mem {
 }
 
 impl SessionManager {
-    fn memory_live(&self, id: &str) -> Result<Arc<Live>, ToolError> {
+    fn memory_live(&self, id: &str) -> Result<Arc<Live>, SessionError> {
         self.running_live(id, "its memory is gone", "read it")
     }
 
@@ -176,21 +176,17 @@ impl SessionManager {
         id: &str,
         lost: &str,
         purpose: &str,
-    ) -> Result<Arc<Live>, ToolError> {
+    ) -> Result<Arc<Live>, SessionError> {
         let live = self.live(id).ok_or_else(|| match self.store.session(id) {
-            Ok(Some(_)) => ToolError::new(
-                ErrorCode::ProcessExited,
-                format!(
-                    "session '{id}' is not running any more: {lost}. Launch again to {purpose}."
-                ),
-            ),
-            _ => ToolError::session_not_found(id),
+            Ok(Some(_)) => SessionError::exited(format!(
+                "session '{id}' is not running any more: {lost}. Launch again to {purpose}."
+            )),
+            _ => SessionError::session_not_found(id),
         })?;
         if live.life.lock().expect("lifecycle lock").ended {
-            return Err(ToolError::new(
-                ErrorCode::ProcessExited,
-                format!("the program of session '{id}' has ended: {lost}"),
-            ));
+            return Err(SessionError::exited(format!(
+                "the program of session '{id}' has ended: {lost}"
+            )));
         }
         // After an exec the session's process runs a new image, with its
         // own symbols and agent.
@@ -214,9 +210,9 @@ impl SessionManager {
         live: &Live,
         targets: &[MemoryTarget],
         frame: Option<Option<u32>>,
-    ) -> Result<Vec<Result<Target, String>>, ToolError> {
+    ) -> Result<Vec<Result<Target, String>>, SessionError> {
         if targets.is_empty() || targets.len() > MAX_TARGETS {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "'targets' takes 1–{MAX_TARGETS} entries, got {}",
                 targets.len()
             )));
@@ -225,7 +221,7 @@ impl SessionManager {
         let paused = match frame {
             Some(thread) if needs_symbols => self
                 .paused_frame(live, thread)
-                .map_err(ToolError::validation)?,
+                .map_err(SessionError::validation)?,
             _ => None,
         };
         let mut guard = live.tracer.lock().expect("tracer lock");
@@ -275,9 +271,9 @@ impl SessionManager {
         targets: &[MemoryTarget],
         depth: u32,
         thread: Option<u32>,
-    ) -> Result<Vec<Value>, ToolError> {
+    ) -> Result<Vec<Value>, SessionError> {
         if !(1..=5).contains(&depth) {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "'depth' must be 1–5 (default 1), got {depth}"
             )));
         }
@@ -388,10 +384,10 @@ impl SessionManager {
         targets: &[MemoryTarget],
         thread: Option<u32>,
         allow_code: bool,
-    ) -> Result<Vec<Value>, ToolError> {
+    ) -> Result<Vec<Value>, SessionError> {
         for t in targets {
             if t.value.is_none() {
-                return Err(ToolError::validation(format!(
+                return Err(SessionError::validation(format!(
                     "every write target needs a 'value' ({} has none)",
                     target_text(t)
                 )));
@@ -442,14 +438,14 @@ impl SessionManager {
         targets: &[MemoryTarget],
         depth: u32,
         poll: Poll,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Value, SessionError> {
         if !(50..=5000).contains(&poll.interval_ms) || !(100..=30_000).contains(&poll.duration_ms) {
-            return Err(ToolError::validation(
+            return Err(SessionError::validation(
                 "'poll' needs intervalMs 50–5000 and durationMs 100–30000",
             ));
         }
         if !(1..=5).contains(&depth) {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "'depth' must be 1–5 (default 1), got {depth}"
             )));
         }
@@ -466,7 +462,7 @@ impl SessionManager {
                 .map_err(|e| format!("{}: {e}", target_text(&targets[i])))
             })
             .collect::<Result<_, _>>()
-            .map_err(ToolError::validation)?;
+            .map_err(SessionError::validation)?;
         let mem = Mem::open(live.pid, false)?;
         let me = self.me.upgrade().expect("manager alive");
         let session = id.to_string();
@@ -474,7 +470,7 @@ impl SessionManager {
         std::thread::Builder::new()
             .name(format!("strobe-poll-{}", live.pid))
             .spawn(move || me.poll_loop(&live, &mem, &resolved, depth, poll, &session))
-            .map_err(|e| ToolError::internal(format!("cannot start polling: {e}")))?;
+            .map_err(|e| SessionError::internal(format!("cannot start polling: {e}")))?;
         Ok(json!({
             "polling": true,
             "variableCount": n,
@@ -516,7 +512,7 @@ impl SessionManager {
                 );
             }
             if let Err(e) = self.store.append(live.key, batch).map_err(store_err) {
-                tracing::warn!("session {id}: poll samples not stored: {}", e.message);
+                tracing::warn!("session {id}: poll samples not stored: {}", e.message());
                 return;
             }
             next += Duration::from_millis(poll.interval_ms);
@@ -531,7 +527,7 @@ impl SessionManager {
 /// The results, or an error when no target succeeded: a request that did
 /// nothing is a failure, not a success with errors inside (one failure
 /// among successes stays in its own result).
-fn all_failed(done: &str, results: Vec<Value>) -> Result<Vec<Value>, ToolError> {
+fn all_failed(done: &str, results: Vec<Value>) -> Result<Vec<Value>, SessionError> {
     if results.iter().any(|r| r.get("error").is_none()) {
         return Ok(results);
     }
@@ -545,7 +541,7 @@ fn all_failed(done: &str, results: Vec<Value>) -> Result<Vec<Value>, ToolError> 
             )
         })
         .collect();
-    Err(ToolError::validation(format!(
+    Err(SessionError::validation(format!(
         "nothing was {done}: {}",
         errors.join("; ")
     )))

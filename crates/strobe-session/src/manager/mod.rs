@@ -12,6 +12,7 @@ pub mod memory;
 mod messages;
 mod processes;
 pub mod staged;
+use crate::SessionError;
 use hooks::HookOutcome;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -22,7 +23,7 @@ use std::time::Duration;
 use strobe_core::clock::{monotonic_ns, unix_millis};
 use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_JSON};
 use strobe_core::session_id::make_session_id;
-use strobe_core::{ErrorCode, Settings, StrobeHome, ToolError};
+use strobe_core::{Settings, StrobeHome};
 use strobe_frida::agent_protocol::{AgentMessage, DaemonMessage};
 use strobe_frida::{Bridge, BridgeError, BridgeEvent, FridaPython, SpawnRequest};
 use strobe_store::{
@@ -376,21 +377,21 @@ pub struct SessionManager {
 }
 
 /// A bridge failure as the tool error the agent sees.
-fn bridge_error(e: BridgeError) -> ToolError {
+fn bridge_error(e: BridgeError) -> SessionError {
     match e {
-        BridgeError::Unavailable(m) => ToolError::new(ErrorCode::FridaUnavailable, m),
-        other => ToolError::new(ErrorCode::FridaAttachFailed, other.to_string()),
+        BridgeError::Unavailable(m) => SessionError::frida_unavailable(m),
+        other => SessionError::attach(other.to_string()),
     }
 }
 
-fn store_err(e: strobe_store::StoreError) -> ToolError {
-    ToolError::internal(format!("event store: {e}"))
+fn store_err(e: strobe_store::StoreError) -> SessionError {
+    SessionError::internal(format!("event store: {e}"))
 }
 
 impl SessionManager {
     /// Creates the manager. Sessions left `running` by a daemon that died are
     /// marked stopped and retained, so their data is not lost.
-    pub fn new(home: StrobeHome, store: Store) -> Result<Arc<Self>, ToolError> {
+    pub fn new(home: StrobeHome, store: Store) -> Result<Arc<Self>, SessionError> {
         for row in store.sessions().map_err(store_err)? {
             if row.status == "running" || row.status == "starting" {
                 store
@@ -455,25 +456,25 @@ impl SessionManager {
         self: &Arc<Self>,
         req: LaunchRequest,
         settings: &Settings,
-    ) -> Result<LaunchResponse, ToolError> {
+    ) -> Result<LaunchResponse, SessionError> {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
         let launch_patterns = hooks::parse_patterns(&req.trace_patterns)?;
         if req.stop_on_entry && req.attach_pid.is_some() {
-            return Err(ToolError::validation(
+            return Err(SessionError::validation(
                 "stopOnEntry is for launches: an attached process is already past main; set a breakpoint with \
                  debug_breakpoint instead",
             ));
         }
         let binary = match req.attach_pid {
             Some(_) if !req.command.trim().is_empty() || !req.args.is_empty() => {
-                return Err(ToolError::validation(
+                return Err(SessionError::validation(
                     "give either 'command' (to launch a program) or 'attachPid' (to attach to a running one), not both",
                 ));
             }
             Some(pid) => validate::attach_target(pid)?,
             None if req.command.trim().is_empty() => {
-                return Err(ToolError::validation(
+                return Err(SessionError::validation(
                     "give 'command' (the executable to launch, e.g. \"/abs/path/to/app\") or 'attachPid' (the pid \
                      of a running process to attach to)",
                 ));
@@ -486,7 +487,7 @@ impl SessionManager {
         }
         let python = FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv())
             .check()
-            .map_err(|m| ToolError::new(ErrorCode::FridaUnavailable, m))?;
+            .map_err(SessionError::frida_unavailable)?;
         let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
         // Compiling the agent (first launch after an upgrade) and spawning are
         // legitimately slower than the hang-detection limit on a loaded machine.
@@ -526,7 +527,7 @@ impl SessionManager {
             (id, key, stats)
         };
 
-        let fail = |e: ToolError| {
+        let fail = |e: SessionError| {
             let _ = self.store.delete_session(key);
             e
         };
@@ -545,9 +546,7 @@ impl SessionManager {
                     .map_err(|e| {
                         bridge.terminate();
                         fail(match e {
-                            BridgeError::Failed { message, .. } => ToolError::new(
-                                ErrorCode::FridaAttachFailed,
-                                format!(
+                            BridgeError::Failed { message, .. } => SessionError::attach(format!(
                                     "Frida could not attach to pid {pid} ({}): {message}. Attaching needs \
                                      ptrace rights over the process: same user, and \
                                      /proc/sys/kernel/yama/ptrace_scope 0 (or the daemon as its parent).",
@@ -655,8 +654,7 @@ impl SessionManager {
         {
             return Err(self.abandon_launch(
                 &live,
-                format!("cannot start the session thread: {e}"),
-                ErrorCode::InternalError,
+                SessionError::internal(format!("cannot start the session thread: {e}")),
             ));
         }
 
@@ -696,8 +694,7 @@ impl SessionManager {
                 Err(e) => {
                     return Err(self.abandon_launch(
                         &live,
-                        format!("could not install the pending patterns: {}", e.message),
-                        e.code,
+                        e.map(|m| format!("could not install the pending patterns: {m}")),
                     ));
                 }
             }
@@ -716,8 +713,7 @@ impl SessionManager {
         if !attached && let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
             return Err(self.abandon_launch(
                 &live,
-                format!("could not resume the target: {e}"),
-                ErrorCode::FridaAttachFailed,
+                SessionError::attach(format!("could not resume the target: {e}")),
             ));
         }
         {
@@ -799,7 +795,7 @@ impl SessionManager {
         agent_js: std::path::PathBuf,
         bridge: &Bridge,
         timeout: Duration,
-    ) -> Result<u32, ToolError> {
+    ) -> Result<u32, SessionError> {
         let mut env: BTreeMap<String, String> = std::env::vars().collect();
         env.extend(req.env.clone());
         crash::sanitizers_abort_on_error(&mut env);
@@ -819,10 +815,10 @@ impl SessionManager {
             .map_err(|e| {
                 bridge.terminate();
                 match e {
-                    BridgeError::Failed { message, .. } => ToolError::new(
-                        ErrorCode::FridaAttachFailed,
-                        format!("Frida could not spawn {}: {message}", binary.display()),
-                    ),
+                    BridgeError::Failed { message, .. } => SessionError::attach(format!(
+                        "Frida could not spawn {}: {message}",
+                        binary.display()
+                    )),
                     other => bridge_error(other),
                 }
             })
@@ -830,14 +826,12 @@ impl SessionManager {
 
     /// A launch that failed after the target was spawned: kill it (never
     /// resumed), drop the bridge and the session, and say why.
-    fn abandon_launch(&self, live: &Arc<Live>, reason: String, code: ErrorCode) -> ToolError {
+    fn abandon_launch(&self, live: &Arc<Live>, cause: SessionError) -> SessionError {
+        let reason = cause.message();
         self.fail_session(live, reason.clone());
         self.live.lock().expect("live lock").remove(&live.id);
         let _ = self.store.delete_session(live.key);
-        ToolError::new(
-            code,
-            format!("{reason}; the launch was abandoned and the process killed"),
-        )
+        cause.map(|_| format!("{reason}; the launch was abandoned and the process killed"))
     }
 
     fn event_loop(&self, live: &Arc<Live>, events: crossbeam_channel::Receiver<BridgeEvent>) {
@@ -1177,19 +1171,19 @@ impl SessionManager {
     }
 
     /// Status of a live or retained session.
-    pub fn status(&self, id: &str) -> Result<SessionStatus, ToolError> {
+    pub fn status(&self, id: &str) -> Result<SessionStatus, SessionError> {
         if let Some(l) = self.live(id) {
             let _ = self.store.flush();
             return Ok(self.status_of_live(&l));
         }
         match self.store.session(id).map_err(store_err)? {
             Some(row) => Ok(Self::status_of_row(row)),
-            None => Err(ToolError::session_not_found(id)),
+            None => Err(SessionError::session_not_found(id)),
         }
     }
 
     /// Every live and retained session, oldest first.
-    pub fn list(&self) -> Result<Vec<SessionStatus>, ToolError> {
+    pub fn list(&self) -> Result<Vec<SessionStatus>, SessionError> {
         let _ = self.store.flush();
         let rows = self.store.sessions().map_err(store_err)?;
         Ok(rows
@@ -1203,13 +1197,13 @@ impl SessionManager {
 
     /// Stops a session: kills the target Strobe launched, then keeps the data
     /// (`retain`) or deletes it.
-    pub fn stop(&self, id: &str, retain: bool) -> Result<StopResponse, ToolError> {
+    pub fn stop(&self, id: &str, retain: bool) -> Result<StopResponse, SessionError> {
         let Some(live) = self.live(id) else {
             let row = self
                 .store
                 .session(id)
                 .map_err(store_err)?
-                .ok_or_else(|| ToolError::session_not_found(id))?;
+                .ok_or_else(|| SessionError::session_not_found(id))?;
             let collected = row.event_count + row.evicted;
             let state = SessionState::parse(&row.status);
             if !retain {
@@ -1282,9 +1276,9 @@ impl SessionManager {
     }
 
     /// Deletes a retained session.
-    pub fn delete(&self, id: &str) -> Result<(), ToolError> {
+    pub fn delete(&self, id: &str) -> Result<(), SessionError> {
         if self.live(id).is_some() {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "session '{id}' is live; stop it first with debug_session {{action: \"stop\", sessionId: \"{id}\"}} (without retain it is deleted then)"
             )));
         }
@@ -1292,7 +1286,7 @@ impl SessionManager {
             .store
             .session(id)
             .map_err(store_err)?
-            .ok_or_else(|| ToolError::session_not_found(id))?;
+            .ok_or_else(|| SessionError::session_not_found(id))?;
         self.captures.lock().expect("captures lock").remove(id);
         self.store.delete_session(row.key).map_err(store_err)
     }
@@ -1324,14 +1318,14 @@ impl SessionManager {
         Some(shared)
     }
 
-    fn key_of(&self, id: &str) -> Result<i64, ToolError> {
+    fn key_of(&self, id: &str) -> Result<i64, SessionError> {
         match self.live(id) {
             Some(l) => Ok(l.key),
             None => Ok(self
                 .store
                 .session(id)
                 .map_err(store_err)?
-                .ok_or_else(|| ToolError::session_not_found(id))?
+                .ok_or_else(|| SessionError::session_not_found(id))?
                 .key),
         }
     }
@@ -1342,7 +1336,7 @@ impl SessionManager {
         id: &str,
         filter: &EventFilter,
         page: QueryPage,
-    ) -> Result<QueryResult, ToolError> {
+    ) -> Result<QueryResult, SessionError> {
         let key = self.key_of(id)?;
         self.store.flush().map_err(store_err)?;
         self.store.query(key, filter, page).map_err(store_err)
@@ -1353,13 +1347,13 @@ impl SessionManager {
         &self,
         id: &str,
         ids: &[u32],
-    ) -> Result<Vec<strobe_store::FunctionRow>, ToolError> {
+    ) -> Result<Vec<strobe_store::FunctionRow>, SessionError> {
         let key = self.key_of(id)?;
         self.store.functions(key, ids).map_err(store_err)
     }
 
     /// Names of a session's threads by id (for rendering).
-    pub fn thread_names(&self, id: &str, tids: &[u32]) -> Result<Vec<(u32, String)>, ToolError> {
+    pub fn thread_names(&self, id: &str, tids: &[u32]) -> Result<Vec<(u32, String)>, SessionError> {
         let key = self.key_of(id)?;
         self.store.thread_names(key, tids).map_err(store_err)
     }
@@ -1369,7 +1363,7 @@ impl SessionManager {
         &self,
         id: &str,
         pred: impl Fn(&str, Option<&str>, Option<&str>) -> bool,
-    ) -> Result<std::collections::HashSet<u32>, ToolError> {
+    ) -> Result<std::collections::HashSet<u32>, SessionError> {
         let key = self.key_of(id)?;
         self.store.function_ids(key, pred).map_err(store_err)
     }
@@ -1379,7 +1373,7 @@ impl SessionManager {
         &self,
         id: &str,
         pred: impl Fn(&str) -> bool,
-    ) -> Result<std::collections::HashSet<u32>, ToolError> {
+    ) -> Result<std::collections::HashSet<u32>, SessionError> {
         let key = self.key_of(id)?;
         self.store.thread_ids(key, pred).map_err(store_err)
     }
@@ -1389,7 +1383,7 @@ impl SessionManager {
         &self,
         id: &str,
         filter: &EventFilter,
-    ) -> Result<Vec<strobe_store::FunctionStats>, ToolError> {
+    ) -> Result<Vec<strobe_store::FunctionStats>, SessionError> {
         let key = self.key_of(id)?;
         self.store.flush().map_err(store_err)?;
         self.store
@@ -1399,7 +1393,7 @@ impl SessionManager {
 
     /// Timestamp of the newest stored event of a session (0 if none); the
     /// reference point of relative times such as `"-5s"`.
-    pub fn latest_ts(&self, id: &str) -> Result<u64, ToolError> {
+    pub fn latest_ts(&self, id: &str) -> Result<u64, SessionError> {
         let key = self.key_of(id)?;
         self.store.flush().map_err(store_err)?;
         self.store.latest_ts(key).map_err(store_err)

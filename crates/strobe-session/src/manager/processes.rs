@@ -291,9 +291,8 @@ impl SessionManager {
                             root.id,
                             r.undone
                         ),
-                        Err(e) => {
-                            problems.push(format!("undoing inherited hooks failed: {}", e.message))
-                        }
+                        Err(e) => problems
+                            .push(format!("undoing inherited hooks failed: {}", e.message())),
                     }
                 }
                 let desired = root.desired.lock().expect("desired lock").clone();
@@ -306,7 +305,7 @@ impl SessionManager {
                         &root.settings,
                     ) {
                         Ok(r) => problems.extend(r.warnings),
-                        Err(e) => problems.push(format!("tracing it failed: {}", e.message)),
+                        Err(e) => problems.push(format!("tracing it failed: {}", e.message())),
                     }
                 }
             }
@@ -372,7 +371,7 @@ impl SessionManager {
                 },
                 timeout,
             )
-            .map_err(|e| e.message)?;
+            .map_err(|e| e.message())?;
         if let Some(e) = r.error {
             return Err(e);
         }
@@ -435,7 +434,7 @@ impl SessionManager {
                 "session {}: fork guard of {}: {}",
                 live.id,
                 live.pid,
-                e.message
+                e.message()
             ),
         }
     }

@@ -11,9 +11,9 @@ use super::breakpoints::{
     BreakpointRequest, MAX_BREAKPOINTS, MAX_LOGPOINTS, PausedThread, validate_request,
 };
 use super::{Live, SessionManager};
+use crate::SessionError;
 use serde::Serialize;
 use std::time::{Duration, Instant};
-use strobe_core::ToolError;
 
 /// How long a launch with `stopOnEntry` waits for the pause in `main`.
 pub const ENTRY_WAIT: Duration = Duration::from_secs(10);
@@ -92,7 +92,7 @@ impl SessionManager {
         &self,
         add: &[BreakpointRequest],
         remove: &[String],
-    ) -> Result<Vec<StagedBreakpoint>, ToolError> {
+    ) -> Result<Vec<StagedBreakpoint>, SessionError> {
         for a in add {
             validate_request(a)?;
         }
@@ -100,7 +100,7 @@ impl SessionManager {
         for r in remove {
             if !staged.items.iter().any(|(id, _)| id == r) {
                 let ids: Vec<&str> = staged.items.iter().map(|(id, _)| id.as_str()).collect();
-                return Err(ToolError::validation(format!(
+                return Err(SessionError::validation(format!(
                     "no staged breakpoint {r:?} (staged: {}); a running session's breakpoints are removed with its sessionId",
                     if ids.is_empty() {
                         "none".to_string()
@@ -119,7 +119,7 @@ impl SessionManager {
                 + add.iter().filter(|a| a.message.is_some() == log).count()
         };
         if count(false) > MAX_BREAKPOINTS || count(true) > MAX_LOGPOINTS {
-            return Err(ToolError::validation(format!(
+            return Err(SessionError::validation(format!(
                 "at most {MAX_BREAKPOINTS} breakpoints and {MAX_LOGPOINTS} logpoints can be staged; remove some first"
             )));
         }
@@ -151,7 +151,7 @@ impl SessionManager {
                     Ok(_) => set += 1,
                     Err(e) => out
                         .warnings
-                        .push(format!("staged {staged_id} not set: {}", e.message)),
+                        .push(format!("staged {staged_id} not set: {}", e.message())),
                 }
             }
             out.applied = Some(set);
@@ -165,7 +165,7 @@ impl SessionManager {
                 Ok(_) => out.entry_set = true,
                 Err(e) => out.warnings.push(format!(
                     "stopOnEntry: no breakpoint on main ({}); the program runs on",
-                    e.message
+                    e.message()
                 )),
             }
         }
