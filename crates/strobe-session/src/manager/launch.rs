@@ -1,0 +1,390 @@
+//! Launching a target: validation, the bridge from the pool, spawn (or
+//! attach), the agent, pending patterns and breakpoints, capture, resume;
+//! and giving a launch up cleanly when a step fails.
+
+use super::*;
+
+impl SessionManager {
+    /// Launches a target under Frida.
+    pub fn launch(
+        self: &Arc<Self>,
+        req: LaunchRequest,
+        settings: &Settings,
+    ) -> Result<LaunchResponse, SessionError> {
+        let project_root = validate::project_root(&req.project_root)?;
+        let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
+        let launch_patterns = hooks::parse_patterns(&req.trace_patterns)?;
+        if req.stop_on_entry && req.attach_pid.is_some() {
+            return Err(SessionError::validation(
+                "stopOnEntry is for launches: an attached process is already past main; set a breakpoint with \
+                 debug_breakpoint instead",
+            ));
+        }
+        let binary = match req.attach_pid {
+            Some(_) if !req.command.trim().is_empty() || !req.args.is_empty() => {
+                return Err(SessionError::validation(
+                    "give either 'command' (to launch a program) or 'attachPid' (to attach to a running one), not both",
+                ));
+            }
+            Some(pid) => validate::attach_target(pid)?,
+            None if req.command.trim().is_empty() => {
+                return Err(SessionError::validation(
+                    "give 'command' (the executable to launch, e.g. \"/abs/path/to/app\") or 'attachPid' (the pid \
+                     of a running process to attach to)",
+                ));
+            }
+            None => validate::resolve_command(&req.command, &cwd)?,
+        };
+        validate::args(&req.args)?;
+        for (k, v) in &req.env {
+            validate::env_key(k, v)?;
+        }
+        let python = FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv())
+            .check()
+            .map_err(SessionError::frida_unavailable)?;
+        let timeout = Duration::from_millis(settings.bridge_request_timeout_ms);
+        // Compiling the agent (first launch after an upgrade) and spawning are
+        // legitimately slower than the hang-detection limit on a loaded machine.
+        let launch_timeout = timeout.max(LAUNCH_STEP_TIMEOUT);
+
+        let binary_name = binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let launch_json = json!({
+            "command": binary, "args": req.args, "cwd": cwd,
+            "envKeys": req.env.keys().collect::<Vec<_>>(),
+        })
+        .to_string();
+        let (id, key, stats) = {
+            // Id choice and row creation must not interleave between launches.
+            let _guard = self.launch_lock.lock().expect("launch lock");
+            let existing: std::collections::HashSet<String> = self
+                .store
+                .sessions()
+                .map_err(store_err)?
+                .into_iter()
+                .map(|s| s.session_id)
+                .collect();
+            let id = make_session_id(&binary_name, chrono::Local::now(), |c| existing.contains(c));
+            let (key, stats) = self
+                .store
+                .create_session(NewSession {
+                    id: id.clone(),
+                    binary_path: binary.display().to_string(),
+                    project_root: project_root.display().to_string(),
+                    launch_json,
+                    started_at: unix_millis(),
+                    caps: event_caps(settings),
+                })
+                .map_err(store_err)?;
+            (id, key, stats)
+        };
+
+        let fail = |e: SessionError| {
+            let _ = self.store.delete_session(key);
+            e
+        };
+        let bridge = Arc::new(self.pool.take(&python).map_err(|e| fail(bridge_error(e)))?);
+        let agent_js = bridge
+            .ensure_agent(&self.home.agent_cache_dir(), launch_timeout)
+            .map_err(|e| fail(bridge_error(e)))?;
+        let output = bridge
+            .take_output()
+            .expect("a fresh bridge has its output pipes");
+        let origin_ns = monotonic_ns();
+        let (pid, output) = match req.attach_pid {
+            Some(pid) => {
+                bridge
+                    .attach(pid, &agent_js, req.follow_children, launch_timeout)
+                    .map_err(|e| {
+                        bridge.terminate();
+                        fail(match e {
+                            BridgeError::Failed { message, .. } => SessionError::attach(format!(
+                                    "Frida could not attach to pid {pid} ({}): {message}. Attaching needs \
+                                     ptrace rights over the process: same user, and \
+                                     /proc/sys/kernel/yama/ptrace_scope 0 (or the daemon as its parent).",
+                                    binary.display()
+                                ),
+                            ),
+                            other => bridge_error(other),
+                        })
+                    })?;
+                // An attached process keeps its own stdout/stderr.
+                (pid, None)
+            }
+            None => (
+                self.spawn_target(&req, &binary, cwd, agent_js, &bridge, launch_timeout)
+                    .map_err(fail)?,
+                Some(output),
+            ),
+        };
+        let attached = req.attach_pid.is_some();
+        let _ = self.store.update_session(
+            key,
+            SessionUpdate {
+                pid: Some(pid),
+                ..Default::default()
+            },
+        );
+
+        let live = Arc::new(Live {
+            key,
+            id: id.clone(),
+            pid,
+            origin_ns,
+            start_time: proc_start_time(pid),
+            binary_path: binary.display().to_string(),
+            project_root: project_root.display().to_string(),
+            started_at: unix_millis(),
+            stats,
+            life: Mutex::new(Lifecycle::default()),
+            ended: Condvar::new(),
+            bridge: bridge.clone(),
+            captured_pipes: Mutex::new(
+                output
+                    .iter()
+                    .flat_map(|o| {
+                        [
+                            capture::pipe_inode(&o.stdout),
+                            capture::pipe_inode(&o.stderr),
+                        ]
+                    })
+                    .flatten()
+                    .collect(),
+            ),
+            capture: Mutex::new(output.map(|output| {
+                Capture::start(
+                    self.store.clone(),
+                    key,
+                    pid,
+                    origin_ns,
+                    Some(output.stdout),
+                    Some(output.stderr),
+                )
+            })),
+            tracer: Mutex::new(None),
+            replies: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(1),
+            known_threads: Mutex::new(std::collections::HashSet::new()),
+            modules: Mutex::new(Vec::new()),
+            trace_stats: Mutex::new(trace::TraceStats::default()),
+            late_hooks: Mutex::new(Vec::new()),
+            decoders: Arc::new(std::sync::RwLock::new(HashMap::new())),
+            unsaved: Mutex::new(UnsavedCaptures::default()),
+            debug: Mutex::new(breakpoints::DebugState::default()),
+            debug_changed: Condvar::new(),
+            root: None,
+            children: Mutex::new(HashMap::new()),
+            followed: AtomicU32::new(0),
+            desired: Mutex::new(processes::Desired::default()),
+            settings: settings.clone(),
+            origin: if attached {
+                processes::Origin::Attach
+            } else {
+                processes::Origin::Launch
+            },
+            parent_pid: None,
+            journal: Mutex::new(None),
+            gone: AtomicBool::new(false),
+            replaced: AtomicBool::new(false),
+            id_base: 0,
+            exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
+            rejected_messages: messages::RejectedMessages::default(),
+        });
+        self.live
+            .lock()
+            .expect("live lock")
+            .insert(id.clone(), live.clone());
+        self.captures
+            .lock()
+            .expect("captures lock")
+            .insert(id.clone(), live.decoders.clone());
+        let events = bridge.events();
+        let (mgr, l) = (self.clone(), live.clone());
+        if let Err(e) = std::thread::Builder::new()
+            .name(format!("strobe-session-{pid}"))
+            .spawn(move || mgr.event_loop(&l, events))
+        {
+            return Err(self.abandon_launch(
+                &live,
+                SessionError::internal(format!("cannot start the session thread: {e}")),
+            ));
+        }
+
+        // Pending patterns are hooked now, before the program's main runs.
+        let mut pending: Vec<strobe_symbols::Pattern> =
+            self.pending.lock().expect("pending lock").clone();
+        pending.extend(launch_patterns);
+        let mut pending_options = self.pending_options.lock().expect("pending lock").clone();
+        pending_options
+            .watch_add
+            .extend(req.watches.iter().cloned());
+        pending_options.lenient_watches = true;
+        live.desired
+            .lock()
+            .expect("desired lock")
+            .update(&pending, &[], &pending_options);
+        let mut warnings = Vec::new();
+        let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
+            // Index the binary in the background so a first debug_trace is quick.
+            let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
+            let root = project_root.clone();
+            std::thread::spawn(move || {
+                let image = Image {
+                    path: &bin,
+                    kind: ImageKind::Program,
+                    project_root: &root,
+                };
+                let _ = resolvers::open(&image, Some(&cache), None);
+            });
+            None
+        } else {
+            match self.apply_patterns(&live, &pending, &[], &pending_options, settings) {
+                Ok(r) => {
+                    warnings = r.warnings;
+                    Some(pending.len() as u32)
+                }
+                Err(e) => {
+                    return Err(self.abandon_launch(
+                        &live,
+                        e.map(|m| format!("could not install the pending patterns: {m}")),
+                    ));
+                }
+            }
+        };
+
+        let entry = if req.staged_breakpoints || req.stop_on_entry {
+            let e = self.set_entry_breakpoints(&id, req.stop_on_entry);
+            warnings.extend(e.warnings.iter().cloned());
+            e
+        } else {
+            staged::EntryOutcome::default()
+        };
+        if req.follow_children {
+            self.guard_forks(&live, launch_timeout);
+        }
+        if !attached && let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
+            return Err(self.abandon_launch(
+                &live,
+                SessionError::attach(format!("could not resume the target: {e}")),
+            ));
+        }
+        {
+            // Under the lifecycle lock, and only if nothing ended the session
+            // meanwhile: a fast exit must not be overwritten with "running".
+            let mut life = live.life.lock().expect("lifecycle lock");
+            if life.state.is_none() {
+                life.state = Some(SessionState::Running);
+                let _ = self.store.update_session(
+                    key,
+                    SessionUpdate {
+                        status: Some("running".into()),
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        let (mgr, l) = (self.clone(), live.clone());
+        std::thread::spawn(move || mgr.watchdog(&l, timeout));
+        self.pool.refill(&python);
+        let paused = if entry.entry_set {
+            let p = self.wait_for_first_pause(&live, staged::ENTRY_WAIT);
+            if p.is_none() {
+                warnings.push(format!(
+                    "stopOnEntry: no thread paused in main within {} s (it may have ended or not reached it)",
+                    staged::ENTRY_WAIT.as_secs()
+                ));
+            }
+            p
+        } else {
+            None
+        };
+
+        Ok(LaunchResponse {
+            session_id: id.clone(),
+            pid,
+            pending_patterns_applied: pending_applied,
+            pending_breakpoints_applied: entry.applied,
+            next_steps: if let Some(p) = &paused {
+                format!(
+                    "Paused in {} at {}:{} (thread {}, {}) before its first line ran; its stdout/stderr are being \
+                     recorded. Read locals and globals with debug_memory {{sessionId: \"{id}\", threadId: {}}}, step with \
+                     debug_continue {{action: \"step-over\"}}, or run on with debug_continue.",
+                    p.function.as_deref().unwrap_or("main"),
+                    p.file
+                        .as_deref()
+                        .map_or("?", |f| f.rsplit('/').next().unwrap_or(f)),
+                    p.line.map_or("?".to_string(), |l| l.to_string()),
+                    p.thread_id,
+                    p.breakpoint_id.as_deref().unwrap_or("breakpoint"),
+                    p.thread_id
+                )
+            } else if attached {
+                format!(
+                    "Attached to pid {pid} ({}). Its stdout/stderr are NOT captured (they stay where the process \
+                     writes them). Add trace patterns with debug_trace {{sessionId: \"{id}\", add: [...]}}, set \
+                     breakpoints, read memory; debug_session {{action: \"stop\"}} detaches and leaves it running.",
+                    binary.display()
+                )
+            } else {
+                format!(
+                    "The program is running and its stdout/stderr are being recorded. Read them first: \
+                 debug_query {{sessionId: \"{id}\", eventType: \"stderr\"}} (then \"stdout\"). \
+                 Check debug_session {{action: \"status\"}} for exit code or crash. Add trace patterns \
+                 only if the output does not explain the problem."
+                )
+            },
+            paused,
+            warnings,
+        })
+    }
+
+    /// Spawns `binary` suspended, with the agent loaded; returns its pid.
+    pub(super) fn spawn_target(
+        &self,
+        req: &LaunchRequest,
+        binary: &std::path::Path,
+        cwd: std::path::PathBuf,
+        agent_js: std::path::PathBuf,
+        bridge: &Bridge,
+        timeout: Duration,
+    ) -> Result<u32, SessionError> {
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(req.env.clone());
+        crash::sanitizers_abort_on_error(&mut env);
+        let mut argv = vec![binary.display().to_string()];
+        argv.extend(req.args.iter().cloned());
+        bridge
+            .spawn(
+                &SpawnRequest {
+                    argv,
+                    env: env.into_iter().collect(),
+                    cwd: Some(cwd),
+                    agent_js,
+                    follow_children: req.follow_children,
+                },
+                timeout,
+            )
+            .map_err(|e| {
+                bridge.terminate();
+                match e {
+                    BridgeError::Failed { message, .. } => SessionError::attach(format!(
+                        "Frida could not spawn {}: {message}",
+                        binary.display()
+                    )),
+                    other => bridge_error(other),
+                }
+            })
+    }
+
+    /// A launch that failed after the target was spawned: kill it (never
+    /// resumed), drop the bridge and the session, and say why.
+    pub(super) fn abandon_launch(&self, live: &Arc<Live>, cause: SessionError) -> SessionError {
+        let reason = cause.message();
+        self.fail_session(live, reason.clone());
+        self.live.lock().expect("live lock").remove(&live.id);
+        let _ = self.store.delete_session(live.key);
+        cause.map(|_| format!("{reason}; the launch was abandoned and the process killed"))
+    }
+}
