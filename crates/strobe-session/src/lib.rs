@@ -14,6 +14,7 @@ pub mod error;
 pub mod exit_watch;
 pub mod frames;
 pub mod hookable;
+pub mod images;
 mod live_settings;
 mod manager;
 mod pool;
@@ -22,9 +23,10 @@ pub mod trace;
 pub mod validate;
 
 pub use error::SessionError;
+pub use images::image_at;
 pub use manager::breakpoints::{BreakpointInfo, BreakpointRequest, ContinueResponse, PausedThread};
-pub use manager::hooks::{image_at, parse_patterns};
 pub use manager::memory::{MemoryTarget, Poll};
+pub use manager::parse_patterns;
 pub use manager::staged::StagedBreakpoint;
 pub use manager::{
     EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,

@@ -341,7 +341,7 @@ impl SessionManager {
                 continue;
             };
             let at = if i == 0 { addr } else { addr.wrapping_sub(1) };
-            let Some((path, base)) = super::hooks::image_at(live.pid, at) else {
+            let Some((path, base)) = crate::images::image_at(live.pid, at) else {
                 continue;
             };
             let Some(m) = tracer.module_index(&path) else {
@@ -390,7 +390,7 @@ impl SessionManager {
             };
             // A return address points after its call: look the call up.
             let at = if depth == 0 { pc } else { pc.wrapping_sub(1) };
-            let Some((path, base)) = super::hooks::image_at(live.pid, at) else {
+            let Some((path, base)) = crate::images::image_at(live.pid, at) else {
                 break;
             };
             if out.rest_from.is_none() {
@@ -452,7 +452,7 @@ impl SessionManager {
             let Ok(mut ret) = mem.read_u64(cfa.wrapping_sub(8)) else {
                 break;
             };
-            if super::hooks::image_at(live.pid, ret.wrapping_sub(1)).is_none() {
+            if crate::images::image_at(live.pid, ret.wrapping_sub(1)).is_none() {
                 // A return address Frida swapped for one of its trampolines
                 // (it intercepts abort): the agent's backtrace has the real one.
                 // Past it the frame sizes are not known for sure (the
@@ -502,9 +502,10 @@ impl SessionManager {
                     .find(|f| address_of(f) == Some(*pc))
                     .cloned()
                     .unwrap_or_else(|| {
-                        let module = super::hooks::image_at(live.pid, pc.wrapping_sub(1)).and_then(
-                            |(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()),
-                        );
+                        let module = crate::images::image_at(live.pid, pc.wrapping_sub(1))
+                            .and_then(|(p, _)| {
+                                p.file_name().map(|n| n.to_string_lossy().into_owned())
+                            });
                         json!({"address": format!("{pc:#x}"), "module": module,
                                "name": null, "file": null, "line": null})
                     })

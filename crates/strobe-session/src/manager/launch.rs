@@ -13,7 +13,7 @@ impl SessionManager {
     ) -> Result<LaunchResponse, SessionError> {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
-        let launch_patterns = hooks::parse_patterns(&req.trace_patterns)?;
+        let launch_patterns = parse_patterns(&req.trace_patterns)?;
         if req.stop_on_entry && req.attach_pid.is_some() {
             return Err(SessionError::validation(
                 "stopOnEntry is for launches: an attached process is already past main; set a breakpoint with \

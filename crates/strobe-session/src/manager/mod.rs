@@ -5,6 +5,7 @@ use crate::pool::BridgePool;
 use crate::trace::{self, Tracer};
 use crate::validate;
 
+mod agent_requests;
 pub mod breakpoints;
 mod crash;
 pub(crate) mod hooks;
@@ -15,6 +16,7 @@ mod messages;
 mod processes;
 pub mod staged;
 mod status;
+mod trace_args;
 mod types;
 
 use crate::SessionError;
@@ -36,6 +38,8 @@ use strobe_store::{
     EventFilter, NewSession, QueryPage, QueryResult, SessionStats, SessionUpdate, Store,
 };
 use strobe_symbols::resolvers::{self, Image, ImageKind};
+pub use trace_args::parse_patterns;
+use trace_args::watch_target;
 pub use types::*;
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.

@@ -40,7 +40,7 @@ impl SessionManager {
             .expect("debug lock")
             .settling
             .contains(&tid);
-        if let Some((path, base)) = crate::manager::hooks::image_at(live.pid, address) {
+        if let Some((path, base)) = crate::images::image_at(live.pid, address) {
             let mem = Mem::open(live.pid, false).ok();
             let mut guard = live.tracer.lock().expect("tracer lock");
             if let Some(tracer) = guard.as_mut()
@@ -108,7 +108,7 @@ impl SessionManager {
     pub(in crate::manager) fn on_step_call(&self, live: &Live, call: &StepCall) {
         let target = call.target.0;
         let mut answer = None;
-        if let Some((path, base)) = crate::manager::hooks::image_at(live.pid, target) {
+        if let Some((path, base)) = crate::images::image_at(live.pid, target) {
             let mut guard = live.tracer.lock().expect("tracer lock");
             if let Some(tracer) = guard.as_mut()
                 && let Some(m) = tracer.module_index(&path)
