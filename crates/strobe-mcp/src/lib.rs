@@ -9,9 +9,11 @@
 
 mod args;
 mod audit;
+mod malformed;
 pub mod params;
 mod progress;
 pub mod render;
+mod reply;
 pub mod schema;
 mod server;
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub async fn test_status(
     loop {
         let step = deadline.saturating_duration_since(Instant::now()).min(STEP);
         let (t, run) = (tests.clone(), id.clone());
-        let status = crate::server::blocking(move || t.status(&run, step)).await?;
+        let status = crate::reply::blocking(move || t.status(&run, step)).await?;
         if status["status"] != "running" || Instant::now() >= deadline {
             return Ok(status);
         }

@@ -1,13 +1,15 @@
 //! The rmcp server: one per client connection, all sharing one SessionManager.
 
 use crate::args::Args;
+use crate::malformed::{argument_error_as_tool_error, custom_request_error};
 use crate::params::{
     BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
     SessionParams, TestParams, TraceParams,
 };
 use crate::render;
+use crate::reply::{blocking, fail, ok, watch_request, with_warnings};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData as McpError, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -35,18 +37,6 @@ debug_continue. Logpoints (debug_breakpoint with message) log without pausing.\n
 4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
 Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";
 
-/// A watch parameter as the session layer takes it.
-fn watch_request(w: crate::params::WatchTargetParam) -> strobe_session::trace::WatchRequest {
-    strobe_session::trace::WatchRequest {
-        variable: w.variable,
-        address: w.address,
-        type_hint: w.type_hint,
-        label: w.label,
-        expr: w.expr,
-        on: w.on,
-    }
-}
-
 /// One client connection's MCP server.
 #[derive(Clone)]
 pub struct StrobeServer {
@@ -57,44 +47,6 @@ pub struct StrobeServer {
     tool_router: ToolRouter<Self>,
     /// This connection's record of what the agent did.
     audit: Arc<crate::audit::Audit>,
-}
-
-fn ok(value: Value, text: String) -> CallToolResult {
-    let mut r = CallToolResult::structured(value);
-    r.content = vec![ContentBlock::text(text)];
-    r
-}
-
-fn fail(e: ToolError) -> CallToolResult {
-    let mut r = CallToolResult::structured_error(json!({
-        "error": { "code": e.code.as_str(), "message": e.message }
-    }));
-    r.content = vec![ContentBlock::text(format!(
-        "{}: {}",
-        e.code.as_str(),
-        e.message
-    ))];
-    r
-}
-
-pub(crate) async fn blocking<T: Send + 'static, E: Into<ToolError> + Send + 'static>(
-    f: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Result<T, ToolError> {
-    // The session layer's errors become the agent's codes here
-    // (`From<SessionError> for ToolError`, strobe-session's error.rs).
-    let f = move || f().map_err(Into::into);
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(ToolError::internal(format!(
-            "the request handler panicked: {e}"
-        )))
-    })
-}
-
-fn with_warnings(mut v: Value, warnings: &[String]) -> Value {
-    if !warnings.is_empty() {
-        v["warnings"] = json!(warnings);
-    }
-    v
 }
 
 impl StrobeServer {
@@ -745,124 +697,5 @@ impl ServerHandler for StrobeServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("strobe", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
-    }
-}
-
-/// rmcp's router turns an argument that does not deserialize into a bare
-/// error result; this gives it Strobe's error shape (code, message, in both
-/// the text and structuredContent) like every other refusal.
-fn argument_error_as_tool_error(
-    reply: Result<rmcp::model::CallToolResponse, McpError>,
-) -> Result<rmcp::model::CallToolResponse, McpError> {
-    let Ok(rmcp::model::CallToolResponse::Complete(result)) = &reply else {
-        return reply;
-    };
-    let message = match result.content.as_slice() {
-        [only] if result.is_error == Some(true) => only
-            .as_text()
-            .and_then(|t| t.text.strip_prefix(crate::args::ARGUMENT_ERROR_PREFIX))
-            .map(|m| m.trim_start().to_string()),
-        _ => None,
-    };
-    match message {
-        Some(m) => Ok(fail(ToolError::validation(m)).into()),
-        None => reply,
-    }
-}
-
-/// The error for a request rmcp could not read as any MCP request.
-fn custom_request_error(method: &str, params: Option<&Value>) -> McpError {
-    let method = strobe_core::error::excerpt(method);
-    let expected = match method.as_ref() {
-        "tools/call" => Some("{\"name\": string, \"arguments\": object}"),
-        "tools/list" | "prompts/list" | "resources/list" => Some("{\"cursor\": string} or nothing"),
-        "initialize" => Some("{\"protocolVersion\", \"capabilities\", \"clientInfo\"}"),
-        "ping" => Some("nothing"),
-        _ => None,
-    };
-    let Some(expected) = expected else {
-        return McpError::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!(
-                "unknown method '{method}'; Strobe serves MCP's tools (tools/list, tools/call)"
-            ),
-            None,
-        );
-    };
-    let got = match params.and_then(|p| p.get("arguments")) {
-        Some(a) if method == "tools/call" && !a.is_object() => format!(
-            "'arguments' must be an object of the tool's arguments, got {}",
-            json_kind(a)
-        ),
-        _ => format!(
-            "got {}",
-            params.map_or("no params".to_string(), |p| json_kind(p).to_string())
-        ),
-    };
-    McpError::invalid_params(
-        format!("{method}: invalid params: {got}; the params of {method} are {expected}"),
-        None,
-    )
-}
-
-/// What kind of JSON value `v` is, in words.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn malformed_mcp_requests_are_invalid_params() {
-        let e = custom_request_error(
-            "tools/call",
-            Some(&json!({"name": "debug_session", "arguments": []})),
-        );
-        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(
-            e.message.contains("'arguments' must be an object") && e.message.contains("an array"),
-            "{}",
-            e.message
-        );
-        let e = custom_request_error("tools/call", Some(&json!({"name": 5})));
-        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        let e = custom_request_error("no/such", None);
-        assert_eq!(e.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
-        assert!(e.message.contains("no/such"), "{}", e.message);
-        let long = "m".repeat(1 << 20);
-        assert!(custom_request_error(&long, None).message.len() < 1_000);
-    }
-
-    #[test]
-    fn argument_errors_get_strobes_error_shape() {
-        let raw = Ok(
-            rmcp::model::CallToolResult::error(vec![ContentBlock::text(format!(
-                "{} debug_query: limit: invalid type: string \"x\", expected an integer",
-                crate::args::ARGUMENT_ERROR_PREFIX
-            ))])
-            .into(),
-        );
-        let Ok(rmcp::model::CallToolResponse::Complete(r)) = argument_error_as_tool_error(raw)
-        else {
-            panic!("a tool result")
-        };
-        assert_eq!(r.is_error, Some(true));
-        assert_eq!(
-            r.content[0].as_text().unwrap().text,
-            "VALIDATION_ERROR: debug_query: limit: invalid type: string \"x\", expected an integer"
-        );
-        assert_eq!(
-            r.structured_content.unwrap()["error"]["code"],
-            "VALIDATION_ERROR"
-        );
     }
 }
