@@ -155,18 +155,7 @@ impl SessionManager {
                 hot_calls_per_second: settings.hot_calls_per_second,
             };
             let sent = std::time::Instant::now();
-            let r: HooksUpdated = self.agent_request(
-                live,
-                |id| {
-                    DaemonMessage::Hooks(HooksRequest {
-                        id,
-                        tracer: None,
-                        change,
-                        watch_libraries: watch,
-                    })
-                },
-                timeout,
-            )?;
+            let r = self.hooks_request(live, change, watch, timeout)?;
             tracing::debug!(
                 "session {}: agent hooked {} functions in {} ms ({} ms round trip)",
                 live.id,
@@ -182,18 +171,7 @@ impl SessionManager {
             let change = HookChange::Remove {
                 functions: plan.to_unhook.clone(),
             };
-            self.agent_request::<HooksUpdated>(
-                live,
-                |id| {
-                    DaemonMessage::Hooks(HooksRequest {
-                        id,
-                        tracer: None,
-                        change,
-                        watch_libraries: watch,
-                    })
-                },
-                timeout,
-            )?;
+            self.hooks_request(live, change, watch, timeout)?;
         }
         let fresh: std::collections::HashSet<u32> = plan.to_hook.iter().map(|h| h.id).collect();
         tracer.applied(&installed, &failed, &plan.to_unhook);
@@ -263,6 +241,28 @@ impl SessionManager {
             drops,
             sampled,
         })
+    }
+
+    /// Sends one hooks change to the agent and waits for its answer.
+    fn hooks_request(
+        &self,
+        live: &Live,
+        change: HookChange,
+        watch_libraries: bool,
+        timeout: Duration,
+    ) -> Result<HooksUpdated, SessionError> {
+        self.agent_request(
+            live,
+            |id| {
+                DaemonMessage::Hooks(HooksRequest {
+                    id,
+                    tracer: None,
+                    change,
+                    watch_libraries,
+                })
+            },
+            timeout,
+        )
     }
 
     /// A tracer over the program and the libraries it has loaded.
