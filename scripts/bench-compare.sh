@@ -35,9 +35,10 @@ trap 'exit 130' INT TERM
 mkdir -p "$base_target"
 git worktree remove --force "$base_tree" 2>/dev/null || true
 git worktree add --detach --quiet "$base_tree" "$REV"
-# A fresh checkout's files are newer than the last run's build: date them at
-# the commit so cargo sees the kept target dir as up to date.
-(cd "$base_tree" && git ls-files -z | xargs -0 touch -h -d "@$(git log -1 --format=%ct)")
+# A fresh checkout's files and directories are newer than the last run's
+# build: date them at the commit so cargo sees the kept target dir as up to date.
+(cd "$base_tree" && t=@$(git log -1 --format=%ct) &&
+    git ls-files -z | xargs -0 touch -h -d "$t" && find . -type d -exec touch -d "$t" {} +)
 
 # Builds the three benchmarks of tree $1 into target dir $2; writes
 # "name executable" lines to $3.
