@@ -125,24 +125,26 @@ parse() {
     esac
 }
 
-# One markdown table from the parsed files of bench $1.
+# One markdown table from the parsed files of bench $1: per metric, each side's
+# median and rounds, the ratio of the medians and each round's ratio.
 table() {
-    awk -F'\t' -v rev="$REV" '
+    awk -F'\t' -v rev="$REV" -v rounds="$ROUNDS" '
         function median(s,   v, n, i, j, t) {
             n = split(s, v, " ")
             for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
             return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
         }
-        FNR == 1 { side = FILENAME ~ /baseline/ ? "b" : "c" }
-        !(($1) in seen) { seen[$1] = 1; order[++n] = $1 }
-        { runs[$1, side] = runs[$1, side] (runs[$1, side] == "" ? "" : " ") $2 }
+        function join(a, m, sep,   r, s) { s = ""; for (r = 1; r <= rounds; r++) if ((m, r) in a) s = s (s == "" ? "" : sep) a[m, r]; return s }
+        FNR == 1 { n = split(FILENAME, f, "."); side = f[n - 2]; round = f[n - 1] + 0 }
+        !(($1) in seen) { seen[$1] = 1; order[++count] = $1 }
+        { if (side == "baseline") b[$1, round] = $2; else c[$1, round] = $2 }
         END {
-            printf "| metric | baseline %s: median (runs) | current: median (runs) | current/baseline |\n| --- | --- | --- | --- |\n", rev
-            for (i = 1; i <= n; i++) {
-                m = order[i]; b = runs[m, "b"]; c = runs[m, "c"]
-                if (b == "" || c == "") { printf "| %s | %s | %s | — |\n", m, b, c; continue }
-                mb = median(b); mc = median(c)
-                printf "| %s | %.4g (%s) | %.4g (%s) | %s |\n", m, mb, b, mc, c, (mb > 0 ? sprintf("%.2f×", mc / mb) : "—")
+            printf "| metric | baseline %s: median (rounds) | current: median (rounds) | current/baseline: of the medians (each round) |\n| --- | --- | --- | --- |\n", rev
+            for (i = 1; i <= count; i++) {
+                m = order[i]; mb = median(join(b, m, " ")); mc = median(join(c, m, " "))
+                split("", q); for (r = 1; r <= rounds; r++) if ((m, r) in b && (m, r) in c && b[m, r] > 0) q[m, r] = sprintf("%.2f", c[m, r] / b[m, r])
+                printf "| %s | %.4g (%s) | %.4g (%s) | %s (%s) |\n", m, mb, join(b, m, ", "), mc, join(c, m, ", "),
+                    (mb > 0 ? sprintf("%.2f×", mc / mb) : "—"), join(q, m, " ")
             }
         }' "$out/$1".baseline.*.tsv "$out/$1".current.*.tsv
 }
@@ -157,7 +159,7 @@ for bench in query index e2e; do
     for round in $(seq "$ROUNDS"); do
         for side in baseline current; do
             log "$bench, round $round/$ROUNDS: $side"
-            f=$out/$bench.$side.$round
+            f=$out/$bench.$side.$(printf %02d "$round")
             run_until "$f.txt" "$stop" "$(exe "$side" "$bench")" "${args[@]}"
             parse "$bench" < "$f.txt" > "$f.tsv"
             [ -s "$f.tsv" ] || log "no figures in $f.txt (stderr: $f.txt.err)"
