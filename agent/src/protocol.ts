@@ -16,7 +16,7 @@ export interface Frame {
 }
 
 /** A function to hook: id, entry offset in its module, its capture plan
- *  (bytes, see crates/strobe-session/src/values.rs; null: name and timing
+ *  (bytes, see crates/strobe-values/src/wire.rs; null: name and timing
  *  only), how many bytes of stack arguments a call passes at most, and
  *  the bytes of code from the entry to the end of its range (0: unknown). */
 export type HookTarget = [number, number, number[] | null, number, number];

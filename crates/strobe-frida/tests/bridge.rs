@@ -148,6 +148,7 @@ fn tracer_requests_go_to_the_tracer_they_name() {
                         continue;
                     }
                     Ok(Incoming::Message(m)) => m,
+                    Ok(Incoming::Log { .. }) => continue,
                     Err(e) => panic!("{e}: {}", String::from_utf8_lossy(&text)),
                 };
                 let kind = msg.type_name();

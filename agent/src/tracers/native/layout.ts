@@ -2,7 +2,7 @@
 // daemon decodes them), the CModule's limits and the FuncState fields the
 // hook's machine code reads.
 //
-// Record layout (little-endian), decoded by crates/strobe-session/src/trace.rs:
+// Record layout (little-endian), decoded by crates/strobe-session/src/trace/records.rs:
 //   u64 timestamp (CLOCK_MONOTONIC ns) | u32 function id | u32 thread id
 //   u64 value (first argument on enter, return value on exit)
 //   u32 kind (1 = enter, 2 = exit, 3 = padding; 0 = slot not yet written)

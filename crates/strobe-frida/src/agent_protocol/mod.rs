@@ -35,6 +35,14 @@ use serde_json::Value;
 pub enum Incoming {
     /// A message the agent sent.
     Message(AgentMessage),
+    /// Text the agent's script logged (`console.log`, e.g. from an
+    /// expression watch or a breakpoint condition): Frida's `log` envelope.
+    Log {
+        /// `info`, `warning` or `error`.
+        level: String,
+        /// What was logged.
+        text: String,
+    },
     /// The agent's script threw where nothing caught it (Frida's `error`
     /// envelope).
     ScriptError {
@@ -60,11 +68,17 @@ pub struct Rejected {
 }
 
 /// Frida's message envelope: `{"type": "send", "payload": …}` for what the
-/// agent sent, `{"type": "error", …}` for an uncaught exception.
+/// agent sent, `{"type": "log", …}` for what its script logged,
+/// `{"type": "error", …}` for an uncaught exception.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 enum Envelope {
     Send {
+        payload: Value,
+    },
+    Log {
+        #[serde(default)]
+        level: String,
         payload: Value,
     },
     Error {
@@ -86,6 +100,13 @@ pub fn decode(text: &[u8]) -> Result<Incoming, Rejected> {
         .map_err(|e| reject(format!("not a Frida message envelope: {e}"), None, None))?;
     let payload = match envelope {
         Envelope::Send { payload } => payload,
+        Envelope::Log { level, payload } => {
+            let text = match payload {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            return Ok(Incoming::Log { level, text });
+        }
         Envelope::Error { description, stack } => {
             return Ok(Incoming::ScriptError { description, stack });
         }
@@ -200,11 +221,22 @@ mod tests {
                 Some("paused"),
             ),
             (b"{not json".to_vec(), None),
-            (br#"{"type": "log", "payload": 1}"#.to_vec(), None),
+            (br#"{"type": "lag", "payload": 1}"#.to_vec(), None),
         ] {
             let r = decode(&text).expect_err(&String::from_utf8_lossy(&text));
             assert_eq!(r.type_name.as_deref(), type_name, "{}", r.reason);
         }
+    }
+
+    #[test]
+    fn what_the_script_logs_is_a_log_not_a_rejected_message() {
+        assert_eq!(
+            decode(br#"{"type": "log", "level": "info", "payload": "x = 3"}"#).unwrap(),
+            Incoming::Log {
+                level: "info".into(),
+                text: "x = 3".into()
+            }
+        );
     }
 
     #[test]

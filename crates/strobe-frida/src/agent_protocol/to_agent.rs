@@ -150,7 +150,7 @@ pub enum HookChange {
 }
 
 /// One function to hook: `[id, entry offset in its image, capture plan
-/// (bytes, see strobe-session's values.rs) or null, stack bytes a call
+/// (bytes, see strobe-values' wire.rs) or null, stack bytes a call
 /// passes at most, code bytes from the entry to the end of its range (0: unknown)]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookTarget(pub u32, pub u64, pub Option<Vec<u8>>, pub u32, pub u64);

@@ -56,6 +56,10 @@ impl SessionManager {
     pub(super) fn on_agent_message(&self, live: &Arc<Live>, text: &[u8], data: &[u8]) {
         let msg = match protocol::decode(text) {
             Ok(Incoming::Message(m)) => m,
+            Ok(Incoming::Log { level, text }) => {
+                tracing::debug!("session {}: agent log ({level}): {text}", live.id);
+                return;
+            }
             Ok(Incoming::ScriptError { description, stack }) => {
                 tracing::warn!(
                     "session {}: agent script error: {description} {stack}",
@@ -63,7 +67,7 @@ impl SessionManager {
                 );
                 return;
             }
-            Err(rejected) => return self.on_rejected(live, text, rejected),
+            Err(rejected) => return self.on_rejected(live, text, data, rejected),
         };
         match msg {
             AgentMessage::AgentLoaded(m) => {
@@ -166,11 +170,24 @@ impl SessionManager {
 
     /// Logs and counts a message that does not fit the protocol, and lets
     /// an agent thread that waits on it go on.
-    fn on_rejected(&self, live: &Arc<Live>, text: &[u8], rejected: protocol::Rejected) {
+    fn on_rejected(
+        &self,
+        live: &Arc<Live>,
+        text: &[u8],
+        data: &[u8],
+        rejected: protocol::Rejected,
+    ) {
         // Counted per session: a followed child's count goes to its root.
         let root = live.root();
         let counter = &root.as_deref().unwrap_or(live).rejected_messages;
         tracing::warn!("{}", counter.record(&live.id, live.pid, text, &rejected));
+        if rejected.type_name.as_deref() == Some("trace") && !data.is_empty() {
+            // The records of a trace chunk whose header does not fit are
+            // not read (nothing vouches for them), but they are counted
+            // as dropped: one per record slot, the most they can be.
+            let slots = (data.len() / trace::RECORD_SIZE) as u64;
+            let _ = self.store.record_dropped(live.key, slots);
+        }
         if let Some(release) = rejected.release {
             let _ = live.post(&release);
         }

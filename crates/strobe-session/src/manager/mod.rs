@@ -294,7 +294,7 @@ impl SessionManager {
     }
 }
 
-/// The exit code an agent's `exit` message carries, if it carries a valid one.
+/// For serde's `skip_serializing_if`: counts that are zero are left out.
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

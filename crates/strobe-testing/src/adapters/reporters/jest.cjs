@@ -3,7 +3,7 @@
 // the whole file has finished; this one reports each test as it starts and
 // ends, so a failure is known even when a later test in the same file
 // never returns. Loaded by Jest with `--reporters=<this file>`; the Rust
-// parser (crates/strobe-testing/src/adapters/js.rs) reads the lines.
+// parser (crates/strobe-testing/src/adapters/js/parser.rs) reads the lines.
 'use strict';
 
 const fs = require('node:fs');

@@ -2,7 +2,7 @@
 // it happens (Mocha's built-in `json-stream` has no event for a test's
 // start, and a test that never returns is exactly the one to name). Loaded
 // by Mocha with `--reporter <this file>`; the Rust parser
-// (crates/strobe-testing/src/adapters/js.rs) reads the lines.
+// (crates/strobe-testing/src/adapters/js/parser.rs) reads the lines.
 'use strict';
 
 const fs = require('node:fs');

@@ -6,7 +6,7 @@
 // ends. Results reach reporters from the workers only every 100 ms, so it
 // also installs vitest-setup.mjs, which reports from inside the worker.
 // Loaded by Vitest with `--reporter=<this file>`; the Rust parser
-// (crates/strobe-testing/src/adapters/js.rs) reads the lines.
+// (crates/strobe-testing/src/adapters/js/parser.rs) reads the lines.
 import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
