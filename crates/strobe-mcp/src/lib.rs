@@ -9,6 +9,7 @@
 
 mod args;
 mod audit;
+mod instructions;
 mod malformed;
 pub mod params;
 mod progress;
