@@ -33,6 +33,3 @@ pub use manager::{
     StopResponse,
 };
 pub use trace::TraceResponse;
-// Capture plans and variable paths live in their own crate; the session
-// layer's modules name them as before.
-pub use strobe_values::{self as values, varpath};

@@ -1,7 +1,7 @@
 //! `debug_memory`: reads and writes a live target's memory from the daemon
 //! through `/proc/PID/mem` (a few µs a read, against an agent round trip of
 //! hundreds), for DWARF-named globals and statics with `.field` / `->field`
-//! / `[i]` paths and a last `[a:b]` slice (see [`crate::varpath`]), and raw
+//! / `[i]` paths and a last `[a:b]` slice (see [`strobe_values::varpath`]), and raw
 //! addresses with a type hint. Poll mode samples targets on a timer into
 //! `variable_snapshot` events.
 
@@ -9,7 +9,6 @@ use super::breakpoints::LocalSpec;
 use super::{Live, SessionManager, store_err};
 use crate::SessionError;
 use crate::trace::{self, Tracer};
-use crate::values::{self, WatchSpec, WatchType};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -18,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strobe_core::clock::monotonic_ns;
 use strobe_core::event::{EventBatch, EventHeader, EventKind, FLAG_JSON};
+use strobe_values::{self as values, WatchSpec, WatchType};
 
 /// Most targets one call reads.
 pub const MAX_TARGETS: usize = 16;

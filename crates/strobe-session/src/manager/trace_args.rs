@@ -60,7 +60,7 @@ pub(in crate::manager) fn watch_target(
                 ))
             })?;
             let hint = w.type_hint.clone().unwrap_or_else(|| "u64".into());
-            if crate::values::hint_size(&hint).is_none() {
+            if strobe_values::hint_size(&hint).is_none() {
                 return Err(SessionError::validation(format!(
                     "watch 'type' {hint:?} is not one of i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, pointer"
                 )));

@@ -3,9 +3,9 @@
 //! signature and watches), or light mode without one.
 
 use super::{Decoder, Tracer};
-use crate::values::{FunctionPlan, WatchSpec};
 use std::sync::Arc;
 use strobe_symbols::{Signature, TypeTable};
+use strobe_values::{FunctionPlan, WatchSpec};
 
 /// Functions hooked in one change above this count are traced in light mode
 /// (name, timing, raw first argument and return register; no typed values).

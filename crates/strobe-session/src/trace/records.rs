@@ -2,7 +2,6 @@
 //! plans (per function and plan id) that render their typed values, stored
 //! with the session.
 
-use crate::values::FunctionPlan;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +10,7 @@ use strobe_core::event::{
 };
 use strobe_store::CaptureBlob;
 use strobe_symbols::TypeTable;
+use strobe_values::FunctionPlan;
 
 /// Size of one agent trace record slot (see agent/src/tracers/native/layout.ts).
 pub const RECORD_SIZE: usize = 32;
@@ -38,7 +38,7 @@ pub const BLOB_PLAN: u32 = 2;
 #[derive(Serialize, Deserialize)]
 struct StoredDecoder {
     module: Option<u32>,
-    plan: crate::values::StoredPlan,
+    plan: strobe_values::StoredPlan,
 }
 
 /// Blobs that store `decoders` with their session: each plan, and the type

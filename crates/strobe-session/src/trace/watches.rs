@@ -3,10 +3,10 @@
 //! DWARF into read chains.
 
 use super::Tracer;
-use crate::values::{WatchSpec, WatchType};
 use serde::Serialize;
 use std::path::Path;
 use strobe_symbols::Pattern;
+use strobe_values::{WatchSpec, WatchType};
 
 /// A watch as the agent asked for it, and what it resolved to.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ pub struct WatchRequest {
 
 /// Most watches per session.
 pub const MAX_WATCHES: usize = 32;
-pub use crate::varpath::{MAX_DEREFS, Step, chain_spec, parse_chain};
+pub use strobe_values::varpath::{MAX_DEREFS, Step, chain_spec, parse_chain};
 
 impl Tracer {
     /// Active watches, as shown in responses.
@@ -86,7 +86,7 @@ impl Tracer {
                     WatchTarget::Variable(v) | WatchTarget::Expr(v) => v.clone(),
                     WatchTarget::Address { address, .. } => format!("{address:#x}"),
                 },
-                ty: crate::values::type_name(&w.spec.ty),
+                ty: strobe_values::type_name(&w.spec.ty),
                 on: w.on.iter().map(Pattern::text).collect(),
             })
             .collect()
@@ -145,7 +145,7 @@ impl Tracer {
             WatchTarget::Address { address, hint } => WatchSpec {
                 label: label.clone(),
                 chain: vec![(*address, 0)],
-                size: crate::values::hint_size(hint).ok_or_else(|| {
+                size: strobe_values::hint_size(hint).ok_or_else(|| {
                     format!("unknown type hint {hint:?}: use i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 or pointer")
                 })?,
                 ty: WatchType::Hint(hint.clone()),
@@ -246,7 +246,7 @@ impl Tracer {
         chain_spec(
             label,
             expr,
-            crate::varpath::Start::At(module_base + g.offset, ty),
+            strobe_values::varpath::Start::At(module_base + g.offset, ty),
             types,
             m as u32,
             &steps,
@@ -256,7 +256,7 @@ impl Tracer {
 }
 
 /// A watch's slice is read whole at every call, within one plan read
-/// ([`crate::values::BLOCK_MAX`] bytes, [`crate::values::ARRAY_MAX`]
+/// ([`strobe_values::BLOCK_MAX`] bytes, [`strobe_values::ARRAY_MAX`]
 /// elements): a longer one is refused with the longest that fits, rather
 /// than cut at every call.
 fn watch_slice_fits(
@@ -264,7 +264,7 @@ fn watch_slice_fits(
     asked: &std::ops::Range<u64>,
     spec: &WatchSpec,
 ) -> Result<(), String> {
-    use crate::values::{ARRAY_MAX, BLOCK_MAX};
+    use strobe_values::{ARRAY_MAX, BLOCK_MAX};
     let n = asked.end - asked.start;
     let esize = (spec.size / n.min(ARRAY_MAX)).max(1);
     let most = (BLOCK_MAX / esize).min(ARRAY_MAX);

@@ -10,8 +10,6 @@ use super::{Live, SessionManager};
 use crate::SessionError;
 use crate::frames::{self, BreakSite, CodeLocation, FrameLayout, Registers, Resolved};
 use crate::trace::Tracer;
-use crate::values::{self, WatchType};
-use crate::varpath::{self, Step};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,6 +23,8 @@ use strobe_frida::agent_protocol::{
     BreakpointError, BreakpointSpec, BreakpointsRequest, BreakpointsUpdated, Callee, DaemonMessage,
     FrameCheck, Logpoint, Paused, Resume, ResumeOrder, StepCall, StepStop, VarDesc,
 };
+use strobe_values::varpath::{self, Step};
+use strobe_values::{self as values, WatchType};
 
 /// Most breakpoints per session.
 pub const MAX_BREAKPOINTS: usize = 50;
