@@ -20,6 +20,9 @@ export interface Frame {
  *  only), how many bytes of stack arguments a call passes at most, and
  *  the bytes of code from the entry to the end of its range (0: unknown). */
 export type HookTarget = [number, number, number[] | null, number, number];
+/** A Python function to trace: [id, source file, co_qualname]
+ *  (crates/strobe-frida/src/agent_protocol/to_agent.rs, PyTarget). */
+export type PyTarget = [number, string, string];
 
 /** Where a variable is at a breakpoint address (resolved by the daemon). */
 export type VarLocation =
@@ -108,7 +111,7 @@ export type ResumeOrder =
 /** Daemon → agent. `tracer` names the tracer a request is for
  *  (agent/src/tracers/index.ts); absent: "native", every request today. */
 export type DaemonMessage =
-    | { type: "hooks"; id: number; tracer?: string; action: "add"; functions: HookTarget[]; module?: string;
+    | { type: "hooks"; id: number; tracer?: string; action: "add"; functions: HookTarget[] | PyTarget[]; module?: string;
         /** True while patterns are active: libraries loaded later must then
          *  be checked (and hooked) before their code runs. */
         watchLibraries: boolean;

@@ -345,6 +345,22 @@ export const daemonMessages = [
     },
     {
         "type": "hooks",
+        "id": 3,
+        "tracer": "python",
+        "action": "add",
+        "functions": [
+            [
+                7,
+                "/app/inventory.py",
+                "Bin.add"
+            ]
+        ],
+        "sampling": false,
+        "hotCallsPerSecond": 100000,
+        "watchLibraries": true
+    },
+    {
+        "type": "hooks",
         "id": 2,
         "tracer": "native",
         "action": "remove",

@@ -3,11 +3,13 @@
 // (tracerFor) and runs the agent-wide steps on all of them: start at load,
 // a final drain before an exit, crash, fork or unload, detach on unload.
 import { nativeTracer } from "./native/index.js";
+import { pythonTracer } from "./python/index.js";
 import { Tracer } from "./tracer.js";
 
 /** Every tracer. A new tracer is its module plus one line here. */
 const TRACERS: readonly Tracer[] = [
     nativeTracer,
+    pythonTracer,
 ];
 
 /** The tracer a request that names none is for (every request today). */

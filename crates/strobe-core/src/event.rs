@@ -26,11 +26,14 @@ pub enum EventKind {
     ProcessExit = 7,
     /// A logpoint fired (payload is the rendered message).
     Logpoint = 8,
+    /// An exception left a traced function (payload is JSON: its type and
+    /// message; `func_id` is the function).
+    Exception = 9,
 }
 
 impl EventKind {
     /// Every kind, in discriminant order.
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::Stdout,
         EventKind::Stderr,
         EventKind::FunctionEnter,
@@ -39,6 +42,7 @@ impl EventKind {
         EventKind::VariableSnapshot,
         EventKind::ProcessExit,
         EventKind::Logpoint,
+        EventKind::Exception,
     ];
 
     /// The wire name used by `debug_query` (`eventType`).
@@ -52,6 +56,7 @@ impl EventKind {
             EventKind::VariableSnapshot => "variable_snapshot",
             EventKind::ProcessExit => "process_exit",
             EventKind::Logpoint => "logpoint",
+            EventKind::Exception => "exception",
         }
     }
 
@@ -89,6 +94,11 @@ pub const FLAG_CAPTURE: u8 = 8;
 /// `returnValue` filters. Without this flag a captured exit's value is the
 /// raw `rax` and says nothing about its typed value.
 pub const FLAG_VALUE_TYPED: u8 = 16;
+/// On a function_enter / function_exit: the call pairs with its other half
+/// by `value` (the address of a generator or coroutine), not by the
+/// thread's call stack, because it may end long after, or on another
+/// thread (see the store's call tree).
+pub const FLAG_DETACHED: u8 = 32;
 
 /// Fixed-size part of an event. Payload bytes live in the batch's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -99,7 +99,7 @@ pub struct QueryParams {
 
 /// The `eventType` names, as `strobe_core::event::EventKind` spells them
 /// (a unit test checks they agree).
-pub const EVENT_TYPES: [&str; 8] = [
+pub const EVENT_TYPES: [&str; 9] = [
     "stdout",
     "stderr",
     "function_enter",
@@ -108,4 +108,5 @@ pub const EVENT_TYPES: [&str; 8] = [
     "variable_snapshot",
     "process_exit",
     "logpoint",
+    "exception",
 ];

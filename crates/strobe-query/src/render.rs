@@ -71,7 +71,10 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option
                 Some(fields) => {
                     for (key, v) in fields {
                         // Summary keeps scalar return values; the rest is verbose.
-                        if verbose || (key == "returnValue" && !v.is_object() && !v.is_array()) {
+                        if verbose
+                            || key == "exception"
+                            || (key == "returnValue" && !v.is_object() && !v.is_array())
+                        {
                             o.insert(key, v);
                         }
                     }
@@ -88,6 +91,17 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option
                         json!(format!("{:#x}", e.header.value)),
                     );
                 }
+            }
+        }
+        Some(EventKind::Exception) => {
+            if let Some(f) = func {
+                o.insert("function".into(), json!(f.name));
+                o.insert("sourceFile".into(), json!(f.file));
+                o.insert("line".into(), json!(f.line));
+            }
+            let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
+            if let Value::Object(fields) = data {
+                o.extend(fields);
             }
         }
         _ if e.header.flags & FLAG_JSON != 0 => {
@@ -172,10 +186,23 @@ pub fn event_line(
     let name = func.map_or("?", |f| f.name.as_str());
     let body = match e.kind() {
         Some(EventKind::FunctionEnter) => format!("{name}({})", call_args(e, typed)),
+        Some(EventKind::Exception) => {
+            let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
+            let ty = data["exceptionType"].as_str().unwrap_or("?");
+            match data["message"].as_str() {
+                Some(m) => format!("{ty}: {m} (raised out of {name})"),
+                None => format!("{ty} (raised out of {name})"),
+            }
+        }
         Some(EventKind::FunctionExit) => {
-            let ret = match typed.and_then(|t| t.get("returnValue")) {
-                Some(v) => v.to_string(),
-                None => format!("{:#x}", e.header.value),
+            let ret = match typed {
+                Some(t) if t.get("exception").is_some() => {
+                    format!("raised {}", t["exception"]["type"].as_str().unwrap_or("?"))
+                }
+                _ => match typed.and_then(|t| t.get("returnValue")) {
+                    Some(v) => v.to_string(),
+                    None => format!("{:#x}", e.header.value),
+                },
             };
             let call = match call {
                 Some(args) if args.chars().count() > CALL_ARGS_MAX => {

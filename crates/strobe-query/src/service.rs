@@ -212,14 +212,13 @@ pub fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String)
         }
         // Typed events compare the JSON value; events without types (no
         // DWARF, light mode) compare the raw return register.
+        // Always given: Python payloads are typed without capture plans.
+        let caps = mgr.captures(&p.session_id);
         let typed: Option<strobe_store::query::TypedReturn> =
-            mgr.captures(&p.session_id).map(|caps| {
-                let f: strobe_store::query::TypedReturn = std::sync::Arc::new(move |h, payload| {
-                    let d = caps.read().ok()?;
-                    strobe_session::trace::typed_of(&d, h, payload)
-                });
-                f
-            });
+            Some(std::sync::Arc::new(move |h, payload| {
+                let d = caps.as_ref().and_then(|c| c.read().ok());
+                strobe_session::trace::typed_in(d.as_deref(), h, payload)
+            }));
         filter.return_value = Some(ReturnValueFilter {
             equals: rv.equals.as_ref().and_then(raw_value),
             equals_json: rv.equals.clone(),
@@ -322,7 +321,7 @@ fn render_events(
         let caps = captures.as_ref().and_then(|c| c.read().ok());
         events
             .iter()
-            .map(|e| strobe_session::trace::typed_values(caps.as_ref()?, e))
+            .map(|e| strobe_session::trace::typed_in(caps.as_deref(), &e.header, &e.payload))
             .collect()
     };
     let calls = render::exit_calls(
@@ -333,8 +332,8 @@ fn render_events(
                 .map_err(Into::into)
         },
         &|e| {
-            let caps = captures.as_ref()?.read().ok()?;
-            strobe_session::trace::typed_values(&caps, e)
+            let caps = captures.as_ref().and_then(|c| c.read().ok());
+            strobe_session::trace::typed_in(caps.as_deref(), &e.header, &e.payload)
         },
     );
     let lines: Vec<String> = events

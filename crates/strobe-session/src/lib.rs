@@ -15,6 +15,7 @@ pub mod exit_watch;
 pub mod frames;
 pub mod hookable;
 pub mod images;
+pub mod language;
 mod live_settings;
 mod manager;
 mod pool;

@@ -6,8 +6,8 @@
 //! gets the same parent plus its duration. Records of one thread arrive in the
 //! order that thread produced them, which is all this needs.
 
-use std::collections::HashMap;
-use strobe_core::event::{EventHeader, EventKind};
+use std::collections::{HashMap, VecDeque};
+use strobe_core::event::{EventHeader, EventKind, FLAG_DETACHED};
 
 struct Open {
     seq: u64,
@@ -20,10 +20,19 @@ struct Open {
 /// unlinked).
 const MAX_DEPTH: usize = 4096;
 
-/// Per-thread stacks of open calls for one session.
+/// Most detached calls (generators, coroutines) kept open per session: one
+/// never finished (a generator dropped half-consumed) is forgotten, oldest
+/// first, past this many.
+const MAX_DETACHED: usize = 65_536;
+
+/// Per-thread stacks of open calls for one session, and the open detached
+/// calls ([`FLAG_DETACHED`]: an enter and exit that pair by `value`, the
+/// generator's or coroutine's address, wherever and whenever they happen).
 #[derive(Default)]
 pub struct CallTree {
     stacks: HashMap<(u32, u32), Vec<Open>>,
+    detached: HashMap<(u32, u64), Open>,
+    detached_order: VecDeque<(u32, u64)>,
 }
 
 impl CallTree {
@@ -35,6 +44,38 @@ impl CallTree {
             return;
         }
         let stack = self.stacks.entry((h.pid, h.tid)).or_default();
+        if h.flags & FLAG_DETACHED != 0 {
+            let key = (h.pid, h.value);
+            if enter {
+                // Its parent is the call that created it; it is never
+                // anyone's parent (what runs inside is linked to whoever
+                // resumes it).
+                h.parent = stack.last().map_or(0, |o| o.seq + 1);
+                let open = Open {
+                    seq,
+                    ts: h.ts_ns,
+                    func: h.func_id,
+                    parent: h.parent,
+                };
+                if self.detached.insert(key, open).is_none() {
+                    self.detached_order.push_back(key);
+                }
+                while self.detached.len() > MAX_DETACHED {
+                    match self.detached_order.pop_front() {
+                        Some(old) => {
+                            self.detached.remove(&old);
+                        }
+                        None => break,
+                    }
+                }
+            } else if let Some(open) = self.detached.remove(&key)
+                && open.func == h.func_id
+            {
+                h.parent = open.parent;
+                h.duration_ns = h.ts_ns.saturating_sub(open.ts);
+            }
+            return;
+        }
         if enter {
             let parent = stack.last().map_or(0, |o| o.seq + 1);
             h.parent = parent;
@@ -92,6 +133,34 @@ mod tests {
         assert_eq!(b.parent, 2, "seq 1 + 1");
         assert_eq!((bx.parent, bx.duration_ns), (2, 40));
         assert_eq!((ax.parent, ax.duration_ns), (0, 100));
+    }
+
+    #[test]
+    fn detached_calls_pair_by_value_across_threads_and_other_calls() {
+        let mut t = CallTree::default();
+        let mut caller = ev(EventKind::FunctionEnter, 1, 0);
+        t.link(&mut caller, 1);
+        let mut created = ev(EventKind::FunctionEnter, 2, 10);
+        created.flags = FLAG_DETACHED;
+        created.value = 0xabc;
+        t.link(&mut created, 2);
+        assert_eq!(created.parent, 2, "created by the open call");
+        let mut caller_exit = ev(EventKind::FunctionExit, 1, 20);
+        t.link(&mut caller_exit, 3);
+        assert_eq!(
+            caller_exit.duration_ns, 20,
+            "the generator is not on the stack"
+        );
+        let mut finished = ev(EventKind::FunctionExit, 2, 110);
+        finished.flags = FLAG_DETACHED;
+        finished.value = 0xabc;
+        finished.tid = 7;
+        t.link(&mut finished, 4);
+        assert_eq!((finished.parent, finished.duration_ns), (2, 100));
+        let mut again = finished;
+        again.duration_ns = 0;
+        t.link(&mut again, 5);
+        assert_eq!(again.duration_ns, 0, "a second exit finds nothing to close");
     }
 
     #[test]

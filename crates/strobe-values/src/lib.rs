@@ -30,6 +30,7 @@ mod decode;
 mod memory;
 mod place;
 mod plan;
+pub mod python;
 mod stored;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,8 @@
 // call: fast_enter / fast_leave write records into the shared MPSC ring
 // (and run the function's capture plan), committed / release let the JS
 // drain ship them. Record layout and limits: layout.ts.
-import { FULL_RING_WAIT_NS, MAX_FUNCTIONS, PAYLOAD_MAX, RING_RECORDS, WINDOW_NS } from "./layout.js";
+import { RING_WRITER_C } from "../ring.js";
+import { PAYLOAD_MAX, WINDOW_NS } from "./layout.js";
 
 /** The C source. Its externs are bound in runtime.ts: ring, drops, fstate,
  *  config, plans, and the libc functions it calls. */
@@ -25,12 +26,7 @@ extern long process_vm_readv(int, void *, unsigned long, void *, unsigned long, 
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
 
-/* Both powers of two: masks, not divisions (TinyCC does not turn a
-   modulo into a mask, and a 64-bit division costs tens of cycles). */
-#define CAP ${RING_RECORDS}ULL
-#define MAXF ${MAX_FUNCTIONS}U
-
-typedef struct { guint64 ts; guint32 func; guint32 tid; guint64 value; guint32 kind; guint32 extra; } Rec;
+${RING_WRITER_C}
 typedef struct { guint32 tid; guint32 busy; guint8 *scratch; } ThreadState;
 /* Per call, in the hook's frame (32 bytes there): the enter's decisions and
    the thread state it found, for the exit. */
@@ -45,25 +41,8 @@ typedef struct { guint16 n_enter; guint16 n_exit; guint16 stack_bytes; guint16 i
 /* Evaluates a function's expression watches (JS) into out; returns bytes written. */
 typedef guint32 (*ExprFn)(guint32 func, guint32 exit, const guint64 *regs, guint8 *out, guint32 cap);
 #define SAMPLED 0x100u
-#define KIND_PAD 3u
 #define PAYLOAD_MAX ${PAYLOAD_MAX}u
 #define MAX_NODES 256u
-
-static inline guint64 fetch_add(volatile guint64 *p, guint64 v) {
-    __asm__ volatile("lock; xaddq %0, %1" : "+r"(v), "+m"(*p) :: "memory");
-    return v;
-}
-
-static inline int cas(volatile guint64 *p, guint64 expected, guint64 desired) {
-    guint64 prev;
-    __asm__ volatile("lock; cmpxchgq %2, %1" : "=a"(prev), "+m"(*p) : "r"(desired), "0"(expected) : "memory");
-    return prev == expected;
-}
-
-/* Per-call helpers are macros: TinyCC inlines nothing, and the calls were a
-   good part of the per-call cost. CLOCK_MONOTONIC in ns. */
-#define NOW(out) do { struct { gint64 s; gint64 ns; } t_; clock_gettime(1, &t_); \
-    out = (guint64)t_.s * 1000000000ULL + (guint64)t_.ns; } while (0)
 
 /* The calling thread's state, created on its first traced call (the
    caller found none under the pthread key) and freed by thread_gone (the
@@ -83,61 +62,9 @@ void thread_gone(void *p) {
     free(st);
 }
 
-/* Reserves 1 + extra slots, never across the ring's end (a padding record
-   fills the rest first). Returns 0 when the ring stayed full too long. */
-static int reserve(guint32 func, guint64 extra, guint64 *out) {
-    guint64 deadline = 0;
-    for (;;) {
-        guint64 slot = ring[0];
-        guint64 idx = slot & (CAP - 1);
-        int wrap = idx + 1 + extra > CAP;
-        guint64 need = wrap ? CAP - idx : 1 + extra;
-        if (slot + need - ring[1] > CAP) {
-            /* A forked child has a copy of the ring that nobody drains: stop
-               recording there rather than stall every traced call. */
-            if ((guint64)getpid() != config[2]) { config[5] = 1; return 0; }
-            guint64 t;
-            NOW(t);
-            if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
-            else if (t > deadline) { fetch_add(&drops[func & (MAXF - 1)], 1); return 0; }
-            sched_yield();
-            continue;
-        }
-        if (!cas(&ring[0], slot, slot + need)) continue;
-        if (wrap) {
-            Rec *p = (Rec *)((char *)ring + 64) + idx;
-            p->extra = (guint32)(need - 1);
-            __asm__ volatile("" ::: "memory");
-            *(volatile guint32 *)&p->kind = KIND_PAD;
-            continue;
-        }
-        *out = slot;
-        return 1;
-    }
-}
-
 /* Returns 0 when the record had to be dropped (ring full for too long). */
 static int put(ThreadState *st, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
-    guint64 extra = (len + 31) >> 5;
-    guint64 slot;
-    /* Reserve only when there is room: a reserved slot is always written,
-       so the drainer never waits on a hole. */
-    if (!reserve(func, extra, &slot)) return 0;
-    Rec *r = (Rec *)((char *)ring + 64) + (slot & (CAP - 1));
-    if (len) {
-        guint64 *dst = (guint64 *)(r + 1);
-        const guint64 *src = (const guint64 *)payload;
-        for (guint32 i = 0; i < (len + 7) / 8; i++) dst[i] = src[i];
-    }
-    r->ts = ts;
-    r->func = func;
-    r->tid = st->tid;
-    r->value = value;
-    r->extra = (guint32)extra;
-    /* The fields above must be in memory before the commit flag. */
-    __asm__ volatile("" ::: "memory");
-    *(volatile guint32 *)&r->kind = kind;
-    return 1;
+    return put_record(st->tid, func, kind, value, ts, payload, len);
 }
 
 /* Copies len bytes at addr without ever faulting (unmapped memory just

@@ -304,7 +304,10 @@ impl Covered for DaemonMessage {
                 id: 1,
                 tracer: Some("native".into()),
                 change: HookChange::Add {
-                    functions: vec![target.clone(), HookTarget(2, 0x1200, None, 0, 0)],
+                    functions: HookFunctions::Native(vec![
+                        target.clone(),
+                        HookTarget(2, 0x1200, None, 0, 0),
+                    ]),
                     module: Some("/lib/libm.so.6".into()),
                     sampling: true,
                     hot_calls_per_second: 100_000,
@@ -315,12 +318,27 @@ impl Covered for DaemonMessage {
                 id: 1,
                 tracer: None,
                 change: HookChange::Add {
-                    functions: vec![],
+                    functions: HookFunctions::Native(vec![]),
                     module: None,
                     sampling: false,
                     hot_calls_per_second: 100_000,
                 },
                 watch_libraries: false,
+            }),
+            D::Hooks(HooksRequest {
+                id: 3,
+                tracer: Some("python".into()),
+                change: HookChange::Add {
+                    functions: HookFunctions::Python(vec![PyTarget(
+                        7,
+                        "/app/inventory.py".into(),
+                        "Bin.add".into(),
+                    )]),
+                    module: None,
+                    sampling: false,
+                    hot_calls_per_second: 100_000,
+                },
+                watch_libraries: true,
             }),
             D::Hooks(HooksRequest {
                 id: 2,

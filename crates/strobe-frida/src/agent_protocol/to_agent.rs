@@ -131,8 +131,8 @@ pub struct HooksRequest {
 pub enum HookChange {
     /// Hook these functions of one image.
     Add {
-        /// The functions.
-        functions: Vec<HookTarget>,
+        /// The functions, in the terms of the tracer the request is for.
+        functions: HookFunctions,
         /// The image (absent: the main executable).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         module: Option<String>,
@@ -154,6 +154,22 @@ pub enum HookChange {
 /// passes at most, code bytes from the entry to the end of its range (0: unknown)]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookTarget(pub u32, pub u64, pub Option<Vec<u8>>, pub u32, pub u64);
+
+/// The functions of a `hooks` add, in the terms of the tracer it is for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HookFunctions {
+    /// The native tracer's: functions by address.
+    Native(Vec<HookTarget>),
+    /// The Python tracer's: functions by source file and qualified name.
+    Python(Vec<PyTarget>),
+}
+
+/// One Python function to trace (agent/src/tracers/python/): `[id, source
+/// file, co_qualname]`. The agent traces every code object with that file
+/// and qualname (a function defined again, or nested and made per call).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PyTarget(pub u32, pub String, pub String);
 
 /// `[function id, capture plan bytes or null]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

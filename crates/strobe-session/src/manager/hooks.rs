@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use strobe_core::Settings;
 use strobe_frida::agent_protocol::{
-    DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookTarget, HooksRequest, HooksUpdated,
-    ModuleHooks, PlansUpdated,
+    DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookFunctions, HookTarget, HooksRequest,
+    HooksUpdated, ModuleHooks, PlansUpdated, PyTarget,
 };
 use strobe_symbols::resolvers::{self, Image, ImageKind};
 use strobe_symbols::{Language, SymbolError, SymbolResolver};
@@ -117,7 +117,19 @@ impl SessionManager {
         // agent whether libraries loaded later need checking.
         let mut groups: Vec<(Option<String>, Vec<HookTarget>)> = Vec::new();
         let mut planned = 0usize;
+        let mut python: Vec<PyTarget> = Vec::new();
         for h in &plan.to_hook {
+            if h.language == Language::Python {
+                match tracer.info_of(h.id) {
+                    Some(f) => python.push(PyTarget(
+                        h.id,
+                        f.file.unwrap_or_default().to_string(),
+                        f.name_raw.unwrap_or(f.name).to_string(),
+                    )),
+                    None => failed.push((h.id, "unknown function".into())),
+                }
+                continue;
+            }
             let m = h.module.to_string_lossy().into_owned();
             let key = (m != live.binary_path).then_some(m);
             let target = match hook_target(live, tracer, h) {
@@ -149,13 +161,13 @@ impl SessionManager {
         }
         for (module, functions) in groups {
             let change = HookChange::Add {
-                functions,
+                functions: HookFunctions::Native(functions),
                 module,
                 sampling: tracer.sampling,
                 hot_calls_per_second: settings.hot_calls_per_second,
             };
             let sent = std::time::Instant::now();
-            let r = self.hooks_request(live, change, watch, timeout)?;
+            let r = self.hooks_request(live, None, change, watch, timeout)?;
             tracing::debug!(
                 "session {}: agent hooked {} functions in {} ms ({} ms round trip)",
                 live.id,
@@ -167,11 +179,27 @@ impl SessionManager {
             installed.extend(ok);
             failed.extend(bad);
         }
-        if !plan.to_unhook.is_empty() {
-            let change = HookChange::Remove {
-                functions: plan.to_unhook.clone(),
+        if !python.is_empty() {
+            let change = HookChange::Add {
+                functions: HookFunctions::Python(python),
+                module: None,
+                sampling: tracer.sampling,
+                hot_calls_per_second: settings.hot_calls_per_second,
             };
-            self.hooks_request(live, change, watch, timeout)?;
+            let r = self.hooks_request(live, Some(PYTHON_TRACER), change, watch, timeout)?;
+            let (ok, bad) = hook_outcome(&r);
+            installed.extend(ok);
+            failed.extend(bad);
+        }
+        let (py_unhook, native_unhook): (Vec<u32>, Vec<u32>) = plan
+            .to_unhook
+            .iter()
+            .partition(|id| tracer.language_of(**id) == Some(Language::Python));
+        for (name, functions) in [(None, native_unhook), (Some(PYTHON_TRACER), py_unhook)] {
+            if !functions.is_empty() {
+                let change = HookChange::Remove { functions };
+                self.hooks_request(live, name, change, watch, timeout)?;
+            }
         }
         let fresh: std::collections::HashSet<u32> = plan.to_hook.iter().map(|h| h.id).collect();
         tracer.applied(&installed, &failed, &plan.to_unhook);
@@ -243,10 +271,12 @@ impl SessionManager {
         })
     }
 
-    /// Sends one hooks change to the agent and waits for its answer.
+    /// Sends one hooks change to the agent's `tracer` (None: the native
+    /// one) and waits for its answer.
     fn hooks_request(
         &self,
         live: &Live,
+        tracer: Option<&str>,
         change: HookChange,
         watch_libraries: bool,
         timeout: Duration,
@@ -256,7 +286,7 @@ impl SessionManager {
             |id| {
                 DaemonMessage::Hooks(HooksRequest {
                     id,
-                    tracer: None,
+                    tracer: tracer.map(str::to_string),
                     change,
                     watch_libraries,
                 })
@@ -577,6 +607,9 @@ impl SessionManager {
         })
     }
 }
+
+/// The agent's Python tracer (agent/src/tracers/python/).
+const PYTHON_TRACER: &str = "python";
 
 /// Function ids the agent installed, and those that failed with the reason.
 pub(super) type HookOutcome = (Vec<u32>, Vec<(u32, String)>);

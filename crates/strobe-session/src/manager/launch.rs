@@ -39,6 +39,23 @@ impl SessionManager {
         for (k, v) in &req.env {
             validate::env_key(k, v)?;
         }
+        // A Python program runs as its real interpreter with the script in
+        // its arguments (crate::language): shims and shebangs are followed
+        // here, so the agent lands in the interpreter itself.
+        let program = match req.attach_pid {
+            Some(_) => crate::language::Program {
+                command: binary.clone(),
+                args: Vec::new(),
+                language: crate::language::attached_language(&binary),
+                note: None,
+            },
+            None => {
+                let mut env: BTreeMap<String, String> = std::env::vars().collect();
+                env.extend(req.env.clone());
+                crate::language::detect(&binary, &req.args, &env)
+            }
+        };
+        let binary = program.command.clone();
         let python = FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv())
             .check()
             .map_err(SessionError::frida_unavailable)?;
@@ -52,7 +69,8 @@ impl SessionManager {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let launch_json = json!({
-            "command": binary, "args": req.args, "cwd": cwd,
+            "command": binary, "args": program.args, "cwd": cwd,
+            "language": program.language.as_str(),
             "envKeys": req.env.keys().collect::<Vec<_>>(),
         })
         .to_string();
@@ -114,7 +132,7 @@ impl SessionManager {
                 (pid, None)
             }
             None => (
-                self.spawn_target(&req, &binary, cwd, agent_js, &bridge, launch_timeout)
+                self.spawn_target(&req, &program, cwd, agent_js, &bridge, launch_timeout)
                     .map_err(fail)?,
                 Some(output),
             ),
@@ -135,6 +153,8 @@ impl SessionManager {
             origin_ns,
             start_time: proc_start_time(pid),
             binary_path: binary.display().to_string(),
+            program_args: program.args.clone(),
+            program_env: req.env.clone().into_iter().collect(),
             project_root: project_root.display().to_string(),
             started_at: unix_millis(),
             stats,
@@ -225,7 +245,7 @@ impl SessionManager {
             .lock()
             .expect("desired lock")
             .update(&pending, &[], &pending_options);
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = program.note.iter().cloned().collect();
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Index the binary in the background so a first debug_trace is quick.
             let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
@@ -242,7 +262,7 @@ impl SessionManager {
         } else {
             match self.apply_patterns(&live, &pending, &[], &pending_options, settings) {
                 Ok(r) => {
-                    warnings = r.warnings;
+                    warnings.extend(r.warnings);
                     Some(pending.len() as u32)
                 }
                 Err(e) => {
@@ -344,7 +364,7 @@ impl SessionManager {
     pub(super) fn spawn_target(
         &self,
         req: &LaunchRequest,
-        binary: &std::path::Path,
+        program: &crate::language::Program,
         cwd: std::path::PathBuf,
         agent_js: std::path::PathBuf,
         bridge: &Bridge,
@@ -353,8 +373,9 @@ impl SessionManager {
         let mut env: BTreeMap<String, String> = std::env::vars().collect();
         env.extend(req.env.clone());
         crash::sanitizers_abort_on_error(&mut env);
+        let binary = &program.command;
         let mut argv = vec![binary.display().to_string()];
-        argv.extend(req.args.iter().cloned());
+        argv.extend(program.args.iter().cloned());
         bridge
             .spawn(
                 &SpawnRequest {

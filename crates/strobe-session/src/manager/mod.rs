@@ -74,6 +74,11 @@ struct Live {
     /// The target's start time, to recognise it before signalling it.
     start_time: Option<u64>,
     binary_path: String,
+    /// The program's arguments (after crate::language rewrote them: a
+    /// Python script's path comes first) and the environment the launch
+    /// added: source-level resolvers find the program's code with them.
+    program_args: Vec<String>,
+    program_env: Vec<(String, String)>,
     project_root: String,
     started_at: i64,
     stats: Arc<SessionStats>,

@@ -153,12 +153,20 @@ impl Live {
         origin: Origin,
         id_base: u32,
     ) -> Live {
+        // A fork runs the root's program; an exec'd one, arguments unknown here.
+        let same = binary_path == root.binary_path;
         Live {
             key: root.key,
             id: root.id.clone(),
             pid,
             origin_ns: root.origin_ns,
             start_time: super::proc_start_time(pid),
+            program_args: if same {
+                root.program_args.clone()
+            } else {
+                Vec::new()
+            },
+            program_env: root.program_env.clone(),
             binary_path,
             project_root: root.project_root.clone(),
             started_at: strobe_core::clock::unix_millis(),

@@ -124,10 +124,12 @@ impl Tracer {
             .map(|w| w.spec.clone())
             .collect();
         let depth = self.depth;
+        // Plan ids wrap within 1..0xFFFF: 0xFFFF in a payload's first word
+        // marks a Python payload (strobe_values::python::PY_PAYLOAD_MARK).
         let next = self
             .plan_ids
             .get(&id)
-            .map_or(1, |p| p.wrapping_add(1).max(1));
+            .map_or(1, |p| if *p >= 0xFFFE { 1 } else { p + 1 });
         // Without a usable declaration (no DWARF, a specialized clone) only
         // watches are read.
         let (sig, types, module) = match self.declared_signature(id) {

@@ -16,7 +16,7 @@ pub use hooks::{LIGHT_MODE_ABOVE, STACK_COPY_UNKNOWN};
 pub use patterns::{BROAD_PATTERN, HookTarget, Plan};
 pub use records::{
     BLOB_PLAN, BLOB_TYPES, Decoder, Decoders, RECORD_SIZE, decode_records, decoders_from_blobs,
-    decoders_to_blobs, typed_of, typed_values,
+    decoders_to_blobs, typed_in, typed_of, typed_values,
 };
 pub use watches::{
     ActiveWatch, MAX_DEREFS, MAX_WATCHES, Step, Watch, WatchRequest, WatchTarget, chain_spec,
@@ -215,6 +215,18 @@ impl Tracer {
         for (id, why) in failed {
             self.failed.insert(*id, why.clone());
         }
+    }
+
+    /// A function id's name, file and line.
+    pub fn info_of(&self, id: u32) -> Option<strobe_symbols::FunctionInfo<'_>> {
+        let (m, f) = *self.by_id.get(self.slot(id)?)?;
+        self.modules[m].function(f)
+    }
+
+    /// The code a function id is ([`SymbolResolver::language`]).
+    pub fn language_of(&self, id: u32) -> Option<strobe_symbols::Language> {
+        let (m, _) = *self.by_id.get(self.slot(id)?)?;
+        Some(self.modules[m].language())
     }
 
     /// Name of a function id (for messages).

@@ -162,13 +162,12 @@ impl Tracer {
                 ));
             }
             if is_fresh {
+                let python = self
+                    .modules
+                    .iter()
+                    .any(|m| m.language() == strobe_symbols::Language::Python);
                 if hits == 0 && inlined.is_empty() && refused.is_empty() && left_out.is_empty() {
-                    plan.warnings.push(format!(
-                        "pattern {:?} matched no function in the program or its loaded libraries; check the spelling \
-                         with a wider pattern (e.g. \"ns::*\", \"**::name\" or \"@file:part.c\") and that it was built with -g \
-                         (libraries loaded later with dlopen are matched when they load)",
-                        p.text()
-                    ));
+                    plan.warnings.push(no_match_warning(&p.text(), python));
                 } else if hits > BROAD_PATTERN {
                     plan.warnings.push(format!(
                         "pattern {:?} matched {hits} functions; expect many events (narrow it if queries get noisy)",
@@ -217,4 +216,36 @@ impl Tracer {
         });
         id
     }
+}
+
+/// Why a pattern matched nothing, and what to try, in the syntax of the
+/// code the session runs: a Python program is named with dots
+/// (`inventory.apply_discount`), native code with `::`.
+fn no_match_warning(pattern: &str, python: bool) -> String {
+    if python {
+        if pattern.contains("::") {
+            let dotted = pattern.replace("::", ".");
+            return format!(
+                "pattern {pattern:?} matched nothing: \"::\" is native (C/C++/Rust) syntax; Python functions are \
+                 named module.qualname with dots, e.g. {dotted:?}"
+            );
+        }
+        return format!(
+            "pattern {pattern:?} matched no Python function (module.qualname, e.g. \"inventory.Bin.add\" or \
+             \"inventory.*\") nor native function; check the module name (the file's path from the project \
+             root or its sys.path entry, without .py) with a wider pattern such as \"@file:name.py\" or \"@usercode\""
+        );
+    }
+    if pattern.contains('.') && !pattern.contains("::") && !pattern.starts_with('@') {
+        let native = pattern.replace('.', "::");
+        return format!(
+            "pattern {pattern:?} matched nothing: dotted names are Python syntax and this program runs native \
+             code, whose functions are named with \"::\" (e.g. {native:?}) or plainly (C: \"parse_header\")"
+        );
+    }
+    format!(
+        "pattern {pattern:?} matched no function in the program or its loaded libraries; check the spelling \
+         with a wider pattern (e.g. \"ns::*\", \"**::name\" or \"@file:part.c\") and that it was built with -g \
+         (libraries loaded later with dlopen are matched when they load)"
+    )
 }

@@ -6,11 +6,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 use strobe_core::event::{
-    Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_SAMPLED, FLAG_VALUE_TYPED,
+    Event, EventBatch, EventHeader, EventKind, FLAG_CAPTURE, FLAG_DETACHED, FLAG_JSON,
+    FLAG_SAMPLED, FLAG_VALUE_TYPED,
 };
 use strobe_store::CaptureBlob;
 use strobe_symbols::TypeTable;
 use strobe_values::FunctionPlan;
+use strobe_values::python;
+
+/// Record kind bit: the enter or exit pairs by `value` (agent/src/tracers/ring.ts).
+const KIND_DETACHED: u32 = 0x400;
 
 /// Size of one agent trace record slot (see agent/src/tracers/native/layout.ts).
 pub const RECORD_SIZE: usize = 32;
@@ -155,6 +160,9 @@ pub fn decode_records(
         } else {
             0
         };
+        if raw_kind & KIND_DETACHED != 0 {
+            flags |= FLAG_DETACHED;
+        }
         let mut payload = data.get(payload_at..at.min(data.len())).unwrap_or(&[]);
         if payload.len() >= 8 {
             let len = u32::from_le_bytes(payload[4..8].try_into().expect("4")) as usize;
@@ -165,6 +173,39 @@ pub fn decode_records(
         }
         let func_id = u32_at(8);
         let mut value = u64_at(16);
+        let header = |kind: EventKind, flags: u8, value: u64| EventHeader {
+            ts_ns: u64_at(0).saturating_sub(origin_ns),
+            kind: kind as u8,
+            flags,
+            pid,
+            func_id,
+            tid: u32_at(12),
+            value,
+            ..Default::default()
+        };
+        if flags & FLAG_CAPTURE != 0 && python::is_python(payload) {
+            if kind == EventKind::FunctionExit {
+                // An exception leaving the function is also an event of its
+                // own, just before the exit it caused.
+                if let Some((ty, message)) = python::exception_of(payload) {
+                    let body = serde_json::json!({"exceptionType": ty, "message": message});
+                    batch.push(
+                        header(EventKind::Exception, FLAG_JSON, 0),
+                        body.to_string().as_bytes(),
+                    );
+                    n += 1;
+                } else if let Some(key) = python::return_key(payload)
+                    && flags & FLAG_DETACHED == 0
+                {
+                    // (A detached exit's value is its pairing key.)
+                    flags |= FLAG_VALUE_TYPED;
+                    value = key;
+                }
+            }
+            batch.push(header(kind, flags, value), payload);
+            n += 1;
+            continue;
+        }
         if kind == EventKind::FunctionExit && flags & FLAG_CAPTURE != 0 {
             let plan_id = u32::from_le_bytes(payload[0..4].try_into().expect("4")) as u16;
             if let Some(key) = decoders
@@ -175,19 +216,7 @@ pub fn decode_records(
                 flags |= FLAG_VALUE_TYPED;
             }
         }
-        batch.push(
-            EventHeader {
-                ts_ns: u64_at(0).saturating_sub(origin_ns),
-                kind: kind as u8,
-                flags,
-                pid,
-                func_id,
-                tid: u32_at(12),
-                value,
-                ..Default::default()
-            },
-            payload,
-        );
+        batch.push(header(kind, flags, value), payload);
         n += 1;
     }
     n
@@ -202,9 +231,23 @@ pub fn typed_values(decoders: &Decoders, e: &Event) -> Option<serde_json::Value>
 
 /// [`typed_values`] on a header and payload.
 pub fn typed_of(decoders: &Decoders, h: &EventHeader, payload: &[u8]) -> Option<serde_json::Value> {
+    typed_in(Some(decoders), h, payload)
+}
+
+/// [`typed_of`] for a session that may have no capture plans: Python
+/// payloads describe themselves and need none.
+pub fn typed_in(
+    decoders: Option<&Decoders>,
+    h: &EventHeader,
+    payload: &[u8],
+) -> Option<serde_json::Value> {
     if h.flags & FLAG_CAPTURE == 0 || payload.len() < 8 {
         return None;
     }
+    if python::is_python(payload) {
+        return Some(python::decode(payload));
+    }
+    let decoders = decoders?;
     let plan_id = u32::from_le_bytes(payload[0..4].try_into().expect("4")) as u16;
     let d = decoders.get(&(h.func_id, plan_id))?;
     Some(if h.kind == EventKind::FunctionEnter as u8 {

@@ -1,0 +1,446 @@
+// The Python tracer's C side (compiled by Frida's TinyCC). The interpreter
+// evaluates every Python frame through the eval stub (stub.ts), which calls
+// py_enter before the frame runs and py_leave after it; both run on the
+// Python thread, holding the GIL, and never run Python code. py_enter
+// classifies the frame's code object once per change of targets (the answer
+// is cached on the code object, in its co_extra slot) and, for a traced
+// function, writes an enter record with the typed arguments; py_leave writes
+// the exit with the return value or the exception. Records go into the
+// native runtime's ring (../ring.ts) with a payload in the format
+// crates/strobe-values/src/python.rs decodes.
+//
+// CPython's internal layouts are read at offsets given in `layout[]`
+// (cpython.ts has them per version), not from headers: TinyCC has none.
+import { KIND_DETACHED, KIND_PYTHON, RING_WRITER_C } from "../ring.js";
+import { PAYLOAD_MAX } from "../native/layout.js";
+
+/** Indexes into the `pycfg` page the C reads (written by index.ts). */
+export const CFG = {
+    /** Bumped on every change of targets: cached classifications are stale. */
+    generation: 0,
+    /** The co_extra index (~0 until the first frame requests one). */
+    extraIndex: 1,
+    /** The target table: a header slot whose first word is the slot count
+     *  minus one (a power of two minus one), then the slots. */
+    table: 3,
+    /** Value limits: container depth, items shown per container, bytes per string. */
+    depth: 4,
+    items: 5,
+    strBytes: 6,
+    /** The payload scratch buffer (one: the GIL serializes its users). */
+    scratch: 7,
+    /** 1 while the tracer records. */
+    enabled: 8,
+} as const;
+
+/** Layout offsets for one CPython minor version (see cpython.ts). */
+export const LAYOUT = {
+    frameCode: 0, frameOwner: 1, frameLocals: 2, codeFlags: 3, codeArgc: 4,
+    codeKwonly: 5, codeFilename: 6, codeQualname: 7, codeNames: 8, codeExtra: 9,
+    tstateTid: 10, genIframe: 11, genState: 12, typeName: 13, typeFlags: 14,
+    excArgs: 15, listItems: 16, tupleItems: 17, managedDict: 18, managedValues: 19,
+    typeDictOffset: 20, cachedKeys: 21, keysEntries: 22, keysIndices: 23, keysIndexBytes: 24,
+} as const;
+
+/** Bytes of one target table slot: hash, id, qualname and file pointers. */
+export const TABLE_SLOT = 32;
+
+/** The C source; its externs are bound in runtime.ts. */
+export const PY_CMODULE_SOURCE = `
+#include <glib.h>
+
+typedef struct _object PyObject;
+typedef long Py_ssize_t;
+
+extern volatile guint64 ring[];
+extern volatile guint64 drops[];
+extern volatile guint64 config[];
+extern volatile guint64 pycfg[];
+extern const gint64 layout[];
+extern int getpid(void);
+extern int clock_gettime(int, void *);
+extern int sched_yield(void);
+extern void *malloc(gsize);
+extern void free(void *);
+extern char *realpath(const char *, char *);
+extern Py_ssize_t _PyEval_RequestCodeExtraIndex(void (*)(void *));
+extern int _PyCode_SetExtra(PyObject *, Py_ssize_t, void *);
+extern const char *PyUnicode_AsUTF8AndSize(PyObject *, Py_ssize_t *);
+extern long long PyLong_AsLongLongAndOverflow(PyObject *, int *);
+extern gsize _PyLong_NumBits(PyObject *);
+extern int _PyLong_Sign(PyObject *);
+extern double PyFloat_AsDouble(PyObject *);
+extern int PyDict_Next(PyObject *, Py_ssize_t *, PyObject **, PyObject **);
+extern int _PySet_NextEntry(PyObject *, Py_ssize_t *, PyObject **, Py_ssize_t *);
+extern Py_ssize_t PySet_Size(PyObject *);
+extern Py_ssize_t PyDict_Size(PyObject *);
+extern void PyErr_Fetch(PyObject **, PyObject **, PyObject **);
+extern void PyErr_Restore(PyObject *, PyObject *, PyObject *);
+extern void PyErr_Clear(void);
+extern char _Py_NoneStruct, _Py_TrueStruct, _Py_FalseStruct;
+extern char PyLong_Type, PyBool_Type, PyFloat_Type, PyUnicode_Type, PyBytes_Type, PyByteArray_Type;
+extern char PyList_Type, PyTuple_Type, PyDict_Type, PySet_Type, PyFrozenSet_Type, PyFunction_Type;
+
+${RING_WRITER_C}
+
+#define KIND_PY ${KIND_PYTHON}u
+#define KIND_DET ${KIND_DETACHED}u
+#define PAYLOAD_MAX ${PAYLOAD_MAX}u
+#define PY_MARK 0xFFFFu
+
+#define L(i) layout[i]
+#define AT(p, off, T) (*(T *)((char *)(p) + (off)))
+#define TYPE(o) AT(o, 8, char *)
+#define SIZE(o) AT(o, 16, Py_ssize_t)
+#define TFLAGS(t) AT(t, L(${LAYOUT.typeFlags}), unsigned long)
+
+#define CO_GENERATOR 0x20
+#define CO_COROUTINE 0x80
+#define CO_ASYNC_GENERATOR 0x200
+#define CO_VARARGS 0x4
+#define CO_VARKEYWORDS 0x8
+#define GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
+#define HEAPTYPE (1UL << 9)
+#define MANAGED_DICT (1UL << 4)
+#define LONG_SUB (1UL << 24)
+#define LIST_SUB (1UL << 25)
+#define TUPLE_SUB (1UL << 26)
+#define BYTES_SUB (1UL << 27)
+#define UNICODE_SUB (1UL << 28)
+#define DICT_SUB (1UL << 29)
+#define EXC_SUB (1UL << 30)
+#define TYPE_SUB (1UL << 31)
+
+/* Value tags: crates/strobe-values/src/python.rs. */
+enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST, T_TUPLE,
+       T_DICT, T_SET, T_FROZENSET, T_OBJECT, T_DEEP, T_OPAQUE, T_CUT, T_SUBCLASS, T_EXCEPTION,
+       T_CLASS, T_FUNCTION };
+
+/* What py_enter found out about a code object, cached in its co_extra. */
+typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 pad; } CodeState;
+typedef struct { guint64 hash; guint64 id; const char *qualname; const char *file; } Slot;
+typedef struct { Py_ssize_t size; void *extras[1]; } CodeExtra;
+typedef struct { guint8 *p; guint32 pos; guint32 cap; guint32 cut; } Buf;
+
+static guint64 fnv(const char *s, Py_ssize_t n) {
+    guint64 h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < n; i++) { h ^= (guint8)s[i]; h *= 1099511628211ULL; }
+    return h | 1;
+}
+
+static int same(const char *a, const char *b) {
+    while (*a && *a == *b) { a++; b++; }
+    return *a == *b;
+}
+
+/* The function id of a code object (0: not traced): its co_qualname and
+   co_filename against the target table; a file named differently (a
+   relative path, a symlink) is compared again once resolved. */
+static guint32 lookup(PyObject *co) {
+    Py_ssize_t qn = 0, fn = 0;
+    const char *q = PyUnicode_AsUTF8AndSize(AT(co, L(${LAYOUT.codeQualname}), PyObject *), &qn);
+    if (q == NULL) { PyErr_Clear(); return 0; }
+    const char *f = PyUnicode_AsUTF8AndSize(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &fn);
+    if (f == NULL) { PyErr_Clear(); return 0; }
+    /* One pointer to the whole table (its first slot holds the mask), so a
+       table swapped in while this runs is read whole, old or new. */
+    const Slot *table = (const Slot *)(gsize)pycfg[${CFG.table}];
+    if (table == NULL) return 0;
+    guint64 h = fnv(q, qn), mask = table[0].hash;
+    table++;
+    char resolved[4096];
+    int have_resolved = 0;
+    for (guint64 i = h & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+        const Slot *s = &table[i];
+        if (s->hash == 0) return 0;
+        if (s->hash != h || !same(s->qualname, q)) continue;
+        if (same(s->file, f)) return (guint32)s->id;
+        if (!have_resolved) have_resolved = realpath(f, resolved) != NULL ? 1 : -1;
+        if (have_resolved == 1 && same(s->file, resolved)) return (guint32)s->id;
+    }
+    return 0;
+}
+
+static CodeState *state_of(PyObject *co) {
+    Py_ssize_t idx = (Py_ssize_t)pycfg[${CFG.extraIndex}];
+    if (idx < 0) {
+        idx = _PyEval_RequestCodeExtraIndex(free);
+        if (idx < 0) { PyErr_Clear(); return NULL; }
+        pycfg[${CFG.extraIndex}] = (guint64)idx;
+    }
+    CodeExtra *ex = AT(co, L(${LAYOUT.codeExtra}), CodeExtra *);
+    CodeState *st = (ex != NULL && idx < ex->size) ? ex->extras[idx] : NULL;
+    if (st != NULL && st->gen == pycfg[${CFG.generation}]) return st;
+    if (st == NULL) {
+        st = malloc(sizeof(CodeState));
+        if (st == NULL) return NULL;
+        if (_PyCode_SetExtra(co, idx, st) != 0) { free(st); PyErr_Clear(); return NULL; }
+    }
+    st->gen = pycfg[${CFG.generation}];
+    st->id = lookup(co);
+    guint32 flags = (guint32)AT(co, L(${LAYOUT.codeFlags}), int);
+    st->flags = flags;
+    st->nargs = (guint32)AT(co, L(${LAYOUT.codeArgc}), int) + (guint32)AT(co, L(${LAYOUT.codeKwonly}), int)
+        + ((flags & CO_VARARGS) ? 1 : 0) + ((flags & CO_VARKEYWORDS) ? 1 : 0);
+    return st;
+}
+
+/* Payload writing: everything stops (and one T_CUT is left) when the
+   buffer is full, so a payload is never cut mid-value. */
+static int room(Buf *b, guint32 n) {
+    if (b->cut) return 0;
+    if (b->pos + n + 1 > b->cap) { b->p[b->pos++] = T_CUT; b->cut = 1; return 0; }
+    return 1;
+}
+static void u8(Buf *b, guint8 v) { if (room(b, 1)) b->p[b->pos++] = v; }
+static void u32(Buf *b, guint32 v) { if (room(b, 4)) { *(guint32 *)(b->p + b->pos) = v; b->pos += 4; } }
+static void u64(Buf *b, guint64 v) { if (room(b, 8)) { *(guint64 *)(b->p + b->pos) = v; b->pos += 8; } }
+/* A short string: u16 length and bytes (names, type names). */
+static void name(Buf *b, const char *s, gsize n) {
+    if (n > 1024) n = 1024;
+    if (!room(b, 2 + (guint32)n)) return;
+    *(guint16 *)(b->p + b->pos) = (guint16)n;
+    for (gsize i = 0; i < n; i++) b->p[b->pos + 2 + i] = s[i];
+    b->pos += 2 + (guint32)n;
+}
+static void cname(Buf *b, const char *s) { gsize n = 0; while (s[n]) n++; name(b, s, n); }
+static void str_name(Buf *b, PyObject *s) {
+    Py_ssize_t n = 0;
+    const char *p = PyUnicode_AsUTF8AndSize(s, &n);
+    if (p == NULL) { PyErr_Clear(); name(b, "?", 1); return; }
+    name(b, p, (gsize)n);
+}
+/* A long string or bytes: full length, shown length, bytes. */
+static void blob(Buf *b, guint8 tag, const char *s, Py_ssize_t n) {
+    guint32 shown = (guint32)n;
+    if (shown > pycfg[${CFG.strBytes}]) shown = (guint32)pycfg[${CFG.strBytes}];
+    if (!room(b, 9 + shown)) return;
+    b->p[b->pos] = tag;
+    *(guint32 *)(b->p + b->pos + 1) = (guint32)n;
+    *(guint32 *)(b->p + b->pos + 5) = shown;
+    for (guint32 i = 0; i < shown; i++) b->p[b->pos + 9 + i] = s[i];
+    b->pos += 9 + shown;
+}
+
+static void value(Buf *b, PyObject *o, int depth);
+
+static void items(Buf *b, guint8 tag, PyObject **v, Py_ssize_t n, int depth) {
+    guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
+    u8(b, tag); u32(b, (guint32)n); u32(b, shown);
+    for (guint32 i = 0; i < shown; i++) value(b, v[i], depth - 1);
+}
+
+static void dict(Buf *b, PyObject *d, int depth) {
+    Py_ssize_t n = PyDict_Size(d), pos = 0;
+    guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
+    u8(b, T_DICT); u32(b, (guint32)n); u32(b, shown);
+    PyObject *k, *v;
+    for (guint32 i = 0; i < shown && PyDict_Next(d, &pos, &k, &v); i++) { value(b, k, depth - 1); value(b, v, depth - 1); }
+}
+
+static void set(Buf *b, guint8 tag, PyObject *s, int depth) {
+    Py_ssize_t n = PySet_Size(s), pos = 0, hash;
+    guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
+    u8(b, tag); u32(b, (guint32)n); u32(b, shown);
+    PyObject *k;
+    for (guint32 i = 0; i < shown && _PySet_NextEntry(s, &pos, &k, &hash); i++) value(b, k, depth - 1);
+}
+
+/* An instance's attributes, read where they are: its dict, or (3.11's
+   managed dicts, before anything asked for __dict__) the values array
+   beside the keys its type shares. Never creates a dict: no allocation,
+   so no garbage collection and no finalizer runs from here. */
+static void object(Buf *b, PyObject *o, const char *tname, int depth) {
+    char *tp = TYPE(o);
+    unsigned long tf = TFLAGS(tp);
+    PyObject *d = NULL, **vals = NULL;
+    if (tf & MANAGED_DICT) {
+        d = AT(o, L(${LAYOUT.managedDict}), PyObject *);
+        if (d == NULL) vals = AT(o, L(${LAYOUT.managedValues}), PyObject **);
+    } else if (tf & HEAPTYPE) {
+        Py_ssize_t off = AT(tp, L(${LAYOUT.typeDictOffset}), Py_ssize_t);
+        if (off > 0) d = AT(o, off, PyObject *);
+    }
+    if (d != NULL && TYPE(d) == &PyDict_Type) {
+        Py_ssize_t n = PyDict_Size(d), pos = 0;
+        guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
+        u8(b, T_OBJECT); cname(b, tname); u32(b, (guint32)n); u32(b, shown);
+        PyObject *k, *v;
+        for (guint32 i = 0; i < shown && PyDict_Next(d, &pos, &k, &v); i++) {
+            if (TYPE(k) == &PyUnicode_Type) str_name(b, k); else name(b, "?", 1);
+            value(b, v, depth - 1);
+        }
+        return;
+    }
+    char *keys = (tf & HEAPTYPE) ? AT(tp, L(${LAYOUT.cachedKeys}), char *) : NULL;
+    if (vals == NULL || keys == NULL) { u8(b, T_OPAQUE); cname(b, tname); u64(b, (guint64)(gsize)o); return; }
+    /* Split keys: unicode entries (key, value) after the index table. */
+    Py_ssize_t entries = AT(keys, L(${LAYOUT.keysEntries}), Py_ssize_t), n = 0;
+    PyObject **ent = (PyObject **)(keys + L(${LAYOUT.keysIndices}) + ((gsize)1 << AT(keys, L(${LAYOUT.keysIndexBytes}), guint8)));
+    for (Py_ssize_t i = 0; i < entries; i++) if (vals[i] != NULL) n++;
+    guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
+    u8(b, T_OBJECT); cname(b, tname); u32(b, (guint32)n); u32(b, shown);
+    for (Py_ssize_t i = 0, done = 0; i < entries && done < shown; i++) {
+        if (vals[i] == NULL) continue;
+        PyObject *k = ent[2 * i];
+        if (k != NULL && TYPE(k) == &PyUnicode_Type) str_name(b, k); else name(b, "?", 1);
+        value(b, vals[i], depth - 1);
+        done++;
+    }
+}
+
+static void value(Buf *b, PyObject *o, int depth) {
+    if (b->cut) return;
+    if (o == NULL) { u8(b, T_NONE); return; }
+    if (o == (PyObject *)&_Py_NoneStruct) { u8(b, T_NONE); return; }
+    if (o == (PyObject *)&_Py_TrueStruct) { u8(b, T_TRUE); return; }
+    if (o == (PyObject *)&_Py_FalseStruct) { u8(b, T_FALSE); return; }
+    char *tp = TYPE(o);
+    if (tp == &PyLong_Type) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow == 0) { u8(b, T_INT); u64(b, (guint64)v); return; }
+        PyErr_Clear();
+        u8(b, T_BIGINT); u8(b, _PyLong_Sign(o) < 0 ? 1 : 0); u64(b, (guint64)_PyLong_NumBits(o));
+        return;
+    }
+    if (tp == &PyFloat_Type) { double d = PyFloat_AsDouble(o); u8(b, T_FLOAT); u64(b, *(guint64 *)&d); return; }
+    if (tp == &PyUnicode_Type) {
+        Py_ssize_t n = 0;
+        const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+        if (s == NULL) { PyErr_Clear(); u8(b, T_OPAQUE); cname(b, "str"); u64(b, (guint64)(gsize)o); return; }
+        blob(b, T_STR, s, n);
+        return;
+    }
+    if (tp == &PyBytes_Type) { blob(b, T_BYTES, (const char *)o + 32, SIZE(o)); return; }
+    const char *tname = AT(tp, L(${LAYOUT.typeName}), const char *);
+    unsigned long tf = TFLAGS(tp);
+    if (depth <= 0) {
+        Py_ssize_t n = -1;
+        if (tp == &PyList_Type || tp == &PyTuple_Type) n = SIZE(o);
+        else if (tp == &PyDict_Type) n = PyDict_Size(o);
+        u8(b, T_DEEP); cname(b, tname); u64(b, (guint64)n);
+        return;
+    }
+    if (tp == &PyList_Type) { items(b, T_LIST, AT(o, L(${LAYOUT.listItems}), PyObject **), SIZE(o), depth); return; }
+    if (tp == &PyTuple_Type) { items(b, T_TUPLE, (PyObject **)((char *)o + L(${LAYOUT.tupleItems})), SIZE(o), depth); return; }
+    if (tp == &PyDict_Type) { dict(b, o, depth); return; }
+    if (tp == &PySet_Type) { set(b, T_SET, o, depth); return; }
+    if (tp == &PyFrozenSet_Type) { set(b, T_FROZENSET, o, depth); return; }
+    if (tp == &PyFunction_Type) { u8(b, T_FUNCTION); str_name(b, AT(o, 40, PyObject *)); return; }
+    if (tf & TYPE_SUB) { u8(b, T_CLASS); cname(b, AT(o, L(${LAYOUT.typeName}), const char *)); return; }
+    if (tf & EXC_SUB) { u8(b, T_EXCEPTION); cname(b, tname); value(b, AT(o, L(${LAYOUT.excArgs}), PyObject *), depth - 1); return; }
+    /* Subclasses of int and str (IntEnum, StrEnum, …): the type's name and
+       the builtin value, read without calling the subclass's methods. */
+    if ((tf & LONG_SUB) && tp != &PyBool_Type) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow) { PyErr_Clear(); v = 0; }
+        u8(b, T_SUBCLASS); cname(b, tname); u8(b, T_INT); u64(b, (guint64)v);
+        return;
+    }
+    if (tf & UNICODE_SUB) {
+        Py_ssize_t n = 0;
+        const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+        if (s != NULL) { u8(b, T_SUBCLASS); cname(b, tname); blob(b, T_STR, s, n); return; }
+        PyErr_Clear();
+    }
+    object(b, o, tname, depth);
+}
+
+/* Starts a payload in the scratch buffer: marker, length (filled by
+   finish), format version, what it holds. */
+static void begin(Buf *b, guint8 what) {
+    b->p = (guint8 *)(gsize)pycfg[${CFG.scratch}];
+    b->pos = 0; b->cap = PAYLOAD_MAX; b->cut = 0;
+    u32(b, PY_MARK); u32(b, 0); u8(b, 1); u8(b, what);
+}
+static guint32 finish(Buf *b) { *(guint32 *)(b->p + 4) = b->pos; return b->pos; }
+
+static void args_of(Buf *b, PyObject *co, PyObject **locals, guint32 nargs) {
+    PyObject *names = AT(co, L(${LAYOUT.codeNames}), PyObject *);
+    if (nargs > 255) nargs = 255;
+    u8(b, (guint8)nargs);
+    for (guint32 i = 0; i < nargs; i++) {
+        str_name(b, ((PyObject **)((char *)names + L(${LAYOUT.tupleItems})))[i]);
+        value(b, locals[i], (int)pycfg[${CFG.depth}]);
+    }
+}
+
+static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64); }
+
+/* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
+#define OWNED_BY_GENERATOR 1
+/* Generator frame states (3.11): suspended at a yield or await. */
+#define FRAME_SUSPENDED -1
+
+/* Called by the eval stub before a frame runs. Returns 0 to let it run
+   untraced, else a token for py_leave: the code's state, with bit 0 set
+   for a generator's or coroutine's resumption. */
+guint64 py_enter(void *ts, void *frame, int throwflag) {
+    if (!pycfg[${CFG.enabled}] || config[5]) return 0;
+    PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
+    CodeState *st = state_of(co);
+    if (st == NULL || st->id == 0) return 0;
+    if (st->flags & GEN_FLAGS) {
+        /* Created here (the call runs only RETURN_GENERATOR): the enter is
+           written by py_leave, which has the new object to pair with.
+           Resumed: only its end is recorded, by py_leave. */
+        return (guint64)(gsize)st | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
+    }
+    Buf b;
+    begin(&b, 0);
+    args_of(&b, co, (PyObject **)((char *)frame + L(${LAYOUT.frameLocals})), st->nargs);
+    guint32 len = finish(&b);
+    guint64 t;
+    NOW(t);
+    if (!put_record(tid_of(ts), st->id, 1 | KIND_PY, 0, t, b.p, len)) return 0;
+    return (guint64)(gsize)st;
+}
+
+/* The end of a call: its return value, or the exception leaving it. */
+static guint32 exit_payload(Buf *b, PyObject *result) {
+    if (result != NULL) {
+        begin(b, 1);
+        value(b, result, (int)pycfg[${CFG.depth}]);
+        return finish(b);
+    }
+    PyObject *type, *val, *tb;
+    PyErr_Fetch(&type, &val, &tb);
+    begin(b, 2);
+    cname(b, type != NULL ? AT(type, L(${LAYOUT.typeName}), const char *) : "?");
+    if (val != NULL && (TFLAGS(TYPE(val)) & EXC_SUB)) value(b, AT(val, L(${LAYOUT.excArgs}), PyObject *), (int)pycfg[${CFG.depth}]);
+    else value(b, val, (int)pycfg[${CFG.depth}]);
+    PyErr_Restore(type, val, tb);
+    return finish(b);
+}
+
+/* Called by the eval stub after a frame py_enter traced has run. */
+void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
+    CodeState *st = (CodeState *)(gsize)(token & ~1ULL);
+    guint64 t;
+    NOW(t);
+    Buf b;
+    guint32 len;
+    if (!(st->flags & GEN_FLAGS)) {
+        len = exit_payload(&b, result);
+        put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len);
+        return;
+    }
+    if ((token & 1) == 0) {
+        /* The call that created the generator: its arguments are now in
+           the generator's own frame. */
+        if (result == NULL) { len = exit_payload(&b, result); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
+        PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
+        begin(&b, 0);
+        args_of(&b, co, (PyObject **)((char *)result + L(${LAYOUT.genIframe}) + L(${LAYOUT.frameLocals})), st->nargs);
+        len = finish(&b);
+        put_record(tid_of(ts), st->id, 1 | KIND_PY | KIND_DET, (guint64)(gsize)result, t, b.p, len);
+        return;
+    }
+    char *gen = (char *)frame - L(${LAYOUT.genIframe});
+    if (AT(gen, L(${LAYOUT.genState}), gint8) == FRAME_SUSPENDED) return;
+    len = exit_payload(&b, result);
+    put_record(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, b.p, len);
+}
+`;

@@ -1,0 +1,94 @@
+// Finding the CPython interpreter in this process (an executable that links
+// it statically, or libpython), its version, and the internal layouts the
+// C side reads for that version.
+import { LAYOUT } from "./cmodule.js";
+
+/** The interpreter: its image, version and the exports the tracer uses. */
+export interface CPython {
+    module: Module;
+    /** "3.11.7". */
+    version: string;
+    /** Offsets, indexed by LAYOUT. */
+    layout: number[];
+    /** An export of the interpreter (throws when missing). */
+    fn(name: string): NativePointer;
+}
+
+/** CPython 3.11's layouts (x86-64), checked against the headers of 3.11.2
+ *  and 3.11.7 (crates/strobe-session/tests/python_layout.rs compiles
+ *  offsetof() against the system's Python.h and compares). */
+const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
+    frameCode: 32, // _PyInterpreterFrame.f_code
+    frameOwner: 69, // .owner
+    frameLocals: 72, // .localsplus
+    codeFlags: 48, // PyCodeObject.co_flags
+    codeArgc: 56, // .co_argcount
+    codeKwonly: 64, // .co_kwonlyargcount
+    codeFilename: 112, // .co_filename
+    codeQualname: 128, // .co_qualname
+    codeNames: 96, // .co_localsplusnames
+    codeExtra: 176, // .co_extra
+    tstateTid: 160, // PyThreadState.native_thread_id
+    genIframe: 80, // PyGenObject.gi_iframe
+    genState: 75, // .gi_frame_state
+    typeName: 24, // PyTypeObject.tp_name
+    typeFlags: 168, // .tp_flags
+    excArgs: 24, // PyBaseExceptionObject.args
+    listItems: 24, // PyListObject.ob_item
+    tupleItems: 24, // PyTupleObject.ob_item
+    managedDict: -24, // _PyObject_ManagedDictPointer
+    managedValues: -32, // _PyObject_ValuesPointer
+    typeDictOffset: 288, // PyTypeObject.tp_dictoffset
+    cachedKeys: 872, // PyHeapTypeObject.ht_cached_keys
+    keysEntries: 24, // PyDictKeysObject.dk_nentries
+    keysIndices: 32, // .dk_indices
+    keysIndexBytes: 9, // .dk_log2_index_bytes
+};
+
+/** Layouts by "major.minor". */
+const LAYOUTS: Record<string, Record<keyof typeof LAYOUT, number>> = {
+    "3.11": LAYOUT_3_11,
+};
+
+/** The versions the tracer supports, for messages. */
+export const SUPPORTED = Object.keys(LAYOUTS).join(", ");
+
+/** Why the interpreter found cannot be traced, or null when it can. */
+export let unsupported: string | null = null;
+
+let found: CPython | null | undefined;
+
+/** The interpreter in this process, if there is one the tracer supports
+ *  (`unsupported` says why not, when one was found but cannot be traced). */
+export function cpython(): CPython | null {
+    if (found !== undefined) return found;
+    found = null;
+    const module = Process.enumerateModules().find(m => m.findExportByName("_PyEval_EvalFrameDefault") !== null);
+    if (module === undefined) {
+        unsupported = "no CPython interpreter is loaded in this process (no _PyEval_EvalFrameDefault export): "
+            + "a statically linked or stripped interpreter cannot be traced";
+        return null;
+    }
+    const getVersion = module.findExportByName("Py_GetVersion");
+    const version = getVersion === null ? "?" : (new NativeFunction(getVersion, "pointer", [])() as NativePointer)
+        .readCString()!.split(" ")[0];
+    const minor = version.split(".").slice(0, 2).join(".");
+    const layout = LAYOUTS[minor];
+    if (layout === undefined) {
+        unsupported = `CPython ${version} is not supported by the Python tracer yet (supported: ${SUPPORTED})`;
+        return null;
+    }
+    const offsets: number[] = [];
+    for (const [key, index] of Object.entries(LAYOUT)) offsets[index] = layout[key as keyof typeof LAYOUT];
+    found = {
+        module,
+        version,
+        layout: offsets,
+        fn(name: string): NativePointer {
+            const p = module.findExportByName(name);
+            if (p === null) throw new Error(`CPython ${version} in ${module.path} has no export ${name}`);
+            return p;
+        },
+    };
+    return found;
+}

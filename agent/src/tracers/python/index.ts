@@ -1,0 +1,242 @@
+// The Python tracer. CPython (3.11) evaluates every frame through a
+// function the embedder may replace (PEP 523); while Python functions are
+// traced, that function is the eval stub (stub.ts), which calls the C side
+// (cmodule.ts) around each frame: a code object is classified once (cached
+// in its co_extra slot), untraced code costs a call and a compare, and a
+// traced function's enter and exit (typed arguments, return value or
+// exception) go into the native runtime's ring as records with a Python
+// payload, shipped by the native drain on the same clock as native calls.
+// With nothing traced, the interpreter's own evaluation function is put
+// back and Python runs at full speed.
+//
+// A target is [function id, source file, co_qualname], as the daemon's
+// Python resolver names it (crates/strobe-symbols/src/resolvers/python/);
+// code created at run time with the same file and qualname (a function
+// defined again, a nested function per call) matches too.
+import { send_ } from "../../protocol.js";
+import { noteTracedIds } from "../native/install.js";
+import { PAYLOAD_MAX } from "../native/layout.js";
+import { runtime } from "../native/runtime.js";
+import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
+import { CFG, PY_CMODULE_SOURCE, TABLE_SLOT } from "./cmodule.js";
+import { CPython, cpython, unsupported } from "./cpython.js";
+import { EvalStub, writeEvalStub } from "./stub.js";
+
+/** A target: [function id, source file, qualname]. */
+type PyTarget = [number, string, string];
+
+/** Value limits of the payloads (see CFG): depth, items, string bytes. */
+const LIMITS = { depth: 3, items: 20, strBytes: 256 };
+
+interface PyRuntime {
+    py: CPython;
+    /** Kept referenced: a collected CModule frees its code. */
+    module: CModule;
+    /** The C side's configuration page (CFG indexes its words). */
+    cfg: NativePointer;
+    stub: EvalStub;
+    setEvalFrame: NativeFunction<void, [NativePointer, NativePointer]>;
+    getEvalFrame: NativeFunction<NativePointer, [NativePointer]>;
+    mainInterpreter: NativeFunction<NativePointer, []>;
+    isInitialized: NativeFunction<number, []>;
+}
+
+let rt: PyRuntime | null = null;
+/** Traced functions: id → [file, qualname]. */
+const targets = new Map<number, [string, string]>();
+/** Tables and strings the C side may still be reading: never freed. */
+const retired: NativePointer[] = [];
+/** The interpreter's evaluation function before the stub went in; null
+ *  while the stub is not installed. */
+let previousEval: NativePointer | null = null;
+/** Waiting for the interpreter to initialize before installing the stub. */
+let installWhenReady: InvocationListener | null = null;
+
+function createRuntime(py: CPython): PyRuntime {
+    const native = runtime();
+    const cfg = Memory.alloc(Process.pageSize);
+    cfg.add(CFG.extraIndex * 8).writeS64(-1);
+    cfg.add(CFG.depth * 8).writeU64(LIMITS.depth);
+    cfg.add(CFG.items * 8).writeU64(LIMITS.items);
+    cfg.add(CFG.strBytes * 8).writeU64(LIMITS.strBytes);
+    cfg.add(CFG.scratch * 8).writePointer(Memory.alloc(PAYLOAD_MAX + 64));
+    const layout = Memory.alloc(py.layout.length * 8);
+    py.layout.forEach((off, i) => layout.add(i * 8).writeS64(off));
+    retired.push(layout);
+    const libc = (name: string) => Module.findGlobalExportByName(name)!;
+    const symbols: Record<string, NativePointer> = {
+        ring: native.ring, drops: native.drops, config: native.config, pycfg: cfg, layout,
+        getpid: libc("getpid"), clock_gettime: libc("clock_gettime"), sched_yield: libc("sched_yield"),
+        malloc: libc("malloc"), free: libc("free"), realpath: libc("realpath"),
+    };
+    for (const name of [
+        "_PyEval_RequestCodeExtraIndex", "_PyCode_SetExtra", "PyUnicode_AsUTF8AndSize",
+        "PyLong_AsLongLongAndOverflow", "_PyLong_NumBits", "_PyLong_Sign", "PyFloat_AsDouble", "PyDict_Next",
+        "_PySet_NextEntry", "PySet_Size", "PyDict_Size", "PyErr_Fetch", "PyErr_Restore", "PyErr_Clear",
+        "_Py_NoneStruct", "_Py_TrueStruct", "_Py_FalseStruct", "PyLong_Type", "PyBool_Type", "PyFloat_Type",
+        "PyUnicode_Type", "PyBytes_Type", "PyByteArray_Type", "PyList_Type", "PyTuple_Type", "PyDict_Type",
+        "PySet_Type", "PyFrozenSet_Type", "PyFunction_Type",
+    ]) symbols[name] = py.fn(name);
+    const module = new CModule(PY_CMODULE_SOURCE, symbols);
+    const stub = writeEvalStub();
+    stub.setCallees(module.py_enter, module.py_leave);
+    return {
+        py,
+        module,
+        cfg,
+        stub,
+        setEvalFrame: new NativeFunction(py.fn("_PyInterpreterState_SetEvalFrameFunc"), "void", ["pointer", "pointer"]),
+        getEvalFrame: new NativeFunction(py.fn("_PyInterpreterState_GetEvalFrameFunc"), "pointer", ["pointer"]),
+        mainInterpreter: new NativeFunction(py.fn("PyInterpreterState_Main"), "pointer", []),
+        isInitialized: new NativeFunction(py.fn("Py_IsInitialized"), "int", []),
+    };
+}
+
+/** Writes the target table the C side looks code objects up in (open
+ *  addressing on the qualname's hash; see lookup() in cmodule.ts) and
+ *  makes every cached classification stale. */
+function publishTargets(r: PyRuntime): void {
+    let slots = 16;
+    while (slots < targets.size * 2) slots *= 2;
+    const table = Memory.alloc((slots + 1) * TABLE_SLOT);
+    table.writeU64(slots - 1);
+    for (const [id, [file, qualname]] of targets) {
+        const q = Memory.allocUtf8String(qualname);
+        const f = Memory.allocUtf8String(file);
+        retired.push(q, f);
+        const h = fnv(qualname);
+        let i = Number(h & BigInt(slots - 1));
+        while (!table.add((i + 1) * TABLE_SLOT).readU64().equals(0)) i = (i + 1) % slots;
+        const slot = table.add((i + 1) * TABLE_SLOT);
+        slot.add(8).writeU64(id);
+        slot.add(16).writePointer(q);
+        slot.add(24).writePointer(f);
+        slot.writeU64(uint64("0x" + h.toString(16)));
+    }
+    retired.push(table);
+    r.cfg.add(CFG.table * 8).writePointer(table);
+    const gen = r.cfg.add(CFG.generation * 8);
+    gen.writeU64(gen.readU64().add(1));
+}
+
+/** FNV-1a over the UTF-8 bytes, low bit set (0 marks an empty slot): the
+ *  same hash as fnv() in cmodule.ts. */
+function fnv(s: string): bigint {
+    let h = 1469598103934665603n;
+    const mask = (1n << 64n) - 1n;
+    for (const b of utf8(s)) {
+        h ^= BigInt(b);
+        h = (h * 1099511628211n) & mask;
+    }
+    return h | 1n;
+}
+
+function utf8(s: string): number[] {
+    const out: number[] = [];
+    for (const ch of s) {
+        const c = ch.codePointAt(0)!;
+        if (c < 0x80) out.push(c);
+        else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+        else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+        else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    }
+    return out;
+}
+
+/** Puts the stub in as the interpreter's evaluation function, now if the
+ *  interpreter is up, else as soon as it runs its first code. */
+function installStub(r: PyRuntime): void {
+    if (previousEval !== null || installWhenReady !== null) return;
+    const install = () => {
+        const interp = r.mainInterpreter();
+        if (interp.isNull()) return false;
+        const current = r.getEvalFrame(interp);
+        if (current.equals(r.stub.entry)) return true;
+        previousEval = current;
+        r.stub.setEval(current);
+        r.setEvalFrame(interp, r.stub.entry);
+        return true;
+    };
+    if (r.isInitialized() !== 0 && install()) return;
+    installWhenReady = Interceptor.attach(r.py.fn("PyEval_EvalCode"), {
+        onEnter() {
+            if (installWhenReady === null || !install()) return;
+            installWhenReady.detach();
+            installWhenReady = null;
+        },
+    });
+}
+
+/** Gives the interpreter its own evaluation function back (frames in
+ *  flight still return through the stub, which outlives the script). */
+function removeStub(r: PyRuntime): void {
+    installWhenReady?.detach();
+    installWhenReady = null;
+    if (previousEval === null) return;
+    const interp = r.mainInterpreter();
+    const defaultEval = r.py.fn("_PyEval_EvalFrameDefault");
+    if (!interp.isNull()) r.setEvalFrame(interp, previousEval.equals(defaultEval) ? NULL : previousEval);
+    previousEval = null;
+}
+
+function answer(req: HookRequest, started: number, installed: number[], failed: Array<[number, string]>): void {
+    send_({ type: "hooks_updated", id: req.id, installed, failed, activeCount: targets.size, ms: Date.now() - started });
+}
+
+function install(req: HookRequest): void {
+    const started = Date.now();
+    const functions = req.functions as PyTarget[];
+    const py = cpython();
+    if (py === null) {
+        answer(req, started, [], functions.map(([id]) => [id, unsupported ?? "no CPython interpreter in this process"]));
+        return;
+    }
+    rt ??= createRuntime(py);
+    for (const [id, file, qualname] of functions) targets.set(id, [file, qualname]);
+    noteTracedIds(functions.map(([id]) => id));
+    publishTargets(rt);
+    rt.cfg.add(CFG.enabled * 8).writeU64(1);
+    installStub(rt);
+    answer(req, started, functions.map(([id]) => id), []);
+}
+
+function remove(req: HookRequest): void {
+    const started = Date.now();
+    for (const id of req.functions as number[]) targets.delete(id);
+    if (rt !== null) {
+        publishTargets(rt);
+        if (targets.size === 0) removeStub(rt);
+    }
+    answer(req, started, [], []);
+}
+
+function sync(req: SyncRequest): void {
+    if (req.type === "plans") {
+        send_({ type: "plans_updated", id: req.id, count: 0 });
+    } else {
+        const why = "expression watches on Python functions are not supported yet";
+        send_({ type: "exprs_updated", id: req.id, errors: req.exprs.map(([, label]) => [label, why]) });
+    }
+}
+
+/** Unloading from a process that lives on: no frame calls into the C side
+ *  from now on, and the interpreter gets its evaluation function back. */
+function detach(): void {
+    if (rt === null) return;
+    rt.cfg.add(CFG.enabled * 8).writeU64(0);
+    rt.stub.setCallees(NULL, NULL);
+    removeStub(rt);
+}
+
+/** Python functions, traced through the interpreter's frame evaluation. */
+export const pythonTracer: Tracer = {
+    name: "python",
+    start: () => { /* nothing until the first target: see install */ },
+    install,
+    remove,
+    sync,
+    // Its records are in the native ring, which the native tracer drains.
+    drain: () => { /* see above */ },
+    ack: () => { /* acknowledgements go to the native tracer */ },
+    detach,
+};

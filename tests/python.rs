@@ -1,0 +1,210 @@
+//! Python programs end to end: language detection (the pyenv shim on PATH
+//! is followed to the real interpreter), patterns in Python's dotted names
+//! resolved from source before the program runs, typed arguments and return
+//! values, exceptions leaving traced functions, generators that end long
+//! after they were created, threads, and live add/remove. Real CPython 3.11
+//! under real Frida, through MCP.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use support::{Client, Env};
+
+fn shop() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/python/shop")
+        .canonicalize()
+        .unwrap()
+}
+
+async fn launch(c: &Client, command: &str, args: Value) -> (String, Value) {
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": command, "args": args, "projectRoot": shop()}),
+        )
+        .await;
+    (v["sessionId"].as_str().unwrap().to_string(), v)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_threads() {
+    let env = Env::new();
+    let c = env.client().await;
+    let staged = c
+        .ok(
+            "debug_trace",
+            json!({"add": ["inventory.apply_discount", "inventory.Bin.*", "inventory.countdown"]}),
+        )
+        .await;
+    assert_eq!(staged["mode"], "pending", "{staged}");
+    // "python3" on PATH is pyenv's shim (a bash script) on this machine: the
+    // launch follows it to the interpreter it runs.
+    let app = shop().join("app.py");
+    let (id, launched) = launch(&c, "python3", json!([app])).await;
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    assert!(
+        st["binaryPath"].as_str().unwrap().contains("python3"),
+        "the interpreter, not a shim: {st} {launched}"
+    );
+    let out: Vec<String> = c
+        .events(&id, Some("stdout"))
+        .await
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(out[0], "8.5", "{out:?}");
+
+    // Typed arguments, by name, of every kind the fixture passes.
+    let enters = c
+        .calls_of(&id, "function_enter", "inventory.apply_discount")
+        .await;
+    assert_eq!(
+        enters.len(),
+        3,
+        "two calls on the main thread, one in a thread: {enters:?}"
+    );
+    let args = &enters[0]["arguments"];
+    assert_eq!(args[0]["name"], "item", "{args}");
+    assert_eq!(args[0]["type"], "Item");
+    assert_eq!(args[0]["value"]["$type"], "Item");
+    assert_eq!(args[0]["value"]["name"], "widget");
+    assert_eq!(args[0]["value"]["price"], 10.0);
+    assert_eq!(args[0]["value"]["tags"], json!(["x", "y"]));
+    assert_eq!(args[1]["name"], "percent");
+    assert_eq!(args[1]["value"], 15);
+    assert_eq!(args[2]["name"], "extra");
+    assert_eq!(args[2]["value"], json!(["a"]));
+    assert_eq!(args[3]["name"], "opts");
+    assert_eq!(args[3]["value"], json!({"k": "b'\\x00\\xff'"}));
+    assert!(
+        enters[0]["sourceFile"]
+            .as_str()
+            .unwrap()
+            .ends_with("inventory.py"),
+        "{}",
+        enters[0]
+    );
+    assert_eq!(enters[0]["line"], 23, "the def line: {}", enters[0]);
+    let main_tid = &enters[0]["threadId"];
+    assert_ne!(
+        &enters[2]["threadId"], main_tid,
+        "the restocker thread's call"
+    );
+
+    // Return values, and the exception that left the second call.
+    let exits = c
+        .calls_of(&id, "function_exit", "inventory.apply_discount")
+        .await;
+    assert_eq!(exits[0]["returnValue"], 8.5, "{exits:?}");
+    assert_eq!(exits[1]["exception"]["type"], "ValueError", "{exits:?}");
+    assert_eq!(exits[2]["returnValue"], 5.0);
+    let raised = c.events(&id, Some("exception")).await;
+    assert_eq!(raised.len(), 1, "{raised:?}");
+    assert_eq!(raised[0]["exceptionType"], "ValueError");
+    assert_eq!(raised[0]["message"], "discount 150% over 100");
+    assert_eq!(raised[0]["function"], "inventory.apply_discount");
+    // Filters work on Python events like on native ones.
+    let fast = c
+        .query_all(
+            &id,
+            json!({"eventType": "function_exit", "returnValue": {"equals": 8.5}}),
+        )
+        .await;
+    assert_eq!(fast.len(), 1, "{fast:?}");
+
+    // Methods by qualname; `self` is the instance with its attributes.
+    let adds = c.calls_of(&id, "function_enter", "inventory.Bin.add").await;
+    assert_eq!(adds[0]["arguments"][0]["value"]["label"], "A1", "{adds:?}");
+    assert_eq!(adds[0]["arguments"][2]["value"], 3);
+    let inits = c
+        .calls_of(&id, "function_exit", "inventory.Bin.__init__")
+        .await;
+    assert_eq!(inits.len(), 1, "Bin.* covers __init__: {inits:?}");
+
+    // A generator: one enter when created, one exit when it finished (not
+    // one per yield), paired although other calls ran in between.
+    let gen_in = c
+        .calls_of(&id, "function_enter", "inventory.countdown")
+        .await;
+    let gen_out = c
+        .calls_of(&id, "function_exit", "inventory.countdown")
+        .await;
+    assert_eq!(
+        (gen_in.len(), gen_out.len()),
+        (1, 1),
+        "{gen_in:?} {gen_out:?}"
+    );
+    assert_eq!(gen_in[0]["arguments"][0]["value"], 3);
+    assert!(
+        gen_out[0]["durationNs"].as_u64().unwrap() > 0,
+        "{gen_out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_patterns_are_checked_and_explained() {
+    let env = Env::new();
+    let c = env.client().await;
+    // A script whose shebang names python runs under that interpreter.
+    let dir = env.path().join("scripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("loop.py");
+    std::fs::write(
+        &script,
+        "#!/usr/bin/env python3\nimport sys, time\n\ndef tick(i):\n    return i * 2\n\n\
+         for i in range(400):\n    tick(i)\n    time.sleep(0.01)\nprint('done')\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": script, "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // Live add on a running interpreter, then remove.
+    let added = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["loop.tick"]}),
+        )
+        .await;
+    assert_eq!(added["hookedFunctions"], 1, "{added}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let n = c.calls_of(&id, "function_exit", "loop.tick").await.len();
+        if n >= 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no calls of loop.tick recorded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let exits = c.calls_of(&id, "function_exit", "loop.tick").await;
+    let i = exits[0]["returnValue"].as_i64().unwrap();
+    assert_eq!(i % 2, 0, "{exits:?}");
+    let removed = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "remove": ["loop.tick"]}),
+        )
+        .await;
+    assert_eq!(removed["hookedFunctions"], 0, "{removed}");
+    // Native syntax on Python code matches nothing and says what to write.
+    let wrong = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["loop::tick"]}),
+        )
+        .await;
+    let warnings = wrong["warnings"].to_string();
+    assert!(warnings.contains("loop.tick"), "{wrong}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
