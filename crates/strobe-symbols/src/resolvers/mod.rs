@@ -28,6 +28,13 @@ pub struct Image<'a> {
     /// The session's project root: where a source-level resolver finds the
     /// program's own code.
     pub project_root: &'a Path,
+    /// The program's arguments after the executable (`argv[1..]`): for an
+    /// interpreter, what names the program's sources (`["-u", "app.py"]`,
+    /// `["-m", "pkg.main"]`).
+    pub args: &'a [String],
+    /// Environment the program runs with on top of the session's own
+    /// (`PYTHONPATH`, …), which can change where an interpreter finds code.
+    pub env: &'a [(String, String)],
 }
 
 /// Opens one resolver for an image (`cache_dir`: where it may cache what
@@ -84,6 +91,8 @@ mod tests {
             path: Path::new(path),
             kind,
             project_root: Path::new("/"),
+            args: &[],
+            env: &[],
         }
     }
 
