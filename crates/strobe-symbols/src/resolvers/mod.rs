@@ -3,6 +3,7 @@
 //! `pub mod` line and its [`Registration`] in [`REGISTRY`].
 
 pub mod dwarf;
+pub mod python;
 
 use crate::{Language, SymbolError, SymbolResolver};
 use std::path::Path;
@@ -55,7 +56,7 @@ pub struct Registration {
 
 /// Every resolver, tried in this order for each image (the order their
 /// functions are listed in).
-pub const REGISTRY: &[Registration] = &[dwarf::REGISTRATION];
+pub const REGISTRY: &[Registration] = &[dwarf::REGISTRATION, python::REGISTRATION];
 
 /// The resolvers [`REGISTRY`] has for `image`, of `language` only when
 /// given; each one that applies gives a resolver or the reason it could not
@@ -127,7 +128,10 @@ mod tests {
             None,
             Some(Language::Python),
         );
-        assert!(none.is_empty(), "no Python resolver is registered yet");
+        assert!(
+            none.is_empty(),
+            "the Python resolver opens on interpreters only"
+        );
     }
 
     #[test]
