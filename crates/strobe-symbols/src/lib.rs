@@ -146,4 +146,18 @@ pub trait SymbolResolver: Send + Sync {
     fn native(&self) -> Option<&SymbolIndex> {
         None
     }
+    /// Argument names of function `index`, in the order the language's
+    /// tracer captures them (Python: `co_varnames` order); empty when
+    /// unknown.
+    fn parameters(&self, index: usize) -> Vec<String> {
+        let _ = index;
+        Vec::new()
+    }
+    /// What went wrong while opening or resolving that the user should
+    /// hear about, though the resolver still works (a source file skipped
+    /// for a syntax error, an interpreter that did not say its search
+    /// path); empty by default.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

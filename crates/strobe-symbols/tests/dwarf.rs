@@ -582,6 +582,8 @@ fn the_registry_opens_the_native_resolver_of_an_elf_image() {
         path: &exe,
         kind: ImageKind::Program,
         project_root: Path::new("/"),
+        args: &[],
+        env: &[],
     };
     let mut opened = resolvers::open(&image, Some(&tmp.path().join("cache")), None);
     assert_eq!(opened.len(), 1);

@@ -358,6 +358,8 @@ impl SessionManager {
             path,
             kind,
             project_root: Path::new(&live.project_root),
+            args: &[],
+            env: &[],
         };
         resolvers::open(&image, Some(&self.symbol_cache_dir()), None)
     }

@@ -255,6 +255,8 @@ impl SessionManager {
                     path: &bin,
                     kind: ImageKind::Program,
                     project_root: &root,
+                    args: &[],
+                    env: &[],
                 };
                 let _ = resolvers::open(&image, Some(&cache), None);
             });

@@ -95,6 +95,8 @@ fn tracer() -> Tracer {
             path: Path::new(path),
             kind,
             project_root: Path::new(ROOT),
+            args: &[],
+            env: &[],
         };
         for r in resolvers::open_with(&[SOURCE], &image, None, None) {
             modules.push(r.expect("the test resolver opens"));

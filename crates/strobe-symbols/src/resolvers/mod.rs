@@ -3,6 +3,7 @@
 //! `pub mod` line and its [`Registration`] in [`REGISTRY`].
 
 pub mod dwarf;
+pub mod python;
 
 use crate::{Language, SymbolError, SymbolResolver};
 use std::path::Path;
@@ -28,6 +29,13 @@ pub struct Image<'a> {
     /// The session's project root: where a source-level resolver finds the
     /// program's own code.
     pub project_root: &'a Path,
+    /// The program's arguments after the executable (`argv[1..]`): for an
+    /// interpreter, what names the program's sources (`["-u", "app.py"]`,
+    /// `["-m", "pkg.main"]`).
+    pub args: &'a [String],
+    /// Environment the program runs with on top of the session's own
+    /// (`PYTHONPATH`, …), which can change where an interpreter finds code.
+    pub env: &'a [(String, String)],
 }
 
 /// Opens one resolver for an image (`cache_dir`: where it may cache what
@@ -48,7 +56,7 @@ pub struct Registration {
 
 /// Every resolver, tried in this order for each image (the order their
 /// functions are listed in).
-pub const REGISTRY: &[Registration] = &[dwarf::REGISTRATION];
+pub const REGISTRY: &[Registration] = &[dwarf::REGISTRATION, python::REGISTRATION];
 
 /// The resolvers [`REGISTRY`] has for `image`, of `language` only when
 /// given; each one that applies gives a resolver or the reason it could not
@@ -84,6 +92,8 @@ mod tests {
             path: Path::new(path),
             kind,
             project_root: Path::new("/"),
+            args: &[],
+            env: &[],
         }
     }
 
@@ -118,7 +128,10 @@ mod tests {
             None,
             Some(Language::Python),
         );
-        assert!(none.is_empty(), "no Python resolver is registered yet");
+        assert!(
+            none.is_empty(),
+            "the Python resolver opens on interpreters only"
+        );
     }
 
     #[test]

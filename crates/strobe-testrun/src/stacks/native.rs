@@ -386,6 +386,8 @@ impl Symbols {
                     path: p,
                     kind: ImageKind::Library,
                     project_root: Path::new("/"),
+                    args: &[],
+                    env: &[],
                 };
                 resolvers::open(&image, cache, Some(Language::Native))
             })
