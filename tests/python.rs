@@ -155,7 +155,7 @@ async fn python_patterns_are_checked_and_explained() {
     std::fs::write(
         &script,
         "#!/usr/bin/env python3\nimport sys, time\n\ndef tick(i):\n    return i * 2\n\n\
-         for i in range(400):\n    tick(i)\n    time.sleep(0.01)\nprint('done')\n",
+         for i in range(3000):\n    tick(i)\n    time.sleep(0.01)\nprint('done')\n",
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();

@@ -120,7 +120,10 @@ pub fn chrome_trace(
                 EventKind::ProcessExit => {
                     w.instant("process exit", "lifecycle", "p", h, payload_args(e))?;
                 }
-                EventKind::Crash | EventKind::Logpoint | EventKind::VariableSnapshot => {
+                EventKind::Crash
+                | EventKind::Logpoint
+                | EventKind::VariableSnapshot
+                | EventKind::Exception => {
                     let scope = if h.tid == 0 { "p" } else { "t" };
                     w.instant(kind.name(), kind.name(), scope, h, payload_args(e))?;
                 }

@@ -195,6 +195,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 EventKind::Crash
                 | EventKind::Logpoint
                 | EventKind::VariableSnapshot
+                | EventKind::Exception
                 | EventKind::ProcessExit => {
                     marker_counts[column(h.ts_ns)] += 1;
                     if markers.len() <= MAX_ITEMS {

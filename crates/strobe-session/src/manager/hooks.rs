@@ -358,8 +358,8 @@ impl SessionManager {
             path,
             kind,
             project_root: Path::new(&live.project_root),
-            args: &[],
-            env: &[],
+            args: &live.program_args,
+            env: &live.program_env,
         };
         resolvers::open(&image, Some(&self.symbol_cache_dir()), None)
     }

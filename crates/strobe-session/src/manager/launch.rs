@@ -258,7 +258,8 @@ impl SessionManager {
                     args: &[],
                     env: &[],
                 };
-                let _ = resolvers::open(&image, Some(&cache), None);
+                let _ =
+                    resolvers::open(&image, Some(&cache), Some(strobe_symbols::Language::Native));
             });
             None
         } else {
