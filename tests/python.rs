@@ -208,3 +208,115 @@ async fn python_patterns_are_checked_and_explained() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_uncaught_exception_is_a_crash_with_its_traceback_and_locals_and_system_exit_is_not() {
+    let env = Env::new();
+    let c = env.client().await;
+    let (id, _) = launch(&c, "python3", json!([shop().join("checkout.py")])).await;
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["state"], "crashed", "{st}");
+    assert!(
+        st["reason"].as_str().unwrap_or("").contains("KeyError"),
+        "the end reason names the exception: {st}"
+    );
+    let crashes = c.events(&id, Some("crash")).await;
+    assert_eq!(crashes.len(), 1, "{crashes:?}");
+    let crash = &crashes[0];
+    assert_eq!(crash["kind"], "python-exception", "{crash}");
+    assert_eq!(crash["exception"]["type"], "KeyError");
+    assert_eq!(crash["exception"]["message"], "gadget");
+    let tb = crash["traceback"].as_array().unwrap();
+    let inner = tb.last().unwrap();
+    assert_eq!(inner["function"], "checkout", "{crash}");
+    assert_eq!(inner["line"], 6);
+    assert_eq!(inner["locals"]["sku"], "gadget");
+    assert_eq!(inner["locals"]["quantity"], 2);
+    assert_eq!(inner["locals"]["cart"], json!({"widget": 10}));
+    // The stderr lines of the traceback Python printed are linked.
+    let ids = crash["exception"]["stderrEventIds"].as_array().unwrap();
+    let stderr = c.events(&id, Some("stderr")).await;
+    let first = stderr.iter().find(|e| e["id"] == ids[0]).unwrap();
+    assert_eq!(
+        first["text"], "Traceback (most recent call last):",
+        "{stderr:?}"
+    );
+
+    let (id, _) = launch(&c, "python3", json!([shop().join("quits.py")])).await;
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["state"], "exited", "{st}");
+    assert_eq!(st["exitCode"], 3);
+    assert!(c.events(&id, Some("crash")).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attaching_to_a_running_interpreter_traces_it_and_detach_leaves_it_running() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = env.path().join("attachee");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ticker.py"),
+        "import time\n\n\ndef tick(i):\n    return {'n': i}\n\n\ni = 0\nwhile True:\n    \
+         tick(i)\n    print(i, flush=True)\n    i += 1\n    time.sleep(0.02)\n",
+    )
+    .unwrap();
+    // Started here, run from its directory with a relative script path.
+    let mut target = std::process::Command::new("/usr/bin/python3.11")
+        .arg("ticker.py")
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
+    let mut next_line = move || lines.next().expect("the target still prints").unwrap();
+    next_line();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let added = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["ticker.tick"]}),
+        )
+        .await;
+    assert_eq!(added["hookedFunctions"], 1, "{added}");
+    let mut seen = Vec::new();
+    for _ in 0..250 {
+        seen = c.calls_of(&id, "function_exit", "ticker.tick").await;
+        if seen.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        seen.len() >= 3,
+        "calls of the running loop are traced: {seen:?}"
+    );
+    let n = seen[0]["returnValue"]["n"].as_i64().unwrap();
+    assert!(n > 0, "{seen:?}");
+    // Detach: the program goes on, untraced, printing.
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    let before: i64 = next_line().trim().parse().unwrap();
+    let after: i64 = (0..5)
+        .map(|_| next_line())
+        .last()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(after > before, "still running after the detach");
+    assert!(
+        target.try_wait().unwrap().is_none(),
+        "not killed by the detach"
+    );
+    target.kill().unwrap();
+    target.wait().unwrap();
+}

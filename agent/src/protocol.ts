@@ -96,7 +96,9 @@ export type AgentMessage =
     | { type: "logpoint"; id: string; tid: number; pid: number; ts: string; message: string }
     | { type: "breakpoint_error"; id: string; error: string }
     | { type: "breakpoints_updated"; id: number; installed: string[]; failed: Array<[string, string]> }
-    | { type: "step_failed"; tid: number; failed: string[] };
+    | { type: "step_failed"; tid: number; failed: string[] }
+    /** An exception nothing caught: the Python tracer's payload (`what` 3). */
+    | { type: "python_uncaught"; tid: number; payload: number[] };
 
 /** How a paused thread goes on (`resume-<tid>`). */
 export type ResumeOrder =

@@ -294,6 +294,24 @@ export const agentMessages = [
         ]
     },
     {
+        "type": "python_uncaught",
+        "tid": 4243,
+        "payload": [
+            255,
+            255,
+            0,
+            0,
+            12,
+            0,
+            0,
+            0,
+            1,
+            3,
+            0,
+            0
+        ]
+    },
+    {
         "type": "step_failed",
         "tid": 4243,
         "failed": [

@@ -96,3 +96,52 @@ async fn pytest_suite_levels_and_single_tests_have_structured_results() {
     );
     assert_eq!(one["failures"][0]["line"], 33, "{one}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_pytest_run_traces_the_projects_python_with_the_same_results() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("pytest_project", &FILES, work.path());
+    let root = project.to_str().unwrap();
+    let test = "tests/unit/test_calc.py";
+    let plain = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": test}),
+    )
+    .await;
+    let traced = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": test, "tracePatterns": ["calc.*"]}),
+    )
+    .await;
+    for count in ["passed", "failed", "skipped", "stuck"] {
+        assert_eq!(
+            plain["summary"][count], traced["summary"][count],
+            "same results traced: {plain} {traced}"
+        );
+    }
+    let session = traced["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{traced}"));
+    let parses = c
+        .query_all(
+            session,
+            json!({"eventType": "function_enter", "function": {"equals": "calc.parse"}}),
+        )
+        .await;
+    assert!(!parses.is_empty(), "calc.parse traced in the test process");
+    assert!(
+        parses
+            .iter()
+            .any(|e| e["arguments"][0] == json!({"name": "text", "type": "str", "value": "x"})),
+        "{parses:?}"
+    );
+    let raised = c.events(session, Some("exception")).await;
+    assert!(
+        raised
+            .iter()
+            .any(|e| e["exceptionType"] == "ValueError" && e["function"] == "calc.parse"),
+        "the ValueError test_parse_error expects leaves calc.parse: {raised:?}"
+    );
+}

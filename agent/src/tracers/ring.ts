@@ -1,13 +1,70 @@
-// The record ring's writing side, in C, shared by every tracer's CModule:
-// all tracers write into the one ring the native runtime owns
-// (native/runtime.ts), so their records reach the daemon through one drain,
-// one flow control and one clock, in the order they were made.
+// The record ring every tracer writes into: shared infrastructure, not a
+// tracer. One ring (allocated with the native tracer's runtime, which
+// provides it here) means the records of all tracers reach the daemon
+// through one drain, one flow control and one clock, in the order they were
+// made. This module has the ring's layout, the C that writes records (for
+// each tracer's CModule), and the handle a tracer gets the ring by.
 //
-// A CModule that includes RING_WRITER_C must bind these externs (runtime.ts
-// has them): `ring` (head, tail, then the slots), `drops` (per function id),
-// `config` ([2] the pid, [5] set in a forked child), and libc's getpid,
-// clock_gettime and sched_yield. Record layout: native/layout.ts.
-import { FULL_RING_WAIT_NS, MAX_FUNCTIONS, RING_RECORDS } from "./native/layout.js";
+// Record layout (little-endian), decoded by crates/strobe-session/src/trace/records.rs:
+//   u64 timestamp (CLOCK_MONOTONIC ns) | u32 function id | u32 thread id
+//   u64 value (first argument on enter, return value on exit; a generator's
+//   address with KIND_DETACHED)
+//   u32 kind (1 = enter, 2 = exit, 3 = padding, 4 = a thread's name; 0 =
+//   slot not yet written; plus the KIND_* bits)
+//   u32 extra slots: the payload (typed values) in that many following
+//   32-byte slots.
+//
+// A CModule that includes RING_WRITER_C must bind these externs (a
+// SharedRing has them): `ring` (head, tail, then the slots), `drops` (per
+// function id), `config` ([2] the pid, [5] set in a forked child), and
+// libc's getpid, clock_gettime and sched_yield.
+
+/** Bytes of one ring slot (a record, or one of its payload's extra slots). */
+export const RECORD_SIZE = 32;
+/** Slots in the ring (8 MiB). */
+export const RING_RECORDS = 1 << 18;
+/** Most slots one `trace` message carries. */
+export const CHUNK_RECORDS = 4096;
+/** Function ids index the per-function tables modulo this. */
+export const MAX_FUNCTIONS = 1 << 18;
+/** Largest payload of one record (registers, stack, memory blocks, values). */
+export const PAYLOAD_MAX = 16384;
+/** How long a thread waits for room in a full ring before it drops its record:
+ *  slowing the program is better than losing calls, hanging it is not. */
+export const FULL_RING_WAIT_NS = 500_000_000;
+
+/** The ring's memory, as a CModule binds it. */
+export interface SharedRing {
+    ring: NativePointer;
+    drops: NativePointer;
+    config: NativePointer;
+}
+
+let provider: (() => SharedRing) | null = null;
+const noted = new Set<number>();
+
+/** The owner of the ring's memory (the native tracer's runtime) says how
+ *  to get it; it is created on first use. */
+export function provideRing(get: () => SharedRing): void {
+    provider = get;
+}
+
+/** The ring, created on first use. */
+export function sharedRing(): SharedRing {
+    if (provider === null) throw new Error("no tracer provides the record ring");
+    return provider();
+}
+
+/** Function ids a tracer records into the ring: their drops are counted
+ *  and reported by the drain. */
+export function noteTracedIds(ids: number[]): void {
+    for (const id of ids) noted.add(id);
+}
+
+/** Every id noted so far. */
+export function tracedIds(): ReadonlySet<number> {
+    return noted;
+}
 
 /** Kind bit of a record whose payload is in the Python tracer's format
  *  (crates/strobe-values/src/python.rs) rather than a capture plan's. */

@@ -8,7 +8,9 @@
 //! - Rust's default panic hook: thread, location and message (the formats
 //!   before and after Rust 1.73, with and without the thread id);
 //! - AddressSanitizer, LeakSanitizer, ThreadSanitizer, MemorySanitizer and
-//!   UndefinedBehaviorSanitizer reports, from their header to `SUMMARY:`.
+//!   UndefinedBehaviorSanitizer reports, from their header to `SUMMARY:`;
+//! - CPython's traceback of an exception nothing caught, from
+//!   `Traceback (most recent call last):` to the `Type: message` line.
 
 use serde_json::{Value, json};
 
@@ -30,12 +32,18 @@ pub struct Diagnosis {
     pub panic: Option<Value>,
     /// A sanitizer report: `{tool, error, summary, firstEventId, lastEventId, topFrame?}`.
     pub sanitizer: Option<Value>,
+    /// A Python traceback: `{type, message?, frames: [{file, line, function}],
+    /// stderrEventIds}` (frames outermost first, as Python prints them).
+    pub python: Option<Value>,
 }
 
 impl Diagnosis {
     /// True when nothing was recognized.
     pub fn is_empty(&self) -> bool {
-        self.exception.is_none() && self.panic.is_none() && self.sanitizer.is_none()
+        self.exception.is_none()
+            && self.panic.is_none()
+            && self.sanitizer.is_none()
+            && self.python.is_none()
     }
 
     /// One line for a session's end reason, most specific report first.
@@ -46,6 +54,14 @@ impl Diagnosis {
                 s["tool"].as_str().unwrap_or("sanitizer"),
                 s["error"].as_str().unwrap_or("error")
             ));
+        }
+        if let Some(p) = &self.python {
+            return Some(match p["message"].as_str() {
+                Some(m) if !m.is_empty() => {
+                    format!("uncaught {}: {m}", p["type"].as_str().unwrap_or("?"))
+                }
+                _ => format!("uncaught {}", p["type"].as_str().unwrap_or("?")),
+            });
         }
         if let Some(p) = &self.panic {
             return Some(format!(
@@ -89,6 +105,10 @@ pub fn diagnose(lines: &[StderrLine]) -> Diagnosis {
             d.panic = Some(p);
             i += used;
             continue;
+        } else if let Some((p, used)) = python_traceback(lines, i) {
+            d.python = Some(p);
+            i += used;
+            continue;
         } else if let Some((s, used)) = sanitizer_report(lines, i) {
             d.sanitizer = Some(s);
             i += used;
@@ -107,6 +127,40 @@ pub fn diagnose(lines: &[StderrLine]) -> Diagnosis {
         i += 1;
     }
     d
+}
+
+/// A CPython traceback starting at line `i`, and how many lines it took.
+fn python_traceback(lines: &[StderrLine], i: usize) -> Option<(Value, usize)> {
+    if lines[i].text != "Traceback (most recent call last):" {
+        return None;
+    }
+    let mut frames = Vec::new();
+    let mut j = i + 1;
+    while let Some(l) = lines.get(j)
+        && l.text.starts_with("  ")
+    {
+        // `  File "/p/app.py", line 10, in <module>`; source and caret lines follow.
+        if let Some(rest) = l.text.trim_start().strip_prefix("File \"")
+            && let Some((file, rest)) = rest.split_once("\", line ")
+        {
+            let (line, function) = rest.split_once(", in ").unwrap_or((rest, ""));
+            frames.push(json!({
+                "file": file,
+                "line": line.trim().parse::<u64>().ok(),
+                "function": function,
+            }));
+        }
+        j += 1;
+    }
+    let last = lines.get(j)?;
+    let (ty, message) = match last.text.split_once(": ") {
+        Some((t, m)) if !t.contains(' ') => (t.to_string(), Some(m.to_string())),
+        _ if !last.text.contains(' ') && !last.text.is_empty() => (last.text.clone(), None),
+        _ => return None,
+    };
+    let ids: Vec<u64> = lines[i..=j].iter().map(|l| l.id).collect();
+    let report = json!({"type": ty, "message": message, "frames": frames, "stderrEventIds": ids});
+    Some((report, j + 1 - i))
 }
 
 fn terminate_report(lines: &[StderrLine], i: usize) -> Option<Value> {
@@ -326,5 +380,37 @@ mod tests {
         let d = diagnose(&lines("x.c:4:7: runtime error: signed integer overflow"));
         assert_eq!(d.sanitizer.unwrap()["location"], "x.c:4:7");
         assert!(diagnose(&lines("hello\nthread pool started\n== done ==")).is_empty());
+    }
+
+    #[test]
+    fn python_tracebacks_give_type_message_frames_and_lines() {
+        let text = [
+            "Traceback (most recent call last):",
+            "  File \"/p/app.py\", line 10, in <module>",
+            "    inventory.checkout(cart)",
+            "  File \"/p/inventory.py\", line 40, in checkout",
+            "    raise KeyError(sku)",
+            "    ^^^^^^^^^^^^^^^^^^^",
+            "KeyError: 'gadget'",
+        ];
+        let lines: Vec<StderrLine> = text
+            .iter()
+            .enumerate()
+            .map(|(i, t)| StderrLine {
+                id: 100 + i as u64,
+                text: t.to_string(),
+            })
+            .collect();
+        let d = diagnose(&lines);
+        let p = d.python.as_ref().unwrap();
+        assert_eq!(p["type"], "KeyError");
+        assert_eq!(p["message"], "'gadget'");
+        assert_eq!(p["frames"][1]["function"], "checkout");
+        assert_eq!(p["frames"][1]["line"], 40);
+        assert_eq!(
+            p["stderrEventIds"],
+            json!([100, 101, 102, 103, 104, 105, 106])
+        );
+        assert_eq!(d.headline().unwrap(), "uncaught KeyError: 'gadget'");
     }
 }

@@ -179,12 +179,42 @@ pub fn detect(command: &Path, args: &[String], env: &BTreeMap<String, String>) -
     }
 }
 
-/// The language of a process being attached to, by its executable.
-pub fn attached_language(exe: &Path) -> Language {
-    if is_python_name(exe) {
-        Language::Python
-    } else {
-        Language::Native
+/// A process being attached to: its executable, and for an interpreter
+/// its arguments from `/proc/PID/cmdline` (a relative script path made
+/// absolute against the process's working directory), which the Python
+/// resolver needs to name the script's module.
+pub fn attached(pid: u32, exe: &Path) -> Program {
+    let native = Program {
+        command: exe.to_path_buf(),
+        args: Vec::new(),
+        language: Language::Native,
+        note: None,
+    };
+    if !is_python_name(exe) {
+        return native;
+    }
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+    let args = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .skip(1)
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    let arg = String::from_utf8_lossy(a).into_owned();
+                    match &cwd {
+                        Some(dir) if !arg.starts_with('-') && dir.join(&arg).is_file() => {
+                            dir.join(&arg).display().to_string()
+                        }
+                        _ => arg,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Program {
+        args,
+        language: Language::Python,
+        ..native
     }
 }
 

@@ -8,7 +8,10 @@
 //! `u32 0xFFFF (PY_PAYLOAD_MARK), u32 length, u8 version (1), u8 what`, then
 //! for `what` 0 (enter) `u8 count` and per argument `name, value`; 1
 //! (return) `value`; 2 (exception) `name` of its type and `value` (its
-//! `args`, or the message when it was never instantiated).
+//! `args`, or the message when it was never instantiated); 3 (uncaught) as
+//! 2, then `u32 frames, u32 omitted` and per traceback entry (outermost
+//! first) `name` function, `name` file, `u32 line`, `value` locals; 4
+//! (thread name) `name`.
 //!
 //! A `name` is `u16 length` + UTF-8. A `value` is a tag byte and its body:
 //! see [`Tag`]. Containers give their full size and how many items follow;
@@ -107,7 +110,7 @@ pub fn decode(payload: &[u8]) -> Value {
             out.insert("returnValue".into(), value);
             out.insert("returnType".into(), Value::String(ty));
         }
-        Some(2) => {
+        Some(what @ (2 | 3)) => {
             let ty = r.name().unwrap_or_else(|| "?".into());
             let (_, args) = r.typed();
             let mut e = Map::new();
@@ -117,6 +120,24 @@ pub fn decode(payload: &[u8]) -> Value {
             }
             e.insert("args".into(), args);
             out.insert("exception".into(), Value::Object(e));
+            if what == 3 {
+                let (n, skipped) = (r.u32().unwrap_or(0), r.u32().unwrap_or(0));
+                let mut frames = Vec::new();
+                for _ in 0..n {
+                    let (Some(function), Some(file), Some(line)) = (r.name(), r.name(), r.u32())
+                    else {
+                        break;
+                    };
+                    let locals = r.value(0);
+                    frames.push(
+                        json!({"function": function, "file": file, "line": line, "locals": locals}),
+                    );
+                }
+                out.insert("traceback".into(), Value::Array(frames));
+                if skipped > 0 {
+                    out.insert("tracebackOmitted".into(), json!(skipped));
+                }
+            }
         }
         _ => {
             out.insert("error".into(), json!("unreadable Python payload"));
@@ -133,6 +154,16 @@ fn exception_message(args: &Value) -> Option<String> {
         Value::Array(a) if a.len() == 1 => a[0].as_str().map(str::to_string),
         _ => None,
     }
+}
+
+/// The thread name a `what` 4 payload carries (threading's name of the
+/// thread that wrote it).
+pub fn thread_name(payload: &[u8]) -> Option<String> {
+    let mut r = Reader::new(payload);
+    if r.u8()? != 4 {
+        return None;
+    }
+    r.name()
 }
 
 /// The exception type and message of an exit payload that raised.
@@ -477,6 +508,42 @@ mod tests {
             Some(("ValueError".into(), Some("bad".into())))
         );
         assert_eq!(return_key(&exc), None);
+    }
+
+    #[test]
+    fn uncaught_exceptions_carry_their_traceback_and_locals() {
+        let p = W::new(3)
+            .name("KeyError")
+            .u8(Tag::Tuple as u8)
+            .u32(1)
+            .u32(1)
+            .u8(Tag::Str as u8)
+            .u32(6)
+            .u32(6)
+            .raw(b"gadget")
+            .u32(1)
+            .u32(2)
+            .name("checkout")
+            .name("/p/inventory.py")
+            .u32(40)
+            .u8(Tag::Dict as u8)
+            .u32(1)
+            .u32(1)
+            .u8(Tag::Str as u8)
+            .u32(3)
+            .u32(3)
+            .raw(b"sku")
+            .u8(Tag::Str as u8)
+            .u32(6)
+            .u32(6)
+            .raw(b"gadget")
+            .done();
+        let v = decode(&p);
+        assert_eq!(v["exception"]["message"], "gadget");
+        assert_eq!(v["traceback"][0]["function"], "checkout");
+        assert_eq!(v["traceback"][0]["line"], 40);
+        assert_eq!(v["traceback"][0]["locals"]["sku"], "gadget");
+        assert_eq!(v["tracebackOmitted"], 2);
     }
 
     #[test]

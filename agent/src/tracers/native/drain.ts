@@ -2,6 +2,7 @@
 // records in chunks as `trace` messages, with flow control by the daemon's
 // acks, and now and then the per-function drop counts and sampling changes.
 import { send_ } from "../../protocol.js";
+import { tracedIds } from "../ring.js";
 import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { existingRuntime, onRuntimeCreated } from "./runtime.js";
@@ -12,7 +13,7 @@ const reportedDrops = new Map<number, number>();
 /** Drops per function since the last report, if any. */
 function dropDeltas(drops: NativePointer): Record<string, number> | undefined {
     let out: Record<string, number> | undefined;
-    for (const funcId of everHookedIds()) {
+    for (const funcId of [...everHookedIds(), ...tracedIds()]) {
         const total = drops.add((funcId % MAX_FUNCTIONS) * 8).readU64().toNumber();
         const before = reportedDrops.get(funcId) ?? 0;
         if (total > before) {

@@ -41,12 +41,6 @@ export function hookedIds(): IterableIterator<number> {
     return replaced.keys();
 }
 
-/** Ids another tracer records into the shared ring: their drops are
- *  counted and reported with the native ones. */
-export function noteTracedIds(ids: number[]): void {
-    for (const id of ids) everHooked.add(id);
-}
-
 /** Ids of every function hooked since the agent loaded. */
 export function everHookedIds(): ReadonlySet<number> {
     return everHooked;

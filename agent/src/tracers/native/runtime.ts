@@ -3,6 +3,7 @@
 // needs them.
 import { registerAtforkChild } from "../../native/atfork.js";
 import { rawAlloc, u64Bytes } from "../../native/memory.js";
+import { provideRing } from "../ring.js";
 import { CMODULE_SOURCE } from "./cmodule.js";
 import { makeExprCallback } from "./exprs.js";
 import { registerUnwindInfo, writeHook } from "./hook.js";
@@ -45,6 +46,12 @@ export function runtime(): Runtime {
     }
     return rt;
 }
+
+// The ring every tracer writes into is this runtime's.
+provideRing(() => {
+    const { ring, drops, config } = runtime();
+    return { ring, drops, config };
+});
 
 /** The runtime if it was created, without creating it. */
 export function existingRuntime(): Runtime | null {

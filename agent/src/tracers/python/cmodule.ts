@@ -11,8 +11,7 @@
 //
 // CPython's internal layouts are read at offsets given in `layout[]`
 // (cpython.ts has them per version), not from headers: TinyCC has none.
-import { KIND_DETACHED, KIND_PYTHON, RING_WRITER_C } from "../ring.js";
-import { PAYLOAD_MAX } from "../native/layout.js";
+import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
 
 /** Indexes into the `pycfg` page the C reads (written by index.ts). */
 export const CFG = {
@@ -31,6 +30,8 @@ export const CFG = {
     scratch: 7,
     /** 1 while the tracer records. */
     enabled: 8,
+    /** The set of thread ids already named (THREAD_SLOTS u32, open addressing). */
+    threads: 9,
 } as const;
 
 /** Layout offsets for one CPython minor version (see cpython.ts). */
@@ -40,7 +41,11 @@ export const LAYOUT = {
     tstateTid: 10, genIframe: 11, genState: 12, typeName: 13, typeFlags: 14,
     excArgs: 15, listItems: 16, tupleItems: 17, managedDict: 18, managedValues: 19,
     typeDictOffset: 20, cachedKeys: 21, keysEntries: 22, keysIndices: 23, keysIndexBytes: 24,
+    tbNext: 25, tbFrame: 26, tbLineno: 27, tbLasti: 28,
 } as const;
+
+/** Slots of the named-threads set (a power of two). */
+export const THREAD_SLOTS = 1024;
 
 /** Bytes of one target table slot: hash, id, qualname and file pointers. */
 export const TABLE_SLOT = 32;
@@ -77,6 +82,19 @@ extern Py_ssize_t PyDict_Size(PyObject *);
 extern void PyErr_Fetch(PyObject **, PyObject **, PyObject **);
 extern void PyErr_Restore(PyObject *, PyObject *, PyObject *);
 extern void PyErr_Clear(void);
+extern void PyErr_NormalizeException(PyObject **, PyObject **, PyObject **);
+extern int PyErr_GivenExceptionMatches(PyObject *, PyObject *);
+extern PyObject *PyExc_SystemExit;
+extern PyObject *PyFrame_GetCode(PyObject *);
+extern PyObject *PyFrame_GetLocals(PyObject *);
+extern void Py_DecRef(PyObject *);
+extern PyObject *PyImport_GetModuleDict(void);
+extern PyObject *PyDict_GetItemString(PyObject *, const char *);
+extern PyObject *PyModule_GetDict(PyObject *);
+extern PyObject *PyLong_FromUnsignedLong(unsigned long);
+extern PyObject *PyDict_GetItem(PyObject *, PyObject *);
+extern unsigned long PyThread_get_thread_ident(void);
+extern int PyCode_Addr2Line(PyObject *, int);
 extern char _Py_NoneStruct, _Py_TrueStruct, _Py_FalseStruct;
 extern char PyLong_Type, PyBool_Type, PyFloat_Type, PyUnicode_Type, PyBytes_Type, PyByteArray_Type;
 extern char PyList_Type, PyTuple_Type, PyDict_Type, PySet_Type, PyFrozenSet_Type, PyFunction_Type;
@@ -250,18 +268,34 @@ static void set(Buf *b, guint8 tag, PyObject *s, int depth) {
    managed dicts, before anything asked for __dict__) the values array
    beside the keys its type shares. Never creates a dict: no allocation,
    so no garbage collection and no finalizer runs from here. */
-static void object(Buf *b, PyObject *o, const char *tname, int depth) {
+static PyObject *instance_dict(PyObject *o, PyObject ***vals) {
     char *tp = TYPE(o);
     unsigned long tf = TFLAGS(tp);
-    PyObject *d = NULL, **vals = NULL;
+    PyObject *d = NULL;
+    *vals = NULL;
     if (tf & MANAGED_DICT) {
         d = AT(o, L(${LAYOUT.managedDict}), PyObject *);
-        if (d == NULL) vals = AT(o, L(${LAYOUT.managedValues}), PyObject **);
+        if (d == NULL) *vals = AT(o, L(${LAYOUT.managedValues}), PyObject **);
     } else if (tf & HEAPTYPE) {
         Py_ssize_t off = AT(tp, L(${LAYOUT.typeDictOffset}), Py_ssize_t);
         if (off > 0) d = AT(o, off, PyObject *);
     }
-    if (d != NULL && TYPE(d) == &PyDict_Type) {
+    return d != NULL && TYPE(d) == &PyDict_Type ? d : NULL;
+}
+
+/* The split keys' entries (key, value pairs after the index table) of a
+   type whose instances keep managed values; NULL if none. */
+static PyObject **shared_keys(char *tp, Py_ssize_t *entries) {
+    char *keys = (TFLAGS(tp) & HEAPTYPE) ? AT(tp, L(${LAYOUT.cachedKeys}), char *) : NULL;
+    if (keys == NULL) return NULL;
+    *entries = AT(keys, L(${LAYOUT.keysEntries}), Py_ssize_t);
+    return (PyObject **)(keys + L(${LAYOUT.keysIndices}) + ((gsize)1 << AT(keys, L(${LAYOUT.keysIndexBytes}), guint8)));
+}
+
+static void object(Buf *b, PyObject *o, const char *tname, int depth) {
+    PyObject **vals;
+    PyObject *d = instance_dict(o, &vals);
+    if (d != NULL) {
         Py_ssize_t n = PyDict_Size(d), pos = 0;
         guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
         u8(b, T_OBJECT); cname(b, tname); u32(b, (guint32)n); u32(b, shown);
@@ -272,11 +306,9 @@ static void object(Buf *b, PyObject *o, const char *tname, int depth) {
         }
         return;
     }
-    char *keys = (tf & HEAPTYPE) ? AT(tp, L(${LAYOUT.cachedKeys}), char *) : NULL;
-    if (vals == NULL || keys == NULL) { u8(b, T_OPAQUE); cname(b, tname); u64(b, (guint64)(gsize)o); return; }
-    /* Split keys: unicode entries (key, value) after the index table. */
-    Py_ssize_t entries = AT(keys, L(${LAYOUT.keysEntries}), Py_ssize_t), n = 0;
-    PyObject **ent = (PyObject **)(keys + L(${LAYOUT.keysIndices}) + ((gsize)1 << AT(keys, L(${LAYOUT.keysIndexBytes}), guint8)));
+    Py_ssize_t entries = 0, n = 0;
+    PyObject **ent = vals != NULL ? shared_keys(TYPE(o), &entries) : NULL;
+    if (ent == NULL) { u8(b, T_OPAQUE); cname(b, tname); u64(b, (guint64)(gsize)o); return; }
     for (Py_ssize_t i = 0; i < entries; i++) if (vals[i] != NULL) n++;
     guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
     u8(b, T_OBJECT); cname(b, tname); u32(b, (guint32)n); u32(b, shown);
@@ -367,6 +399,63 @@ static void args_of(Buf *b, PyObject *co, PyObject **locals, guint32 nargs) {
     }
 }
 
+/* An instance attribute by name, read where object() reads them (borrowed
+   reference; NULL when absent). Never runs the object's code. */
+static PyObject *attr(PyObject *o, const char *want) {
+    PyObject **vals;
+    PyObject *d = instance_dict(o, &vals);
+    if (d != NULL) {
+        PyObject *v = PyDict_GetItemString(d, want);
+        if (v == NULL) PyErr_Clear();
+        return v;
+    }
+    Py_ssize_t entries = 0;
+    PyObject **ent = vals != NULL ? shared_keys(TYPE(o), &entries) : NULL;
+    if (ent == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < entries; i++) {
+        PyObject *k = ent[2 * i];
+        if (vals[i] == NULL || k == NULL || TYPE(k) != &PyUnicode_Type) continue;
+        const char *s = PyUnicode_AsUTF8AndSize(k, NULL);
+        if (s == NULL) { PyErr_Clear(); continue; }
+        if (same(s, want)) return vals[i];
+    }
+    return NULL;
+}
+
+#define KIND_THREAD_NAME 4u
+
+/* The first time a thread records, its name from the threading module
+   (threading._active[ident]._name: dict lookups, no Python code) goes into
+   the ring as a record of its own; a thread threading does not know keeps
+   the name the OS has. */
+static void name_thread(guint32 tid) {
+    volatile guint32 *seen = (volatile guint32 *)(gsize)pycfg[${CFG.threads}];
+    guint32 i = tid & (${THREAD_SLOTS}u - 1), n = 0;
+    for (; n < ${THREAD_SLOTS}u; n++, i = (i + 1) & (${THREAD_SLOTS}u - 1)) {
+        if (seen[i] == tid) return;
+        if (seen[i] == 0) break;
+    }
+    if (n == ${THREAD_SLOTS}u) return;
+    seen[i] = tid;
+    PyObject *mods = PyImport_GetModuleDict();
+    PyObject *threading = mods != NULL ? PyDict_GetItemString(mods, "threading") : NULL;
+    PyObject *active = threading != NULL ? PyDict_GetItemString(PyModule_GetDict(threading), "_active") : NULL;
+    if (active == NULL || TYPE(active) != &PyDict_Type) { PyErr_Clear(); return; }
+    PyObject *key = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    if (key == NULL) { PyErr_Clear(); return; }
+    PyObject *thread = PyDict_GetItem(active, key);
+    Py_DecRef(key);
+    PyObject *name = thread != NULL ? attr(thread, "_name") : NULL;
+    if (name == NULL || TYPE(name) != &PyUnicode_Type) return;
+    Buf b;
+    begin(&b, 4);
+    str_name(&b, name);
+    guint32 len = finish(&b);
+    guint64 t;
+    NOW(t);
+    put_record(tid, 0, KIND_THREAD_NAME | KIND_PY, 0, t, b.p, len);
+}
+
 static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64); }
 
 /* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
@@ -388,6 +477,7 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
            Resumed: only its end is recorded, by py_leave. */
         return (guint64)(gsize)st | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
     }
+    name_thread(tid_of(ts));
     Buf b;
     begin(&b, 0);
     args_of(&b, co, (PyObject **)((char *)frame + L(${LAYOUT.frameLocals})), st->nargs);
@@ -432,6 +522,7 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
            the generator's own frame. */
         if (result == NULL) { len = exit_payload(&b, result); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
         PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
+        name_thread(tid_of(ts));
         begin(&b, 0);
         args_of(&b, co, (PyObject **)((char *)result + L(${LAYOUT.genIframe}) + L(${LAYOUT.frameLocals})), st->nargs);
         len = finish(&b);
@@ -442,5 +533,50 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
     if (AT(gen, L(${LAYOUT.genState}), gint8) == FRAME_SUSPENDED) return;
     len = exit_payload(&b, result);
     put_record(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, b.p, len);
+}
+
+/* Most traceback entries an uncaught exception's report keeps (the
+   innermost: where it was raised). */
+#define MAX_TB 64
+
+/* Called as the interpreter is about to print an exception nothing caught
+   (PyErr_PrintEx), with it pending. Writes its type, args and traceback
+   (per entry: function, file, line, the frame's locals) into the scratch
+   buffer and returns the payload's length; 0 for SystemExit (an exit, not
+   a crash) or nothing pending. The exception is left pending as found. */
+guint32 py_uncaught(void) {
+    PyObject *type, *val, *tb;
+    PyErr_Fetch(&type, &val, &tb);
+    if (type == NULL) return 0;
+    PyErr_NormalizeException(&type, &val, &tb);
+    if (PyErr_GivenExceptionMatches(type, PyExc_SystemExit)) { PyErr_Restore(type, val, tb); return 0; }
+    Buf b;
+    begin(&b, 3);
+    cname(&b, AT(type, L(${LAYOUT.typeName}), const char *));
+    if (val != NULL && (TFLAGS(TYPE(val)) & EXC_SUB)) value(&b, AT(val, L(${LAYOUT.excArgs}), PyObject *), (int)pycfg[${CFG.depth}]);
+    else value(&b, val, (int)pycfg[${CFG.depth}]);
+    guint32 n = 0;
+    for (PyObject *t = tb; t != NULL; t = AT(t, L(${LAYOUT.tbNext}), PyObject *)) n++;
+    guint32 skip = n > MAX_TB ? n - MAX_TB : 0;
+    u32(&b, n - skip); u32(&b, skip);
+    guint32 i = 0;
+    for (PyObject *t = tb; t != NULL; t = AT(t, L(${LAYOUT.tbNext}), PyObject *), i++) {
+        if (i < skip) continue;
+        PyObject *frame = AT(t, L(${LAYOUT.tbFrame}), PyObject *);
+        PyObject *co = PyFrame_GetCode(frame);
+        str_name(&b, AT(co, L(${LAYOUT.codeQualname}), PyObject *));
+        str_name(&b, AT(co, L(${LAYOUT.codeFilename}), PyObject *));
+        /* 3.11 leaves tb_lineno at -1 until asked: the line is the one of
+           the instruction the frame was at. */
+        int line = AT(t, L(${LAYOUT.tbLineno}), int);
+        if (line < 0) line = PyCode_Addr2Line(co, AT(t, L(${LAYOUT.tbLasti}), int));
+        u32(&b, (guint32)line);
+        Py_DecRef(co);
+        PyObject *locals = PyFrame_GetLocals(frame);
+        if (locals == NULL) { PyErr_Clear(); u8(&b, T_NONE); }
+        else { value(&b, locals, (int)pycfg[${CFG.depth}]); Py_DecRef(locals); }
+    }
+    PyErr_Restore(type, val, tb);
+    return finish(&b);
 }
 `;

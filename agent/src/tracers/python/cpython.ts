@@ -43,6 +43,10 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
     keysEntries: 24, // PyDictKeysObject.dk_nentries
     keysIndices: 32, // .dk_indices
     keysIndexBytes: 9, // .dk_log2_index_bytes
+    tbNext: 16, // PyTracebackObject.tb_next
+    tbFrame: 24, // .tb_frame
+    tbLineno: 36, // .tb_lineno
+    tbLasti: 32, // .tb_lasti
 };
 
 /** Layouts by "major.minor". */

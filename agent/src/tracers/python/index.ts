@@ -14,11 +14,9 @@
 // code created at run time with the same file and qualname (a function
 // defined again, a nested function per call) matches too.
 import { send_ } from "../../protocol.js";
-import { noteTracedIds } from "../native/install.js";
-import { PAYLOAD_MAX } from "../native/layout.js";
-import { runtime } from "../native/runtime.js";
+import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
-import { CFG, PY_CMODULE_SOURCE, TABLE_SLOT } from "./cmodule.js";
+import { CFG, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { EvalStub, writeEvalStub } from "./stub.js";
 
@@ -53,13 +51,19 @@ let previousEval: NativePointer | null = null;
 let installWhenReady: InvocationListener | null = null;
 
 function createRuntime(py: CPython): PyRuntime {
-    const native = runtime();
+    const native = sharedRing();
     const cfg = Memory.alloc(Process.pageSize);
     cfg.add(CFG.extraIndex * 8).writeS64(-1);
     cfg.add(CFG.depth * 8).writeU64(LIMITS.depth);
     cfg.add(CFG.items * 8).writeU64(LIMITS.items);
     cfg.add(CFG.strBytes * 8).writeU64(LIMITS.strBytes);
-    cfg.add(CFG.scratch * 8).writePointer(Memory.alloc(PAYLOAD_MAX + 64));
+    // Kept referenced (in `retired`): Frida frees what Memory.alloc gave
+    // once the pointer is collected, and the C side holds only the address.
+    const scratch = Memory.alloc(PAYLOAD_MAX + 64);
+    const threads = Memory.alloc(THREAD_SLOTS * 4);
+    retired.push(cfg, scratch, threads);
+    cfg.add(CFG.scratch * 8).writePointer(scratch);
+    cfg.add(CFG.threads * 8).writePointer(threads);
     const layout = Memory.alloc(py.layout.length * 8);
     py.layout.forEach((off, i) => layout.add(i * 8).writeS64(off));
     retired.push(layout);
@@ -75,7 +79,10 @@ function createRuntime(py: CPython): PyRuntime {
         "_PySet_NextEntry", "PySet_Size", "PyDict_Size", "PyErr_Fetch", "PyErr_Restore", "PyErr_Clear",
         "_Py_NoneStruct", "_Py_TrueStruct", "_Py_FalseStruct", "PyLong_Type", "PyBool_Type", "PyFloat_Type",
         "PyUnicode_Type", "PyBytes_Type", "PyByteArray_Type", "PyList_Type", "PyTuple_Type", "PyDict_Type",
-        "PySet_Type", "PyFrozenSet_Type", "PyFunction_Type",
+        "PySet_Type", "PyFrozenSet_Type", "PyFunction_Type", "PyErr_NormalizeException",
+        "PyErr_GivenExceptionMatches", "PyExc_SystemExit", "PyFrame_GetCode", "PyFrame_GetLocals", "Py_DecRef",
+        "PyImport_GetModuleDict", "PyDict_GetItemString", "PyModule_GetDict", "PyLong_FromUnsignedLong",
+        "PyDict_GetItem", "PyThread_get_thread_ident", "PyCode_Addr2Line",
     ]) symbols[name] = py.fn(name);
     const module = new CModule(PY_CMODULE_SOURCE, symbols);
     const stub = writeEvalStub();
@@ -219,6 +226,36 @@ function sync(req: SyncRequest): void {
     }
 }
 
+/** Reports an exception nothing caught, as the interpreter is about to
+ *  print it (PyErr_PrintEx, on the thread it ended, holding the GIL): its
+ *  type, args and traceback with each frame's locals. The daemon makes it
+ *  the session's crash if the process then exits unsuccessfully. The C side
+ *  is compiled here, on first use, so programs that trace nothing and never
+ *  fail pay nothing for it. */
+function watchUncaught(): void {
+    const py = cpython();
+    if (py === null) return;
+    const printEx = py.module.findExportByName("PyErr_PrintEx");
+    if (printEx === null) return;
+    Interceptor.attach(printEx, {
+        onEnter() {
+            try {
+                rt ??= createRuntime(py);
+                const uncaught = new NativeFunction(rt.module.py_uncaught, "uint32", []);
+                const n = uncaught() as number;
+                if (n === 0) return;
+                const scratch = rt.cfg.add(CFG.scratch * 8).readPointer();
+                send_({ type: "python_uncaught", tid: Process.getCurrentThreadId(),
+                    payload: Array.from(new Uint8Array(scratch.readByteArray(n)!)) });
+            } catch (e) {
+                // Reported as a script error (the daemon logs those); the
+                // interpreter goes on printing it either way.
+                throw new Error(`the uncaught Python exception could not be read: ${e}`);
+            }
+        },
+    });
+}
+
 /** Unloading from a process that lives on: no frame calls into the C side
  *  from now on, and the interpreter gets its evaluation function back. */
 function detach(): void {
@@ -231,7 +268,7 @@ function detach(): void {
 /** Python functions, traced through the interpreter's frame evaluation. */
 export const pythonTracer: Tracer = {
     name: "python",
-    start: () => { /* nothing until the first target: see install */ },
+    start: watchUncaught,
     install,
     remove,
     sync,

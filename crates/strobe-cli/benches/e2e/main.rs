@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks` or `=tests` runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests` or `=python` runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -16,6 +16,8 @@ mod debugging;
 use debugging::{breakpoint_latency, memory_read_latency};
 mod processes;
 use processes::{fork_following, test_runs};
+mod python;
+use python::python_tracing;
 mod tracing;
 use tracing::{hook_installation, trace_overhead};
 
@@ -114,6 +116,10 @@ async fn main() {
             test_runs(&c).await;
             return;
         }
+        Ok("python") => {
+            python_tracing(&c, runs).await;
+            return;
+        }
         _ => {}
     }
 
@@ -160,6 +166,7 @@ async fn main() {
     memory_read_latency(&c).await;
     breakpoint_latency(&c).await;
     fork_following(&c).await;
+    python_tracing(&c, runs).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;

@@ -57,7 +57,7 @@ fn frames() -> Vec<Frame> {
 }
 
 impl Covered for AgentMessage {
-    const VARIANTS: usize = 23;
+    const VARIANTS: usize = 24;
 
     fn variant(&self) -> usize {
         match self {
@@ -84,6 +84,7 @@ impl Covered for AgentMessage {
             AgentMessage::BreakpointError(_) => 20,
             AgentMessage::BreakpointsUpdated(_) => 21,
             AgentMessage::StepFailed(_) => 22,
+            AgentMessage::PythonUncaught(_) => 23,
         }
     }
 
@@ -229,6 +230,10 @@ impl Covered for AgentMessage {
                 id: 13,
                 installed: vec!["bp-1@0".into()],
                 failed: vec![("bp-1@1".into(), "not code".into())],
+            }),
+            M::PythonUncaught(PythonUncaught {
+                tid: 4243,
+                payload: vec![0xff, 0xff, 0, 0, 12, 0, 0, 0, 1, 3, 0, 0],
             }),
             M::StepFailed(StepFailed {
                 tid: 4243,

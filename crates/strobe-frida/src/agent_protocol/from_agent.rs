@@ -84,6 +84,10 @@ pub enum AgentMessage {
     /// Step stops that could not be planted.
     #[serde(rename = "step_failed")]
     StepFailed(StepFailed),
+    /// A Python exception nothing caught, as the interpreter is about to
+    /// print it.
+    #[serde(rename = "python_uncaught")]
+    PythonUncaught(PythonUncaught),
 }
 
 /// `agent_loaded`.
@@ -406,6 +410,18 @@ pub struct StepFailed {
     pub failed: Vec<String>,
 }
 
+/// `python_uncaught`: an exception reached the top of a Python thread's
+/// stack (the interpreter calls PyErr_PrintEx to print it); the process
+/// usually exits unsuccessfully next. SystemExit is not reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PythonUncaught {
+    /// The thread it ended.
+    pub tid: u32,
+    /// Its type, args and traceback (with each frame's locals), in the
+    /// Python tracer's payload format (strobe-values' python.rs, `what` 3).
+    pub payload: Vec<u8>,
+}
+
 impl AgentMessage {
     /// The `type` on the wire.
     pub fn type_name(&self) -> &'static str {
@@ -433,6 +449,7 @@ impl AgentMessage {
             AgentMessage::BreakpointError(_) => "breakpoint_error",
             AgentMessage::BreakpointsUpdated(_) => "breakpoints_updated",
             AgentMessage::StepFailed(_) => "step_failed",
+            AgentMessage::PythonUncaught(_) => "python_uncaught",
         }
     }
 
@@ -463,7 +480,8 @@ impl AgentMessage {
             | AgentMessage::StepCall(_)
             | AgentMessage::Logpoint(_)
             | AgentMessage::BreakpointError(_)
-            | AgentMessage::StepFailed(_) => return None,
+            | AgentMessage::StepFailed(_)
+            | AgentMessage::PythonUncaught(_) => return None,
         };
         (id != 0).then_some(id)
     }

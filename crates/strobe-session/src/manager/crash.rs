@@ -190,6 +190,7 @@ impl SessionManager {
             exception: crash.get("exception").cloned(),
             panic: crash.get("panic").cloned(),
             sanitizer: crash.get("sanitizer").cloned(),
+            python: None,
         };
         shown.headline()
     }
@@ -212,6 +213,16 @@ impl SessionManager {
         }
         self.sync_output(live);
         let reports = self.runtime_reports(live);
+        let uncaught = live
+            .life
+            .lock()
+            .expect("lifecycle lock")
+            .python_uncaught
+            .take();
+        if uncaught.is_some() || reports.python.is_some() {
+            self.python_crash(live, exit_code, uncaught, reports.python);
+            return;
+        }
         let (kind, report) = match (&reports.sanitizer, &reports.panic) {
             (Some(s), _) => ("sanitizer", s),
             (None, Some(p)) if exit_code == Some(101) => ("panic", p),
@@ -235,6 +246,63 @@ impl SessionManager {
         let mut life = live.life.lock().expect("lifecycle lock");
         life.crash_seen = true;
         life.crash_summary = shown.headline();
+    }
+
+    /// A Python program that ended unsuccessfully on an exception nothing
+    /// caught: the crash event carries its type and message, the traceback
+    /// with each frame's locals (from the agent, read before the
+    /// interpreter printed it) and the stderr lines of that print; from
+    /// stderr alone when the agent could not read it.
+    fn python_crash(
+        &self,
+        live: &Live,
+        exit_code: Option<i32>,
+        uncaught: Option<(u32, Vec<u8>)>,
+        printed: Option<Value>,
+    ) {
+        let read = uncaught
+            .as_ref()
+            .map(|(_, payload)| strobe_values::python::decode(payload));
+        let mut exception = read
+            .as_ref()
+            .and_then(|r| r.get("exception").cloned())
+            .unwrap_or_else(|| {
+                let p = printed.clone().unwrap_or_default();
+                json!({"type": p["type"], "message": p["message"]})
+            });
+        let traceback = read
+            .as_ref()
+            .and_then(|r| r.get("traceback").cloned())
+            .or_else(|| printed.as_ref().map(|p| p["frames"].clone()))
+            .unwrap_or_else(|| json!([]));
+        if let Some(ids) = printed.as_ref().map(|p| p["stderrEventIds"].clone()) {
+            exception["stderrEventIds"] = ids;
+        }
+        let headline = match exception["message"].as_str() {
+            Some(m) if !m.is_empty() => {
+                format!(
+                    "uncaught {}: {m}",
+                    exception["type"].as_str().unwrap_or("?")
+                )
+            }
+            _ => format!("uncaught {}", exception["type"].as_str().unwrap_or("?")),
+        };
+        let tid = uncaught.as_ref().map_or(0, |(tid, _)| *tid);
+        let event = json!({
+            "type": "crash",
+            "pid": live.pid,
+            "tid": tid,
+            "signal": null,
+            "kind": "python-exception",
+            "exitCode": exit_code,
+            "exception": exception,
+            "traceback": traceback,
+            "precedingEvents": self.preceding_events(live, live.pid),
+        });
+        self.append_json_event(live, EventKind::Crash, live.pid, tid, &event);
+        let mut life = live.life.lock().expect("lifecycle lock");
+        life.crash_seen = true;
+        life.crash_summary = Some(headline);
     }
 
     /// Stores what the target's pipes hold now (a crashing process is held,

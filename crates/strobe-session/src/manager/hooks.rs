@@ -233,6 +233,17 @@ impl SessionManager {
                     .into(),
             );
         }
+        // Python functions fail for reasons of their own (no supported
+        // interpreter): said as they are, apart from native ones.
+        let (py_failed, failed): (Vec<Failure>, Vec<Failure>) = failed
+            .into_iter()
+            .partition(|(id, _)| tracer.language_of(*id) == Some(Language::Python));
+        if let Some((_, why)) = py_failed.first() {
+            warnings.push(format!(
+                "{} matched Python functions cannot be traced: {why}",
+                py_failed.len()
+            ));
+        }
         if !failed.is_empty() {
             let examples: Vec<String> = failed
                 .iter()
@@ -609,6 +620,9 @@ impl SessionManager {
         })
     }
 }
+
+/// A function the agent could not trace, and why.
+type Failure = (u32, String);
 
 /// The agent's Python tracer (agent/src/tracers/python/).
 const PYTHON_TRACER: &str = "python";

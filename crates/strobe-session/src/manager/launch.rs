@@ -43,12 +43,7 @@ impl SessionManager {
         // its arguments (crate::language): shims and shebangs are followed
         // here, so the agent lands in the interpreter itself.
         let program = match req.attach_pid {
-            Some(_) => crate::language::Program {
-                command: binary.clone(),
-                args: Vec::new(),
-                language: crate::language::attached_language(&binary),
-                note: None,
-            },
+            Some(pid) => crate::language::attached(pid, &binary),
             None => {
                 let mut env: BTreeMap<String, String> = std::env::vars().collect();
                 env.extend(req.env.clone());

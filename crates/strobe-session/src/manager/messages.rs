@@ -165,6 +165,10 @@ impl SessionManager {
             AgentMessage::StepFailed(m) => {
                 tracing::warn!("session {}: step stops not set: {:?}", live.id, m.failed)
             }
+            AgentMessage::PythonUncaught(m) => {
+                live.life.lock().expect("lifecycle lock").python_uncaught =
+                    Some((m.tid, m.payload));
+            }
         }
     }
 
@@ -226,6 +230,11 @@ impl SessionManager {
             trace::decode_records(data, live.origin_ns, live.pid, Some(&decoders), &mut batch);
         }
         self.name_new_threads(live, &batch);
+        // Names a runtime gave its threads (Python's threading) win over the OS's.
+        let named = trace::thread_names(data);
+        if !named.is_empty() {
+            let _ = self.store.register_threads(live.key, live.pid, named);
+        }
         let _ = self.store.append(live.key, batch);
         // Flow control: the agent keeps a bounded number of chunks in flight.
         let _ = live.post(&DaemonMessage::TraceAck { tracer: None });

@@ -64,6 +64,9 @@ struct Lifecycle {
     stopping: bool,
     ended: bool,
     ended_at: Option<i64>,
+    /// A Python exception nothing caught (thread, the agent's payload):
+    /// the crash, if the process then exits unsuccessfully.
+    python_uncaught: Option<(u32, Vec<u8>)>,
 }
 
 struct Live {

@@ -16,7 +16,7 @@ pub use hooks::{LIGHT_MODE_ABOVE, STACK_COPY_UNKNOWN};
 pub use patterns::{BROAD_PATTERN, HookTarget, Plan};
 pub use records::{
     BLOB_PLAN, BLOB_TYPES, Decoder, Decoders, RECORD_SIZE, decode_records, decoders_from_blobs,
-    decoders_to_blobs, typed_in, typed_of, typed_values,
+    decoders_to_blobs, thread_names, typed_in, typed_of, typed_values,
 };
 pub use watches::{
     ActiveWatch, MAX_DEREFS, MAX_WATCHES, Step, Watch, WatchRequest, WatchTarget, chain_spec,

@@ -222,25 +222,25 @@ impl Tracer {
 /// code the session runs: a Python program is named with dots
 /// (`inventory.apply_discount`), native code with `::`.
 fn no_match_warning(pattern: &str, python: bool) -> String {
-    if python {
-        if pattern.contains("::") {
-            let dotted = pattern.replace("::", ".");
-            return format!(
-                "pattern {pattern:?} matched nothing: \"::\" is native (C/C++/Rust) syntax; Python functions are \
-                 named module.qualname with dots, e.g. {dotted:?}"
-            );
-        }
+    if python && pattern.contains("::") {
+        let dotted = pattern.replace("::", ".");
         return format!(
-            "pattern {pattern:?} matched no Python function (module.qualname, e.g. \"inventory.Bin.add\" or \
-             \"inventory.*\") nor native function; check the module name (the file's path from the project \
-             root or its sys.path entry, without .py) with a wider pattern such as \"@file:name.py\" or \"@usercode\""
+            "pattern {pattern:?} matched no function: no native function has that name, and \"::\" is \
+             native (C/C++/Rust) syntax; Python functions are named module.qualname with dots, e.g. {dotted:?}"
+        );
+    }
+    if python {
+        return format!(
+            "pattern {pattern:?} matched no function, Python (module.qualname, e.g. \"inventory.Bin.add\" or \
+             \"inventory.*\") or native; check the module name (the file's path from the project root or \
+             its sys.path entry, without .py) with a wider pattern such as \"@file:name.py\" or \"@usercode\""
         );
     }
     if pattern.contains('.') && !pattern.contains("::") && !pattern.starts_with('@') {
         let native = pattern.replace('.', "::");
         return format!(
-            "pattern {pattern:?} matched nothing: dotted names are Python syntax and this program runs native \
-             code, whose functions are named with \"::\" (e.g. {native:?}) or plainly (C: \"parse_header\")"
+            "pattern {pattern:?} matched no function: dotted names are Python syntax and this program runs \
+             native code, whose functions are named with \"::\" (e.g. {native:?}) or plainly (C: \"parse_header\")"
         );
     }
     format!(

@@ -222,6 +222,30 @@ pub fn decode_records(
     n
 }
 
+/// Record kind of a thread's name (the Python tracer's, from `threading`).
+const KIND_THREAD_NAME: u32 = 4;
+
+/// The thread names records carry: (tid, name), in record order.
+pub fn thread_names(data: &[u8]) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + RECORD_SIZE <= data.len() {
+        let rec = &data[at..at + RECORD_SIZE];
+        let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
+        let extra = u32_at(28) as usize;
+        let payload = data
+            .get(at + RECORD_SIZE..(at + RECORD_SIZE + extra * RECORD_SIZE).min(data.len()))
+            .unwrap_or(&[]);
+        if u32_at(24) & 0xff == KIND_THREAD_NAME
+            && let Some(name) = python::thread_name(payload)
+        {
+            out.push((u32_at(12), name));
+        }
+        at += RECORD_SIZE + extra * RECORD_SIZE;
+    }
+    out
+}
+
 /// Typed values of a traced call (`arguments` / `returnValue` /
 /// `watchValues`) from its stored capture; `None` when the event has no
 /// capture or its plan is unknown (e.g. recorded by an earlier daemon).

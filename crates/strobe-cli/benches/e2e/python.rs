@@ -1,0 +1,233 @@
+//! Python tracing: the cost per traced call beside cProfile and viztracer
+//! on the same workload and interpreter, the cost of untraced code while a
+//! pattern is active elsewhere, and launch → first output of a script.
+//! `STROBE_BENCH_ONLY=python` runs only this. The baselines' interpreter is
+//! `STROBE_BENCH_PYTHON` (`./dev bench` makes a venv with viztracer).
+
+use super::*;
+use std::path::{Path, PathBuf};
+
+/// What work.py printed: calls, loop wall ns, loop CPU ns of its thread.
+#[derive(Debug, Clone, Copy)]
+struct Loop {
+    wall_ns: f64,
+    cpu_ns: f64,
+}
+
+fn parse_loop(line: &str) -> Loop {
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("work.py printed {line:?}"))
+        })
+        .collect();
+    Loop {
+        wall_ns: f[1],
+        cpu_ns: f[2],
+    }
+}
+
+fn workload() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/python/bench/work.py")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Runs `python args… work.py n` and reads its loop line.
+fn direct(python: &Path, pre: &[&str], n: u64) -> Loop {
+    let out = Command::new(python)
+        .args(pre)
+        .arg(workload())
+        .arg(n.to_string())
+        .current_dir(std::env::temp_dir())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().count() == 3 && l.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("no loop line from {python:?} {pre:?}: {text}"));
+    parse_loop(line)
+}
+
+/// Runs work.py under Strobe with `patterns` staged; returns its loop and
+/// the events stored.
+async fn traced(c: &support::Client, python: &Path, patterns: &[&str], n: u64) -> (Loop, u64) {
+    if !patterns.is_empty() {
+        c.ok("debug_trace", json!({"add": patterns, "sampling": false}))
+            .await;
+    }
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": python, "args": [workload(), n.to_string()],
+                   "projectRoot": workload().parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    if !patterns.is_empty() {
+        c.ok("debug_trace", json!({"remove": patterns})).await;
+    }
+    assert_eq!(st["events"]["dropped"], 0, "lossless: {st}");
+    let out = c.events(&id, Some("stdout")).await;
+    let line = out[0]["text"].as_str().unwrap().to_string();
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    (parse_loop(&line), st["events"]["stored"].as_u64().unwrap())
+}
+
+fn median_loop(v: Vec<Loop>) -> Loop {
+    Loop {
+        wall_ns: median(v.iter().map(|l| l.wall_ns).collect()),
+        cpu_ns: median(v.iter().map(|l| l.cpu_ns).collect()),
+    }
+}
+
+/// The benchmark.
+pub async fn python_tracing(c: &support::Client, runs: usize) {
+    let python = std::env::var_os("STROBE_BENCH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/python3.11"));
+    let n: u64 = std::env::var("STROBE_BENCH_PY_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rounds = runs.clamp(1, 5);
+    let mut base = Vec::new();
+    let mut cprofile = Vec::new();
+    let mut viz = Vec::new();
+    let mut strobe = Vec::new();
+    let mut elsewhere = Vec::new();
+    let mut none = Vec::new();
+    let has_viztracer = Command::new(&python)
+        .args(["-c", "import viztracer"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let viz_out = std::env::temp_dir().join("strobe-bench-viztracer.json");
+    let viz_out = viz_out.to_string_lossy().into_owned();
+    // Interleaved rounds: each row sees the same machine load.
+    for _ in 0..rounds {
+        base.push(direct(&python, &[], n));
+        cprofile.push(direct(&python, &["-m", "cProfile", "-o", "/dev/null"], n));
+        if has_viztracer {
+            viz.push(direct(
+                &python,
+                &["-m", "viztracer", "--quiet", "-o", &viz_out],
+                n,
+            ));
+        }
+        let (l, stored) = traced(c, &python, &["work.leaf"], n).await;
+        assert!(stored >= 2 * n, "every call stored: {stored}");
+        strobe.push(l);
+        elsewhere.push(traced(c, &python, &["work.elsewhere"], n).await.0);
+        none.push(traced(c, &python, &[], n).await.0);
+    }
+    let (b, cp, s, e, z) = (
+        median_loop(base),
+        median_loop(cprofile),
+        median_loop(strobe),
+        median_loop(elsewhere),
+        median_loop(none),
+    );
+    let per = |l: Loop| (l.cpu_ns - b.cpu_ns) / n as f64;
+    println!(
+        "python tracing, {n} calls of leaf(a, b) ({rounds} interleaved rounds, median; {python:?})"
+    );
+    println!(
+        "  uninstrumented loop:            {:>8.1} ns/call (thread CPU)",
+        b.cpu_ns / n as f64
+    );
+    println!(
+        "  cProfile:                       {:>8.1} ns/call added",
+        per(cp)
+    );
+    if has_viztracer {
+        let v = median_loop(viz);
+        println!(
+            "  viztracer (every call, to a file): {:>5.1} ns/call added",
+            per(v)
+        );
+        println!(
+            "  strobe, traced, typed, lossless: {:>7.1} ns/call added ({:.2}x viztracer)",
+            per(s),
+            per(s) / per(v)
+        );
+    } else {
+        println!(
+            "  viztracer: not measured (STROBE_BENCH_PYTHON has no viztracer; ./dev bench installs it)"
+        );
+        println!(
+            "  strobe, traced, typed, lossless: {:>7.1} ns/call added",
+            per(s)
+        );
+    }
+    println!(
+        "  untraced loop, a pattern on another function: {:.3}x uninstrumented (CPU), {:.3}x (wall)",
+        e.cpu_ns / b.cpu_ns,
+        e.wall_ns / b.wall_ns
+    );
+    println!(
+        "  untraced loop, no pattern:                    {:.3}x uninstrumented (CPU), {:.3}x (wall)",
+        z.cpu_ns / b.cpu_ns,
+        z.wall_ns / b.wall_ns
+    );
+
+    // Launch → first stdout event of a script, beside the native fixture.
+    let script = std::env::temp_dir().join("strobe-bench-hello.py");
+    std::fs::write(&script, "print('hello', flush=True)\n").unwrap();
+    let native = fixture("output");
+    let mut py_times = Vec::new();
+    let mut native_times = Vec::new();
+    for _ in 0..runs {
+        for (exe, args, out) in [
+            (
+                python.clone(),
+                vec![script.display().to_string()],
+                &mut py_times,
+            ),
+            (native.clone(), Vec::new(), &mut native_times),
+        ] {
+            let t = Instant::now();
+            let v = c
+                .ok(
+                    "debug_launch",
+                    json!({"command": exe, "args": args, "projectRoot": std::env::temp_dir()}),
+                )
+                .await;
+            let id = v["sessionId"].as_str().unwrap().to_string();
+            loop {
+                let q = c
+                    .ok(
+                        "debug_query",
+                        json!({"sessionId": id, "eventType": "stdout", "limit": 1}),
+                    )
+                    .await;
+                if q["totalCount"].as_u64().unwrap() > 0 {
+                    break;
+                }
+            }
+            out.push(t.elapsed().as_secs_f64());
+            c.wait_ended(&id).await;
+            c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+                .await;
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+    }
+    let (p, nat) = (median(py_times), median(native_times));
+    println!(
+        "  launch -> first stdout event, python script: {:>6.1} ms",
+        p * 1e3
+    );
+    println!(
+        "  launch -> first stdout event, native binary: {:>6.1} ms",
+        nat * 1e3
+    );
+    println!(
+        "  ratio python/native:                         {:>6.2}x",
+        p / nat
+    );
+}
