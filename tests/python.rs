@@ -35,7 +35,8 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
     let staged = c
         .ok(
             "debug_trace",
-            json!({"add": ["inventory.apply_discount", "inventory.Bin.*", "inventory.countdown"]}),
+            json!({"add": ["inventory.apply_discount", "inventory.Bin.*", "inventory.countdown",
+                           "inventory.Item.*", "inventory.dynamic_total"]}),
         )
         .await;
     assert_eq!(staged["mode"], "pending", "{staged}");
@@ -142,6 +143,36 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
         gen_out[0]["durationNs"].as_u64().unwrap() > 0,
         "{gen_out:?}"
     );
+
+    // Code made at run time, matched by its function's module and qualname
+    // when it first ran: the __init__ @dataclass generated, and an exec'd
+    // function.
+    let init = c
+        .calls_of(&id, "function_enter", "inventory.Item.__init__")
+        .await;
+    assert_eq!(init.len(), 1, "{init:?}");
+    let names: Vec<&Value> = init[0]["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["name"])
+        .collect();
+    assert_eq!(
+        names,
+        [
+            &json!("self"),
+            &json!("name"),
+            &json!("price"),
+            &json!("tags")
+        ]
+    );
+    assert_eq!(init[0]["arguments"][1]["value"], "widget");
+    let total = c
+        .calls_of(&id, "function_exit", "inventory.dynamic_total")
+        .await;
+    assert_eq!(total.len(), 1, "{total:?}");
+    assert_eq!(total[0]["returnValue"], 6);
+    assert_eq!(total[0]["sourceFile"], "<string>");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -319,4 +350,49 @@ async fn attaching_to_a_running_interpreter_traces_it_and_detach_leaves_it_runni
     );
     target.kill().unwrap();
     target.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_segfault_in_a_c_extension_is_a_native_crash_that_shows_the_python_frames() {
+    let env = Env::new();
+    let c = env.client().await;
+    // Built here with the system compiler and python3-dev's headers.
+    let dir = env.path().join("crashext");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/python/crashext");
+    std::fs::copy(src.join("run.py"), dir.join("run.py")).unwrap();
+    let built = std::process::Command::new("gcc")
+        .args(["-shared", "-fPIC", "-g", "-I/usr/include/python3.11", "-o"])
+        .arg(dir.join("crashext.so"))
+        .arg(src.join("crashext.c"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "python3", "args": [dir.join("run.py")], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(
+        (&st["state"], &st["signal"]),
+        (&json!("crashed"), &json!("SIGSEGV")),
+        "{st}"
+    );
+    let crash = &c.events(&id, Some("crash")).await[0];
+    let py = crash["pythonBacktrace"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{crash}"));
+    assert_eq!(py[0]["function"], "trigger", "innermost first: {py:?}");
+    assert_eq!(py[0]["line"], 5);
+    assert!(py[0]["file"].as_str().unwrap().ends_with("run.py"));
+    assert_eq!(py[1]["function"], "<module>");
+    assert_eq!(py[1]["line"], 8);
 }

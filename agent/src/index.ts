@@ -6,7 +6,7 @@ import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { closeFds, ownOutput } from "./output.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
-import { detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
+import { crashContext, detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
 
 type Answer = Extract<AgentMessage, { error: string | null }>;
 
@@ -75,7 +75,7 @@ function listen(): void {
     });
 }
 
-installLifecycleHooks(() => drainTracers(true));
+installLifecycleHooks(() => drainTracers(true), crashContext);
 startTracers();
 listen();
 rpc.exports = {

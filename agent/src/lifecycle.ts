@@ -6,7 +6,7 @@
 // time blocking until the daemon acknowledges.
 import { onTrap } from "./breakpoints.js";
 import { backtrace as stackOf } from "./backtrace.js";
-import { Frame, sendAndWait } from "./protocol.js";
+import { CrashContext, Frame, sendAndWait } from "./protocol.js";
 import { registerAtforkChild } from "./native/atfork.js";
 import { PROT_ALL, rawAlloc, u64Bytes } from "./native/memory.js";
 
@@ -70,8 +70,9 @@ function registersAt(regs: NativePointer): StoppedRegisters {
     return out;
 }
 
-/** `flush` runs before the exit or crash is reported, so no traced call is lost. */
-export function installLifecycleHooks(flush: () => void): void {
+/** `flush` runs before the exit or crash is reported, so no traced call is
+ *  lost; `context` adds what the tracers know of a crashing thread. */
+export function installLifecycleHooks(flush: () => void, tracedContext: () => CrashContext): void {
     const exitFn = Module.findGlobalExportByName("_exit");
     const getpidFn = Module.findGlobalExportByName("getpid")!;
     const getpid = new NativeFunction(getpidFn, "int", []);
@@ -97,6 +98,8 @@ export function installLifecycleHooks(flush: () => void): void {
             if (v !== undefined) registers[name] = v.toString();
         }
         try { flush(); } catch (_e) { /* the crash report matters more */ }
+        let traced: CrashContext = {};
+        try { traced = tracedContext(); } catch (_e) { /* likewise */ }
         // During std::terminate the uncaught exception is the thread's
         // current one: its type is read, never its what() (calling into an
         // object of unknown type from a dying process is not safe).
@@ -119,6 +122,7 @@ export function installLifecycleHooks(flush: () => void): void {
             registers,
             backtrace,
             exceptionType,
+            ...traced,
         }, "crash-ack");
         exitReported = true;
     };

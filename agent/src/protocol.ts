@@ -24,6 +24,9 @@ export type HookTarget = [number, number, number[] | null, number, number];
  *  (crates/strobe-frida/src/agent_protocol/to_agent.rs, PyTarget). */
 export type PyTarget = [number, string, string];
 
+/** The Python tracer's run-time matching (to_agent.rs, PyRuntimeMatch). */
+export interface PyRuntimeMatch { patterns: string[]; mainModule: string; firstId: number; maxIds: number }
+
 /** Where a variable is at a breakpoint address (resolved by the daemon). */
 export type VarLocation =
     | { k: "mem"; base: "cfa"; off: number }
@@ -65,6 +68,16 @@ export type FrameCheck = [number, number, string];
 /** A step stop: [address, frame check or null, is a call site of the line stepped into]. */
 export type StepStop = [string, FrameCheck | null, boolean];
 
+/** A frame of an interpreted language's stack (innermost first). */
+export interface ScriptFrame { function: string; file: string; line: number }
+
+/** What tracers add to a crash report (Tracer.crashContext): where the
+ *  crashing thread was in the code they trace. */
+export interface CrashContext {
+    /** The crashing thread's Python frames, innermost first. */
+    pythonBacktrace?: ScriptFrame[];
+}
+
 /** Agent → daemon. */
 export type AgentMessage =
     | { type: "agent_loaded"; pid: number; arch: string; platform: string; journal: string }
@@ -73,7 +86,7 @@ export type AgentMessage =
         memory?: { operation: string; address: string };
         registers: Record<string, string>; backtrace: Frame[];
         /** Mangled type name of the exception std::terminate was called for. */
-        exceptionType?: string }
+        exceptionType?: string } & CrashContext
     /** `count` 32-byte records follow as the message's data. */
     | { type: "trace"; count: number }
     | { type: "trace_drops"; drops: Record<string, number> }
@@ -114,6 +127,8 @@ export type ResumeOrder =
  *  (agent/src/tracers/index.ts); absent: "native", every request today. */
 export type DaemonMessage =
     | { type: "hooks"; id: number; tracer?: string; action: "add"; functions: HookTarget[] | PyTarget[]; module?: string;
+        /** Python only: run-time matching of code without a source file. */
+        runtime?: PyRuntimeMatch;
         /** True while patterns are active: libraries loaded later must then
          *  be checked (and hooked) before their code runs. */
         watchLibraries: boolean;

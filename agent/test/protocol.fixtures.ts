@@ -50,7 +50,14 @@ export const agentMessages = [
                 "line": null
             }
         ],
-        "exceptionType": "St13runtime_error"
+        "exceptionType": "St13runtime_error",
+        "pythonBacktrace": [
+            {
+                "function": "trigger",
+                "file": "/app/run.py",
+                "line": 3
+            }
+        ]
     },
     {
         "type": "crash",
@@ -375,6 +382,14 @@ export const daemonMessages = [
         ],
         "sampling": false,
         "hotCallsPerSecond": 100000,
+        "runtime": {
+            "patterns": [
+                "inventory.**"
+            ],
+            "mainModule": "app",
+            "firstId": 131073,
+            "maxIds": 131071
+        },
         "watchLibraries": true
     },
     {

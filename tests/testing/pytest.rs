@@ -56,8 +56,8 @@ async fn pytest_suite_levels_and_single_tests_have_structured_results() {
     );
     assert_eq!(
         f["suggestedTraces"],
-        json!([]),
-        "Python is not traced natively"
+        json!(["calc.parse"]),
+        "the project's function the test called, as a Python pattern"
     );
     let assertion = failures
         .iter()

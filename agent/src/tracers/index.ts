@@ -4,6 +4,7 @@
 // a final drain before an exit, crash, fork or unload, detach on unload.
 import { nativeTracer } from "./native/index.js";
 import { pythonTracer } from "./python/index.js";
+import { CrashContext } from "../protocol.js";
 import { Tracer } from "./tracer.js";
 
 /** Every tracer. A new tracer is its module plus one line here. */
@@ -52,6 +53,20 @@ export function startTracers(): void {
  *  fork or unload. */
 export function drainTracers(final: boolean): void {
     eachTracer(t => t.drain(final));
+}
+
+/** What the tracers know of where the crashing thread was (see
+ *  Tracer.crashContext); one that fails adds nothing. */
+export function crashContext(): CrashContext {
+    let out: CrashContext = {};
+    for (const t of TRACERS) {
+        try {
+            if (t.crashContext !== undefined) out = { ...out, ...t.crashContext() };
+        } catch (_e) {
+            // The crash report matters more than any part of it.
+        }
+    }
+    return out;
 }
 
 /** Detaches every tracer: the agent unloads from a process that lives on. */

@@ -4,6 +4,8 @@
 // and the registry (tracers/index.ts), so a new tracer is one new module
 // implementing `Tracer` plus one line in the registry.
 //
+import { CrashContext, PyRuntimeMatch } from "../protocol.js";
+
 // Each request below names its tracer in an optional `tracer` field; the
 // daemon leaves it out for the native tracer (every request today).
 
@@ -26,6 +28,9 @@ export interface HookRequest extends TracerRequest {
     /** True while patterns are active: libraries loaded later must then be
      *  checked (and hooked) before their code runs. */
     watchLibraries?: boolean;
+    /** Python only: code without a source file is matched at run time by
+     *  these patterns, its ids taken from the range given. */
+    runtime?: PyRuntimeMatch;
     /** Hot-function sampling on/off, and the rate above which it starts. */
     sampling?: boolean;
     hotCallsPerSecond?: number;
@@ -109,6 +114,14 @@ export interface Tracer {
      * fill, which slows the traced threads).
      */
     ack(chunks: number): void;
+
+    /**
+     * Called on the crashing thread, while it is held, before the crash is
+     * reported: where that thread was in the code this tracer traces (the
+     * Python tracer: its Python frames), merged into the report. Reads
+     * memory only; must not take locks the crashed thread may hold.
+     */
+    crashContext?(): CrashContext;
 
     /**
      * The agent unloads from a process that lives on (the session stops

@@ -11,7 +11,8 @@
 //! `args`, or the message when it was never instantiated); 3 (uncaught) as
 //! 2, then `u32 frames, u32 omitted` and per traceback entry (outermost
 //! first) `name` function, `name` file, `u32 line`, `value` locals; 4
-//! (thread name) `name`.
+//! (thread name) `name`; 5 (a function matched at run time) `name` full
+//! name, `name` file, `u32 line`.
 //!
 //! A `name` is `u16 length` + UTF-8. A `value` is a tag byte and its body:
 //! see [`Tag`]. Containers give their full size and how many items follow;
@@ -164,6 +165,15 @@ pub fn thread_name(payload: &[u8]) -> Option<String> {
         return None;
     }
     r.name()
+}
+
+/// The function a `what` 5 payload defines: its full name, file and line.
+pub fn defined_function(payload: &[u8]) -> Option<(String, String, u32)> {
+    let mut r = Reader::new(payload);
+    if r.u8()? != 5 {
+        return None;
+    }
+    Some((r.name()?, r.name()?, r.u32()?))
 }
 
 /// The exception type and message of an exit payload that raised.

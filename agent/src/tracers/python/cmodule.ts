@@ -32,6 +32,15 @@ export const CFG = {
     enabled: 8,
     /** The set of thread ids already named (THREAD_SLOTS u32, open addressing). */
     threads: 9,
+    /** Run-time matching of code without a source file (exec, generated
+     *  methods): the patterns (an array of C strings) and their count, the
+     *  main script's module name, the next id to give and the end of the
+     *  id range. */
+    patterns: 10,
+    patternCount: 11,
+    mainModule: 12,
+    nextId: 13,
+    idLimit: 14,
 } as const;
 
 /** Layout offsets for one CPython minor version (see cpython.ts). */
@@ -41,7 +50,9 @@ export const LAYOUT = {
     tstateTid: 10, genIframe: 11, genState: 12, typeName: 13, typeFlags: 14,
     excArgs: 15, listItems: 16, tupleItems: 17, managedDict: 18, managedValues: 19,
     typeDictOffset: 20, cachedKeys: 21, keysEntries: 22, keysIndices: 23, keysIndexBytes: 24,
-    tbNext: 25, tbFrame: 26, tbLineno: 27, tbLasti: 28,
+    tbNext: 25, tbFrame: 26, tbLineno: 27, tbLasti: 28, tstateCframe: 29, cframeCurrent: 30,
+    framePrevious: 31, framePrevInstr: 32, codeAdaptive: 33, codeFirstLine: 34,
+    funcQualname: 35, funcModule: 36,
 } as const;
 
 /** Slots of the named-threads set (a power of two). */
@@ -135,7 +146,7 @@ enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST
        T_CLASS, T_FUNCTION };
 
 /* What py_enter found out about a code object, cached in its co_extra. */
-typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 pad; } CodeState;
+typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; } CodeState;
 typedef struct { guint64 hash; guint64 id; const char *qualname; const char *file; } Slot;
 typedef struct { Py_ssize_t size; void *extras[1]; } CodeExtra;
 typedef struct { guint8 *p; guint32 pos; guint32 cap; guint32 cut; } Buf;
@@ -179,7 +190,9 @@ static guint32 lookup(PyObject *co) {
     return 0;
 }
 
-static CodeState *state_of(PyObject *co) {
+static guint32 runtime_match(PyObject *co, void *frame, CodeState *st);
+
+static CodeState *state_of(PyObject *co, void *frame) {
     Py_ssize_t idx = (Py_ssize_t)pycfg[${CFG.extraIndex}];
     if (idx < 0) {
         idx = _PyEval_RequestCodeExtraIndex(free);
@@ -193,9 +206,11 @@ static CodeState *state_of(PyObject *co) {
         st = malloc(sizeof(CodeState));
         if (st == NULL) return NULL;
         if (_PyCode_SetExtra(co, idx, st) != 0) { free(st); PyErr_Clear(); return NULL; }
+        st->dyn = 0;
     }
     st->gen = pycfg[${CFG.generation}];
     st->id = lookup(co);
+    if (st->id == 0 && pycfg[${CFG.patternCount}] != 0) st->id = runtime_match(co, frame, st);
     guint32 flags = (guint32)AT(co, L(${LAYOUT.codeFlags}), int);
     st->flags = flags;
     st->nargs = (guint32)AT(co, L(${LAYOUT.codeArgc}), int) + (guint32)AT(co, L(${LAYOUT.codeKwonly}), int)
@@ -359,7 +374,7 @@ static void value(Buf *b, PyObject *o, int depth) {
     if (tp == &PyDict_Type) { dict(b, o, depth); return; }
     if (tp == &PySet_Type) { set(b, T_SET, o, depth); return; }
     if (tp == &PyFrozenSet_Type) { set(b, T_FROZENSET, o, depth); return; }
-    if (tp == &PyFunction_Type) { u8(b, T_FUNCTION); str_name(b, AT(o, 40, PyObject *)); return; }
+    if (tp == &PyFunction_Type) { u8(b, T_FUNCTION); str_name(b, AT(o, L(${LAYOUT.funcQualname}), PyObject *)); return; }
     if (tf & TYPE_SUB) { u8(b, T_CLASS); cname(b, AT(o, L(${LAYOUT.typeName}), const char *)); return; }
     if (tf & EXC_SUB) { u8(b, T_EXCEPTION); cname(b, tname); value(b, AT(o, L(${LAYOUT.excArgs}), PyObject *), depth - 1); return; }
     /* Subclasses of int and str (IntEnum, StrEnum, …): the type's name and
@@ -456,6 +471,72 @@ static void name_thread(guint32 tid) {
     put_record(tid, 0, KIND_THREAD_NAME | KIND_PY, 0, t, b.p, len);
 }
 
+/* A dotted-name glob: "*" within one segment, "**" across segments. */
+static int glob(const char *p, const char *s) {
+    for (;;) {
+        if (*p == '*') {
+            int any = p[1] == '*';
+            p += any ? 2 : 1;
+            for (const char *t = s;; t++) {
+                if (glob(p, t)) return 1;
+                if (*t == 0 || (!any && *t == '.')) return 0;
+            }
+        }
+        if (*p == 0) return *s == 0;
+        if (*p != *s) return 0;
+        p++;
+        s++;
+    }
+}
+
+#define KIND_FUNCTION 5u
+
+/* Code with no source file the resolver could read (exec, methods a
+   library generates, like a dataclass's __init__) is named at run time by
+   the function object running it: its __module__ (the main script's
+   module name for __main__) and __qualname__, which such generators set
+   to where the function belongs. A match gets an id of the run-time range
+   (kept for the code object's life) and a record telling the daemon its
+   name, file and line. */
+static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
+    Py_ssize_t n = 0;
+    const char *file = PyUnicode_AsUTF8AndSize(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &n);
+    if (file == NULL) { PyErr_Clear(); return 0; }
+    if (file[0] != '<') return 0;
+    PyObject *func = AT(frame, 0, PyObject *);
+    if (func == NULL || TYPE(func) != &PyFunction_Type) return 0;
+    PyObject *qn = AT(func, L(${LAYOUT.funcQualname}), PyObject *);
+    PyObject *mod = AT(func, L(${LAYOUT.funcModule}), PyObject *);
+    if (qn == NULL || mod == NULL || TYPE(qn) != &PyUnicode_Type || TYPE(mod) != &PyUnicode_Type) return 0;
+    const char *q = PyUnicode_AsUTF8AndSize(qn, NULL);
+    const char *m = PyUnicode_AsUTF8AndSize(mod, NULL);
+    if (q == NULL || m == NULL) { PyErr_Clear(); return 0; }
+    if (same(m, "__main__") && pycfg[${CFG.mainModule}] != 0) m = (const char *)(gsize)pycfg[${CFG.mainModule}];
+    char full[1024];
+    gsize at = 0;
+    for (const char *c = m; *c && at < sizeof(full) - 2; c++) full[at++] = *c;
+    full[at++] = '.';
+    for (const char *c = q; *c && at < sizeof(full) - 1; c++) full[at++] = *c;
+    full[at] = 0;
+    const char **patterns = (const char **)(gsize)pycfg[${CFG.patterns}];
+    int hit = 0;
+    for (guint64 i = 0; i < pycfg[${CFG.patternCount}] && !hit; i++) hit = glob(patterns[i], full);
+    if (!hit) return 0;
+    if (st->dyn != 0) return st->dyn;
+    if (pycfg[${CFG.nextId}] >= pycfg[${CFG.idLimit}]) return 0;
+    st->dyn = (guint32)pycfg[${CFG.nextId}]++;
+    Buf b;
+    begin(&b, 5);
+    name(&b, full, at);
+    name(&b, file, (gsize)n);
+    u32(&b, (guint32)AT(co, L(${LAYOUT.codeFirstLine}), int));
+    guint32 len = finish(&b);
+    guint64 t;
+    NOW(t);
+    put_record(0, st->dyn, KIND_FUNCTION | KIND_PY, 0, t, b.p, len);
+    return st->dyn;
+}
+
 static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64); }
 
 /* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
@@ -469,7 +550,7 @@ static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}),
 guint64 py_enter(void *ts, void *frame, int throwflag) {
     if (!pycfg[${CFG.enabled}] || config[5]) return 0;
     PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
-    CodeState *st = state_of(co);
+    CodeState *st = state_of(co, frame);
     if (st == NULL || st->id == 0) return 0;
     if (st->flags & GEN_FLAGS) {
         /* Created here (the call runs only RETURN_GENERATOR): the enter is

@@ -47,6 +47,14 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
     tbFrame: 24, // .tb_frame
     tbLineno: 36, // .tb_lineno
     tbLasti: 32, // .tb_lasti
+    tstateCframe: 56, // PyThreadState.cframe
+    cframeCurrent: 8, // _PyCFrame.current_frame
+    framePrevious: 48, // _PyInterpreterFrame.previous
+    framePrevInstr: 56, // .prev_instr
+    codeAdaptive: 184, // PyCodeObject.co_code_adaptive
+    codeFirstLine: 72, // .co_firstlineno
+    funcQualname: 40, // PyFunctionObject.func_qualname
+    funcModule: 104, // .func_module
 };
 
 /** Layouts by "major.minor". */

@@ -15,8 +15,9 @@
 // defined again, a nested function per call) matches too.
 import { send_ } from "../../protocol.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
+import { CrashContext, PyRuntimeMatch, ScriptFrame } from "../../protocol.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
-import { CFG, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
+import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { EvalStub, writeEvalStub } from "./stub.js";
 
@@ -97,6 +98,30 @@ function createRuntime(py: CPython): PyRuntime {
         mainInterpreter: new NativeFunction(py.fn("PyInterpreterState_Main"), "pointer", []),
         isInitialized: new NativeFunction(py.fn("Py_IsInitialized"), "int", []),
     };
+}
+
+/** Patterns matched at run time now (see setRuntimeMatch). */
+let runtimePatterns = 0;
+
+/** Gives the C side the patterns code without a source file is matched
+ *  against (runtime_match() in cmodule.ts), the main module's name and,
+ *  the first time, the id range; the caller publishes (a new generation). */
+function setRuntimeMatch(r: PyRuntime, m: PyRuntimeMatch): void {
+    const strings = m.patterns.map(p => Memory.allocUtf8String(p));
+    const array = Memory.alloc(Math.max(1, strings.length) * Process.pointerSize);
+    strings.forEach((p, i) => array.add(i * Process.pointerSize).writePointer(p));
+    const main = Memory.allocUtf8String(m.mainModule);
+    retired.push(array, main, ...strings);
+    const word = (i: number) => r.cfg.add(i * 8);
+    word(CFG.patternCount).writeU64(0);
+    word(CFG.patterns).writePointer(array);
+    word(CFG.mainModule).writePointer(main);
+    if (word(CFG.nextId).readU64().equals(0)) {
+        word(CFG.nextId).writeU64(m.firstId);
+        word(CFG.idLimit).writeU64(m.firstId + m.maxIds);
+    }
+    word(CFG.patternCount).writeU64(strings.length);
+    runtimePatterns = strings.length;
 }
 
 /** Writes the target table the C side looks code objects up in (open
@@ -201,9 +226,11 @@ function install(req: HookRequest): void {
     rt ??= createRuntime(py);
     for (const [id, file, qualname] of functions) targets.set(id, [file, qualname]);
     noteTracedIds(functions.map(([id]) => id));
+    if (req.runtime !== undefined) setRuntimeMatch(rt, req.runtime);
     publishTargets(rt);
     rt.cfg.add(CFG.enabled * 8).writeU64(1);
-    installStub(rt);
+    if (targets.size > 0 || runtimePatterns > 0) installStub(rt);
+    else removeStub(rt);
     answer(req, started, functions.map(([id]) => id), []);
 }
 
@@ -212,7 +239,7 @@ function remove(req: HookRequest): void {
     for (const id of req.functions as number[]) targets.delete(id);
     if (rt !== null) {
         publishTargets(rt);
-        if (targets.size === 0) removeStub(rt);
+        if (targets.size === 0 && runtimePatterns === 0) removeStub(rt);
     }
     answer(req, started, [], []);
 }
@@ -256,6 +283,39 @@ function watchUncaught(): void {
     });
 }
 
+/** Most Python frames a crash report lists. */
+const MAX_CRASH_FRAMES = 64;
+
+/** The crashing thread's Python frames (a segfault in a C extension):
+ *  walked from its thread state's current frame by memory reads and two
+ *  interpreter calls that only read (a string's UTF-8, a line number). */
+function crashContext(): CrashContext {
+    const py = cpython();
+    if (py === null) return {};
+    const L = (k: keyof typeof LAYOUT) => py.layout[LAYOUT[k]];
+    const tstate = new NativeFunction(py.fn("PyGILState_GetThisThreadState"), "pointer", [])() as NativePointer;
+    if (tstate.isNull()) return {};
+    const utf8 = new NativeFunction(py.fn("PyUnicode_AsUTF8AndSize"), "pointer", ["pointer", "pointer"]);
+    const lineOf = new NativeFunction(py.fn("PyCode_Addr2Line"), "int", ["pointer", "int"]);
+    const text = (o: NativePointer) => {
+        const p = utf8(o, NULL) as NativePointer;
+        return p.isNull() ? "?" : p.readUtf8String() ?? "?";
+    };
+    const frames: ScriptFrame[] = [];
+    let frame = tstate.add(L("tstateCframe")).readPointer().add(L("cframeCurrent")).readPointer();
+    while (!frame.isNull() && frames.length < MAX_CRASH_FRAMES) {
+        const code = frame.add(L("frameCode")).readPointer();
+        const at = frame.add(L("framePrevInstr")).readPointer().sub(code.add(L("codeAdaptive")));
+        frames.push({
+            function: text(code.add(L("codeQualname")).readPointer()),
+            file: text(code.add(L("codeFilename")).readPointer()),
+            line: lineOf(code, at.toInt32()) as number,
+        });
+        frame = frame.add(L("framePrevious")).readPointer();
+    }
+    return frames.length > 0 ? { pythonBacktrace: frames } : {};
+}
+
 /** Unloading from a process that lives on: no frame calls into the C side
  *  from now on, and the interpreter gets its evaluation function back. */
 function detach(): void {
@@ -276,4 +336,5 @@ export const pythonTracer: Tracer = {
     drain: () => { /* see above */ },
     ack: () => { /* acknowledgements go to the native tracer */ },
     detach,
+    crashContext,
 };

@@ -103,6 +103,11 @@ impl Covered for AgentMessage {
             registers: regs(),
             backtrace: frames(),
             exception_type: Some("St13runtime_error".into()),
+            python_backtrace: Some(vec![ScriptFrame {
+                function: "trigger".into(),
+                file: "/app/run.py".into(),
+                line: 3,
+            }]),
         };
         let paused = Paused {
             tid: 4243,
@@ -129,6 +134,7 @@ impl Covered for AgentMessage {
                 kind: "abort".into(),
                 memory: None,
                 exception_type: None,
+                python_backtrace: None,
                 backtrace: Vec::new(),
                 ..crash
             }),
@@ -316,6 +322,7 @@ impl Covered for DaemonMessage {
                     module: Some("/lib/libm.so.6".into()),
                     sampling: true,
                     hot_calls_per_second: 100_000,
+                    runtime: None,
                 },
                 watch_libraries: true,
             }),
@@ -327,6 +334,7 @@ impl Covered for DaemonMessage {
                     module: None,
                     sampling: false,
                     hot_calls_per_second: 100_000,
+                    runtime: None,
                 },
                 watch_libraries: false,
             }),
@@ -342,6 +350,12 @@ impl Covered for DaemonMessage {
                     module: None,
                     sampling: false,
                     hot_calls_per_second: 100_000,
+                    runtime: Some(PyRuntimeMatch {
+                        patterns: vec!["inventory.**".into()],
+                        main_module: "app".into(),
+                        first_id: 131_073,
+                        max_ids: 131_071,
+                    }),
                 },
                 watch_libraries: true,
             }),

@@ -142,6 +142,25 @@ pub struct CrashReport {
         skip_serializing_if = "Option::is_none"
     )]
     pub exception_type: Option<String>,
+    /// The crashing thread's Python frames, innermost first (a segfault in
+    /// a C extension called from Python).
+    #[serde(
+        rename = "pythonBacktrace",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub python_backtrace: Option<Vec<ScriptFrame>>,
+}
+
+/// A frame of an interpreted language's stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptFrame {
+    /// The function (Python: its qualified name).
+    pub function: String,
+    /// Its source file.
+    pub file: String,
+    /// The line it was at.
+    pub line: i64,
 }
 
 /// The memory access that faulted.

@@ -141,6 +141,10 @@ pub enum HookChange {
         /// Calls per second above which a function is sampled.
         #[serde(rename = "hotCallsPerSecond")]
         hot_calls_per_second: u64,
+        /// Python only: the patterns code without a source file is matched
+        /// against at run time (absent: unchanged).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<PyRuntimeMatch>,
     },
     /// Unhook these function ids.
     Remove {
@@ -170,6 +174,25 @@ pub enum HookFunctions {
 /// and qualname (a function defined again, or nested and made per call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PyTarget(pub u32, pub String, pub String);
+
+/// What the Python tracer matches at run time: code `exec` made or a
+/// library generated has no source file for the resolver, so it is named
+/// by its function object (`__module__` + `__qualname__`) when it first
+/// runs, and a match gets an id from `[first_id, first_id + max_ids)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PyRuntimeMatch {
+    /// Every active Python glob pattern (dotted names).
+    pub patterns: Vec<String>,
+    /// The main script's module name (`__main__` is named by it).
+    #[serde(rename = "mainModule")]
+    pub main_module: String,
+    /// First id of the run-time range.
+    #[serde(rename = "firstId")]
+    pub first_id: u32,
+    /// Ids in the range.
+    #[serde(rename = "maxIds")]
+    pub max_ids: u32,
+}
 
 /// `[function id, capture plan bytes or null]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use strobe_core::Settings;
 use strobe_frida::agent_protocol::{
     DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookFunctions, HookTarget, HooksRequest,
-    HooksUpdated, ModuleHooks, PlansUpdated, PyTarget,
+    HooksUpdated, ModuleHooks, PlansUpdated, PyRuntimeMatch, PyTarget,
 };
 use strobe_symbols::resolvers::{self, Image, ImageKind};
 use strobe_symbols::{Language, SymbolError, SymbolResolver};
@@ -165,6 +165,7 @@ impl SessionManager {
                 module,
                 sampling: tracer.sampling,
                 hot_calls_per_second: settings.hot_calls_per_second,
+                runtime: None,
             };
             let sent = std::time::Instant::now();
             let r = self.hooks_request(live, None, change, watch, timeout)?;
@@ -179,12 +180,16 @@ impl SessionManager {
             installed.extend(ok);
             failed.extend(bad);
         }
-        if !python.is_empty() {
+        let python_session = tracer.has_language(Language::Python);
+        if !python.is_empty() || python_session {
+            // Sent on every change while the program is Python: the run-time
+            // patterns are the whole active set each time.
             let change = HookChange::Add {
                 functions: HookFunctions::Python(python),
                 module: None,
                 sampling: tracer.sampling,
                 hot_calls_per_second: settings.hot_calls_per_second,
+                runtime: python_session.then(|| runtime_match(live, tracer)),
             };
             let r = self.hooks_request(live, Some(PYTHON_TRACER), change, watch, timeout)?;
             let (ok, bad) = hook_outcome(&r);
@@ -618,6 +623,36 @@ impl SessionManager {
             sampled_functions: r.sampled,
             light_mode_functions: (r.light > 0).then_some(r.light),
         })
+    }
+}
+
+/// Where a process image's run-time Python ids start, above its tracer's
+/// (each image has `IDS_PER_IMAGE` = 2^18 ids from its `id_base`).
+const RUNTIME_IDS_FROM: u32 = 1 << 17;
+
+/// The Python tracer's run-time matching for `live`: the active Python glob
+/// patterns (dotted, no `::`, no selector), the main script's module name
+/// and the image's run-time id range.
+fn runtime_match(live: &Live, tracer: &Tracer) -> PyRuntimeMatch {
+    let patterns = tracer
+        .patterns()
+        .into_iter()
+        .filter(|p| !p.contains("::") && !p.starts_with('@'))
+        .collect();
+    let (program, _) = resolvers::python::parse_args(&live.program_args);
+    let main_module = match program {
+        resolvers::python::Program::Script(path) => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "__main__".into()),
+        resolvers::python::Program::Module(m) => m,
+        _ => "__main__".into(),
+    };
+    PyRuntimeMatch {
+        patterns,
+        main_module,
+        first_id: live.id_base + RUNTIME_IDS_FROM + 1,
+        max_ids: RUNTIME_IDS_FROM - 2,
     }
 }
 

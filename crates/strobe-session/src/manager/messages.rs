@@ -224,6 +224,12 @@ impl SessionManager {
 
     /// A chunk of trace records: decoded, stored, acknowledged.
     fn on_trace(&self, live: &Live, data: &[u8]) {
+        // Functions the Python tracer matched at run time, named before
+        // the events that carry their ids are stored.
+        let defined = trace::defined_functions(data);
+        if !defined.is_empty() {
+            let _ = self.store.register_functions(live.key, defined);
+        }
         let mut batch = EventBatch::with_capacity(data.len() / trace::RECORD_SIZE, 0);
         {
             let decoders = live.decoders.read().expect("decoders lock");

@@ -16,7 +16,7 @@ pub use hooks::{LIGHT_MODE_ABOVE, STACK_COPY_UNKNOWN};
 pub use patterns::{BROAD_PATTERN, HookTarget, Plan};
 pub use records::{
     BLOB_PLAN, BLOB_TYPES, Decoder, Decoders, RECORD_SIZE, decode_records, decoders_from_blobs,
-    decoders_to_blobs, thread_names, typed_in, typed_of, typed_values,
+    decoders_to_blobs, defined_functions, thread_names, typed_in, typed_of, typed_values,
 };
 pub use watches::{
     ActiveWatch, MAX_DEREFS, MAX_WATCHES, Step, Watch, WatchRequest, WatchTarget, chain_spec,
@@ -221,6 +221,11 @@ impl Tracer {
     pub fn info_of(&self, id: u32) -> Option<strobe_symbols::FunctionInfo<'_>> {
         let (m, f) = *self.by_id.get(self.slot(id)?)?;
         self.modules[m].function(f)
+    }
+
+    /// Whether any resolver of this tracer covers `language`.
+    pub fn has_language(&self, language: strobe_symbols::Language) -> bool {
+        self.modules.iter().any(|m| m.language() == language)
     }
 
     /// The code a function id is ([`SymbolResolver::language`]).

@@ -233,7 +233,8 @@ fn no_match_warning(pattern: &str, python: bool) -> String {
         return format!(
             "pattern {pattern:?} matched no function, Python (module.qualname, e.g. \"inventory.Bin.add\" or \
              \"inventory.*\") or native; check the module name (the file's path from the project root or \
-             its sys.path entry, without .py) with a wider pattern such as \"@file:name.py\" or \"@usercode\""
+             its sys.path entry, without .py) with a wider pattern such as \"@file:name.py\" or \"@usercode\". \
+             Functions made at run time (exec, methods a library generates) are still matched when they first run"
         );
     }
     if pattern.contains('.') && !pattern.contains("::") && !pattern.starts_with('@') {

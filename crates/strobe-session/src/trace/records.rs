@@ -246,6 +246,38 @@ pub fn thread_names(data: &[u8]) -> Vec<(u32, String)> {
     out
 }
 
+/// Record kind of a function the Python tracer matched at run time.
+const KIND_FUNCTION: u32 = 5;
+
+/// The functions records define (the Python tracer's run-time matches:
+/// code without a source file, named by its function object), for the
+/// store's function table, before the events that name them.
+pub fn defined_functions(data: &[u8]) -> Vec<strobe_store::FunctionRow> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + RECORD_SIZE <= data.len() {
+        let rec = &data[at..at + RECORD_SIZE];
+        let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
+        let extra = u32_at(28) as usize;
+        let payload = data
+            .get(at + RECORD_SIZE..(at + RECORD_SIZE + extra * RECORD_SIZE).min(data.len()))
+            .unwrap_or(&[]);
+        if u32_at(24) & 0xff == KIND_FUNCTION
+            && let Some((name, file, line)) = python::defined_function(payload)
+        {
+            out.push(strobe_store::FunctionRow {
+                func_id: u32_at(8),
+                name,
+                name_raw: None,
+                file: Some(file),
+                line: Some(line),
+            });
+        }
+        at += RECORD_SIZE + extra * RECORD_SIZE;
+    }
+    out
+}
+
 /// Typed values of a traced call (`arguments` / `returnValue` /
 /// `watchValues`) from its stored capture; `None` when the event has no
 /// capture or its plan is unknown (e.g. recorded by an earlier daemon).

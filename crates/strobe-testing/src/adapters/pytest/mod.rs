@@ -222,11 +222,9 @@ impl TestAdapter for PytestAdapter {
         Box::new(PytestParser::default())
     }
 
-    fn suggest_traces(&self, _failure: &TestFailure) -> Vec<String> {
-        // Strobe's tracer hooks native functions. Python functions have no
-        // machine code of their own (the interpreter's eval loop runs them),
-        // so no trace pattern names them; a C extension's functions would
-        // show in a Python traceback only as the Python line that called them.
-        Vec::new()
+    fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {
+        // The parser suggests Python patterns (module.function) from each
+        // failure's traceback, where the files are known.
+        failure.suggested_traces.clone()
     }
 }

@@ -162,6 +162,29 @@ fn own_file(file: &str) -> bool {
         || file.contains("/lib/python3"))
 }
 
+/// Trace patterns for a failure: the project's own functions its traceback
+/// went through, test files left out (the test is known; what it called is
+/// the question), innermost first, as Python patterns name them: the
+/// module (the file's path from pytest's root, `/` as `.`, no `.py`) and the
+/// function.
+fn python_patterns(frames: &[&(String, u32, String)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (file, _, func) in frames.iter().rev() {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        let test_file = name.starts_with("test_") || name.ends_with("_test.py") || name == "conftest.py";
+        if test_file || func == "<module>" || file.starts_with('/') || !file.ends_with(".py") {
+            continue;
+        }
+        let module = file.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
+        let pattern = format!("{module}.{func}");
+        if !out.contains(&pattern) {
+            out.push(pattern);
+        }
+    }
+    out.truncate(3);
+    out
+}
+
 /// The headline pytest gives a test: its node id past the file, `::` as `.`.
 fn headline(id: &str) -> String {
     id.split("::").skip(1).collect::<Vec<_>>().join(".")
@@ -398,6 +421,7 @@ impl PytestParser {
                 .map(|(_, _, func)| func.clone())
                 .filter(|func| func != "<module>")
                 .collect();
+            f.suggested_traces = python_patterns(&own);
         }
         if !b.captured.is_empty()
             && let Some(&t) = self.index.get(&id)
