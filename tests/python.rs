@@ -344,10 +344,8 @@ async fn attaching_to_a_running_interpreter_traces_it_and_detach_leaves_it_runni
         .parse()
         .unwrap();
     assert!(after > before, "still running after the detach");
-    assert!(
-        target.try_wait().unwrap().is_none(),
-        "not killed by the detach"
-    );
+    let status = target.try_wait().unwrap();
+    assert!(status.is_none(), "not killed by the detach: {status:?}");
     target.kill().unwrap();
     target.wait().unwrap();
 }

@@ -33,6 +33,9 @@ fn table() -> Vec<(String, i64, String, String)> {
         let Some((st, field)) = comment.split_once('.') else {
             continue; // e.g. _PyObject_ManagedDictPointer: checked below
         };
+        if st.starts_with("sizeof(") {
+            continue; // checked below
+        }
         let st = if st.is_empty() {
             last_struct.clone()
         } else {
@@ -68,6 +71,10 @@ fn the_agents_cpython_311_offsets_match_the_headers() {
     c.push_str(
         "printf(\"managedValues %td\\n\", (char *)_PyObject_ValuesPointer(&o) - (char *)&o);\n",
     );
+    c.push_str("printf(\"strAsciiData %zu\\n\", sizeof(PyASCIIObject));\n");
+    // The state bits the fast path reads: compact (5) and ascii (6).
+    c.push_str("PyASCIIObject a = {0}; a.state.compact = 1; a.state.ascii = 1;\n");
+    c.push_str("printf(\"stateBits %u\\n\", (*(unsigned int *)&a.state >> 5) & 3);\n");
     c.push_str("return 0; }\n");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("off.c"), c).unwrap();
@@ -99,7 +106,8 @@ fn the_agents_cpython_311_offsets_match_the_headers() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../agent/src/tracers/python/cpython.ts"),
     )
     .unwrap();
-    for key in ["managedDict", "managedValues"] {
+    assert_eq!(actual["stateBits"], 3, "compact and ascii are state bits 5 and 6");
+    for key in ["managedDict", "managedValues", "strAsciiData"] {
         assert!(
             src.contains(&format!("{key}: {},", actual[key])),
             "{key} is {} in the headers",

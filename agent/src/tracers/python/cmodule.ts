@@ -52,7 +52,7 @@ export const LAYOUT = {
     typeDictOffset: 20, cachedKeys: 21, keysEntries: 22, keysIndices: 23, keysIndexBytes: 24,
     tbNext: 25, tbFrame: 26, tbLineno: 27, tbLasti: 28, tstateCframe: 29, cframeCurrent: 30,
     framePrevious: 31, framePrevInstr: 32, codeAdaptive: 33, codeFirstLine: 34,
-    funcQualname: 35, funcModule: 36,
+    funcQualname: 35, funcModule: 36, strState: 37, strLength: 38, strAsciiData: 39,
 } as const;
 
 /** Slots of the named-threads set (a power of two). */
@@ -157,6 +157,18 @@ static guint64 fnv(const char *s, Py_ssize_t n) {
     return h | 1;
 }
 
+/* A str's UTF-8: a compact ASCII string's own characters (most names and
+   many values: no call), else the interpreter's cached UTF-8 (NULL with an
+   error set when it has none, e.g. lone surrogates). */
+static const char *utf8(PyObject *s, Py_ssize_t *n) {
+    guint32 state = AT(s, L(${LAYOUT.strState}), guint32);
+    if (((state >> 5) & 3) == 3) {
+        if (n != NULL) *n = AT(s, L(${LAYOUT.strLength}), Py_ssize_t);
+        return (const char *)s + L(${LAYOUT.strAsciiData});
+    }
+    return PyUnicode_AsUTF8AndSize(s, n);
+}
+
 static int same(const char *a, const char *b) {
     while (*a && *a == *b) { a++; b++; }
     return *a == *b;
@@ -167,9 +179,9 @@ static int same(const char *a, const char *b) {
    relative path, a symlink) is compared again once resolved. */
 static guint32 lookup(PyObject *co) {
     Py_ssize_t qn = 0, fn = 0;
-    const char *q = PyUnicode_AsUTF8AndSize(AT(co, L(${LAYOUT.codeQualname}), PyObject *), &qn);
+    const char *q = utf8(AT(co, L(${LAYOUT.codeQualname}), PyObject *), &qn);
     if (q == NULL) { PyErr_Clear(); return 0; }
-    const char *f = PyUnicode_AsUTF8AndSize(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &fn);
+    const char *f = utf8(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &fn);
     if (f == NULL) { PyErr_Clear(); return 0; }
     /* One pointer to the whole table (its first slot holds the mask), so a
        table swapped in while this runs is read whole, old or new. */
@@ -239,7 +251,7 @@ static void name(Buf *b, const char *s, gsize n) {
 static void cname(Buf *b, const char *s) { gsize n = 0; while (s[n]) n++; name(b, s, n); }
 static void str_name(Buf *b, PyObject *s) {
     Py_ssize_t n = 0;
-    const char *p = PyUnicode_AsUTF8AndSize(s, &n);
+    const char *p = utf8(s, &n);
     if (p == NULL) { PyErr_Clear(); name(b, "?", 1); return; }
     name(b, p, (gsize)n);
 }
@@ -354,7 +366,7 @@ static void value(Buf *b, PyObject *o, int depth) {
     if (tp == &PyFloat_Type) { double d = PyFloat_AsDouble(o); u8(b, T_FLOAT); u64(b, *(guint64 *)&d); return; }
     if (tp == &PyUnicode_Type) {
         Py_ssize_t n = 0;
-        const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+        const char *s = utf8(o, &n);
         if (s == NULL) { PyErr_Clear(); u8(b, T_OPAQUE); cname(b, "str"); u64(b, (guint64)(gsize)o); return; }
         blob(b, T_STR, s, n);
         return;
@@ -388,7 +400,7 @@ static void value(Buf *b, PyObject *o, int depth) {
     }
     if (tf & UNICODE_SUB) {
         Py_ssize_t n = 0;
-        const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+        const char *s = utf8(o, &n);
         if (s != NULL) { u8(b, T_SUBCLASS); cname(b, tname); blob(b, T_STR, s, n); return; }
         PyErr_Clear();
     }
@@ -430,7 +442,7 @@ static PyObject *attr(PyObject *o, const char *want) {
     for (Py_ssize_t i = 0; i < entries; i++) {
         PyObject *k = ent[2 * i];
         if (vals[i] == NULL || k == NULL || TYPE(k) != &PyUnicode_Type) continue;
-        const char *s = PyUnicode_AsUTF8AndSize(k, NULL);
+        const char *s = utf8(k, NULL);
         if (s == NULL) { PyErr_Clear(); continue; }
         if (same(s, want)) return vals[i];
     }
@@ -500,7 +512,7 @@ static int glob(const char *p, const char *s) {
    name, file and line. */
 static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
     Py_ssize_t n = 0;
-    const char *file = PyUnicode_AsUTF8AndSize(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &n);
+    const char *file = utf8(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &n);
     if (file == NULL) { PyErr_Clear(); return 0; }
     if (file[0] != '<') return 0;
     PyObject *func = AT(frame, 0, PyObject *);
@@ -508,8 +520,8 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
     PyObject *qn = AT(func, L(${LAYOUT.funcQualname}), PyObject *);
     PyObject *mod = AT(func, L(${LAYOUT.funcModule}), PyObject *);
     if (qn == NULL || mod == NULL || TYPE(qn) != &PyUnicode_Type || TYPE(mod) != &PyUnicode_Type) return 0;
-    const char *q = PyUnicode_AsUTF8AndSize(qn, NULL);
-    const char *m = PyUnicode_AsUTF8AndSize(mod, NULL);
+    const char *q = utf8(qn, NULL);
+    const char *m = utf8(mod, NULL);
     if (q == NULL || m == NULL) { PyErr_Clear(); return 0; }
     if (same(m, "__main__") && pycfg[${CFG.mainModule}] != 0) m = (const char *)(gsize)pycfg[${CFG.mainModule}];
     char full[1024];

@@ -55,6 +55,9 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
     codeFirstLine: 72, // .co_firstlineno
     funcQualname: 40, // PyFunctionObject.func_qualname
     funcModule: 104, // .func_module
+    strState: 32, // PyASCIIObject.state
+    strLength: 16, // .length
+    strAsciiData: 48, // sizeof(PyASCIIObject): a compact ASCII string's characters follow it
 };
 
 /** Layouts by "major.minor". */

@@ -323,6 +323,10 @@ function detach(): void {
     rt.cfg.add(CFG.enabled * 8).writeU64(0);
     rt.stub.setCallees(NULL, NULL);
     removeStub(rt);
+    // A thread that was already inside py_enter or py_leave (a few µs of
+    // work; the ring was drained before this) leaves them before the
+    // script, and their code, go away.
+    Thread.sleep(0.05);
 }
 
 /** Python functions, traced through the interpreter's frame evaluation. */
