@@ -106,7 +106,10 @@ fn the_agents_cpython_311_offsets_match_the_headers() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../agent/src/tracers/python/cpython.ts"),
     )
     .unwrap();
-    assert_eq!(actual["stateBits"], 3, "compact and ascii are state bits 5 and 6");
+    assert_eq!(
+        actual["stateBits"], 3,
+        "compact and ascii are state bits 5 and 6"
+    );
     for key in ["managedDict", "managedValues", "strAsciiData"] {
         assert!(
             src.contains(&format!("{key}: {},", actual[key])),

@@ -124,7 +124,12 @@ pub async fn python_tracing(c: &support::Client, runs: usize) {
     // Interleaved rounds: each row sees the same machine load.
     for _ in 0..rounds {
         base.push(direct(&python, &[], "leaf", n));
-        cprofile.push(direct(&python, &["-m", "cProfile", "-o", "/dev/null"], "leaf", n));
+        cprofile.push(direct(
+            &python,
+            &["-m", "cProfile", "-o", "/dev/null"],
+            "leaf",
+            n,
+        ));
         if has_viztracer {
             viz.push(direct(
                 &python,
@@ -139,7 +144,11 @@ pub async fn python_tracing(c: &support::Client, runs: usize) {
         elsewhere.push(traced(c, &python, &["work.elsewhere"], "leaf", n).await.0);
         none.push(traced(c, &python, &[], "leaf", n).await.0);
         real_base.push(direct(&python, &[], "difflib", real_n));
-        real_elsewhere.push(traced(c, &python, &["work.elsewhere"], "difflib", real_n).await.0);
+        real_elsewhere.push(
+            traced(c, &python, &["work.elsewhere"], "difflib", real_n)
+                .await
+                .0,
+        );
     }
     let (b, cp, s, e, z) = (
         median_loop(base),
