@@ -90,6 +90,93 @@ async fn tabulate_pytest_counts_equal_pytests_own() {
     let r = run_tests(&c, json!({"action": "run", "projectRoot": root})).await;
     assert_eq!(r["framework"], "pytest", "{r}");
     assert_eq!(counts(&r), own, "pytest said: {summary}\nStrobe: {r}");
+
+    // Its output tests with the library's main function traced in the test
+    // process: the same counts as pytest's own run of that file, and the
+    // calls on the timeline. (Not the whole suite: test_cli.py runs
+    // subprocesses, and a followed child that closes its inherited
+    // descriptors before exec hangs the session; see the issue note.)
+    let file = "test/test_output.py";
+    let native = Command::new("python3")
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-q", file])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&native.stdout);
+    let own_file = pytest_counts(text.lines().last().unwrap_or_default());
+    assert!(own_file.0 > 100, "pytest's own run of {file}: {text}");
+    let traced = run_tests(
+        &c,
+        json!({"action": "run", "projectRoot": root, "test": file,
+               "tracePatterns": ["tabulate.tabulate"]}),
+    )
+    .await;
+    assert_eq!(counts(&traced), own_file, "traced: {traced}");
+    let session = traced["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{traced}"));
+    let calls = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": session, "eventType": "function_enter",
+                   "function": {"equals": "tabulate.tabulate"}, "limit": 1}),
+        )
+        .await;
+    assert!(calls["totalCount"].as_u64().unwrap() > 100, "{calls}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tabulate_is_traced_with_typed_arguments_while_a_script_uses_it() {
+    let lib = sdist("tabulate", "0.9.0");
+    let work = tempfile::tempdir().unwrap();
+    let script = work.path().join("report.py");
+    std::fs::write(
+        &script,
+        "from tabulate import tabulate\n\nrows = [['widget', 3, 2.5], ['gadget', 10, 0.25]]\n\
+         print(tabulate(rows, headers=['item', 'qty', 'price'], floatfmt='.2f'))\n",
+    )
+    .unwrap();
+    let env = Env::new();
+    let c = env.client().await;
+    // The library is outside the project: its module is found on the
+    // interpreter's sys.path (PYTHONPATH here) when a pattern names it.
+    c.ok(
+        "debug_trace",
+        json!({"add": ["tabulate.tabulate", "tabulate._format"]}),
+    )
+    .await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "python3", "args": [script], "projectRoot": work.path(),
+                   "env": {"PYTHONPATH": lib}}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let enters = c.calls_of(&id, "function_enter", "tabulate.tabulate").await;
+    assert_eq!(enters.len(), 1, "{enters:?}");
+    let args = enters[0]["arguments"].as_array().unwrap();
+    let arg = |name: &str| {
+        &args
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("no argument {name}: {args:?}"))["value"]
+    };
+    assert_eq!(
+        arg("tabular_data"),
+        &json!([["widget", 3, 2.5], ["gadget", 10, 0.25]])
+    );
+    assert_eq!(arg("headers"), &json!(["item", "qty", "price"]));
+    assert_eq!(arg("floatfmt"), &json!(".2f"));
+    let exits = c.calls_of(&id, "function_exit", "tabulate.tabulate").await;
+    assert!(
+        exits[0]["returnValue"].as_str().unwrap().contains("widget"),
+        "{exits:?}"
+    );
+    let cells = c.calls_of(&id, "function_enter", "tabulate._format").await;
+    assert!(cells.len() >= 6, "each cell is formatted: {cells:?}");
 }
 
 /// (passed, failed, skipped) from unittest's closing lines, `Ran 817

@@ -118,7 +118,14 @@ fn a_mixed_run_is_counted_and_its_failures_located() {
     );
 
     assert_eq!(r.failures.len(), 7);
-    assert!(r.failures.iter().all(|f| f.suggested_traces.is_empty()));
+    // Trace suggestions are the project's own functions the traceback went
+    // through, as Python patterns; test files are not suggested.
+    assert_eq!(sub.suggested_traces, ["calc.parse"]);
+    assert!(
+        teardown.suggested_traces.is_empty(),
+        "{:?}",
+        teardown.suggested_traces
+    );
 }
 
 #[test]

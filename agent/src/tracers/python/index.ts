@@ -19,7 +19,7 @@ import { CrashContext, PyRuntimeMatch, ScriptFrame } from "../../protocol.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
-import { EvalStub, writeEvalStub } from "./stub.js";
+import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
 
 /** A target: [function id, source file, qualname]. */
 type PyTarget = [number, string, string];
@@ -182,8 +182,11 @@ function installStub(r: PyRuntime): void {
     const install = () => {
         const interp = r.mainInterpreter();
         if (interp.isNull()) return false;
-        const current = r.getEvalFrame(interp);
+        let current = r.getEvalFrame(interp);
         if (current.equals(r.stub.entry)) return true;
+        // A forked child's inherited stub (the parent agent's, its callees
+        // cleared by the fork handler) is replaced, not wrapped.
+        current = wrappedBy(current) ?? current;
         previousEval = current;
         r.stub.setEval(current);
         r.setEvalFrame(interp, r.stub.entry);

@@ -5,12 +5,17 @@
 // returns through it: the C it calls (py_enter / py_leave, freed with the
 // script) is reached through two pointers the detach clears, and the frame
 // itself always runs in the interpreter's own evaluation function.
+import { registerAtforkChild } from "../../native/atfork.js";
 import { PROT_ALL, rawAlloc, u64Bytes } from "../../native/memory.js";
 
 /** Where the stub reads its callees: py_enter, py_leave (0: not called)
- *  and the evaluation function it wraps. */
-const ENTER = 0, LEAVE = 8, EVAL = 16;
+ *  and the evaluation function it wraps; a marker that says a page is
+ *  one of these stubs (a forked child's agent finds its parent's). */
+const ENTER = 0, LEAVE = 8, EVAL = 16, MARK = 24;
 const CODE = 64;
+const MARKER = [0x53, 0x54, 0x52, 0x4f, 0x42, 0x45, 0x50, 0x59]; // "STROBEPY"
+/** The fork-child handler, after the stub's code. */
+const ATFORK = 256;
 
 /** The stub: its entry point and its data words. */
 export interface EvalStub {
@@ -19,6 +24,19 @@ export interface EvalStub {
     /** The evaluation function frames run in (the interpreter's default,
      *  or the one installed before the tracer's). */
     setEval(fn: NativePointer): void;
+}
+
+/** The evaluation function a stub at `entry` wraps, if `entry` is one of
+ *  these stubs (a forked child's inherited one); null otherwise. */
+export function wrappedBy(entry: NativePointer): NativePointer | null {
+    const page = entry.sub(CODE);
+    try {
+        const mark = new Uint8Array(page.add(MARK).readByteArray(MARKER.length)!);
+        if (!MARKER.every((b, i) => mark[i] === b)) return null;
+        return page.add(EVAL).readPointer();
+    } catch (_e) {
+        return null;
+    }
 }
 
 /** Writes the stub. Per frame: token = enter ? enter(ts, frame, throw) : 0;
@@ -62,6 +80,19 @@ export function writeEvalStub(): EvalStub {
         0xc3, //                                                  ret
     ];
     page.add(CODE).writeByteArray(code);
+    page.add(MARK).writeByteArray(MARKER);
+    // A forked child keeps the stub as its evaluation function, but the
+    // callees it points at are the parent agent's, which the child does
+    // not have (a followed child gets an agent of its own): the child
+    // clears them inside fork(), before any Python runs there. Machine
+    // code in this page, like the stub.
+    page.add(ATFORK).writeByteArray([
+        0x48, 0xb8, ...u64Bytes(page), //         mov rax, page
+        0x48, 0xc7, 0x00, 0, 0, 0, 0, //          mov qword [rax + ENTER], 0
+        0x48, 0xc7, 0x40, LEAVE, 0, 0, 0, 0, //   mov qword [rax + LEAVE], 0
+        0xc3, //                                  ret
+    ]);
+    registerAtforkChild(page.add(ATFORK));
     return {
         entry: page.add(CODE),
         setCallees(enter, leave) {
