@@ -215,6 +215,40 @@ async fn python_unittest_results_are_structured() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_unittest_run_traces_the_projects_python() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture(
+        "unittest_project",
+        &["calc.py", "test_calc.py"],
+        work.path(),
+    );
+    let root = project.to_str().unwrap();
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "tracePatterns": ["calc.*"]}),
+    )
+    .await;
+    assert_eq!(
+        (
+            &r["summary"]["passed"],
+            &r["summary"]["failed"],
+            &r["summary"]["skipped"]
+        ),
+        (&json!(1), &json!(2), &json!(1)),
+        "the same results traced: {r}"
+    );
+    let session = r["sessionId"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let adds = c.events(session, Some("function_exit")).await;
+    assert!(
+        adds.iter()
+            .any(|e| e["function"] == "calc.add" && e["returnValue"] == 2),
+        "calc.add(1, 1) returned 2 in the failing test: {adds:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_project_without_tests_gets_a_hint() {
     let env = Env::new();
     let c = env.client().await;

@@ -69,6 +69,33 @@ fn timed(cmd: &mut Command) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// Seconds from `debug_launch` (with `launch` as its arguments) to the
+/// first stdout event being queryable; the session is then waited for and
+/// stopped, and the pool given time to warm its next bridge, as between an
+/// agent's launches.
+async fn launch_to_first_stdout(c: &support::Client, launch: serde_json::Value) -> f64 {
+    let t = Instant::now();
+    let v = c.ok("debug_launch", launch).await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    loop {
+        let q = c
+            .ok(
+                "debug_query",
+                json!({"sessionId": id, "eventType": "stdout", "limit": 1}),
+            )
+            .await;
+        if q["totalCount"].as_u64().unwrap() > 0 {
+            break;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    c.wait_ended(&id).await;
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    secs
+}
+
 fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() - 1) as f64 * p).round() as usize]
@@ -125,25 +152,8 @@ async fn main() {
 
     let mut strobe = Vec::new();
     for _ in 0..runs {
-        let t = Instant::now();
-        let (id, _) = c.launch(&output, &[]).await;
-        loop {
-            let q = c
-                .ok(
-                    "debug_query",
-                    json!({"sessionId": id, "eventType": "stdout", "limit": 1}),
-                )
-                .await;
-            if q["totalCount"].as_u64().unwrap() > 0 {
-                break;
-            }
-        }
-        strobe.push(t.elapsed().as_secs_f64());
-        c.wait_ended(&id).await;
-        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
-            .await;
-        // Let the pool start its next warm bridge, as between an agent's launches.
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        let launch = json!({"command": output, "projectRoot": output.parent().unwrap()});
+        strobe.push(launch_to_first_stdout(&c, launch).await);
     }
     let base: Vec<f64> = (0..runs).map(|_| baseline_first_line(&output)).collect();
     let (s, b) = (median(strobe), median(base));

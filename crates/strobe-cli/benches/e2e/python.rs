@@ -221,30 +221,8 @@ pub async fn python_tracing(c: &support::Client, runs: usize) {
             ),
             (native.clone(), Vec::new(), &mut native_times),
         ] {
-            let t = Instant::now();
-            let v = c
-                .ok(
-                    "debug_launch",
-                    json!({"command": exe, "args": args, "projectRoot": std::env::temp_dir()}),
-                )
-                .await;
-            let id = v["sessionId"].as_str().unwrap().to_string();
-            loop {
-                let q = c
-                    .ok(
-                        "debug_query",
-                        json!({"sessionId": id, "eventType": "stdout", "limit": 1}),
-                    )
-                    .await;
-                if q["totalCount"].as_u64().unwrap() > 0 {
-                    break;
-                }
-            }
-            out.push(t.elapsed().as_secs_f64());
-            c.wait_ended(&id).await;
-            c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
-                .await;
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            let launch = json!({"command": exe, "args": args, "projectRoot": std::env::temp_dir()});
+            out.push(launch_to_first_stdout(c, launch).await);
         }
     }
     let (p, nat) = (median(py_times), median(native_times));

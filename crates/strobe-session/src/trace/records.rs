@@ -224,58 +224,52 @@ pub fn decode_records(
 
 /// Record kind of a thread's name (the Python tracer's, from `threading`).
 const KIND_THREAD_NAME: u32 = 4;
+/// Record kind of a function the Python tracer matched at run time.
+const KIND_FUNCTION: u32 = 5;
 
-/// The thread names records carry: (tid, name), in record order.
-pub fn thread_names(data: &[u8]) -> Vec<(u32, String)> {
+/// The records of one kind (low byte of the kind word): (function id,
+/// thread id, payload), in record order.
+fn records_of_kind(data: &[u8], kind: u32) -> Vec<(u32, u32, &[u8])> {
     let mut out = Vec::new();
     let mut at = 0;
     while at + RECORD_SIZE <= data.len() {
         let rec = &data[at..at + RECORD_SIZE];
         let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
         let extra = u32_at(28) as usize;
-        let payload = data
-            .get(at + RECORD_SIZE..(at + RECORD_SIZE + extra * RECORD_SIZE).min(data.len()))
-            .unwrap_or(&[]);
-        if u32_at(24) & 0xff == KIND_THREAD_NAME
-            && let Some(name) = python::thread_name(payload)
-        {
-            out.push((u32_at(12), name));
+        let end = (at + RECORD_SIZE + extra * RECORD_SIZE).min(data.len());
+        if u32_at(24) & 0xff == kind {
+            out.push((u32_at(8), u32_at(12), &data[at + RECORD_SIZE..end]));
         }
         at += RECORD_SIZE + extra * RECORD_SIZE;
     }
     out
 }
 
-/// Record kind of a function the Python tracer matched at run time.
-const KIND_FUNCTION: u32 = 5;
+/// The thread names records carry: (tid, name), in record order.
+pub fn thread_names(data: &[u8]) -> Vec<(u32, String)> {
+    records_of_kind(data, KIND_THREAD_NAME)
+        .into_iter()
+        .filter_map(|(_, tid, payload)| Some((tid, python::thread_name(payload)?)))
+        .collect()
+}
 
 /// The functions records define (the Python tracer's run-time matches:
 /// code without a source file, named by its function object), for the
 /// store's function table, before the events that name them.
 pub fn defined_functions(data: &[u8]) -> Vec<strobe_store::FunctionRow> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + RECORD_SIZE <= data.len() {
-        let rec = &data[at..at + RECORD_SIZE];
-        let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
-        let extra = u32_at(28) as usize;
-        let payload = data
-            .get(at + RECORD_SIZE..(at + RECORD_SIZE + extra * RECORD_SIZE).min(data.len()))
-            .unwrap_or(&[]);
-        if u32_at(24) & 0xff == KIND_FUNCTION
-            && let Some((name, file, line)) = python::defined_function(payload)
-        {
-            out.push(strobe_store::FunctionRow {
-                func_id: u32_at(8),
+    records_of_kind(data, KIND_FUNCTION)
+        .into_iter()
+        .filter_map(|(func_id, _, payload)| {
+            let (name, file, line) = python::defined_function(payload)?;
+            Some(strobe_store::FunctionRow {
+                func_id,
                 name,
                 name_raw: None,
                 file: Some(file),
                 line: Some(line),
-            });
-        }
-        at += RECORD_SIZE + extra * RECORD_SIZE;
-    }
-    out
+            })
+        })
+        .collect()
 }
 
 /// Typed values of a traced call (`arguments` / `returnValue` /
