@@ -1,6 +1,7 @@
 //! Tracing on a live session: patterns in, hooks out through the agent, and
 //! what the agent reports back (see `crate::trace` for the pure planning).
 
+use super::python_hooks;
 use super::{Live, SessionManager, parse_patterns, store_err, watch_target};
 use crate::SessionError;
 use crate::trace::{self, TraceOptions, TraceResponse, Tracer};
@@ -10,7 +11,7 @@ use std::time::Duration;
 use strobe_core::Settings;
 use strobe_frida::agent_protocol::{
     DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookFunctions, HookTarget, HooksRequest,
-    HooksUpdated, ModuleHooks, PlansUpdated, PyRuntimeMatch, PyTarget,
+    HooksUpdated, ModuleHooks, PlansUpdated, PyTarget,
 };
 use strobe_symbols::resolvers::{self, Image, ImageKind};
 use strobe_symbols::{Language, SymbolError, SymbolResolver};
@@ -120,13 +121,9 @@ impl SessionManager {
         let mut python: Vec<PyTarget> = Vec::new();
         for h in &plan.to_hook {
             if h.language == Language::Python {
-                match tracer.info_of(h.id) {
-                    Some(f) => python.push(PyTarget(
-                        h.id,
-                        f.file.unwrap_or_default().to_string(),
-                        f.name_raw.unwrap_or(f.name).to_string(),
-                    )),
-                    None => failed.push((h.id, "unknown function".into())),
+                match python_hooks::py_target(tracer, h.id) {
+                    Ok(t) => python.push(t),
+                    Err(f) => failed.push(f),
                 }
                 continue;
             }
@@ -180,19 +177,7 @@ impl SessionManager {
             installed.extend(ok);
             failed.extend(bad);
         }
-        let python_session = tracer.has_language(Language::Python);
-        if !python.is_empty() || python_session {
-            // Sent on every change while the program is Python: the run-time
-            // patterns are the whole active set each time.
-            let change = HookChange::Add {
-                functions: HookFunctions::Python(python),
-                module: None,
-                sampling: tracer.sampling,
-                hot_calls_per_second: settings.hot_calls_per_second,
-                runtime: python_session.then(|| runtime_match(live, tracer)),
-            };
-            let r = self.hooks_request(live, Some(PYTHON_TRACER), change, watch, timeout)?;
-            let (ok, bad) = hook_outcome(&r);
+        if let Some((ok, bad)) = self.hook_python(live, tracer, python, watch, settings, timeout)? {
             installed.extend(ok);
             failed.extend(bad);
         }
@@ -200,7 +185,10 @@ impl SessionManager {
             .to_unhook
             .iter()
             .partition(|id| tracer.language_of(**id) == Some(Language::Python));
-        for (name, functions) in [(None, native_unhook), (Some(PYTHON_TRACER), py_unhook)] {
+        for (name, functions) in [
+            (None, native_unhook),
+            (Some(python_hooks::PYTHON_TRACER), py_unhook),
+        ] {
             if !functions.is_empty() {
                 let change = HookChange::Remove { functions };
                 self.hooks_request(live, name, change, watch, timeout)?;
@@ -238,17 +226,8 @@ impl SessionManager {
                     .into(),
             );
         }
-        // Python functions fail for reasons of their own (no supported
-        // interpreter): said as they are, apart from native ones.
-        let (py_failed, failed): (Vec<Failure>, Vec<Failure>) = failed
-            .into_iter()
-            .partition(|(id, _)| tracer.language_of(*id) == Some(Language::Python));
-        if let Some((_, why)) = py_failed.first() {
-            warnings.push(format!(
-                "{} matched Python functions cannot be traced: {why}",
-                py_failed.len()
-            ));
-        }
+        let (failed, python_warning) = python_hooks::python_failures(tracer, failed);
+        warnings.extend(python_warning);
         if !failed.is_empty() {
             let examples: Vec<String> = failed
                 .iter()
@@ -289,7 +268,7 @@ impl SessionManager {
 
     /// Sends one hooks change to the agent's `tracer` (None: the native
     /// one) and waits for its answer.
-    fn hooks_request(
+    pub(super) fn hooks_request(
         &self,
         live: &Live,
         tracer: Option<&str>,
@@ -625,42 +604,6 @@ impl SessionManager {
         })
     }
 }
-
-/// Where a process image's run-time Python ids start, above its tracer's
-/// (each image has `IDS_PER_IMAGE` = 2^18 ids from its `id_base`).
-const RUNTIME_IDS_FROM: u32 = 1 << 17;
-
-/// The Python tracer's run-time matching for `live`: the active Python glob
-/// patterns (dotted, no `::`, no selector), the main script's module name
-/// and the image's run-time id range.
-fn runtime_match(live: &Live, tracer: &Tracer) -> PyRuntimeMatch {
-    let patterns = tracer
-        .patterns()
-        .into_iter()
-        .filter(|p| !p.contains("::") && !p.starts_with('@'))
-        .collect();
-    let (program, _) = resolvers::python::parse_args(&live.program_args);
-    let main_module = match program {
-        resolvers::python::Program::Script(path) => path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "__main__".into()),
-        resolvers::python::Program::Module(m) => m,
-        _ => "__main__".into(),
-    };
-    PyRuntimeMatch {
-        patterns,
-        main_module,
-        first_id: live.id_base + RUNTIME_IDS_FROM + 1,
-        max_ids: RUNTIME_IDS_FROM - 2,
-    }
-}
-
-/// A function the agent could not trace, and why.
-type Failure = (u32, String);
-
-/// The agent's Python tracer (agent/src/tracers/python/).
-const PYTHON_TRACER: &str = "python";
 
 /// Function ids the agent installed, and those that failed with the reason.
 pub(super) type HookOutcome = (Vec<u32>, Vec<(u32, String)>);

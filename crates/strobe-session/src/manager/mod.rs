@@ -14,6 +14,7 @@ mod lifecycle;
 pub mod memory;
 mod messages;
 mod processes;
+mod python_hooks;
 pub mod staged;
 mod status;
 mod trace_args;
