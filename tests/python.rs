@@ -463,3 +463,44 @@ async fn a_traced_program_that_runs_subprocesses_finishes() {
     let out = c.calls_of(&id, "function_exit", "spawner.run_child").await;
     assert_eq!(out[0]["returnValue"], "42\n", "{out:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interpreter_the_tracer_has_no_layouts_for_is_named_in_the_warning() {
+    // CPython 3.12 from this machine's pyenv, where it has one; the tracer
+    // knows 3.11's internal layouts only and must say so, not misread.
+    let py312 = PathBuf::from("/root/.pyenv/versions/3.12.1/bin/python3.12");
+    if !py312.is_file() {
+        eprintln!("skipped: no CPython 3.12 at {}", py312.display());
+        return;
+    }
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = env.path().join("py312");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("slow.py"),
+        "import time\n\n\ndef tick():\n    return 1\n\n\nfor _ in range(3000):\n    tick()\n    time.sleep(0.01)\n",
+    )
+    .unwrap();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": py312, "args": [dir.join("slow.py")], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let r = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["slow.tick"]}),
+        )
+        .await;
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings
+            .contains("CPython 3.12.1 is not supported by the Python tracer yet (supported: 3.11)"),
+        "{r}"
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
