@@ -12,10 +12,13 @@
 // A target is [function id, source file, co_qualname], as the daemon's
 // Python resolver names it (crates/strobe-symbols/src/resolvers/python/);
 // code created at run time with the same file and qualname (a function
-// defined again, a nested function per call) matches too.
-import { send_ } from "../../protocol.js";
+// defined again, a nested function per call) matches too, and code with no
+// source file (exec, generated methods) is matched by the run-time patterns
+// (setRuntimeMatch). The tracer also reports an exception nothing caught
+// (watchUncaught) and, for a crash report, the crashing thread's Python
+// frames (crashContext).
+import { CrashContext, PyRuntimeMatch, ScriptFrame, send_ } from "../../protocol.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
-import { CrashContext, PyRuntimeMatch, ScriptFrame } from "../../protocol.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
@@ -52,7 +55,7 @@ let previousEval: NativePointer | null = null;
 let installWhenReady: InvocationListener | null = null;
 
 function createRuntime(py: CPython): PyRuntime {
-    const native = sharedRing();
+    const shared = sharedRing();
     const cfg = Memory.alloc(Process.pageSize);
     cfg.add(CFG.extraIndex * 8).writeS64(-1);
     cfg.add(CFG.depth * 8).writeU64(LIMITS.depth);
@@ -70,7 +73,7 @@ function createRuntime(py: CPython): PyRuntime {
     retired.push(layout);
     const libc = (name: string) => Module.findGlobalExportByName(name)!;
     const symbols: Record<string, NativePointer> = {
-        ring: native.ring, drops: native.drops, config: native.config, pycfg: cfg, layout,
+        ring: shared.ring, drops: shared.drops, config: shared.config, pycfg: cfg, layout,
         getpid: libc("getpid"), clock_gettime: libc("clock_gettime"), sched_yield: libc("sched_yield"),
         malloc: libc("malloc"), free: libc("free"), realpath: libc("realpath"),
     };
