@@ -145,3 +145,34 @@ async fn an_instrumented_pytest_run_traces_the_projects_python_with_the_same_res
         "the ValueError test_parse_error expects leaves calc.parse: {raised:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_run_reads_lines_the_runner_wrote_in_pieces() {
+    // pytest -v writes a test's id, runs the test, then writes its outcome:
+    // the session stores the two pieces as separate output events, which
+    // the run must join into the one line the parser reads.
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("calc.py"),
+        "def double(x):\n    return 2 * x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.path().join("test_slow.py"),
+        "import time\n\nimport calc\n\n\ndef test_slow():\n    time.sleep(0.6)\n    assert calc.double(2) == 4\n",
+    )
+    .unwrap();
+    let root = work.path().to_str().unwrap();
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": root, "framework": "pytest", "tracePatterns": ["calc.*"]}),
+    )
+    .await;
+    assert_eq!(
+        (&r["summary"]["passed"], &r["summary"]["failed"]),
+        (&json!(1), &json!(0)),
+        "{r}"
+    );
+}

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strobe_core::event::EventKind;
+use strobe_core::event::{EventKind, FLAG_PARTIAL_LINE};
 use strobe_core::{Settings, ToolError};
 use strobe_session::{LaunchRequest, SessionManager, SessionState};
 use strobe_store::{EventFilter, QueryPage};
@@ -119,6 +119,10 @@ fn run_instrumented(
     // Output can still be on its way to the store when the session ends:
     // the run ends after a quiet read past the end.
     let mut quiet_after_end = 0;
+    // Pieces of a line still being written, per stream (stdout, stderr):
+    // the parsers take whole lines, and a runner often writes one in parts
+    // (pytest -v writes a test's id, runs it, then its outcome).
+    let mut partial: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     loop {
         let ended = mgr
             .status(&session)
@@ -139,15 +143,36 @@ fn run_instrumented(
         };
         offset += page.events.len() as u64;
         for e in &page.events {
-            let stream = match e.kind() {
-                Some(EventKind::Stderr) => strobe_testing::Stream::Stderr,
-                _ => strobe_testing::Stream::Stdout,
+            let (stream, i) = match e.kind() {
+                Some(EventKind::Stderr) => (strobe_testing::Stream::Stderr, 1),
+                _ => (strobe_testing::Stream::Stdout, 0),
             };
-            handle.line(stream, &e.payload);
+            if e.header.flags & FLAG_PARTIAL_LINE != 0 {
+                partial[i].extend_from_slice(&e.payload);
+                continue;
+            }
+            if partial[i].is_empty() {
+                handle.line(stream, &e.payload);
+            } else {
+                partial[i].extend_from_slice(&e.payload);
+                handle.line(stream, &std::mem::take(&mut partial[i]));
+            }
         }
         if ended && page.events.is_empty() {
             quiet_after_end += 1;
             if quiet_after_end >= 3 {
+                // What was written last without a newline is a line too.
+                for (i, stream) in [
+                    strobe_testing::Stream::Stdout,
+                    strobe_testing::Stream::Stderr,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if !partial[i].is_empty() {
+                        handle.line(stream, &std::mem::take(&mut partial[i]));
+                    }
+                }
                 let code = mgr.status(&session).ok().and_then(|s| s.exit_code);
                 return handle.finish(code);
             }
