@@ -219,7 +219,9 @@ pub fn attached(pid: u32, exe: &Path) -> Program {
 }
 
 /// The project's language by its files (`pyproject.toml`, `setup.py`,
-/// `setup.cfg`, `requirements.txt`), for a command that says nothing.
+/// `setup.cfg`, `requirements.txt`), for a command that says nothing: a
+/// dotted pattern on a native program (a shell script that runs Python,
+/// say) is told how to launch the interpreter instead.
 pub fn project_language(root: &Path) -> Option<Language> {
     [
         "pyproject.toml",

@@ -167,7 +167,11 @@ impl Tracer {
                     .iter()
                     .any(|m| m.language() == strobe_symbols::Language::Python);
                 if hits == 0 && inlined.is_empty() && refused.is_empty() && left_out.is_empty() {
-                    plan.warnings.push(no_match_warning(&p.text(), python));
+                    let python_project = !python
+                        && crate::language::project_language(&self.project_root)
+                            == Some(strobe_symbols::Language::Python);
+                    plan.warnings
+                        .push(no_match_warning(&p.text(), python, python_project));
                 } else if hits > BROAD_PATTERN {
                     plan.warnings.push(format!(
                         "pattern {:?} matched {hits} functions; expect many events (narrow it if queries get noisy)",
@@ -221,7 +225,7 @@ impl Tracer {
 /// Why a pattern matched nothing, and what to try, in the syntax of the
 /// code the session runs: a Python program is named with dots
 /// (`inventory.apply_discount`), native code with `::`.
-fn no_match_warning(pattern: &str, python: bool) -> String {
+fn no_match_warning(pattern: &str, python: bool, python_project: bool) -> String {
     if python && pattern.contains("::") {
         let dotted = pattern.replace("::", ".");
         return format!(
@@ -239,10 +243,18 @@ fn no_match_warning(pattern: &str, python: bool) -> String {
     }
     if pattern.contains('.') && !pattern.contains("::") && !pattern.starts_with('@') {
         let native = pattern.replace('.', "::");
-        return format!(
+        let mut out = format!(
             "pattern {pattern:?} matched no function: dotted names are Python syntax and this program runs \
              native code, whose functions are named with \"::\" (e.g. {native:?}) or plainly (C: \"parse_header\")"
         );
+        if python_project {
+            out.push_str(
+                ". The project has Python files (pyproject.toml, setup.py, setup.cfg or requirements.txt): \
+                 to trace Python functions, launch the program through its interpreter (command \"python3\", \
+                 args [\"app.py\"] or [\"-m\", \"package\"])",
+            );
+        }
+        return out;
     }
     format!(
         "pattern {pattern:?} matched no function in the program or its loaded libraries; check the spelling \

@@ -169,6 +169,29 @@ fn a_pattern_matching_nothing_says_so() {
 }
 
 #[test]
+fn a_dotted_pattern_on_a_native_program_of_a_python_project_says_how_to_launch_python() {
+    let dir = std::env::temp_dir().join(format!("strobe-pyproject-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut native = Tracer::new(Vec::new(), &dir);
+    let plain = native.plan(&[pattern("inventory.apply")], &[]);
+    assert!(
+        plain.warnings[0].contains("dotted names are Python syntax"),
+        "{:?}",
+        plain.warnings
+    );
+    assert!(!plain.warnings[0].contains("through its interpreter"));
+    std::fs::write(dir.join("pyproject.toml"), "[project]\nname = \"shop\"\n").unwrap();
+    let mut python_project = Tracer::new(Vec::new(), &dir);
+    let hinted = python_project.plan(&[pattern("inventory.apply2")], &[]);
+    assert!(
+        hinted.warnings[0].contains("launch the program through its interpreter"),
+        "{:?}",
+        hinted.warnings
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_watch_scope_is_matched_against_the_resolvers_names() {
     let mut t = tracer();
     t.add_watch(
