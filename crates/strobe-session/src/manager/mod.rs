@@ -10,6 +10,7 @@ pub mod breakpoints;
 mod crash;
 pub(crate) mod hooks;
 mod launch;
+mod libraries;
 mod lifecycle;
 pub mod memory;
 mod messages;
