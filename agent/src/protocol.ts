@@ -1,7 +1,7 @@
 // The agent protocol: every message between the agent and the daemon. The
 // bridge forwards them undecoded; the daemon's side is the Rust module
 // crates/strobe-frida/src/agent_protocol/, which writes an example of every
-// message into agent/test/protocol.fixtures.ts, checked against these types
+// message into agent/test/protocol.fixtures.{agent,daemon}.ts, checked against these types
 // by agent/test/protocol_check.ts (./dev test), so the two cannot drift.
 // Field names are the wire's; 64-bit addresses travel as "0x…" strings and
 // monotonic-clock nanoseconds as decimal strings.

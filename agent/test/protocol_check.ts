@@ -1,5 +1,5 @@
 // Type-level agreement of the two sides of the agent protocol, checked by
-// `tsc -p agent/test` (./dev test): protocol.fixtures.ts, written by the Rust
+// `tsc -p agent/test` (./dev test): protocol.fixtures.{agent,daemon}.ts, written by the Rust
 // side (crates/strobe-frida/src/agent_protocol/fixtures.rs), holds an example
 // of every message Rust can send or expects. There each example `satisfies`
 // the TypeScript union of its direction, so a field Rust has and TypeScript
@@ -8,7 +8,8 @@
 // with every one of its fields, so a message or field TypeScript has and
 // Rust does not fails too.
 import type { AgentMessage, DaemonMessage, TypeDesc, VarLocation } from "../src/protocol.js";
-import { agentMessages, daemonMessages, typeDescs, varLocations } from "./protocol.fixtures.js";
+import { agentMessages } from "./protocol.fixtures.agent.js";
+import { daemonMessages, typeDescs, varLocations } from "./protocol.fixtures.daemon.js";
 
 /** Members of union `U` that no example in `F` is an instance of. */
 type Uncovered<U, F> = U extends unknown ? ([Extract<F, U>] extends [never] ? U : never) : never;

@@ -9,7 +9,7 @@
 //! [`AgentMessage`] (agent → daemon) and [`DaemonMessage`] (daemon → agent).
 //! agent/src/protocol.ts declares the same two unions in TypeScript; the
 //! test in `fixtures.rs` writes one example of every variant into
-//! agent/test/protocol.fixtures.ts, which the TypeScript compiler checks
+//! agent/test/protocol.fixtures.{agent,daemon}.ts, which the TypeScript compiler checks
 //! against those unions (agent/test/protocol_check.ts), so the two sides
 //! cannot drift apart unnoticed.
 //!
