@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use strobe_symbols::Language;
+// One rule for what names an interpreter: the Python resolver's, which opens on the same images.
+use strobe_symbols::resolvers::python::is_interpreter;
 
 /// The program a launch runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,14 +31,6 @@ pub struct Program {
     /// How the command was turned into this one, when it was ("pyenv shim
     /// /root/.pyenv/shims/python3 → /root/.pyenv/versions/3.11.7/bin/python3").
     pub note: Option<String>,
-}
-
-/// Is this file name a CPython interpreter's (`python`, `python3`,
-/// `python3.11`)?
-pub fn is_python_name(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name.strip_prefix("python")
-        .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 fn is_elf(path: &Path) -> bool {
@@ -118,7 +112,7 @@ pub fn detect(command: &Path, args: &[String], env: &BTreeMap<String, String>) -
         note: None,
     };
     let (interp, argv, via_script) = if is_elf(command) {
-        if !is_python_name(command) {
+        if !is_interpreter(command) {
             return native();
         }
         (command.to_path_buf(), args.to_vec(), false)
@@ -126,12 +120,12 @@ pub fn detect(command: &Path, args: &[String], env: &BTreeMap<String, String>) -
         let Some((interp, extra)) = shebang(command, env) else {
             return native();
         };
-        if is_python_name(&interp) {
+        if is_interpreter(&interp) {
             let mut argv = extra;
             argv.push(command.display().to_string());
             argv.extend(args.iter().cloned());
             (interp, argv, true)
-        } else if is_python_name(command) {
+        } else if is_interpreter(command) {
             // The command itself is a shim named python (its #! is bash).
             (command.to_path_buf(), args.to_vec(), false)
         } else {
@@ -190,7 +184,7 @@ pub fn attached(pid: u32, exe: &Path) -> Program {
         language: Language::Native,
         note: None,
     };
-    if !is_python_name(exe) {
+    if !is_interpreter(exe) {
         return native;
     }
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
@@ -245,10 +239,10 @@ mod tests {
     #[test]
     fn interpreter_names() {
         for yes in ["python", "python3", "/usr/bin/python3.11", "python3.12"] {
-            assert!(is_python_name(Path::new(yes)), "{yes}");
+            assert!(is_interpreter(Path::new(yes)), "{yes}");
         }
         for no in ["pythonw-x", "ipython", "python3-config", "cat"] {
-            assert!(!is_python_name(Path::new(no)), "{no}");
+            assert!(!is_interpreter(Path::new(no)), "{no}");
         }
     }
 

@@ -17,15 +17,12 @@
 // (setRuntimeMatch). The tracer also reports an exception nothing caught
 // (watchUncaught) and, for a crash report, the crashing thread's Python
 // frames (crashContext).
-import { CrashContext, PyRuntimeMatch, ScriptFrame, send_ } from "../../protocol.js";
+import { CrashContext, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
-
-/** A target: [function id, source file, qualname]. */
-type PyTarget = [number, string, string];
 
 /** Value limits of the payloads (see CFG): depth, items, string bytes. */
 const LIMITS = { depth: 3, items: 20, strBytes: 256 };
