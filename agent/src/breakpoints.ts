@@ -63,7 +63,7 @@ const DWARF_REGS = ["rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
 let clock: NativeFunction<number, [NativePointer, NativePointer]> | null = null;
 let clockBuf: NativePointer | null = null;
 
-function monotonicNs(): string {
+export function monotonicNs(): string {
     if (clock === null) {
         clock = new NativeFunction(Module.findGlobalExportByName("clock_gettime")!, "int", ["int", "pointer"]) as never;
         clockBuf = Memory.alloc(16);

@@ -62,6 +62,20 @@ export interface BreakpointSpec {
     vars: VarDesc[];
 }
 
+/** A Python breakpoint or logpoint (agent/src/tracers/python/debugger.ts):
+ *  a line of a source file (realpath), in one code object when `qualname`
+ *  is given (a function breakpoint); the condition and `{expression}`s of
+ *  the message are Python. */
+export interface PyBreakpointSpec {
+    id: string;
+    file: string;
+    line: number;
+    qualname: string | null;
+    condition?: string;
+    hitCount?: number;
+    message?: string;
+}
+
 /** [DWARF register, offset, expected value]: a step stop counts only when reg + offset equals it. */
 export type FrameCheck = [number, number, string];
 
@@ -110,6 +124,10 @@ export type AgentMessage =
     | { type: "breakpoint_error"; id: string; error: string }
     | { type: "breakpoints_updated"; id: number; installed: string[]; failed: Array<[string, string]> }
     | { type: "step_failed"; tid: number; failed: string[] }
+    /** A Python thread paused (GIL released) at a breakpoint or a step's
+     *  end: the payload (`what` 6) holds its frames and locals. */
+    | { type: "python_paused"; tid: number; pid: number; ts: string; reason: "breakpoint" | "step";
+        breakpoint: string | null; hits: number; payload: number[] }
     /** An exception nothing caught: the Python tracer's payload (`what` 3). */
     | { type: "python_uncaught"; tid: number; payload: number[] };
 
@@ -121,7 +139,10 @@ export type ResumeOrder =
         /** Step into: [from, to) of the current line, whose calls get stops too. */
         scan: [string, string] | null;
         /** The frame check of those call stops. */
-        scanFrame: FrameCheck | null };
+        scanFrame: FrameCheck | null }
+    /** A paused Python thread steps: to the next line anywhere (into), in
+     *  this frame or a caller (over), or in a caller (out). */
+    | { action: "py-step"; mode: "over" | "into" | "out" };
 
 /** Daemon → agent. `tracer` names the tracer a request is for
  *  (agent/src/tracers/index.ts); absent: "native", every request today. */
@@ -141,6 +162,8 @@ export type DaemonMessage =
     /** [expression id, label, JavaScript source]. */
     | { type: "exprs"; id: number; tracer?: string; exprs: Array<[number, string, string]> }
     | { type: "breakpoints"; id: number; set?: BreakpointSpec[]; remove: string[] }
+    /** Answered with breakpoints_updated, like `breakpoints`. */
+    | { type: "python-breakpoints"; id: number; set: PyBreakpointSpec[]; remove: string[] }
     | { type: "module-base"; id: number; path: string }
     | { type: "trace-ack"; tracer?: string }
     | { type: "own-output"; id: number; fds: number[] }

@@ -319,6 +319,32 @@ export const agentMessages = [
         ]
     },
     {
+        "type": "python_paused",
+        "tid": 4243,
+        "pid": 4242,
+        "ts": "1234567890123",
+        "reason": "step",
+        "breakpoint": null,
+        "hits": 0,
+        "payload": [
+            255,
+            255,
+            0,
+            0,
+            15,
+            0,
+            0,
+            0,
+            1,
+            6,
+            0,
+            0,
+            0,
+            0,
+            0
+        ]
+    },
+    {
         "type": "step_failed",
         "tid": 4243,
         "failed": [

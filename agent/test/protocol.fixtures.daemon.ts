@@ -286,6 +286,30 @@ export const daemonMessages = [
         ]
     },
     {
+        "type": "python-breakpoints",
+        "id": 6,
+        "set": [
+            {
+                "id": "bp-2@0",
+                "file": "/app/shop.py",
+                "line": 12,
+                "qualname": null,
+                "condition": "qty > 2",
+                "hitCount": 2
+            },
+            {
+                "id": "lp-3@0",
+                "file": "/app/shop.py",
+                "line": 20,
+                "qualname": "Cart.total",
+                "message": "total={total}"
+            }
+        ],
+        "remove": [
+            "bp-1@0"
+        ]
+    },
+    {
         "type": "module-base",
         "id": 6,
         "path": "/lib/libm.so.6"
@@ -334,6 +358,11 @@ export const daemonMessages = [
     {
         "type": "resume-4243",
         "action": "continue"
+    },
+    {
+        "type": "resume-4243",
+        "action": "py-step",
+        "mode": "over"
     },
     {
         "type": "resume-4243",

@@ -160,4 +160,23 @@ pub trait SymbolResolver: Send + Sync {
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Interpreted code: the first line of function `index`'s body that
+    /// has code (where a breakpoint on the function stops); `None` by
+    /// default and for machine code, which has line tables instead.
+    fn body_line(&self, index: usize) -> Option<u32> {
+        let _ = index;
+        None
+    }
+    /// Interpreted code: the lines of source `file` where a statement
+    /// starts (where a line breakpoint can stop), sorted; `None` by default
+    /// and when the file cannot be read.
+    fn statement_lines(&self, file: &Path) -> Option<Vec<u32>> {
+        let _ = file;
+        None
+    }
+    /// Interpreted code: the source files indexed so far (a breakpoint's
+    /// `file` is matched against them); empty by default.
+    fn source_files(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
 }

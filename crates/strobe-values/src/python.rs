@@ -12,7 +12,9 @@
 //! 2, then `u32 frames, u32 omitted` and per traceback entry (outermost
 //! first) `name` function, `name` file, `u32 line`, `value` locals; 4
 //! (thread name) `name`; 5 (a function matched at run time) `name` full
-//! name, `name` file, `u32 line`.
+//! name, `name` file, `u32 line`; 6 (a paused thread) `u32 frames` and per
+//! frame (innermost first) `name` function, `name` file, `u32 line`, then
+//! `value` the paused frame's locals (a dict).
 //!
 //! A `name` is `u16 length` + UTF-8. A `value` is a tag byte and its body:
 //! see [`Tag`]. Containers give their full size and how many items follow;
@@ -174,6 +176,39 @@ pub fn defined_function(payload: &[u8]) -> Option<(String, String, u32)> {
         return None;
     }
     Some((r.name()?, r.name()?, r.u32()?))
+}
+
+/// Where a paused Python thread is (a `what` 6 payload): its frames,
+/// innermost first, as `{function, file, line}`, and the paused frame's
+/// locals as `{name, type, value}` (with a last `{"name": "…", "omitted":
+/// N}` when the payload held only some).
+pub fn paused(payload: &[u8]) -> Option<(Vec<Value>, Vec<Value>)> {
+    let mut r = Reader::new(payload);
+    if r.u8()? != 6 {
+        return None;
+    }
+    let n = r.u32()?;
+    let mut frames = Vec::new();
+    for _ in 0..n {
+        let (function, file, line) = (r.name()?, r.name()?, r.u32()?);
+        frames.push(json!({"function": function, "file": file, "line": line}));
+    }
+    let mut locals = Vec::new();
+    if r.u8().and_then(Tag::from_u8) == Some(Tag::Dict) {
+        let (total, shown) = (r.u32()?, r.u32()?);
+        for _ in 0..shown {
+            let name = match r.value(1) {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            let (ty, value) = r.typed();
+            locals.push(json!({"name": name, "type": ty, "value": value}));
+        }
+        if total > shown {
+            locals.push(json!({"name": "…", "omitted": total - shown}));
+        }
+    }
+    Some((frames, locals))
 }
 
 /// The exception type and message of an exit payload that raised.
@@ -452,6 +487,46 @@ mod tests {
             self.0[4..8].copy_from_slice(&n.to_le_bytes());
             self.0
         }
+    }
+
+    #[test]
+    fn a_pause_decodes_frames_and_typed_locals() {
+        let key = |w: W, k: &str| {
+            w.u8(Tag::Str as u8)
+                .u32(k.len() as u32)
+                .u32(k.len() as u32)
+                .raw(k.as_bytes())
+        };
+        let w = W::new(6)
+            .u32(2)
+            .name("compute")
+            .name("/app/a.py")
+            .u32(20)
+            .name("<module>")
+            .name("/app/a.py")
+            .u32(31)
+            .u8(Tag::Dict as u8)
+            .u32(3)
+            .u32(2);
+        let w = key(w, "x").u8(Tag::Int as u8).u64(6);
+        let p = key(w, "ok").u8(Tag::True as u8).done();
+        let (frames, locals) = paused(&p).expect("a pause");
+        assert_eq!(
+            frames,
+            [
+                json!({"function": "compute", "file": "/app/a.py", "line": 20}),
+                json!({"function": "<module>", "file": "/app/a.py", "line": 31})
+            ]
+        );
+        assert_eq!(
+            locals,
+            [
+                json!({"name": "x", "type": "int", "value": 6}),
+                json!({"name": "ok", "type": "bool", "value": true}),
+                json!({"name": "…", "omitted": 1})
+            ]
+        );
+        assert!(paused(&W::new(4).name("t").done()).is_none());
     }
 
     #[test]

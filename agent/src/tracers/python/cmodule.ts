@@ -12,54 +12,11 @@
 // CPython's internal layouts are read at offsets given in `layout[]`
 // (cpython.ts has them per version), not from headers: TinyCC has none.
 import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
+import { PY_DEBUG_C } from "./debug_c.js";
+import { CFG, LAYOUT, THREAD_SLOTS } from "./offsets.js";
 
-/** Indexes into the `pycfg` page the C reads (written by index.ts). */
-export const CFG = {
-    /** Bumped on every change of targets: cached classifications are stale. */
-    generation: 0,
-    /** The co_extra index (~0 until the first frame requests one). */
-    extraIndex: 1,
-    /** The target table: a header slot whose first word is the slot count
-     *  minus one (a power of two minus one), then the slots. */
-    table: 3,
-    /** Value limits: container depth, items shown per container, bytes per string. */
-    depth: 4,
-    items: 5,
-    strBytes: 6,
-    /** The payload scratch buffer (one: the GIL serializes its users). */
-    scratch: 7,
-    /** 1 while the tracer records. */
-    enabled: 8,
-    /** The set of thread ids already named (THREAD_SLOTS u32, open addressing). */
-    threads: 9,
-    /** Run-time matching of code without a source file (exec, generated
-     *  methods): the patterns (an array of C strings) and their count, the
-     *  main script's module name, the next id to give and the end of the
-     *  id range. */
-    patterns: 10,
-    patternCount: 11,
-    mainModule: 12,
-    nextId: 13,
-    idLimit: 14,
-} as const;
+export { CFG, LAYOUT, TABLE_SLOT, THREAD_SLOTS } from "./offsets.js";
 
-/** Layout offsets for one CPython minor version (see cpython.ts). */
-export const LAYOUT = {
-    frameCode: 0, frameOwner: 1, frameLocals: 2, codeFlags: 3, codeArgc: 4,
-    codeKwonly: 5, codeFilename: 6, codeQualname: 7, codeNames: 8, codeExtra: 9,
-    tstateTid: 10, genIframe: 11, genState: 12, typeName: 13, typeFlags: 14,
-    excArgs: 15, listItems: 16, tupleItems: 17, managedDict: 18, managedValues: 19,
-    typeDictOffset: 20, cachedKeys: 21, keysEntries: 22, keysIndices: 23, keysIndexBytes: 24,
-    tbNext: 25, tbFrame: 26, tbLineno: 27, tbLasti: 28, tstateCframe: 29, cframeCurrent: 30,
-    framePrevious: 31, framePrevInstr: 32, codeAdaptive: 33, codeFirstLine: 34,
-    funcQualname: 35, funcModule: 36, strState: 37, strLength: 38, strAsciiData: 39,
-} as const;
-
-/** Slots of the named-threads set (a power of two). */
-export const THREAD_SLOTS = 1024;
-
-/** Bytes of one target table slot: hash, id, qualname and file pointers. */
-export const TABLE_SLOT = 32;
 
 /** The C source; its externs are bound in runtime.ts. */
 export const PY_CMODULE_SOURCE = `
@@ -146,7 +103,7 @@ enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST
        T_CLASS, T_FUNCTION };
 
 /* What py_enter found out about a code object, cached in its co_extra. */
-typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; } CodeState;
+typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 pad; } CodeState;
 typedef struct { guint64 hash; guint64 id; const char *qualname; const char *file; } Slot;
 typedef struct { Py_ssize_t size; void *extras[1]; } CodeExtra;
 typedef struct { guint8 *p; guint32 pos; guint32 cap; guint32 cut; } Buf;
@@ -203,6 +160,8 @@ static guint32 lookup(PyObject *co) {
 }
 
 static guint32 runtime_match(PyObject *co, void *frame, CodeState *st);
+static guint32 code_bp(PyObject *co);
+static gsize strlen_(const char *s) { gsize n = 0; while (s[n]) n++; return n; }
 
 static CodeState *state_of(PyObject *co, void *frame) {
     Py_ssize_t idx = (Py_ssize_t)pycfg[${CFG.extraIndex}];
@@ -225,6 +184,7 @@ static CodeState *state_of(PyObject *co, void *frame) {
     if (st->id == 0 && pycfg[${CFG.patternCount}] != 0) st->id = runtime_match(co, frame, st);
     guint32 flags = (guint32)AT(co, L(${LAYOUT.codeFlags}), int);
     st->flags = flags;
+    st->bp = pycfg[${CFG.bpCount}] != 0 ? code_bp(co) : 0;
     st->nargs = (guint32)AT(co, L(${LAYOUT.codeArgc}), int) + (guint32)AT(co, L(${LAYOUT.codeKwonly}), int)
         + ((flags & CO_VARARGS) ? 1 : 0) + ((flags & CO_VARKEYWORDS) ? 1 : 0);
     return st;
@@ -551,24 +511,30 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
 
 static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64); }
 
+${PY_DEBUG_C}
+
 /* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
 #define OWNED_BY_GENERATOR 1
 /* Generator frame states (3.11): suspended at a yield or await. */
 #define FRAME_SUSPENDED -1
 
 /* Called by the eval stub before a frame runs. Returns 0 to let it run
-   untraced, else a token for py_leave: the code's state, with bit 0 set
-   for a generator's or coroutine's resumption. */
+   untraced and with its tracing as it was, else a token for py_leave: the
+   code's state, with bit 0 set for a generator's or coroutine's
+   resumption, bits 1-2 from debug_enter (line tracing changed) and bit 3
+   when nothing was recorded (only the tracing is put back). */
 guint64 py_enter(void *ts, void *frame, int throwflag) {
-    if (!pycfg[${CFG.enabled}] || config[5]) return 0;
+    if (!pycfg[${CFG.enabled}]) return 0;
     PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
     CodeState *st = state_of(co, frame);
-    if (st == NULL || st->id == 0) return 0;
+    if (st == NULL) return 0;
+    guint64 debug = (pycfg[${CFG.bpCount}] | pycfg[${CFG.stepping}]) != 0 ? debug_enter(ts, st) : 0;
+    if (st->id == 0 || config[5]) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
     if (st->flags & GEN_FLAGS) {
         /* Created here (the call runs only RETURN_GENERATOR): the enter is
            written by py_leave, which has the new object to pair with.
            Resumed: only its end is recorded, by py_leave. */
-        return (guint64)(gsize)st | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
+        return (guint64)(gsize)st | debug | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
     }
     name_thread(tid_of(ts));
     Buf b;
@@ -577,8 +543,8 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
     guint32 len = finish(&b);
     guint64 t;
     NOW(t);
-    if (!put_record(tid_of(ts), st->id, 1 | KIND_PY, 0, t, b.p, len)) return 0;
-    return (guint64)(gsize)st;
+    if (!put_record(tid_of(ts), st->id, 1 | KIND_PY, 0, t, b.p, len)) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
+    return (guint64)(gsize)st | debug;
 }
 
 /* The end of a call: its return value, or the exception leaving it. */
@@ -600,7 +566,10 @@ static guint32 exit_payload(Buf *b, PyObject *result) {
 
 /* Called by the eval stub after a frame py_enter traced has run. */
 void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
-    CodeState *st = (CodeState *)(gsize)(token & ~1ULL);
+    CodeState *st = (CodeState *)(gsize)(token & ~15ULL);
+    if (token & 2) debug_leave(ts, token);
+    /* Bit 3: a token for the line tracing only (nothing recorded). */
+    if (token & 8) return;
     guint64 t;
     NOW(t);
     Buf b;

@@ -1,7 +1,7 @@
 // Finding the CPython interpreter in this process (an executable that links
 // it statically, or libpython), its version, and the internal layouts the
 // C side reads for that version.
-import { LAYOUT } from "./cmodule.js";
+import { LAYOUT } from "./offsets.js";
 
 /** The interpreter: its image, version and the exports the tracer uses. */
 export interface CPython {
@@ -58,6 +58,11 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
     strState: 32, // PyASCIIObject.state
     strLength: 16, // .length
     strAsciiData: 48, // sizeof(PyASCIIObject): a compact ASCII string's characters follow it
+    tstateProfileFunc: 64, // PyThreadState.c_profilefunc
+    tstateTraceFunc: 72, // .c_tracefunc
+    cframeUseTracing: 0, // _PyCFrame.use_tracing
+    cframePrevious: 16, // .previous
+    pyFrameFrame: 24, // PyFrameObject.f_frame
 };
 
 /** Layouts by "major.minor". */

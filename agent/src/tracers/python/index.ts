@@ -17,17 +17,20 @@
 // (setRuntimeMatch). The tracer also reports an exception nothing caught
 // (watchUncaught) and, for a crash report, the crashing thread's Python
 // frames (crashContext).
-import { CrashContext, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
+import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
+import { stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
+import { pauseCallbacks } from "./pause.js";
+import { STEPPER_SLOTS } from "./debug_c.js";
 import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
 
 /** Value limits of the payloads (see CFG): depth, items, string bytes. */
 const LIMITS = { depth: 3, items: 20, strBytes: 256 };
 
-interface PyRuntime {
+export interface PyRuntime {
     py: CPython;
     /** Kept referenced: a collected CModule frees its code. */
     module: CModule;
@@ -62,7 +65,9 @@ function createRuntime(py: CPython): PyRuntime {
     // once the pointer is collected, and the C side holds only the address.
     const scratch = Memory.alloc(PAYLOAD_MAX + 64);
     const threads = Memory.alloc(THREAD_SLOTS * 4);
-    retired.push(cfg, scratch, threads);
+    const steppers = Memory.alloc(STEPPER_SLOTS * 24);
+    retired.push(cfg, scratch, threads, steppers);
+    cfg.add(CFG.steppers * 8).writePointer(steppers);
     cfg.add(CFG.scratch * 8).writePointer(scratch);
     cfg.add(CFG.threads * 8).writePointer(threads);
     const layout = Memory.alloc(py.layout.length * 8);
@@ -73,6 +78,7 @@ function createRuntime(py: CPython): PyRuntime {
         ring: shared.ring, drops: shared.drops, config: shared.config, pycfg: cfg, layout,
         getpid: libc("getpid"), clock_gettime: libc("clock_gettime"), sched_yield: libc("sched_yield"),
         malloc: libc("malloc"), free: libc("free"), realpath: libc("realpath"),
+        ...pauseCallbacks(),
     };
     for (const name of [
         "_PyEval_RequestCodeExtraIndex", "_PyCode_SetExtra", "PyUnicode_AsUTF8AndSize",
@@ -84,6 +90,9 @@ function createRuntime(py: CPython): PyRuntime {
         "PyErr_GivenExceptionMatches", "PyExc_SystemExit", "PyFrame_GetCode", "PyFrame_GetLocals", "Py_DecRef",
         "PyImport_GetModuleDict", "PyDict_GetItemString", "PyModule_GetDict", "PyLong_FromUnsignedLong",
         "PyDict_GetItem", "PyThread_get_thread_ident", "PyCode_Addr2Line",
+        "PyThreadState_Get", "PyFrame_GetLineNumber", "PyFrame_GetGlobals", "PyEval_EvalCode", "PyObject_IsTrue",
+        "PyObject_Str", "PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef", "PyInterpreterState_Main",
+        "PyInterpreterState_ThreadHead", "PyThreadState_Next", "PyCode_Type",
     ]) symbols[name] = py.fn(name);
     const module = new CModule(PY_CMODULE_SOURCE, symbols);
     const stub = writeEvalStub();
@@ -98,6 +107,23 @@ function createRuntime(py: CPython): PyRuntime {
         mainInterpreter: new NativeFunction(py.fn("PyInterpreterState_Main"), "pointer", []),
         isInitialized: new NativeFunction(py.fn("Py_IsInitialized"), "int", []),
     };
+}
+
+/** The runtime for the interpreter in this process, created on first use. */
+export function pythonRuntime(py: CPython): PyRuntime {
+    rt ??= createRuntime(py);
+    return rt;
+}
+
+/** Breakpoints set now (debugger.ts keeps it): the stub stays in while any. */
+let breakpointCount = 0;
+
+/** The stub in while anything needs it (traced functions, run-time
+ *  patterns, breakpoints), out otherwise. */
+export function syncStub(r: PyRuntime, breakpoints?: number): void {
+    if (breakpoints !== undefined) breakpointCount = breakpoints;
+    if (targets.size > 0 || runtimePatterns > 0 || breakpointCount > 0) installStub(r);
+    else removeStub(r);
 }
 
 /** Patterns matched at run time now (see setRuntimeMatch). */
@@ -232,8 +258,7 @@ function install(req: HookRequest): void {
     if (req.runtime !== undefined) setRuntimeMatch(rt, req.runtime);
     publishTargets(rt);
     rt.cfg.add(CFG.enabled * 8).writeU64(1);
-    if (targets.size > 0 || runtimePatterns > 0) installStub(rt);
-    else removeStub(rt);
+    syncStub(rt);
     answer(req, started, functions.map(([id]) => id), []);
 }
 
@@ -242,7 +267,7 @@ function remove(req: HookRequest): void {
     for (const id of req.functions as number[]) targets.delete(id);
     if (rt !== null) {
         publishTargets(rt);
-        if (targets.size === 0 && runtimePatterns === 0) removeStub(rt);
+        syncStub(rt);
     }
     answer(req, started, [], []);
 }
@@ -319,10 +344,27 @@ function crashContext(): CrashContext {
     return frames.length > 0 ? { pythonBacktrace: frames } : {};
 }
 
+/** Sets and removes Python breakpoints (debugger.ts); the stub goes in
+ *  first, so frames that start meanwhile are classified too. */
+export function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): void {
+    const py = cpython();
+    if (py === null) {
+        const why = unsupported ?? "no CPython interpreter in this process";
+        send_({ type: "breakpoints_updated", id: msg.id, installed: [], failed: msg.set.map(s => [s.id, why]) });
+        return;
+    }
+    const r = pythonRuntime(py);
+    if (msg.set.length > 0) syncStub(r, breakpointCount + msg.set.length);
+    const { installed, failed, count } = updatePythonBreakpoints(r, msg.set, msg.remove);
+    syncStub(r, count);
+    send_({ type: "breakpoints_updated", id: msg.id, installed, failed });
+}
+
 /** Unloading from a process that lives on: no frame calls into the C side
  *  from now on, and the interpreter gets its evaluation function back. */
 function detach(): void {
     if (rt === null) return;
+    stopDebugging(rt);
     rt.cfg.add(CFG.enabled * 8).writeU64(0);
     rt.stub.setCallees(NULL, NULL);
     removeStub(rt);

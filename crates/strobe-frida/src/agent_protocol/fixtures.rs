@@ -57,7 +57,7 @@ fn frames() -> Vec<Frame> {
 }
 
 impl Covered for AgentMessage {
-    const VARIANTS: usize = 24;
+    const VARIANTS: usize = 25;
 
     fn variant(&self) -> usize {
         match self {
@@ -85,6 +85,7 @@ impl Covered for AgentMessage {
             AgentMessage::BreakpointsUpdated(_) => 21,
             AgentMessage::StepFailed(_) => 22,
             AgentMessage::PythonUncaught(_) => 23,
+            AgentMessage::PythonPaused(_) => 24,
         }
     }
 
@@ -241,6 +242,15 @@ impl Covered for AgentMessage {
                 tid: 4243,
                 payload: vec![0xff, 0xff, 0, 0, 12, 0, 0, 0, 1, 3, 0, 0],
             }),
+            M::PythonPaused(PythonPaused {
+                tid: 4243,
+                pid: 4242,
+                ts: 1_234_567_890_123,
+                reason: PauseReason::Step,
+                breakpoint: None,
+                hits: 0,
+                payload: vec![0xff, 0xff, 0, 0, 15, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0],
+            }),
             M::StepFailed(StepFailed {
                 tid: 4243,
                 failed: vec!["0x401300: access violation".into()],
@@ -250,7 +260,7 @@ impl Covered for AgentMessage {
 }
 
 impl Covered for DaemonMessage {
-    const VARIANTS: usize = 18;
+    const VARIANTS: usize = 20;
 
     fn variant(&self) -> usize {
         use DaemonMessage as D;
@@ -285,6 +295,11 @@ impl Covered for DaemonMessage {
                 ..
             }) => 16,
             D::Callee(_) => 17,
+            D::PythonBreakpoints(_) => 18,
+            D::Resume(Resume {
+                order: ResumeOrder::PyStep { .. },
+                ..
+            }) => 19,
         }
     }
 
@@ -417,6 +432,30 @@ impl Covered for DaemonMessage {
                 set: None,
                 remove: vec!["bp-1@0".into()],
             }),
+            D::PythonBreakpoints(PyBreakpointsRequest {
+                id: 6,
+                set: vec![
+                    PyBreakpointSpec {
+                        id: "bp-2@0".into(),
+                        file: "/app/shop.py".into(),
+                        line: 12,
+                        qualname: None,
+                        condition: Some("qty > 2".into()),
+                        hit_count: Some(2),
+                        message: None,
+                    },
+                    PyBreakpointSpec {
+                        id: "lp-3@0".into(),
+                        file: "/app/shop.py".into(),
+                        line: 20,
+                        qualname: Some("Cart.total".into()),
+                        condition: None,
+                        hit_count: None,
+                        message: Some("total={total}".into()),
+                    },
+                ],
+                remove: vec!["bp-1@0".into()],
+            }),
             D::ModuleBase {
                 id: 6,
                 path: "/lib/libm.so.6".into(),
@@ -444,6 +483,12 @@ impl Covered for DaemonMessage {
             D::Resume(Resume {
                 tid: 4243,
                 order: ResumeOrder::Continue,
+            }),
+            D::Resume(Resume {
+                tid: 4243,
+                order: ResumeOrder::PyStep {
+                    mode: PyStepMode::Over,
+                },
             }),
             D::Resume(Resume {
                 tid: 4243,

@@ -88,6 +88,10 @@ pub enum AgentMessage {
     /// print it.
     #[serde(rename = "python_uncaught")]
     PythonUncaught(PythonUncaught),
+    /// A Python thread paused (its GIL released); it waits for
+    /// [`super::DaemonMessage::Resume`].
+    #[serde(rename = "python_paused")]
+    PythonPaused(PythonPaused),
 }
 
 /// `agent_loaded`.
@@ -429,6 +433,28 @@ pub struct StepFailed {
     pub failed: Vec<String>,
 }
 
+/// `python_paused`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PythonPaused {
+    /// The paused thread.
+    pub tid: u32,
+    /// The process.
+    pub pid: u32,
+    /// When (`CLOCK_MONOTONIC` ns).
+    #[serde(with = "decimal")]
+    pub ts: u64,
+    /// Why.
+    pub reason: PauseReason,
+    /// The agent's id of the breakpoint (`<id>@<n>`), for a breakpoint.
+    #[serde(deserialize_with = "nullable")]
+    pub breakpoint: Option<String>,
+    /// The breakpoint's hits so far (0 for a step).
+    pub hits: u64,
+    /// Its frames (innermost first) and the paused frame's locals, in the
+    /// Python tracer's payload format (strobe-values' python.rs, `what` 6).
+    pub payload: Vec<u8>,
+}
+
 /// `python_uncaught`: an exception reached the top of a Python thread's
 /// stack (the interpreter calls PyErr_PrintEx to print it); the process
 /// usually exits unsuccessfully next. SystemExit is not reported.
@@ -469,6 +495,7 @@ impl AgentMessage {
             AgentMessage::BreakpointsUpdated(_) => "breakpoints_updated",
             AgentMessage::StepFailed(_) => "step_failed",
             AgentMessage::PythonUncaught(_) => "python_uncaught",
+            AgentMessage::PythonPaused(_) => "python_paused",
         }
     }
 
@@ -500,7 +527,8 @@ impl AgentMessage {
             | AgentMessage::Logpoint(_)
             | AgentMessage::BreakpointError(_)
             | AgentMessage::StepFailed(_)
-            | AgentMessage::PythonUncaught(_) => return None,
+            | AgentMessage::PythonUncaught(_)
+            | AgentMessage::PythonPaused(_) => return None,
         };
         (id != 0).then_some(id)
     }

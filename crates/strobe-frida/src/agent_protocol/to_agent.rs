@@ -6,7 +6,7 @@
 //! by that thread's own `recv(type)`: `exit-ack`, `crash-ack`,
 //! `fork-barrier-ack`, `module-hooks`, `resume-<tid>` and `callee-<tid>`.
 
-use super::wire::{Hex, OrderedMap};
+use super::wire::{Hex, OrderedMap, nullable};
 use serde::{Deserialize, Serialize};
 
 /// One message to an agent, tagged by its `type`.
@@ -45,6 +45,9 @@ pub enum DaemonMessage {
     /// Set and remove breakpoints; answered by `breakpoints_updated`.
     #[serde(rename = "breakpoints")]
     Breakpoints(BreakpointsRequest),
+    /// Set and remove Python breakpoints; answered by `breakpoints_updated`.
+    #[serde(rename = "python-breakpoints")]
+    PythonBreakpoints(PyBreakpointsRequest),
     /// Where an image is loaded; answered by `module_base`.
     #[serde(rename = "module-base")]
     ModuleBase {
@@ -105,6 +108,43 @@ pub enum DaemonMessage {
     /// Where a callee's body starts, for a step into (`type` is `callee-<tid>`).
     #[serde(untagged)]
     Callee(Callee),
+}
+
+/// `python-breakpoints`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PyBreakpointsRequest {
+    /// Request id.
+    pub id: u64,
+    /// Breakpoints to add.
+    pub set: Vec<PyBreakpointSpec>,
+    /// Agent ids to remove.
+    pub remove: Vec<String>,
+}
+
+/// A Python breakpoint or logpoint: a line of a source file, in one code
+/// object when `qualname` is given (a function breakpoint). The condition
+/// and the message's `{expression}`s are Python, compiled by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PyBreakpointSpec {
+    /// Agent id (`bp-N@0`).
+    pub id: String,
+    /// Source file (absolute, symlinks resolved).
+    pub file: String,
+    /// Line.
+    pub line: u32,
+    /// `co_qualname` of the only code object it applies to.
+    #[serde(deserialize_with = "nullable")]
+    pub qualname: Option<String>,
+    /// Python condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// Pause from the Nth hit on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_count: Option<u32>,
+    /// Logpoint message with `{expression}` parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `hooks`.
@@ -377,6 +417,24 @@ pub enum ResumeOrder {
         #[serde(rename = "scanFrame")]
         scan_frame: Option<FrameCheck>,
     },
+    /// A paused Python thread steps (`over`, `into` or `out`).
+    #[serde(rename = "py-step")]
+    PyStep {
+        /// `over`, `into` or `out`.
+        mode: PyStepMode,
+    },
+}
+
+/// How a Python thread steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PyStepMode {
+    /// To the next line of this frame, or of a caller once it returned.
+    Over,
+    /// To the next line anywhere.
+    Into,
+    /// To the next line of a caller.
+    Out,
 }
 
 /// `[address, frame check or null, is a call site of the line stepped into]`.
@@ -432,6 +490,7 @@ impl DaemonMessage {
             DaemonMessage::Plans { .. } => "plans",
             DaemonMessage::Exprs { .. } => "exprs",
             DaemonMessage::Breakpoints(_) => "breakpoints",
+            DaemonMessage::PythonBreakpoints(_) => "python-breakpoints",
             DaemonMessage::ModuleBase { .. } => "module-base",
             DaemonMessage::TraceAck { .. } => "trace-ack",
             DaemonMessage::OwnOutput { .. } => "own-output",

@@ -165,6 +165,13 @@ impl SessionManager {
             AgentMessage::StepFailed(m) => {
                 tracing::warn!("session {}: step stops not set: {:?}", live.id, m.failed)
             }
+            AgentMessage::PythonPaused(p) => {
+                // Naming the function needs the tracer: never in the event loop.
+                if let Some(me) = self.me.upgrade() {
+                    let l = live.clone();
+                    std::thread::spawn(move || me.on_python_paused(&l, &p));
+                }
+            }
             AgentMessage::PythonUncaught(m) => {
                 live.life.lock().expect("lifecycle lock").python_uncaught =
                     Some((m.tid, m.payload));

@@ -26,6 +26,7 @@ impl SessionManager {
             line: None,
             address: hex(address),
             arguments: Vec::new(),
+            locals: None,
             backtrace: json!(paused.backtrace),
             paused_at_ns: hit_ns.saturating_sub(live.origin_ns),
             hit_to_visible_us: 0.0,
@@ -33,6 +34,7 @@ impl SessionManager {
             regs,
             location: None,
             image_base: 0,
+            python: false,
         };
         let settling = live
             .debug
@@ -88,10 +90,20 @@ impl SessionManager {
             }
         }
         self.refine_backtrace(live, &mut p.backtrace);
-        let hits = paused.hits;
+        self.publish_pause(live, p, paused.hits, hit_ns);
+    }
+
+    /// Makes a paused thread visible (debug_continue's waiters wake up).
+    pub(in crate::manager) fn publish_pause(
+        &self,
+        live: &Live,
+        mut p: PausedThread,
+        hits: u64,
+        hit_ns: u64,
+    ) {
         let mut st = live.debug.lock().expect("debug lock");
-        st.settling.remove(&tid);
-        if let Some(id) = &breakpoint
+        st.settling.remove(&p.thread_id);
+        if let Some(id) = &p.breakpoint_id
             && let Some(b) = st.breakpoints.iter_mut().find(|b| &b.id == id)
         {
             b.hits = b.hits.max(hits);
@@ -99,7 +111,7 @@ impl SessionManager {
         st.pauses += 1;
         p.seq = st.pauses;
         p.hit_to_visible_us = monotonic_ns().saturating_sub(hit_ns) as f64 / 1000.0;
-        st.paused.insert(tid, p);
+        st.paused.insert(p.thread_id, p);
         drop(st);
         live.debug_changed.notify_all();
     }

@@ -21,7 +21,8 @@ use strobe_core::event::EventKind;
 use strobe_frida::agent_protocol::wire::Hex;
 use strobe_frida::agent_protocol::{
     BreakpointError, BreakpointSpec, BreakpointsRequest, BreakpointsUpdated, Callee, DaemonMessage,
-    FrameCheck, Logpoint, Paused, Resume, ResumeOrder, StepCall, StepStop, VarDesc,
+    FrameCheck, Logpoint, Paused, PyBreakpointsRequest, Resume, ResumeOrder, StepCall, StepStop,
+    VarDesc,
 };
 use strobe_values::varpath::{self, Step};
 use strobe_values::{self as values, WatchType};
@@ -37,6 +38,7 @@ const SHOWN_ARGUMENTS: usize = 8;
 
 mod events;
 mod locals;
+mod python;
 mod sites;
 
 pub(super) use locals::{LocalSpec, StoppedFrame, local_spec, read_local};
@@ -76,7 +78,7 @@ pub struct BreakpointInfo {
     /// Line it stops at.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    /// Runtime addresses.
+    /// Runtime addresses (Python: `file:line` of each place).
     pub addresses: Vec<String>,
     /// Condition, as given.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +94,9 @@ pub struct BreakpointInfo {
     /// Something worth knowing (a line moved, a condition that failed to evaluate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Set by the agent's Python debugger.
+    #[serde(skip)]
+    pub python: bool,
 }
 
 /// A thread stopped at a breakpoint or at the end of a step.
@@ -116,8 +121,11 @@ pub struct PausedThread {
     pub line: Option<u32>,
     /// Instruction address.
     pub address: String,
-    /// The paused frame's parameters (up to 8), typed.
+    /// The paused frame's parameters (up to 8), typed (native code).
     pub arguments: Vec<Value>,
+    /// A Python frame's locals, typed (`{name, type, value}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locals: Option<Vec<Value>>,
     /// Frames, innermost first.
     pub backtrace: Value,
     /// Session time of the hit (ns).
@@ -132,6 +140,9 @@ pub struct PausedThread {
     pub(super) location: Option<CodeLocation>,
     #[serde(skip)]
     pub(super) image_base: u64,
+    /// A Python thread (stepped by the agent's Python debugger).
+    #[serde(skip)]
+    pub(super) python: bool,
 }
 
 /// What `debug_continue` returns.
@@ -247,6 +258,7 @@ impl SessionManager {
             validate_request(a)?;
         }
         let mut specs = Vec::new();
+        let mut py_specs = Vec::new();
         let mut created = Vec::new();
         if !add.is_empty() {
             let mut guard = live.tracer.lock().expect("tracer lock");
@@ -255,18 +267,47 @@ impl SessionManager {
             }
             let tracer = guard.as_mut().expect("created above");
             for a in add {
-                let (sites, note) = resolve_sites(tracer, a)?;
                 let kind = if a.message.is_some() {
                     "logpoint"
                 } else {
                     "breakpoint"
                 };
-                let n = {
+                let next_id = || {
                     let mut st = live.debug.lock().expect("debug lock");
                     st.next_id += 1;
-                    st.next_id
+                    format!(
+                        "{}-{}",
+                        if a.message.is_some() { "lp" } else { "bp" },
+                        st.next_id
+                    )
                 };
-                let bp_id = format!("{}-{n}", if a.message.is_some() { "lp" } else { "bp" });
+                if python::is_python_request(tracer, a) {
+                    let (sites, note) = python::resolve_python(tracer, a)?;
+                    let bp_id = next_id();
+                    for (i, site) in sites.iter().enumerate() {
+                        py_specs.push(site.spec(a, format!("{bp_id}@{i}")));
+                    }
+                    let mut functions: Vec<&str> =
+                        sites.iter().map(|s| s.function.as_str()).collect();
+                    functions.dedup();
+                    created.push(BreakpointInfo {
+                        id: bp_id,
+                        kind,
+                        function: functions.join(", "),
+                        file: Some(sites[0].file.clone()),
+                        line: Some(sites[0].line),
+                        addresses: sites.iter().map(python::PySite::place).collect(),
+                        condition: a.condition.clone(),
+                        hit_count: a.hit_count,
+                        message: a.message.clone(),
+                        hits: 0,
+                        note,
+                        python: true,
+                    });
+                    continue;
+                }
+                let (sites, note) = resolve_sites(tracer, a)?;
+                let bp_id = next_id();
                 let mut addresses = Vec::new();
                 for (i, site) in sites.iter().enumerate() {
                     let path = tracer.modules[site.module].path().to_path_buf();
@@ -303,39 +344,79 @@ impl SessionManager {
                     message: a.message.clone(),
                     hits: 0,
                     note,
+                    python: false,
                 });
             }
         }
-        let agent_remove: Vec<String> = {
+        let agent_remove = |python: bool| -> Vec<String> {
             let st = live.debug.lock().expect("debug lock");
             st.breakpoints
                 .iter()
-                .filter(|b| remove.contains(&b.id))
+                .filter(|b| remove.contains(&b.id) && b.python == python)
                 .flat_map(|b| (0..b.addresses.len()).map(move |i| format!("{}@{i}", b.id)))
                 .collect()
         };
-        let answer: BreakpointsUpdated = self.agent_request(
-            &live,
-            |id| {
-                DaemonMessage::Breakpoints(BreakpointsRequest {
-                    id,
-                    set: Some(specs),
-                    remove: agent_remove,
-                })
-            },
-            Duration::from_secs(10),
-        )?;
+        let (native_remove, py_remove) = (agent_remove(false), agent_remove(true));
+        let mut answer = BreakpointsUpdated {
+            id: 0,
+            installed: Vec::new(),
+            failed: Vec::new(),
+        };
+        let mut native_installed = Vec::new();
+        let mut py_installed = Vec::new();
+        if !specs.is_empty() || !native_remove.is_empty() || py_specs.is_empty() {
+            let a: BreakpointsUpdated = self.agent_request(
+                &live,
+                |id| {
+                    DaemonMessage::Breakpoints(BreakpointsRequest {
+                        id,
+                        set: Some(specs),
+                        remove: native_remove,
+                    })
+                },
+                Duration::from_secs(10),
+            )?;
+            native_installed = a.installed;
+            answer.failed.extend(a.failed);
+        }
+        if !py_specs.is_empty() || !py_remove.is_empty() {
+            let a: BreakpointsUpdated = self.agent_request(
+                &live,
+                |id| {
+                    DaemonMessage::PythonBreakpoints(PyBreakpointsRequest {
+                        id,
+                        set: py_specs,
+                        remove: py_remove,
+                    })
+                },
+                Duration::from_secs(10),
+            )?;
+            py_installed = a.installed;
+            answer.failed.extend(a.failed);
+        }
         if !answer.failed.is_empty() {
             // Nothing half-set: take back what did go in.
-            let installed = answer.installed;
-            if !installed.is_empty() {
+            if !native_installed.is_empty() {
                 let _ = self.agent_request::<BreakpointsUpdated>(
                     &live,
                     |id| {
                         DaemonMessage::Breakpoints(BreakpointsRequest {
                             id,
                             set: None,
-                            remove: installed,
+                            remove: native_installed,
+                        })
+                    },
+                    Duration::from_secs(10),
+                );
+            }
+            if !py_installed.is_empty() {
+                let _ = self.agent_request::<BreakpointsUpdated>(
+                    &live,
+                    |id| {
+                        DaemonMessage::PythonBreakpoints(PyBreakpointsRequest {
+                            id,
+                            set: Vec::new(),
+                            remove: py_installed,
                         })
                     },
                     Duration::from_secs(10),
@@ -424,13 +505,15 @@ impl SessionManager {
                 .expect("checked above");
             let order = if action == "continue" {
                 ResumeOrder::Continue
+            } else if p.python {
+                python::python_step(action)
             } else {
                 self.step_order(&live, &p, action)?
             };
             {
                 let mut st = live.debug.lock().expect("debug lock");
                 st.paused.remove(tid);
-                if action != "continue" {
+                if action != "continue" && !p.python {
                     st.settling.insert(*tid);
                 } else {
                     st.settling.remove(tid);

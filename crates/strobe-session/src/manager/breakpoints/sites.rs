@@ -241,6 +241,8 @@ mod tests {
 
     fn paused(function: Option<&str>, file: Option<&str>, line: Option<u32>) -> PausedThread {
         PausedThread {
+            locals: None,
+            python: false,
             thread_id: 7,
             reason: "breakpoint".into(),
             breakpoint_id: None,

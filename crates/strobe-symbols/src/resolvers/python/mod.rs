@@ -100,6 +100,8 @@ pub struct PythonFunction {
     pub line: u32,
     /// The line of the `def`.
     pub def_line: u32,
+    /// Its body's first line with code (after the docstring).
+    pub body_line: u32,
     /// `async def`.
     pub is_async: bool,
     /// A generator (or, with `is_async`, an async generator).
@@ -315,6 +317,7 @@ impl PythonResolver {
                 file: file.clone(),
                 line: f.first_line,
                 def_line: f.def_line,
+                body_line: f.body_line,
                 is_async: f.is_async,
                 is_generator: f.is_generator,
                 parameters: f.parameters.clone(),
@@ -459,6 +462,20 @@ impl SymbolResolver for PythonResolver {
 
     fn warnings(&self) -> Vec<String> {
         lock(&self.state).warnings.clone()
+    }
+
+    fn body_line(&self, index: usize) -> Option<u32> {
+        self.python_function(index).map(|f| f.body_line)
+    }
+
+    fn statement_lines(&self, file: &Path) -> Option<Vec<u32>> {
+        parse_file(file).ok().map(|p| p.statement_lines.clone())
+    }
+
+    fn source_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = lock(&self.state).loaded.iter().cloned().collect();
+        files.sort();
+        files
     }
 }
 

@@ -23,6 +23,9 @@ pub(super) struct ParsedFunction {
     pub(super) first_line: u32,
     /// The line of the `def` (its name, to be exact).
     pub(super) def_line: u32,
+    /// The line of its body's first statement after the docstring: where
+    /// a breakpoint on the function stops.
+    pub(super) body_line: u32,
     /// `async def`.
     pub(super) is_async: bool,
     /// Contains `yield` / `yield from` in its own scope.
@@ -40,6 +43,10 @@ pub(super) struct ParsedFile {
     pub(super) functions: Vec<ParsedFunction>,
     /// The first syntax error (`line N: message`) and how many there were.
     pub(super) syntax_error: Option<(String, usize)>,
+    /// Lines where a statement (or an `except` clause, a decorator, a
+    /// `def`'s own line) starts, sorted: the lines a breakpoint can be on.
+    /// A function's docstring is left out (CPython compiles no code for it).
+    pub(super) statement_lines: Vec<u32>,
 }
 
 /// Parses `source`. With syntax errors the parser recovers what it can:
@@ -53,8 +60,12 @@ pub(super) fn parse_source(source: &str) -> ParsedFile {
         scopes: Vec::new(),
         errors: &errors,
         out: Vec::new(),
+        statements: Vec::new(),
     };
     collector.visit_body(&parsed.syntax().body);
+    let mut statement_lines = std::mem::take(&mut collector.statements);
+    statement_lines.sort_unstable();
+    statement_lines.dedup();
     let syntax_error = parsed.errors().first().map(|e| {
         (
             format!("line {}: {}", lines.line(e.location.start()), e.error),
@@ -64,6 +75,7 @@ pub(super) fn parse_source(source: &str) -> ParsedFile {
     ParsedFile {
         functions: collector.out,
         syntax_error,
+        statement_lines,
     }
 }
 
@@ -177,6 +189,15 @@ struct Collector<'a> {
     scopes: Vec<Scope>,
     errors: &'a [TextSize],
     out: Vec<ParsedFunction>,
+    statements: Vec<u32>,
+}
+
+/// A function body's docstring: its first statement, a string literal.
+fn docstring(body: &[Stmt]) -> Option<&Stmt> {
+    match body.first() {
+        Some(s @ Stmt::Expr(e)) if e.value.is_string_literal_expr() => Some(s),
+        _ => None,
+    }
 }
 
 impl Collector<'_> {
@@ -221,10 +242,18 @@ impl Collector<'_> {
             for s in &f.body {
                 finder.visit_stmt(s);
             }
+            let doc = docstring(&f.body);
+            let body_start = f
+                .body
+                .iter()
+                .find(|s| doc.is_none_or(|d| !std::ptr::eq(*s, d)))
+                .or(f.body.first())
+                .map_or(f.name.start(), |s| s.start());
             self.out.push(ParsedFunction {
                 qualname: qualname.clone(),
                 first_line: self.lines.line(first),
                 def_line: self.lines.line(f.name.start()),
+                body_line: self.lines.line(body_start),
                 is_async: f.is_async,
                 is_generator: finder.0,
                 parameters: parameter_names(&f.parameters, self.private()),
@@ -237,7 +266,14 @@ impl Collector<'_> {
             globals: globals_of(&f.body, private.as_deref()),
             private,
         });
-        self.visit_body(&f.body);
+        self.statements.push(self.lines.line(f.name.start()));
+        for d in &f.decorator_list {
+            self.statements.push(self.lines.line(d.expression.start()));
+        }
+        match docstring(&f.body) {
+            Some(_) if f.body.len() > 1 => self.visit_body(&f.body[1..]),
+            _ => self.visit_body(&f.body),
+        }
         self.scopes.pop();
     }
 
@@ -257,11 +293,25 @@ impl Collector<'_> {
 
 impl<'a> StatementVisitor<'a> for Collector<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if !matches!(stmt, Stmt::FunctionDef(_)) {
+            self.statements.push(self.lines.line(stmt.start()));
+        }
+        if let Stmt::ClassDef(c) = stmt {
+            for d in &c.decorator_list {
+                self.statements.push(self.lines.line(d.expression.start()));
+            }
+            self.statements.push(self.lines.line(c.name.start()));
+        }
         match stmt {
             Stmt::FunctionDef(f) => self.function(f),
             Stmt::ClassDef(c) => self.class(c),
             _ => statement_visitor::walk_stmt(self, stmt),
         }
+    }
+
+    fn visit_except_handler(&mut self, handler: &'a ast::ExceptHandler) {
+        self.statements.push(self.lines.line(handler.start()));
+        statement_visitor::walk_except_handler(self, handler);
     }
 }
 
@@ -424,6 +474,23 @@ def declares():
         assert_eq!(got[0].2, ["self", "_C__x", "_C__k", "_C__kw"]);
         assert_eq!(mangle(Some("__"), "__x"), "__x");
         assert_eq!(mangle(Some("C"), "__init__"), "__init__");
+    }
+
+    #[test]
+    fn breakpoint_lines_are_statement_starts_without_docstrings() {
+        let src = "import os\n\n@deco\ndef f(a,\n      b):\n    \"\"\"Doc.\"\"\"\n    # note\n    x = (a +\n         b)\n    try:\n        pass\n    except OSError:\n        raise\n    return x\ndef one(): return 1\nclass C:\n    \"\"\"Class doc.\"\"\"\n    y = 2\n";
+        let p = parse_source(src);
+        assert_eq!(
+            p.statement_lines,
+            [1, 3, 4, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18],
+            "{src}"
+        );
+        let body: Vec<(&str, u32)> = p
+            .functions
+            .iter()
+            .map(|f| (f.qualname.as_str(), f.body_line))
+            .collect();
+        assert_eq!(body, [("f", 8), ("one", 15)]);
     }
 
     #[test]

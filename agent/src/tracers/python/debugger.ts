@@ -1,0 +1,204 @@
+// Python breakpoints and logpoints as the daemon sets them: conditions and
+// message expressions compiled by the interpreter (a syntax error is the
+// answer for that breakpoint), and the table the C side (debug_c.ts) reads,
+// published whole so a Python thread reads an old or a new table, never a
+// torn one. Old tables and compiled code are never freed: a thread may
+// still be reading them.
+import { PyBreakpointSpec } from "../../protocol.js";
+import { BP_ENTRY } from "./debug_c.js";
+import type { PyRuntime } from "./index.js";
+import { CFG, LAYOUT } from "./offsets.js";
+import { breakpointIds, pausedThreads } from "./pause.js";
+
+interface Installed {
+    spec: PyBreakpointSpec;
+    index: number;
+    file: NativePointer;
+    qualname: NativePointer;
+    condition: NativePointer;
+    parts: NativePointer;
+    nparts: number;
+}
+
+const installed = new Map<string, Installed>();
+const retired: NativePointer[] = [];
+let nextIndex = 0;
+/** The table the C side reads now (null: none yet). */
+let table: NativePointer | null = null;
+
+/** Py_eval_input. */
+const EVAL_INPUT = 258;
+
+interface Gil {
+    compile(source: string, name: string): NativePointer;
+    str(s: string): NativePointer;
+    lastError(): string;
+}
+
+/** Runs `work` holding the GIL (taken from this, the agent's, thread). */
+function withGil<T>(r: PyRuntime, work: (gil: Gil) => T): T {
+    const fn = (name: string, ret: NativeFunctionReturnType, args: NativeFunctionArgumentType[]) =>
+        new NativeFunction(r.py.fn(name), ret, args) as unknown as (...a: unknown[]) => unknown;
+    const ensure = fn("PyGILState_Ensure", "int", []);
+    const release = fn("PyGILState_Release", "void", ["int"]);
+    const compile = fn("Py_CompileStringExFlags", "pointer", ["pointer", "pointer", "int", "pointer", "int"]);
+    const fromString = fn("PyUnicode_FromString", "pointer", ["pointer"]);
+    const fetch = fn("PyErr_Fetch", "void", ["pointer", "pointer", "pointer"]);
+    const normalize = fn("PyErr_NormalizeException", "void", ["pointer", "pointer", "pointer"]);
+    const strOf = fn("PyObject_Str", "pointer", ["pointer"]);
+    const utf8 = fn("PyUnicode_AsUTF8", "pointer", ["pointer"]);
+    const clear = fn("PyErr_Clear", "void", []);
+    const gil: Gil = {
+        compile(source, name) {
+            return compile(Memory.allocUtf8String(source), Memory.allocUtf8String(name), EVAL_INPUT, NULL, -1) as NativePointer;
+        },
+        str(s) {
+            return fromString(Memory.allocUtf8String(s)) as NativePointer;
+        },
+        lastError() {
+            const slots = Memory.alloc(24);
+            fetch(slots, slots.add(8), slots.add(16));
+            normalize(slots, slots.add(8), slots.add(16));
+            const value = slots.add(8).readPointer();
+            let message = "it does not compile";
+            if (!value.isNull()) {
+                const s = strOf(value) as NativePointer;
+                const p = s.isNull() ? NULL : utf8(s) as NativePointer;
+                if (!p.isNull()) message = p.readUtf8String() ?? message;
+                const type = slots.readPointer();
+                const name = type.isNull() ? null : type.add(r.py.layout[LAYOUT.typeName]).readPointer().readCString();
+                if (name !== null) message = `${name}: ${message}`;
+            }
+            clear();
+            return message;
+        },
+    };
+    const state = ensure();
+    try {
+        return work(gil);
+    } finally {
+        release(state);
+    }
+}
+
+/** A logpoint message: literal text and `{expression}` parts. */
+function messageParts(message: string): Array<{ text: string } | { expr: string }> {
+    const out: Array<{ text: string } | { expr: string }> = [];
+    const re = /\{([^{}]+)\}/g;
+    let last = 0;
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(message)) !== null) {
+        if (m.index > last) out.push({ text: message.slice(last, m.index) });
+        out.push({ expr: m[1] });
+        last = m.index + m[0].length;
+    }
+    if (last < message.length) out.push({ text: message.slice(last) });
+    return out;
+}
+
+function compileOne(gil: Gil, spec: PyBreakpointSpec): Installed {
+    const compileExpr = (source: string, what: string) => {
+        const code = gil.compile(source, `<${what}>`);
+        if (code.isNull()) throw new Error(`the ${what} ${JSON.stringify(source)} does not compile: ${gil.lastError()}`);
+        return code;
+    };
+    const condition = spec.condition !== undefined ? compileExpr(spec.condition, "condition") : NULL;
+    const parts: NativePointer[] = [];
+    for (const p of spec.message !== undefined ? messageParts(spec.message) : []) {
+        const o = "expr" in p ? compileExpr(p.expr, "message expression") : gil.str(p.text);
+        if (o.isNull()) throw new Error(`the message could not be stored: ${gil.lastError()}`);
+        parts.push(o);
+    }
+    const array = Memory.alloc(Math.max(1, parts.length) * 8);
+    parts.forEach((p, i) => array.add(i * 8).writePointer(p));
+    const file = Memory.allocUtf8String(spec.file);
+    const qualname = spec.qualname === null ? NULL : Memory.allocUtf8String(spec.qualname);
+    retired.push(array, file, qualname);
+    return { spec, index: nextIndex++, file, qualname, condition, parts: array, nparts: parts.length };
+}
+
+/** Writes the table (a count, then one BpEntry per breakpoint; hits carried
+ *  over from the table it replaces) and makes cached classifications stale. */
+function publish(r: PyRuntime): void {
+    const old = new Map<number, UInt64>();
+    if (table !== null) {
+        const n = table.readU64().toNumber();
+        for (let i = 0; i < n; i++) {
+            const e = table.add(8 + i * BP_ENTRY);
+            old.set(e.add(28).readS32(), e.add(32).readU64());
+        }
+    }
+    const all = [...installed.values()];
+    const t = Memory.alloc(8 + Math.max(1, all.length) * BP_ENTRY);
+    t.writeU64(all.length);
+    all.forEach((b, i) => {
+        const e = t.add(8 + i * BP_ENTRY);
+        e.writePointer(b.file);
+        e.add(8).writePointer(b.qualname);
+        e.add(16).writeU32(b.spec.line);
+        e.add(20).writeU32(b.spec.message !== undefined ? 1 : 0);
+        e.add(24).writeU32(b.spec.hitCount ?? 0);
+        e.add(28).writeS32(b.index);
+        e.add(32).writeU64(old.get(b.index) ?? 0);
+        e.add(40).writePointer(b.condition);
+        e.add(48).writePointer(b.parts);
+        e.add(56).writeU64(b.nparts);
+    });
+    retired.push(t);
+    table = t;
+    const word = (i: number) => r.cfg.add(i * 8);
+    word(CFG.bpTable).writePointer(t);
+    word(CFG.bpCount).writeU64(all.length);
+    word(CFG.enabled).writeU64(1);
+    word(CFG.generation).writeU64(word(CFG.generation).readU64().add(1));
+}
+
+/** Whether a thread is paused or stepping: its frames keep their tracing
+ *  (and the eval stub stays) even with no breakpoint left. */
+function busy(r: PyRuntime): boolean {
+    return pausedThreads.size > 0 || !r.cfg.add(CFG.stepping * 8).readU64().equals(0);
+}
+
+/** Sets and removes breakpoints; returns what went in and what failed
+ *  (with why), and whether the debugger still needs the eval stub. */
+export function updatePythonBreakpoints(r: PyRuntime, set: PyBreakpointSpec[], remove: string[]):
+    { installed: string[]; failed: Array<[string, string]>; count: number } {
+    const ok: string[] = [];
+    const failed: Array<[string, string]> = [];
+    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
+        return { installed: [], failed: set.map(s => [s.id, "the interpreter has not started yet; set it again once the program runs"]), count: installed.size };
+    }
+    withGil(r, gil => {
+        for (const id of remove) {
+            const b = installed.get(id);
+            if (b === undefined) continue;
+            installed.delete(id);
+            breakpointIds.delete(b.index);
+        }
+        for (const spec of set) {
+            try {
+                const b = compileOne(gil, spec);
+                installed.set(spec.id, b);
+                breakpointIds.set(b.index, spec.id);
+                ok.push(spec.id);
+            } catch (e) {
+                failed.push([spec.id, (e as Error).message]);
+            }
+        }
+        publish(r);
+        const call = (name: string) => new NativeFunction(r.module[name], "void", [])();
+        if (installed.size > 0) call("py_arm_running");
+        else if (!busy(r)) call("py_disarm");
+    });
+    return { installed: ok, failed, count: installed.size + (busy(r) ? 1 : 0) };
+}
+
+/** Detach: no breakpoint, no trace function left on any thread. */
+export function stopDebugging(r: PyRuntime): void {
+    if (installed.size === 0 && table === null) return;
+    installed.clear();
+    breakpointIds.clear();
+    r.cfg.add(CFG.bpCount * 8).writeU64(0);
+    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) return;
+    withGil(r, () => new NativeFunction(r.module.py_disarm, "void", [])());
+}

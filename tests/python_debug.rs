@@ -1,0 +1,205 @@
+//! Python breakpoints, logpoints and stepping end to end, through MCP on
+//! real CPython 3.11 under Frida: line and function breakpoints with
+//! Python conditions and hit counts, a line without code moved to the next
+//! one, a condition that does not compile, the paused frame's typed locals
+//! and Python backtrace, one thread paused while another runs on (its
+//! logpoint keeps firing), and step over / into / out.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use support::{Client, Env};
+
+fn debugee() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/python/debugee")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The line of `stepper.py` holding `@marker`.
+fn line_of(marker: &str) -> u64 {
+    let src = include_str!("fixtures/python/debugee/stepper.py");
+    let tag = format!("@{marker}");
+    src.lines()
+        .position(|l| l.ends_with(&tag))
+        .unwrap_or_else(|| panic!("no marker {marker}")) as u64
+        + 1
+}
+
+async fn wait_paused(c: &Client, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = c.status(id).await;
+        if let Some(p) = s["pausedThreads"].as_array().and_then(|a| a.first()) {
+            return p.clone();
+        }
+        assert!(Instant::now() < deadline, "no paused thread: {s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn step(c: &Client, id: &str, action: &str) -> Value {
+    let v = c
+        .ok("debug_continue", json!({"sessionId": id, "action": action}))
+        .await;
+    assert_eq!(v["status"], "paused", "{action}: {v}");
+    v
+}
+
+fn local<'a>(p: &'a Value, name: &str) -> &'a Value {
+    p["locals"]
+        .as_array()
+        .and_then(|l| l.iter().find(|v| v["name"] == name))
+        .unwrap_or_else(|| panic!("no local {name}: {p}"))
+}
+
+async fn logpoints(c: &Client, id: &str) -> Vec<Value> {
+    c.events(id, Some("logpoint")).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop");
+    let script = debugee().join("stepper.py");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "python3", "args": [script, stop], "projectRoot": debugee()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // Running: the loop printed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c.stdout_lines(&id).await.is_empty() {
+        assert!(Instant::now() < deadline, "the program never printed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A condition that does not compile: the compiler's message, nothing set.
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "stepper.py", "line": line_of("compute-body"),
+                   "condition": "x >"}]}),
+        )
+        .await;
+    assert!(e.is_error, "{}", e.text);
+    assert!(
+        e.error_text().contains("does not compile") && e.error_text().contains("SyntaxError"),
+        "{}",
+        e.error_text()
+    );
+
+    // A logpoint on the ticker thread, and a conditional breakpoint on a
+    // comment line (moved to the next line with code).
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [
+                {"file": "stepper.py", "line": line_of("tick"), "message": "tick {ticks}"},
+                {"file": "stepper.py", "line": line_of("compute-comment"), "condition": "x % 3 == 0"}]}),
+        )
+        .await;
+    let bps = v["breakpoints"].as_array().unwrap();
+    let lp = bps.iter().find(|b| b["kind"] == "logpoint").unwrap();
+    let bp = bps.iter().find(|b| b["kind"] == "breakpoint").unwrap();
+    assert_eq!(bp["line"], line_of("compute-body"), "{v}");
+    assert!(
+        bp["note"].as_str().unwrap_or("").contains("moved to line"),
+        "{v}"
+    );
+    assert_eq!(bp["function"], "stepper.compute", "{v}");
+    let bp_id = bp["id"].as_str().unwrap().to_string();
+
+    let p = wait_paused(&c, &id).await;
+    assert_eq!(p["breakpointId"], bp_id.as_str(), "{p}");
+    assert_eq!(p["function"], "stepper.compute", "{p}");
+    assert_eq!(p["line"], line_of("compute-body"), "{p}");
+    let x = local(&p, "x");
+    assert_eq!(x["type"], "int", "{p}");
+    assert_eq!(
+        x["value"].as_i64().unwrap() % 3,
+        0,
+        "the condition held: {p}"
+    );
+    let frames: Vec<&str> = p["backtrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    assert_eq!(&frames[..3], ["compute", "main", "<module>"], "{p}");
+
+    // Only the main thread is paused: the ticker's logpoint keeps firing.
+    let before = logpoints(&c, &id).await.len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while logpoints(&c, &id).await.len() < before + 5 {
+        assert!(Instant::now() < deadline, "the ticker thread stopped too");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let s = c.status(&id).await;
+    assert_eq!(
+        s["pausedThreads"].as_array().unwrap().len(),
+        1,
+        "only the main thread: {s}"
+    );
+    let msg = logpoints(&c, &id).await[0].to_string();
+    assert!(
+        msg.contains("tick "),
+        "the message with ticks' value: {msg}"
+    );
+
+    // Stepping: over, into the callee, out to the caller's next line, and
+    // over the return into main.
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": [bp_id, lp["id"]]}),
+    )
+    .await;
+    let v = step(&c, &id, "step-over").await;
+    assert_eq!(v["line"], line_of("compute-call"), "{v}");
+    assert_eq!(
+        local(&v, "doubled")["value"],
+        x["value"].as_i64().unwrap() * 2
+    );
+    let v = step(&c, &id, "step-into").await;
+    assert_eq!(v["function"], "stepper.square", "{v}");
+    assert_eq!(v["line"], line_of("square-body"), "{v}");
+    let v = step(&c, &id, "step-out").await;
+    assert_eq!(v["function"], "stepper.compute", "{v}");
+    assert_eq!(v["line"], line_of("compute-return"), "{v}");
+    let v = step(&c, &id, "step-over").await;
+    assert_eq!(v["function"], "stepper.main", "{v}");
+    assert_eq!(v["line"], line_of("main-print"), "{v}");
+
+    // A function breakpoint with a hit count: the body's first line, from
+    // its second hit on.
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"function": "stepper.square", "hitCount": 2}]}),
+        )
+        .await;
+    assert_eq!(v["breakpoints"][0]["line"], line_of("square-body"), "{v}");
+    let p = wait_paused(&c, &id).await;
+    assert_eq!(p["function"], "stepper.square", "{p}");
+    assert_eq!(p["line"], line_of("square-body"), "{p}");
+    let s = c.status(&id).await;
+    assert_eq!(s["breakpoints"][0]["hits"], 2, "{s}");
+
+    // Removed and resumed, the program finishes normally.
+    let bp = v["breakpoints"][0]["id"].clone();
+    c.ok("debug_breakpoint", json!({"sessionId": id, "remove": [bp]}))
+        .await;
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    std::fs::write(&stop, "").unwrap();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+}
