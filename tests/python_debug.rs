@@ -155,6 +155,40 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
         "the message with ticks' value: {msg}"
     );
 
+    // Memory: the paused frame's locals, module globals by dotted name
+    // (the script's own module is __main__), and a global set.
+    let r = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "x"}, {"variable": "stepper.ticks"},
+                   {"variable": "os.sep"}, {"variable": "stepper.nope"}]}),
+        )
+        .await;
+    let r = r["results"].as_array().unwrap();
+    assert_eq!(r[0]["value"], x["value"], "{r:?}");
+    assert_eq!(r[0]["local"], true, "{r:?}");
+    assert_eq!(r[1]["type"], "int", "{r:?}");
+    assert_eq!(r[2]["value"], "/", "{r:?}");
+    assert!(
+        r[3]["error"].as_str().unwrap().contains("not a name"),
+        "{r:?}"
+    );
+    let w = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"variable": "stepper.ticks", "value": 100000}]}),
+        )
+        .await;
+    assert_eq!(w["results"][0]["newValue"], 100000, "{w}");
+    assert!(w["results"][0]["previousValue"].is_i64(), "{w}");
+    let e = c
+        .reply(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"variable": "x", "value": 1}]}),
+        )
+        .await;
+    assert!(e.error_text().contains("read-only"), "{}", e.error_text());
+
     // Stepping: over, into the callee, out to the caller's next line, and
     // over the return into main.
     c.ok(
@@ -193,6 +227,15 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
     assert_eq!(p["line"], line_of("square-body"), "{p}");
     let s = c.status(&id).await;
     assert_eq!(s["breakpoints"][0]["hits"], 2, "{s}");
+
+    // The ticker went on from the value written.
+    let r = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "stepper.ticks"}]}),
+        )
+        .await;
+    assert!(r["results"][0]["value"].as_i64().unwrap() > 100000, "{r}");
 
     // Removed and resumed, the program finishes normally.
     let bp = v["breakpoints"][0]["id"].clone();

@@ -7,7 +7,7 @@ import { closeFds, ownOutput } from "./output.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
 import { crashContext, detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
-import { pythonBreakpoints } from "./tracers/python/index.js";
+import { pythonBreakpoints, pythonMemory } from "./tracers/python/index.js";
 
 type Answer = Extract<AgentMessage, { error: string | null }>;
 
@@ -34,6 +34,7 @@ function listen(): void {
                 case "exprs": tracerFor(msg.tracer).sync(msg); break;
                 case "breakpoints": updateBreakpoints(msg); break;
                 case "python-breakpoints": pythonBreakpoints(msg); break;
+                case "python-memory": pythonMemory(msg); break;
                 case "module-base": {
                     const path = msg.path;
                     const m = Process.enumerateModules().find(x => x.path === path)

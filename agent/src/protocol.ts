@@ -128,6 +128,8 @@ export type AgentMessage =
      *  end: the payload (`what` 6) holds its frames and locals. */
     | { type: "python_paused"; tid: number; pid: number; ts: string; reason: "breakpoint" | "step";
         breakpoint: string | null; hits: number; payload: number[] }
+    /** Per python-memory target: [payload (`what` 7), previous payload, error]. */
+    | { type: "python_memory"; id: number; results: Array<[number[] | null, number[] | null, string | null]> }
     /** An exception nothing caught: the Python tracer's payload (`what` 3). */
     | { type: "python_uncaught"; tid: number; payload: number[] };
 
@@ -164,6 +166,8 @@ export type DaemonMessage =
     | { type: "breakpoints"; id: number; set?: BreakpointSpec[]; remove: string[] }
     /** Answered with breakpoints_updated, like `breakpoints`. */
     | { type: "python-breakpoints"; id: number; set: PyBreakpointSpec[]; remove: string[] }
+    /** [dotted name, depth, write, value]: module globals read or set. */
+    | { type: "python-memory"; id: number; targets: Array<[string, number, boolean, unknown]> }
     | { type: "module-base"; id: number; path: string }
     | { type: "trace-ack"; tracer?: string }
     | { type: "own-output"; id: number; fds: number[] }

@@ -319,6 +319,33 @@ export const agentMessages = [
         ]
     },
     {
+        "type": "python_memory",
+        "id": 14,
+        "results": [
+            [
+                [
+                    255,
+                    255,
+                    0,
+                    0,
+                    10,
+                    0,
+                    0,
+                    0,
+                    1,
+                    7
+                ],
+                null,
+                null
+            ],
+            [
+                null,
+                null,
+                "no module named shop"
+            ]
+        ]
+    },
+    {
         "type": "python_paused",
         "tid": 4243,
         "pid": 4242,

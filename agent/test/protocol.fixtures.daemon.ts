@@ -310,6 +310,24 @@ export const daemonMessages = [
         ]
     },
     {
+        "type": "python-memory",
+        "id": 7,
+        "targets": [
+            [
+                "shop.STOCK",
+                2,
+                false,
+                null
+            ],
+            [
+                "shop.LIMIT",
+                1,
+                true,
+                5
+            ]
+        ]
+    },
+    {
         "type": "module-base",
         "id": 6,
         "path": "/lib/libm.so.6"

@@ -154,7 +154,7 @@ pub struct MemoryParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryTargetParam {
     /// Global/static; steps .field, ->field (≤4), [i], last [a:b]: "g->items[2].x", "main::calls"; or a
-    /// paused thread's local.
+    /// paused thread's local (Python: "module.NAME" too).
     pub variable: Option<String>,
     /// Hex, with type.
     pub address: Option<String>,
@@ -202,7 +202,7 @@ pub struct BreakpointParam {
     pub file: Option<String>,
     /// A line without code moves to the next one with code.
     pub line: Option<u32>,
-    /// JavaScript; the hit counts if truthy. Names: parameters, locals, globals (char * as strings,
+    /// JavaScript (Python in Python programs); the hit counts if truthy. Names: parameters, locals, globals (char * as strings,
     /// structs as objects: "cfg.rate > 44100"), args.
     pub condition: Option<String>,
     /// Pause from the Nth counted hit on.

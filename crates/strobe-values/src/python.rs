@@ -14,7 +14,8 @@
 //! (thread name) `name`; 5 (a function matched at run time) `name` full
 //! name, `name` file, `u32 line`; 6 (a paused thread) `u32 frames` and per
 //! frame (innermost first) `name` function, `name` file, `u32 line`, then
-//! `value` the paused frame's locals (a dict).
+//! `value` the paused frame's locals (a dict); 7 (a global read) `u8
+//! status` (0 read, 1 no module, 2 no such name), `name`, `value`.
 //!
 //! A `name` is `u16 length` + UTF-8. A `value` is a tag byte and its body:
 //! see [`Tag`]. Containers give their full size and how many items follow;
@@ -209,6 +210,23 @@ pub fn paused(payload: &[u8]) -> Option<(Vec<Value>, Vec<Value>)> {
         }
     }
     Some((frames, locals))
+}
+
+/// A global read (a `what` 7 payload): `Ok((type, value))`, or
+/// `Err((status, name))` with status 1 (no module of that name is loaded)
+/// or 2 (no such name; `name` is where the lookup stopped).
+#[allow(clippy::type_complexity)]
+pub fn global(payload: &[u8]) -> Option<Result<(String, Value), (u8, String)>> {
+    let mut r = Reader::new(payload);
+    if r.u8()? != 7 {
+        return None;
+    }
+    let status = r.u8()?;
+    let name = r.name()?;
+    if status != 0 {
+        return Some(Err((status, name)));
+    }
+    Some(Ok(r.typed()))
 }
 
 /// The exception type and message of an exit payload that raised.
@@ -527,6 +545,19 @@ mod tests {
             ]
         );
         assert!(paused(&W::new(4).name("t").done()).is_none());
+    }
+
+    #[test]
+    fn a_global_read_decodes_its_value_or_why_not() {
+        let ok = W::new(7)
+            .u8(0)
+            .name("shop.LIMIT")
+            .u8(Tag::Int as u8)
+            .u64(5)
+            .done();
+        assert_eq!(global(&ok), Some(Ok(("int".to_string(), json!(5)))));
+        let missing = W::new(7).u8(2).name("NOPE").u8(Tag::None as u8).done();
+        assert_eq!(global(&missing), Some(Err((2, "NOPE".to_string()))));
     }
 
     #[test]

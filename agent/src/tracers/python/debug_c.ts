@@ -47,7 +47,8 @@ extern void Py_IncRef(PyObject *);
 extern void *PyInterpreterState_Main(void);
 extern void *PyInterpreterState_ThreadHead(void *);
 extern void *PyThreadState_Next(void *);
-extern char PyCode_Type;
+extern char PyCode_Type, PyModule_Type;
+extern int PyDict_SetItemString(PyObject *, const char *, PyObject *);
 extern void js_paused(guint32 tid, guint32 reason, gint32 bp, guint64 hits, const guint8 *payload, guint32 len);
 extern guint32 js_wait(guint32 tid);
 extern void js_log(gint32 bp, guint32 tid, const char *message, guint32 len);
@@ -388,6 +389,86 @@ void py_arm_running(void) {
             }
         }
     }
+}
+
+/* A module global by dotted name: the longest prefix sys.modules has,
+   then each name in the module's dict, a dict's keys or an instance's
+   attributes where object() reads them; never a getattr, so no property
+   or __getattr__ runs. Sets *value (borrowed), *holder (the dict it is in,
+   NULL for an instance's managed values) and *part (where it failed, or
+   the last name). Returns 0, 1 (no module) or 2 (no such name). */
+static int lookup_global(const char *dotted, char *buf, gsize cap, PyObject **value, PyObject **holder, const char **part) {
+    gsize n = strlen_(dotted);
+    if (n + 1 > cap) n = cap - 1;
+    for (gsize i = 0; i < n; i++) buf[i] = dotted[i];
+    buf[n] = 0;
+    PyObject *mods = PyImport_GetModuleDict();
+    PyObject *cur = NULL;
+    gsize end = n;
+    for (;;) {
+        char saved = buf[end];
+        buf[end] = 0;
+        cur = PyDict_GetItemString(mods, buf);
+        buf[end] = saved;
+        if (cur != NULL) break;
+        while (end > 0 && buf[end - 1] != '.') end--;
+        if (end == 0) { *part = dotted; return 1; }
+        end--;
+    }
+    *holder = NULL;
+    *part = dotted;
+    *value = cur;
+    char *seg = buf + end;
+    while (*seg == '.') {
+        *seg = 0;
+        seg++;
+        char *next = seg;
+        while (*next && *next != '.') next++;
+        char saved = *next;
+        *next = 0;
+        *part = dotted + (seg - buf);
+        PyObject *d = NULL, **vals = NULL;
+        if (TFLAGS(TYPE(cur)) & DICT_SUB) d = cur;
+        else if (TYPE(cur) == &PyModule_Type) d = PyModule_GetDict(cur);
+        else d = instance_dict(cur, &vals);
+        PyObject *v = d != NULL ? PyDict_GetItemString(d, seg) : attr(cur, seg);
+        if (v == NULL) { PyErr_Clear(); *next = saved; return 2; }
+        *holder = d;
+        cur = v;
+        *next = saved;
+        seg = next;
+    }
+    *value = cur;
+    return 0;
+}
+
+/* Reads a global into a payload (what 7): u8 status (0 read, 1 no module,
+   2 no such name), name (the whole name, or where it failed), value. */
+guint32 py_read_global(const char *dotted, guint32 depth) {
+    char buf[1024];
+    PyObject *v = NULL, *holder = NULL;
+    const char *part = dotted;
+    int status = lookup_global(dotted, buf, sizeof(buf), &v, &holder, &part);
+    Buf b;
+    begin(&b, 7);
+    u8(&b, (guint8)status);
+    cname(&b, part);
+    if (status == 0) value(&b, v, (int)depth); else u8(&b, T_NONE);
+    return finish(&b);
+}
+
+/* Sets a global (or an attribute kept in a dict) to v. Returns 0, the
+   lookup's 1 or 2, or 3 when the name is not in a dict (a module itself,
+   or an instance's managed values). */
+gint32 py_set_global(const char *dotted, PyObject *v) {
+    char buf[1024];
+    PyObject *old = NULL, *holder = NULL;
+    const char *part = dotted;
+    int status = lookup_global(dotted, buf, sizeof(buf), &old, &holder, &part);
+    if (status != 0) return status;
+    if (holder == NULL) return 3;
+    if (PyDict_SetItemString(holder, part, v) != 0) { PyErr_Clear(); return 3; }
+    return 0;
 }
 
 /* Leaves no trace function behind (the last breakpoint went, or detach):

@@ -32,6 +32,9 @@ const EVAL_INPUT = 258;
 interface Gil {
     compile(source: string, name: string): NativePointer;
     str(s: string): NativePointer;
+    /** A new reference to a JSON scalar as a Python object; NULL when it is not one. */
+    scalar(v: unknown): NativePointer;
+    decref(o: NativePointer): void;
     lastError(): string;
 }
 
@@ -48,7 +51,29 @@ function withGil<T>(r: PyRuntime, work: (gil: Gil) => T): T {
     const strOf = fn("PyObject_Str", "pointer", ["pointer"]);
     const utf8 = fn("PyUnicode_AsUTF8", "pointer", ["pointer"]);
     const clear = fn("PyErr_Clear", "void", []);
+    const fromLong = fn("PyLong_FromLongLong", "pointer", ["int64"]);
+    const fromDouble = fn("PyFloat_FromDouble", "pointer", ["double"]);
+    const incref = fn("Py_IncRef", "void", ["pointer"]);
+    const decref = fn("Py_DecRef", "void", ["pointer"]);
     const gil: Gil = {
+        scalar(v) {
+            const single = (name: string) => {
+                const o = r.py.fn(name);
+                incref(o);
+                return o;
+            };
+            if (v === null) return single("_Py_NoneStruct");
+            if (v === true) return single("_Py_TrueStruct");
+            if (v === false) return single("_Py_FalseStruct");
+            if (typeof v === "number") {
+                return (Number.isSafeInteger(v) ? fromLong(int64(v)) : fromDouble(v)) as NativePointer;
+            }
+            if (typeof v === "string") return fromString(Memory.allocUtf8String(v)) as NativePointer;
+            return NULL;
+        },
+        decref(o) {
+            decref(o);
+        },
         compile(source, name) {
             return compile(Memory.allocUtf8String(source), Memory.allocUtf8String(name), EVAL_INPUT, NULL, -1) as NativePointer;
         },
@@ -191,6 +216,35 @@ export function updatePythonBreakpoints(r: PyRuntime, set: PyBreakpointSpec[], r
         else if (!busy(r)) call("py_disarm");
     });
     return { installed: ok, failed, count: installed.size + (busy(r) ? 1 : 0) };
+}
+
+/** Reads and sets module globals (py_read_global / py_set_global in
+ *  debug_c.ts): per target its payload (`what` 7), the previous one after
+ *  a write, or why not. */
+export function pythonMemory(r: PyRuntime, targets: Array<[string, number, boolean, unknown]>):
+    Array<[number[] | null, number[] | null, string | null]> {
+    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
+        return targets.map(() => [null, null, "the interpreter has not started yet"]);
+    }
+    const read = new NativeFunction(r.module.py_read_global, "uint32", ["pointer", "uint32"]);
+    const set = new NativeFunction(r.module.py_set_global, "int32", ["pointer", "pointer"]);
+    const scratch = r.cfg.add(CFG.scratch * 8).readPointer();
+    return withGil(r, gil => targets.map(([name, depth, write, value]) => {
+        const dotted = Memory.allocUtf8String(name);
+        const payload = () => Array.from(new Uint8Array(scratch.readByteArray(read(dotted, depth) as number)!));
+        const before = payload();
+        if (!write) return [before, null, null];
+        // Status byte after the 10-byte header: the name must exist first.
+        if (before[10] !== 0) return [before, null, null];
+        const o = gil.scalar(value);
+        if (o.isNull()) return [null, null, `${name} can be set to an int, float, string, boolean or null (None) only`];
+        const rc = set(dotted, o) as number;
+        gil.decref(o);
+        if (rc === 3) {
+            return [null, null, `${name} is not kept in a dict (a module, or an attribute of an object without __dict__) and cannot be set`];
+        }
+        return [payload(), before, null];
+    }));
 }
 
 /** Detach: no breakpoint, no trace function left on any thread. */

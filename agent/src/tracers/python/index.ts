@@ -18,7 +18,7 @@
 // (watchUncaught) and, for a crash report, the crashing thread's Python
 // frames (crashContext).
 import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
-import { stopDebugging, updatePythonBreakpoints } from "./debugger.js";
+import { pythonMemory as memoryOf, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
@@ -92,7 +92,8 @@ function createRuntime(py: CPython): PyRuntime {
         "PyDict_GetItem", "PyThread_get_thread_ident", "PyCode_Addr2Line",
         "PyThreadState_Get", "PyFrame_GetLineNumber", "PyFrame_GetGlobals", "PyEval_EvalCode", "PyObject_IsTrue",
         "PyObject_Str", "PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef", "PyInterpreterState_Main",
-        "PyInterpreterState_ThreadHead", "PyThreadState_Next", "PyCode_Type",
+        "PyInterpreterState_ThreadHead", "PyThreadState_Next", "PyCode_Type", "PyModule_Type",
+        "PyDict_SetItemString",
     ]) symbols[name] = py.fn(name);
     const module = new CModule(PY_CMODULE_SOURCE, symbols);
     const stub = writeEvalStub();
@@ -358,6 +359,15 @@ export function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): v
     const { installed, failed, count } = updatePythonBreakpoints(r, msg.set, msg.remove);
     syncStub(r, count);
     send_({ type: "breakpoints_updated", id: msg.id, installed, failed });
+}
+
+/** Reads and sets module globals (debugger.ts). */
+export function pythonMemory(msg: DaemonMessageOf<"python-memory">): void {
+    const py = cpython();
+    const results: Array<[number[] | null, number[] | null, string | null]> = py === null
+        ? msg.targets.map(() => [null, null, unsupported ?? "no CPython interpreter in this process"])
+        : memoryOf(pythonRuntime(py), msg.targets);
+    send_({ type: "python_memory", id: msg.id, results });
 }
 
 /** Unloading from a process that lives on: no frame calls into the C side

@@ -57,7 +57,7 @@ fn frames() -> Vec<Frame> {
 }
 
 impl Covered for AgentMessage {
-    const VARIANTS: usize = 25;
+    const VARIANTS: usize = 26;
 
     fn variant(&self) -> usize {
         match self {
@@ -86,6 +86,7 @@ impl Covered for AgentMessage {
             AgentMessage::StepFailed(_) => 22,
             AgentMessage::PythonUncaught(_) => 23,
             AgentMessage::PythonPaused(_) => 24,
+            AgentMessage::PythonMemory(_) => 25,
         }
     }
 
@@ -242,6 +243,13 @@ impl Covered for AgentMessage {
                 tid: 4243,
                 payload: vec![0xff, 0xff, 0, 0, 12, 0, 0, 0, 1, 3, 0, 0],
             }),
+            M::PythonMemory(PythonMemory {
+                id: 14,
+                results: vec![
+                    (Some(vec![0xff, 0xff, 0, 0, 10, 0, 0, 0, 1, 7]), None, None),
+                    (None, None, Some("no module named shop".into())),
+                ],
+            }),
             M::PythonPaused(PythonPaused {
                 tid: 4243,
                 pid: 4242,
@@ -260,7 +268,7 @@ impl Covered for AgentMessage {
 }
 
 impl Covered for DaemonMessage {
-    const VARIANTS: usize = 20;
+    const VARIANTS: usize = 21;
 
     fn variant(&self) -> usize {
         use DaemonMessage as D;
@@ -296,6 +304,7 @@ impl Covered for DaemonMessage {
             }) => 16,
             D::Callee(_) => 17,
             D::PythonBreakpoints(_) => 18,
+            D::PythonMemory(_) => 20,
             D::Resume(Resume {
                 order: ResumeOrder::PyStep { .. },
                 ..
@@ -455,6 +464,13 @@ impl Covered for DaemonMessage {
                     },
                 ],
                 remove: vec!["bp-1@0".into()],
+            }),
+            D::PythonMemory(PyMemoryRequest {
+                id: 7,
+                targets: vec![
+                    ("shop.STOCK".into(), 2, false, serde_json::Value::Null),
+                    ("shop.LIMIT".into(), 1, true, serde_json::json!(5)),
+                ],
             }),
             D::ModuleBase {
                 id: 6,

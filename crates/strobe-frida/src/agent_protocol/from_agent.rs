@@ -92,6 +92,9 @@ pub enum AgentMessage {
     /// [`super::DaemonMessage::Resume`].
     #[serde(rename = "python_paused")]
     PythonPaused(PythonPaused),
+    /// Answer to [`super::DaemonMessage::PythonMemory`].
+    #[serde(rename = "python_memory")]
+    PythonMemory(PythonMemory),
 }
 
 /// `agent_loaded`.
@@ -433,6 +436,19 @@ pub struct StepFailed {
     pub failed: Vec<String>,
 }
 
+/// `python_memory`: per target, the value read (after a write: the new
+/// one, with the previous one) as a Python payload (`what` 7), or why not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PythonMemory {
+    /// Request id.
+    pub id: u64,
+    /// One per target.
+    pub results: Vec<PyMemoryResult>,
+}
+
+/// `[payload, previous payload (after a write), error]`.
+pub type PyMemoryResult = (Option<Vec<u8>>, Option<Vec<u8>>, Option<String>);
+
 /// `python_paused`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PythonPaused {
@@ -496,6 +512,7 @@ impl AgentMessage {
             AgentMessage::StepFailed(_) => "step_failed",
             AgentMessage::PythonUncaught(_) => "python_uncaught",
             AgentMessage::PythonPaused(_) => "python_paused",
+            AgentMessage::PythonMemory(_) => "python_memory",
         }
     }
 
@@ -513,6 +530,7 @@ impl AgentMessage {
             AgentMessage::FdsClosed(m) => m.id,
             AgentMessage::HooksUpdated(m) => m.id,
             AgentMessage::BreakpointsUpdated(m) => m.id,
+            AgentMessage::PythonMemory(m) => m.id,
             AgentMessage::AgentLoaded(_)
             | AgentMessage::Exit(_)
             | AgentMessage::Crash(_)
@@ -560,4 +578,5 @@ answers!(
     FdsClosed(FdsClosed),
     HooksUpdated(HooksUpdated),
     BreakpointsUpdated(BreakpointsUpdated),
+    PythonMemory(PythonMemory),
 );

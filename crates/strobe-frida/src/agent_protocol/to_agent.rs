@@ -48,6 +48,9 @@ pub enum DaemonMessage {
     /// Set and remove Python breakpoints; answered by `breakpoints_updated`.
     #[serde(rename = "python-breakpoints")]
     PythonBreakpoints(PyBreakpointsRequest),
+    /// Read or write Python module globals; answered by `python_memory`.
+    #[serde(rename = "python-memory")]
+    PythonMemory(PyMemoryRequest),
     /// Where an image is loaded; answered by `module_base`.
     #[serde(rename = "module-base")]
     ModuleBase {
@@ -108,6 +111,17 @@ pub enum DaemonMessage {
     /// Where a callee's body starts, for a step into (`type` is `callee-<tid>`).
     #[serde(untagged)]
     Callee(Callee),
+}
+
+/// `python-memory`: per target a dotted name (`module.NAME`, then
+/// attributes) read to `depth`, or when `write` set to `value` (a JSON
+/// scalar: int, float, string, bool or null for None).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PyMemoryRequest {
+    /// Request id.
+    pub id: u64,
+    /// `[dotted name, depth, write, value]`.
+    pub targets: Vec<(String, u32, bool, serde_json::Value)>,
 }
 
 /// `python-breakpoints`.
@@ -491,6 +505,7 @@ impl DaemonMessage {
             DaemonMessage::Exprs { .. } => "exprs",
             DaemonMessage::Breakpoints(_) => "breakpoints",
             DaemonMessage::PythonBreakpoints(_) => "python-breakpoints",
+            DaemonMessage::PythonMemory(_) => "python-memory",
             DaemonMessage::ModuleBase { .. } => "module-base",
             DaemonMessage::TraceAck { .. } => "trace-ack",
             DaemonMessage::OwnOutput { .. } => "own-output",

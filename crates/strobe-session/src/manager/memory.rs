@@ -278,6 +278,10 @@ impl SessionManager {
             )));
         }
         let live = self.memory_live(id)?;
+        if self.is_python_memory(&live, targets)? {
+            let out = self.python_memory(&live, targets, depth, thread, false)?;
+            return all_failed("read", out);
+        }
         let resolved = self.resolve_targets(&live, targets, Some(thread))?;
         let mem = Mem::open(live.pid, false)?;
         let mut out = Vec::new();
@@ -394,6 +398,10 @@ impl SessionManager {
             }
         }
         let live = self.memory_live(id)?;
+        if self.is_python_memory(&live, targets)? {
+            let out = self.python_memory(&live, targets, 1, thread, true)?;
+            return all_failed("written", out);
+        }
         let resolved = self.resolve_targets(&live, targets, Some(thread))?;
         let mem = Mem::open(live.pid, true)?;
         let mut out = Vec::new();

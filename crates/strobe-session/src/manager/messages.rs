@@ -120,7 +120,8 @@ impl SessionManager {
             | AgentMessage::OutputOwned(_)
             | AgentMessage::FdsClosed(_)
             | AgentMessage::HooksUpdated(_)
-            | AgentMessage::BreakpointsUpdated(_)) => {
+            | AgentMessage::BreakpointsUpdated(_)
+            | AgentMessage::PythonMemory(_)) => {
                 if let Some(id) = answer.reply_id()
                     && let Some(tx) = live.replies.lock().expect("replies lock").remove(&id)
                 {

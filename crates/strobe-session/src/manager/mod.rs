@@ -16,6 +16,7 @@ pub mod memory;
 mod messages;
 mod processes;
 mod python_hooks;
+mod python_memory;
 pub mod staged;
 mod status;
 mod trace_args;

@@ -1,0 +1,185 @@
+//! `debug_memory` on a Python program: names are Python's. A name that is
+//! a local of a paused Python frame is read from the pause (its typed
+//! locals came with it); anything else is a module global by dotted name
+//! (`inventory.STOCK`, `app.config.limit`), read and set by the agent's
+//! Python debugger holding the GIL (agent/src/tracers/python/debugger.ts),
+//! through dicts only: no property or `__getattr__` runs.
+
+use super::memory::MemoryTarget;
+use super::{Live, SessionManager};
+use crate::SessionError;
+use serde_json::{Value, json};
+use std::time::Duration;
+use strobe_frida::agent_protocol::{DaemonMessage, PyMemoryRequest, PythonMemory};
+use strobe_symbols::Language;
+use strobe_symbols::resolvers::python::{Program, parse_args};
+
+/// The running script's module name (`python app.py` runs `app` as
+/// `__main__`): names starting with it are looked up in `__main__`.
+fn main_module(live: &Live) -> Option<String> {
+    match parse_args(&live.program_args).0 {
+        Program::Script(p) => p.file_stem().map(|s| s.to_string_lossy().into_owned()),
+        Program::Module(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// A value inside a local's JSON by `.attr` / `[key]` steps.
+fn walk<'a>(mut v: &'a Value, path: &str) -> Option<&'a Value> {
+    for step in path
+        .split(['.', '[', ']'])
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim_matches(['"', '\'']))
+    {
+        v = match v {
+            Value::Object(m) => m.get(step)?,
+            Value::Array(a) => a.get(step.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+impl SessionManager {
+    /// Whether `targets` are Python names on a Python session: all named
+    /// (no raw addresses), on a program with a Python interpreter.
+    pub(super) fn is_python_memory(
+        &self,
+        live: &Live,
+        targets: &[MemoryTarget],
+    ) -> Result<bool, SessionError> {
+        if targets.is_empty() || targets.iter().any(|t| t.variable.is_none()) {
+            return Ok(false);
+        }
+        let mut guard = live.tracer.lock().expect("tracer lock");
+        if guard.is_none() {
+            *guard = Some(self.new_tracer(live)?);
+        }
+        Ok(guard
+            .as_ref()
+            .is_some_and(|t| t.has_language(Language::Python)))
+    }
+
+    /// Reads (`write` false) or sets Python names; per-target errors in place.
+    pub(super) fn python_memory(
+        &self,
+        live: &Live,
+        targets: &[MemoryTarget],
+        depth: u32,
+        thread: Option<u32>,
+        write: bool,
+    ) -> Result<Vec<Value>, SessionError> {
+        let paused = self
+            .paused_frame(live, thread)
+            .map_err(SessionError::validation)?
+            .filter(|p| p.locals.is_some());
+        let main = main_module(live);
+        let mut out: Vec<Option<Value>> = vec![None; targets.len()];
+        let mut asks = Vec::new();
+        for (i, t) in targets.iter().enumerate() {
+            let name = t.variable.as_deref().expect("checked by is_python_memory");
+            let head = name.split(['.', '[']).next().unwrap_or(name);
+            if let Some(p) = &paused
+                && let Some(local) = p
+                    .locals
+                    .as_ref()
+                    .and_then(|l| l.iter().find(|v| v["name"] == head))
+            {
+                out[i] = Some(if write {
+                    json!({"target": name, "error": "a paused Python frame's locals are read-only here; set module globals (module.NAME) instead"})
+                } else {
+                    match walk(&local["value"], &name[head.len()..]) {
+                        Some(v) => {
+                            json!({"target": name, "type": if name == head { local["type"].clone() } else { Value::Null },
+                                          "value": v, "local": true, "threadId": p.thread_id})
+                        }
+                        None => json!({"target": name, "error": format!(
+                            "{name} is not in the pause's copy of {head} (it keeps {depth} levels; read {head} to see what it holds)",
+                            depth = 3)}),
+                    }
+                });
+                continue;
+            }
+            // The script's own module runs as __main__.
+            let dotted = match &main {
+                Some(m) if name == m || name.starts_with(&format!("{m}.")) => {
+                    format!("__main__{}", &name[m.len()..])
+                }
+                _ => name.to_string(),
+            };
+            let value = t.value.clone().unwrap_or(Value::Null);
+            if write
+                && !matches!(
+                    value,
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)
+                )
+            {
+                out[i] = Some(
+                    json!({"target": name, "error": "a Python global can be set to an int, float, string, boolean or null (None)"}),
+                );
+                continue;
+            }
+            asks.push((i, (dotted, depth, write, value)));
+        }
+        if !asks.is_empty() {
+            let answer: PythonMemory = self.agent_request(
+                live,
+                |id| {
+                    DaemonMessage::PythonMemory(PyMemoryRequest {
+                        id,
+                        targets: asks.iter().map(|(_, t)| t.clone()).collect(),
+                    })
+                },
+                Duration::from_secs(10),
+            )?;
+            for ((i, _), (now, before, error)) in asks.iter().zip(answer.results) {
+                let name = targets[*i].variable.as_deref().unwrap_or("?");
+                out[*i] = Some(render(name, now.as_deref(), before.as_deref(), error));
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|| json!({"error": "no answer"})))
+            .collect())
+    }
+}
+
+/// One answer of the agent as a result entry.
+fn render(name: &str, now: Option<&[u8]>, before: Option<&[u8]>, error: Option<String>) -> Value {
+    if let Some(e) = error {
+        return json!({"target": name, "error": e});
+    }
+    let decoded = now.and_then(strobe_values::python::global);
+    match decoded {
+        Some(Ok((ty, value))) => {
+            let mut v = json!({"target": name, "type": ty, "value": value});
+            if let Some(Some(Ok((_, old)))) = before.map(strobe_values::python::global) {
+                v["previousValue"] = old;
+                v["newValue"] = v["value"].take();
+                v.as_object_mut().expect("an object").remove("value");
+            }
+            v
+        }
+        Some(Err((1, _))) => json!({"target": name, "error": format!(
+            "no module of {name:?} is loaded (sys.modules has none of its prefixes); name it module.NAME, with the module as the program imports it"
+        )}),
+        Some(Err((_, part))) => json!({"target": name, "error": format!(
+            "{part:?} is not a name there (looked up in module and instance dicts, no getattr)"
+        )}),
+        None => json!({"target": name, "error": "unreadable answer from the agent"}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_walk_objects_and_lists() {
+        let v = json!({"$type": "Cart", "items": [{"sku": "a"}, {"sku": "b"}], "total": 3});
+        assert_eq!(walk(&v, ".items[1].sku"), Some(&json!("b")));
+        assert_eq!(walk(&v, ".total"), Some(&json!(3)));
+        assert_eq!(walk(&v, ""), Some(&v));
+        assert_eq!(walk(&v, ".nope"), None);
+    }
+}
