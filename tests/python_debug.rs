@@ -246,3 +246,49 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop");
+    let mut target = std::process::Command::new("/usr/bin/python3.11")
+        .arg(debugee().join("stepper.py"))
+        .arg(&stop)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
+    let mut next_line = move || lines.next().expect("the target still prints").unwrap();
+    next_line();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": target.id(), "projectRoot": debugee()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // A breakpoint in the loop that is already running.
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"file": "stepper.py", "line": line_of("main-print")}]}),
+    )
+    .await;
+    let p = wait_paused(&c, &id).await;
+    assert_eq!(p["function"], "stepper.main", "{p}");
+    assert!(local(&p, "value")["value"].is_i64(), "{p}");
+    // Detached while paused: the thread is let go and nothing stays installed.
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    let printed: Vec<String> = (0..5).map(|_| next_line()).collect();
+    assert!(
+        printed.iter().all(|l| l.starts_with("compute(")),
+        "{printed:?}"
+    );
+    assert!(target.try_wait().unwrap().is_none(), "still running");
+    std::fs::write(&stop, "").unwrap();
+    let status = target.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

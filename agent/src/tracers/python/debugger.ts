@@ -252,7 +252,9 @@ export function stopDebugging(r: PyRuntime): void {
     if (installed.size === 0 && table === null) return;
     installed.clear();
     breakpointIds.clear();
+    // No new pause from here: no breakpoint, and steppers are not consulted.
     r.cfg.add(CFG.bpCount * 8).writeU64(0);
+    r.cfg.add(CFG.stepping * 8).writeU64(0);
     if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) return;
     withGil(r, () => new NativeFunction(r.module.py_disarm, "void", [])());
 }

@@ -287,6 +287,7 @@ impl SessionManager {
             life.ended
         };
         if !already_ended {
+            self.release_paused(&live);
             if let Err(e) = live
                 .bridge
                 .request("kill", json!({}), Duration::from_secs(3))

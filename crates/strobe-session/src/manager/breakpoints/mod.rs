@@ -592,6 +592,18 @@ impl SessionManager {
         }
     }
 
+    /// Lets every paused thread go on (before a stop: a detached process
+    /// must not keep threads blocked in the agent that is going away).
+    pub(in crate::manager) fn release_paused(&self, live: &Live) {
+        let paused: Vec<u32> = {
+            let mut st = live.debug.lock().expect("debug lock");
+            std::mem::take(&mut st.paused).into_keys().collect()
+        };
+        for tid in paused {
+            self.resume(live, tid, ResumeOrder::Continue);
+        }
+    }
+
     fn resume(&self, live: &Live, tid: u32, order: ResumeOrder) {
         let _ = live.post(&DaemonMessage::Resume(Resume { tid, order }));
     }
