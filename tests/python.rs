@@ -37,7 +37,8 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
             "debug_trace",
             json!({"add": ["inventory.apply_discount", "inventory.Bin.*", "inventory.countdown",
                            "inventory.Item.*", "inventory.dynamic_total", "inventory.restock",
-                           "inventory.make_pricer.<locals>.price", "inventory.fetch_price"]}),
+                           "inventory.make_pricer.<locals>.price", "inventory.fetch_price",
+                           "inventory.parse_qty"]}),
         )
         .await;
     assert_eq!(staged["mode"], "pending", "{staged}");
@@ -103,11 +104,27 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
     assert_eq!(exits[0]["returnValue"], 8.5, "{exits:?}");
     assert_eq!(exits[1]["exception"]["type"], "ValueError", "{exits:?}");
     assert_eq!(exits[2]["returnValue"], 5.0);
+    // One exception event per raise, where it was raised: the one that
+    // left apply_discount, and one int() raised inside parse_qty, which
+    // caught it (no second event for leaving the frame it was raised in).
     let raised = c.events(&id, Some("exception")).await;
-    assert_eq!(raised.len(), 1, "{raised:?}");
+    assert_eq!(raised.len(), 2, "{raised:?}");
     assert_eq!(raised[0]["exceptionType"], "ValueError");
     assert_eq!(raised[0]["message"], "discount 150% over 100");
     assert_eq!(raised[0]["function"], "inventory.apply_discount");
+    assert_eq!(raised[0]["line"], 28, "the raise statement: {raised:?}");
+    assert_eq!(raised[1]["exceptionType"], "ValueError");
+    assert_eq!(raised[1]["function"], "inventory.parse_qty");
+    assert_eq!(raised[1]["line"], 75, "int(text): {raised:?}");
+    assert!(
+        raised[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid literal for int()"),
+        "{raised:?}"
+    );
+    let parsed = c.calls_of(&id, "function_exit", "inventory.parse_qty").await;
+    assert_eq!(parsed[0]["returnValue"], 0, "caught inside: {parsed:?}");
     // Filters work on Python events like on native ones.
     let fast = c
         .query_all(

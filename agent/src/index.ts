@@ -7,7 +7,6 @@ import { closeFds, ownOutput } from "./output.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
 import { crashContext, detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
-import { pythonBreakpoints, pythonMemory } from "./tracers/python/index.js";
 
 type Answer = Extract<AgentMessage, { error: string | null }>;
 
@@ -33,8 +32,10 @@ function listen(): void {
                 case "plans": tracerFor(msg.tracer).sync(msg); break;
                 case "exprs": tracerFor(msg.tracer).sync(msg); break;
                 case "breakpoints": updateBreakpoints(msg); break;
-                case "python-breakpoints": pythonBreakpoints(msg); break;
-                case "python-memory": pythonMemory(msg); break;
+                case "python-breakpoints":
+                case "python-memory":
+                    tracerFor("python").debug?.(msg);
+                    break;
                 case "module-base": {
                     const path = msg.path;
                     const m = Process.enumerateModules().find(x => x.path === path)

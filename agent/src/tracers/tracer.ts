@@ -4,7 +4,7 @@
 // and the registry (tracers/index.ts), so a new tracer is one new module
 // implementing `Tracer` plus one line in the registry.
 //
-import { CrashContext, PyRuntimeMatch } from "../protocol.js";
+import { CrashContext, DaemonMessageOf, PyRuntimeMatch } from "../protocol.js";
 
 // Each request below names its tracer in an optional `tracer` field; the
 // daemon leaves it out for the native tracer (every request today).
@@ -54,6 +54,10 @@ export interface ExprsRequest extends TracerRequest {
 
 /** What `Tracer.sync` brings up to date. */
 export type SyncRequest = PlansRequest | ExprsRequest;
+
+/** Requests of an interpreter's debugger (Tracer.debug): its breakpoints
+ *  and its names in memory, answered like the native ones. */
+export type DebugRequest = DaemonMessageOf<"python-breakpoints"> | DaemonMessageOf<"python-memory">;
 
 /**
  * One way of recording calls. Its requests arrive in order on the agent's
@@ -122,6 +126,13 @@ export interface Tracer {
      * memory only; must not take locks the crashed thread may hold.
      */
     crashContext?(): CrashContext;
+
+    /**
+     * An interpreter's own debugging requests (the Python tracer: its
+     * breakpoints and its module globals): each is answered with exactly
+     * one message (`breakpoints_updated`, `python_memory`).
+     */
+    debug?(req: DebugRequest): void;
 
     /**
      * The agent unloads from a process that lives on (the session stops

@@ -15,7 +15,9 @@
 //! name, `name` file, `u32 line`; 6 (a paused thread) `u32 frames` and per
 //! frame (innermost first) `name` function, `name` file, `u32 line`, then
 //! `value` the paused frame's locals (a dict); 7 (a global read) `u8
-//! status` (0 read, 1 no module, 2 no such name), `name`, `value`.
+//! status` (0 read, 1 no module, 2 no such name), `name`, `value`; 8 (an
+//! exception raised in a traced function) as 2, then `u32 line`. An
+//! exception exit (2) ends with `u8` 1 when it was raised in that frame.
 //!
 //! A `name` is `u16 length` + UTF-8. A `value` is a tag byte and its body:
 //! see [`Tag`]. Containers give their full size and how many items follow;
@@ -237,6 +239,31 @@ pub fn exception_of(payload: &[u8]) -> Option<(String, Option<String>)> {
         e.get("type")?.as_str()?.to_string(),
         e.get("message").and_then(Value::as_str).map(str::to_string),
     ))
+}
+
+/// Whether an exit payload's exception was raised in the frame it left
+/// (then a `what` 8 record reported it where it was raised).
+pub fn raised_in_frame(payload: &[u8]) -> bool {
+    let mut r = Reader::new(payload);
+    if r.u8() != Some(2) {
+        return false;
+    }
+    let _ = r.name();
+    let _ = r.typed();
+    !r.cut && r.u8() == Some(1)
+}
+
+/// An exception raised in a traced function (a `what` 8 payload): its
+/// type, message and the line it was raised at.
+pub fn raised(payload: &[u8]) -> Option<(String, Option<String>, u32)> {
+    let mut r = Reader::new(payload);
+    if r.u8()? != 8 {
+        return None;
+    }
+    let ty = r.name()?;
+    let (_, args) = r.typed();
+    let line = r.u32()?;
+    Some((ty, exception_message(&args), line))
 }
 
 /// The return value of an exit payload as the chunk indexes compare it

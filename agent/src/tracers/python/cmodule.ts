@@ -13,6 +13,7 @@
 // (cpython.ts has them per version), not from headers: TinyCC has none.
 import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
 import { PY_DEBUG_C } from "./debug_c.js";
+import { PY_RAISED_C } from "./raised_c.js";
 import { CFG, LAYOUT, THREAD_SLOTS } from "./offsets.js";
 
 export { CFG, LAYOUT, TABLE_SLOT, THREAD_SLOTS } from "./offsets.js";
@@ -512,6 +513,7 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
 static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64); }
 
 ${PY_DEBUG_C}
+${PY_RAISED_C}
 
 /* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
 #define OWNED_BY_GENERATOR 1
@@ -557,9 +559,10 @@ static guint32 exit_payload(Buf *b, PyObject *result) {
     PyObject *type, *val, *tb;
     PyErr_Fetch(&type, &val, &tb);
     begin(b, 2);
-    cname(b, type != NULL ? AT(type, L(${LAYOUT.typeName}), const char *) : "?");
-    if (val != NULL && (TFLAGS(TYPE(val)) & EXC_SUB)) value(b, AT(val, L(${LAYOUT.excArgs}), PyObject *), (int)pycfg[${CFG.depth}]);
-    else value(b, val, (int)pycfg[${CFG.depth}]);
+    exception_body(b, type, val);
+    /* Raised in this frame (its traceback entry is the only one): the
+       raised record reported it already. */
+    u8(b, tb != NULL && AT(tb, L(${LAYOUT.tbNext}), PyObject *) == NULL ? 1 : 0);
     PyErr_Restore(type, val, tb);
     return finish(b);
 }

@@ -20,7 +20,7 @@
 import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
 import { pythonMemory as memoryOf, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
-import { HookRequest, SyncRequest, Tracer } from "../tracer.js";
+import { DebugRequest, HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { pauseCallbacks } from "./pause.js";
@@ -53,6 +53,9 @@ const retired: NativePointer[] = [];
 let previousEval: NativePointer | null = null;
 /** Waiting for the interpreter to initialize before installing the stub. */
 let installWhenReady: InvocationListener | null = null;
+/** The listener on PyTraceBack_Here reporting exceptions raised in traced
+ *  functions (raised_c.ts); attached while functions are traced. */
+let raisedListener: InvocationListener | null = null;
 
 function createRuntime(py: CPython): PyRuntime {
     const shared = sharedRing();
@@ -125,6 +128,13 @@ export function syncStub(r: PyRuntime, breakpoints?: number): void {
     if (breakpoints !== undefined) breakpointCount = breakpoints;
     if (targets.size > 0 || runtimePatterns > 0 || breakpointCount > 0) installStub(r);
     else removeStub(r);
+    const tracing = targets.size > 0 || runtimePatterns > 0;
+    if (tracing && raisedListener === null) {
+        raisedListener = Interceptor.attach(r.py.fn("PyTraceBack_Here"), { onEnter: r.module.py_traceback_here });
+    } else if (!tracing && raisedListener !== null) {
+        raisedListener.detach();
+        raisedListener = null;
+    }
 }
 
 /** Patterns matched at run time now (see setRuntimeMatch). */
@@ -347,7 +357,7 @@ function crashContext(): CrashContext {
 
 /** Sets and removes Python breakpoints (debugger.ts); the stub goes in
  *  first, so frames that start meanwhile are classified too. */
-export function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): void {
+function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): void {
     const py = cpython();
     if (py === null) {
         const why = unsupported ?? "no CPython interpreter in this process";
@@ -362,7 +372,7 @@ export function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): v
 }
 
 /** Reads and sets module globals (debugger.ts). */
-export function pythonMemory(msg: DaemonMessageOf<"python-memory">): void {
+function pythonMemory(msg: DaemonMessageOf<"python-memory">): void {
     const py = cpython();
     const results: Array<[number[] | null, number[] | null, string | null]> = py === null
         ? msg.targets.map(() => [null, null, unsupported ?? "no CPython interpreter in this process"])
@@ -376,6 +386,8 @@ function detach(): void {
     if (rt === null) return;
     stopDebugging(rt);
     rt.cfg.add(CFG.enabled * 8).writeU64(0);
+    raisedListener?.detach();
+    raisedListener = null;
     rt.stub.setCallees(NULL, NULL);
     removeStub(rt);
     // A thread that was already inside py_enter or py_leave (a few µs of
@@ -396,4 +408,8 @@ export const pythonTracer: Tracer = {
     ack: () => { /* acknowledgements go to the native tracer */ },
     detach,
     crashContext,
+    debug(req: DebugRequest) {
+        if (req.type === "python-breakpoints") pythonBreakpoints(req);
+        else pythonMemory(req);
+    },
 };

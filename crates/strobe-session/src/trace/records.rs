@@ -153,6 +153,7 @@ pub fn decode_records(
         let kind = match raw_kind & 0xff {
             1 => EventKind::FunctionEnter,
             2 => EventKind::FunctionExit,
+            KIND_RAISED => EventKind::Exception,
             _ => continue,
         };
         let mut flags = if raw_kind & 0x100 != 0 {
@@ -183,17 +184,32 @@ pub fn decode_records(
             value,
             ..Default::default()
         };
+        if kind == EventKind::Exception {
+            // Raised in a traced Python function (caught there or not).
+            if let Some((ty, message, line)) = python::raised(payload) {
+                let body = serde_json::json!({"exceptionType": ty, "message": message, "line": line});
+                batch.push(
+                    header(EventKind::Exception, FLAG_JSON, 0),
+                    body.to_string().as_bytes(),
+                );
+                n += 1;
+            }
+            continue;
+        }
         if flags & FLAG_CAPTURE != 0 && python::is_python(payload) {
             if kind == EventKind::FunctionExit {
                 // An exception leaving the function is also an event of its
-                // own, just before the exit it caused.
+                // own, just before the exit it caused, unless it was raised
+                // right there (that was its event).
                 if let Some((ty, message)) = python::exception_of(payload) {
-                    let body = serde_json::json!({"exceptionType": ty, "message": message});
-                    batch.push(
-                        header(EventKind::Exception, FLAG_JSON, 0),
-                        body.to_string().as_bytes(),
-                    );
-                    n += 1;
+                    if !python::raised_in_frame(payload) {
+                        let body = serde_json::json!({"exceptionType": ty, "message": message});
+                        batch.push(
+                            header(EventKind::Exception, FLAG_JSON, 0),
+                            body.to_string().as_bytes(),
+                        );
+                        n += 1;
+                    }
                 } else if let Some(key) = python::return_key(payload)
                     && flags & FLAG_DETACHED == 0
                 {
@@ -222,6 +238,8 @@ pub fn decode_records(
     n
 }
 
+/// Record kind of an exception raised in a traced Python function.
+const KIND_RAISED: u32 = 6;
 /// Record kind of a thread's name (the Python tracer's, from `threading`).
 const KIND_THREAD_NAME: u32 = 4;
 /// Record kind of a function the Python tracer matched at run time.
