@@ -38,7 +38,14 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
             json!({"add": ["inventory.apply_discount", "inventory.Bin.*", "inventory.countdown",
                            "inventory.Item.*", "inventory.dynamic_total", "inventory.restock",
                            "inventory.make_pricer.<locals>.price", "inventory.fetch_price",
-                           "inventory.parse_qty"]}),
+                           "inventory.parse_qty"],
+                   // Python expression watches, staged too: compiled once
+                   // the interpreter runs.
+                   "watches": {"add": [
+                       {"expr": "percent * 2", "label": "twice", "on": ["inventory.apply_discount"]},
+                       {"expr": "len(self.items)", "label": "held", "on": ["inventory.Bin.add"]},
+                       {"expr": "retval + 1", "label": "next", "on": ["inventory.parse_qty"]},
+                       {"expr": "1 +", "label": "broken", "on": ["inventory.parse_qty"]}]}}),
         )
         .await;
     assert_eq!(staged["mode"], "pending", "{staged}");
@@ -123,8 +130,29 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
             .contains("invalid literal for int()"),
         "{raised:?}"
     );
-    let parsed = c.calls_of(&id, "function_exit", "inventory.parse_qty").await;
+    let parsed = c
+        .calls_of(&id, "function_exit", "inventory.parse_qty")
+        .await;
     assert_eq!(parsed[0]["returnValue"], 0, "caught inside: {parsed:?}");
+
+    // Watches: evaluated in the function's globals with its arguments at
+    // enter and its final locals and retval at exit, only where `on` says.
+    assert_eq!(enters[0]["watchValues"]["twice"], 30, "{}", enters[0]);
+    assert!(
+        enters[0]["watchValues"].get("held").is_none(),
+        "{}",
+        enters[0]
+    );
+    let w = &parsed[0]["watchValues"];
+    assert_eq!(w["next"], 1, "{w}");
+    assert!(
+        w["broken"].as_str().unwrap().contains("does not compile"),
+        "{w}"
+    );
+    let add_in = c.calls_of(&id, "function_enter", "inventory.Bin.add").await;
+    let add_out = c.calls_of(&id, "function_exit", "inventory.Bin.add").await;
+    assert_eq!(add_in[0]["watchValues"]["held"], 0, "{add_in:?}");
+    assert_eq!(add_out[0]["watchValues"]["held"], 1, "{add_out:?}");
     // Filters work on Python events like on native ones.
     let fast = c
         .query_all(

@@ -237,11 +237,44 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
         .await;
     assert!(r["results"][0]["value"].as_i64().unwrap() > 100000, "{r}");
 
+    // Live expression watches: one that does not compile is refused with
+    // the compiler's message; one that does is read at each call.
+    let e = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "watches": {"add": [{"expr": "n +", "label": "bad", "on": ["stepper.square"]}]}}),
+        )
+        .await;
+    assert!(
+        e.is_error && e.error_text().contains("SyntaxError"),
+        "{}",
+        e.text
+    );
+    c.ok(
+        "debug_trace",
+        json!({"sessionId": id, "add": ["stepper.square"],
+               "watches": {"add": [{"expr": "n % 7", "label": "mod7", "on": ["stepper.square"]}]}}),
+    )
+    .await;
+
     // Removed and resumed, the program finishes normally.
     let bp = v["breakpoints"][0]["id"].clone();
     c.ok("debug_breakpoint", json!({"sessionId": id, "remove": [bp]}))
         .await;
     c.ok("debug_continue", json!({"sessionId": id})).await;
+    // The watch list reaches the agent before the hook: the first call
+    // has its value.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let call = loop {
+        let calls = c.calls_of(&id, "function_enter", "stepper.square").await;
+        if let Some(call) = calls.into_iter().next() {
+            break call;
+        }
+        assert!(Instant::now() < deadline, "square is traced");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let n = call["arguments"][0]["value"].as_i64().unwrap();
+    assert_eq!(call["watchValues"]["mod7"], n % 7, "{call}");
     std::fs::write(&stop, "").unwrap();
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");

@@ -120,7 +120,8 @@ pub struct WatchTargetParam {
     /// Name (default: variable or address).
     pub label: Option<String>,
     /// JavaScript (≤256 chars) run at enter/exit with args (integer argument registers as
-    /// NativePointers), retval and Frida's API: "args[1].readCString()". Scope it with on.
+    /// NativePointers), retval and Frida's API: "args[1].readCString()". Scope it with on. Python
+    /// programs: Python, with the arguments (exit: locals, retval).
     pub expr: Option<String>,
     /// Function patterns to read it in (traced too; default all).
     #[serde(default)]

@@ -18,6 +18,8 @@
 //! status` (0 read, 1 no module, 2 no such name), `name`, `value`; 8 (an
 //! exception raised in a traced function) as 2, then `u32 line`. An
 //! exception exit (2) ends with `u8` 1 when it was raised in that frame.
+//! Enter (0), return (1) and exception (2) payloads may end with the
+//! call's watch values: `u8 count`, then `name` label and `value` each.
 //!
 //! A `name` is `u16 length` + UTF-8. A `value` is a tag byte and its body:
 //! see [`Tag`]. Containers give their full size and how many items follow;
@@ -110,11 +112,13 @@ pub fn decode(payload: &[u8]) -> Value {
                 args.push(json!({"name": name, "type": ty, "value": value}));
             }
             out.insert("arguments".into(), Value::Array(args));
+            r.watches(&mut out);
         }
         Some(1) => {
             let (ty, value) = r.typed();
             out.insert("returnValue".into(), value);
             out.insert("returnType".into(), Value::String(ty));
+            r.watches(&mut out);
         }
         Some(what @ (2 | 3)) => {
             let ty = r.name().unwrap_or_else(|| "?".into());
@@ -126,6 +130,10 @@ pub fn decode(payload: &[u8]) -> Value {
             }
             e.insert("args".into(), args);
             out.insert("exception".into(), Value::Object(e));
+            if what == 2 {
+                let _raised_here = r.u8();
+                r.watches(&mut out);
+            }
             if what == 3 {
                 let (n, skipped) = (r.u32().unwrap_or(0), r.u32().unwrap_or(0));
                 let mut frames = Vec::new();
@@ -361,6 +369,24 @@ impl<'a> Reader<'a> {
         (name, value)
     }
 
+    /// The optional watch section after a call's values: `u8 count`, then
+    /// `name` label and `value` each, as `watchValues` {label: value}.
+    fn watches(&mut self, out: &mut Map<String, Value>) {
+        if self.cut || self.at >= self.data.len() {
+            return;
+        }
+        let Some(n) = self.u8() else { return };
+        let mut w = Map::new();
+        for _ in 0..n {
+            let Some(label) = self.name() else { break };
+            let v = self.value(0);
+            w.insert(label, v);
+        }
+        if !w.is_empty() {
+            out.insert("watchValues".into(), Value::Object(w));
+        }
+    }
+
     fn value(&mut self, nesting: usize) -> Value {
         if self.cut {
             return Value::Null;
@@ -585,6 +611,51 @@ mod tests {
         assert_eq!(global(&ok), Some(Ok(("int".to_string(), json!(5)))));
         let missing = W::new(7).u8(2).name("NOPE").u8(Tag::None as u8).done();
         assert_eq!(global(&missing), Some(Err((2, "NOPE".to_string()))));
+    }
+
+    #[test]
+    fn raises_and_watch_values_decode() {
+        let raised_here = W::new(8)
+            .name("ValueError")
+            .u8(Tag::Str as u8)
+            .u32(3)
+            .u32(3)
+            .raw(b"bad")
+            .u32(28)
+            .done();
+        assert_eq!(
+            raised(&raised_here),
+            Some(("ValueError".to_string(), Some("bad".to_string()), 28))
+        );
+        let left = |origin: u8| {
+            W::new(2)
+                .name("KeyError")
+                .u8(Tag::None as u8)
+                .u8(origin)
+                .u8(1)
+                .name("twice")
+                .u8(Tag::Int as u8)
+                .u64(6)
+                .done()
+        };
+        assert!(raised_in_frame(&left(1)));
+        assert!(!raised_in_frame(&left(0)));
+        assert_eq!(decode(&left(0))["watchValues"], json!({"twice": 6}));
+        let ret = W::new(1)
+            .u8(Tag::Int as u8)
+            .u64(3)
+            .u8(1)
+            .name("w")
+            .u8(Tag::True as u8)
+            .done();
+        let v = decode(&ret);
+        assert_eq!(v["returnValue"], 3);
+        assert_eq!(v["watchValues"], json!({"w": true}));
+        assert!(
+            decode(&W::new(1).u8(Tag::None as u8).done())
+                .get("watchValues")
+                .is_none()
+        );
     }
 
     #[test]

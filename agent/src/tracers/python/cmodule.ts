@@ -14,6 +14,7 @@
 import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
 import { PY_DEBUG_C } from "./debug_c.js";
 import { PY_RAISED_C } from "./raised_c.js";
+import { PY_WATCHES_C } from "./watches_c.js";
 import { CFG, LAYOUT, THREAD_SLOTS } from "./offsets.js";
 
 export { CFG, LAYOUT, TABLE_SLOT, THREAD_SLOTS } from "./offsets.js";
@@ -104,7 +105,7 @@ enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST
        T_CLASS, T_FUNCTION };
 
 /* What py_enter found out about a code object, cached in its co_extra. */
-typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 pad; } CodeState;
+typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 pad; void *watches; } CodeState;
 typedef struct { guint64 hash; guint64 id; const char *qualname; const char *file; } Slot;
 typedef struct { Py_ssize_t size; void *extras[1]; } CodeExtra;
 typedef struct { guint8 *p; guint32 pos; guint32 cap; guint32 cut; } Buf;
@@ -162,6 +163,7 @@ static guint32 lookup(PyObject *co) {
 
 static guint32 runtime_match(PyObject *co, void *frame, CodeState *st);
 static guint32 code_bp(PyObject *co);
+static void *watches_of(guint32 id);
 static gsize strlen_(const char *s) { gsize n = 0; while (s[n]) n++; return n; }
 
 static CodeState *state_of(PyObject *co, void *frame) {
@@ -186,6 +188,7 @@ static CodeState *state_of(PyObject *co, void *frame) {
     guint32 flags = (guint32)AT(co, L(${LAYOUT.codeFlags}), int);
     st->flags = flags;
     st->bp = pycfg[${CFG.bpCount}] != 0 ? code_bp(co) : 0;
+    st->watches = st->id != 0 ? watches_of(st->id) : NULL;
     st->nargs = (guint32)AT(co, L(${LAYOUT.codeArgc}), int) + (guint32)AT(co, L(${LAYOUT.codeKwonly}), int)
         + ((flags & CO_VARARGS) ? 1 : 0) + ((flags & CO_VARKEYWORDS) ? 1 : 0);
     return st;
@@ -514,6 +517,7 @@ static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}),
 
 ${PY_DEBUG_C}
 ${PY_RAISED_C}
+${PY_WATCHES_C}
 
 /* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
 #define OWNED_BY_GENERATOR 1
@@ -526,7 +530,9 @@ ${PY_RAISED_C}
    resumption, bits 1-2 from debug_enter (line tracing changed) and bit 3
    when nothing was recorded (only the tracing is put back). */
 guint64 py_enter(void *ts, void *frame, int throwflag) {
-    if (!pycfg[${CFG.enabled}]) return 0;
+    /* Code run by the tools themselves (a watch, a condition, a trace
+       function) is neither recorded nor line-traced. */
+    if (!pycfg[${CFG.enabled}] || AT(ts, L(${LAYOUT.tstateTracing}), int) != 0) return 0;
     PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
     CodeState *st = state_of(co, frame);
     if (st == NULL) return 0;
@@ -539,9 +545,12 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
         return (guint64)(gsize)st | debug | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
     }
     name_thread(tid_of(ts));
+    PyObject *watched[MAX_CALL_WATCHES];
+    guint32 nw = st->watches != NULL ? eval_watches(ts, st->watches, (char *)frame, co, st->nargs, NULL, watched) : 0;
     Buf b;
     begin(&b, 0);
     args_of(&b, co, (PyObject **)((char *)frame + L(${LAYOUT.frameLocals})), st->nargs);
+    put_watches(&b, st->watches, watched, nw);
     guint32 len = finish(&b);
     guint64 t;
     NOW(t);
@@ -549,11 +558,13 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
     return (guint64)(gsize)st | debug;
 }
 
-/* The end of a call: its return value, or the exception leaving it. */
-static guint32 exit_payload(Buf *b, PyObject *result) {
+/* The end of a call: its return value, or the exception leaving it, and
+   the values of its watches (nw of them, released here). */
+static guint32 exit_payload(Buf *b, PyObject *result, void *watches, PyObject **watched, guint32 nw) {
     if (result != NULL) {
         begin(b, 1);
         value(b, result, (int)pycfg[${CFG.depth}]);
+        put_watches(b, watches, watched, nw);
         return finish(b);
     }
     PyObject *type, *val, *tb;
@@ -563,6 +574,7 @@ static guint32 exit_payload(Buf *b, PyObject *result) {
     /* Raised in this frame (its traceback entry is the only one): the
        raised record reported it already. */
     u8(b, tb != NULL && AT(tb, L(${LAYOUT.tbNext}), PyObject *) == NULL ? 1 : 0);
+    put_watches(b, watches, watched, nw);
     PyErr_Restore(type, val, tb);
     return finish(b);
 }
@@ -578,14 +590,24 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
     Buf b;
     guint32 len;
     if (!(st->flags & GEN_FLAGS)) {
-        len = exit_payload(&b, result);
+        PyObject *watched[MAX_CALL_WATCHES];
+        guint32 nw = 0;
+        if (st->watches != NULL) {
+            /* Watches run Python code: not with an exception pending. */
+            PyObject *et, *ev, *etb;
+            PyErr_Fetch(&et, &ev, &etb);
+            nw = eval_watches(ts, st->watches, (char *)frame, AT(frame, L(${LAYOUT.frameCode}), PyObject *),
+                0xFFFFFFFFu, result, watched);
+            PyErr_Restore(et, ev, etb);
+        }
+        len = exit_payload(&b, result, st->watches, watched, nw);
         put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len);
         return;
     }
     if ((token & 1) == 0) {
         /* The call that created the generator: its arguments are now in
            the generator's own frame. */
-        if (result == NULL) { len = exit_payload(&b, result); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
+        if (result == NULL) { len = exit_payload(&b, result, NULL, NULL, 0); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
         PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
         name_thread(tid_of(ts));
         begin(&b, 0);
@@ -596,7 +618,7 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
     }
     char *gen = (char *)frame - L(${LAYOUT.genIframe});
     if (AT(gen, L(${LAYOUT.genState}), gint8) == FRAME_SUSPENDED) return;
-    len = exit_payload(&b, result);
+    len = exit_payload(&b, result, NULL, NULL, 0);
     put_record(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, b.p, len);
 }
 

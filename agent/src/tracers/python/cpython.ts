@@ -63,6 +63,8 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
     cframeUseTracing: 0, // _PyCFrame.use_tracing
     cframePrevious: 16, // .previous
     pyFrameFrame: 24, // PyFrameObject.f_frame
+    frameGlobals: 8, // _PyInterpreterFrame.f_globals
+    tstateTracing: 44, // PyThreadState.tracing
 };
 
 /** Layouts by "major.minor". */

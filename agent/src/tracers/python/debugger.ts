@@ -29,7 +29,7 @@ let table: NativePointer | null = null;
 /** Py_eval_input. */
 const EVAL_INPUT = 258;
 
-interface Gil {
+export interface Gil {
     compile(source: string, name: string): NativePointer;
     str(s: string): NativePointer;
     /** A new reference to a JSON scalar as a Python object; NULL when it is not one. */
@@ -39,7 +39,7 @@ interface Gil {
 }
 
 /** Runs `work` holding the GIL (taken from this, the agent's, thread). */
-function withGil<T>(r: PyRuntime, work: (gil: Gil) => T): T {
+export function withGil<T>(r: PyRuntime, work: (gil: Gil) => T): T {
     const fn = (name: string, ret: NativeFunctionReturnType, args: NativeFunctionArgumentType[]) =>
         new NativeFunction(r.py.fn(name), ret, args) as unknown as (...a: unknown[]) => unknown;
     const ensure = fn("PyGILState_Ensure", "int", []);

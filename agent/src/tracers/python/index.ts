@@ -25,6 +25,7 @@ import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmod
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { pauseCallbacks } from "./pause.js";
 import { STEPPER_SLOTS } from "./debug_c.js";
+import { compilePendingWatches, syncWatches } from "./watches.js";
 import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
 
 /** Value limits of the payloads (see CFG): depth, items, string bytes. */
@@ -96,7 +97,7 @@ function createRuntime(py: CPython): PyRuntime {
         "PyThreadState_Get", "PyFrame_GetLineNumber", "PyFrame_GetGlobals", "PyEval_EvalCode", "PyObject_IsTrue",
         "PyObject_Str", "PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef", "PyInterpreterState_Main",
         "PyInterpreterState_ThreadHead", "PyThreadState_Next", "PyCode_Type", "PyModule_Type",
-        "PyDict_SetItemString",
+        "PyDict_SetItemString", "PyDict_New", "PyDict_SetItem", "PyUnicode_FromString", "PyCell_Type",
     ]) symbols[name] = py.fn(name);
     const module = new CModule(PY_CMODULE_SOURCE, symbols);
     const stub = writeEvalStub();
@@ -235,6 +236,7 @@ function installStub(r: PyRuntime): void {
             if (installWhenReady === null || !install()) return;
             installWhenReady.detach();
             installWhenReady = null;
+            compilePendingWatches(r);
         },
     });
 }
@@ -284,12 +286,8 @@ function remove(req: HookRequest): void {
 }
 
 function sync(req: SyncRequest): void {
-    if (req.type === "plans") {
-        send_({ type: "plans_updated", id: req.id, count: 0 });
-    } else {
-        const why = "expression watches on Python functions are not supported yet";
-        send_({ type: "exprs_updated", id: req.id, errors: req.exprs.map(([, label]) => [label, why]) });
-    }
+    const py = cpython();
+    syncWatches(py === null ? null : pythonRuntime(py), req, py === null ? unsupported : null);
 }
 
 /** Reports an exception nothing caught, as the interpreter is about to

@@ -36,6 +36,9 @@ export const CFG = {
     bpCount: 16,
     steppers: 17,
     stepping: 18,
+    /** Expression watches (watches_c.ts): [mask, then (function id, list)
+     *  slots], or 0 when none. */
+    watchTable: 19,
 } as const;
 
 /** Layout offsets for one CPython minor version (see cpython.ts). */
@@ -49,6 +52,7 @@ export const LAYOUT = {
     framePrevious: 31, framePrevInstr: 32, codeAdaptive: 33, codeFirstLine: 34,
     funcQualname: 35, funcModule: 36, strState: 37, strLength: 38, strAsciiData: 39,
     tstateProfileFunc: 40, tstateTraceFunc: 41, cframeUseTracing: 42, cframePrevious: 43, pyFrameFrame: 44,
+    frameGlobals: 45, tstateTracing: 46,
 } as const;
 
 /** Slots of the named-threads set (a power of two). */

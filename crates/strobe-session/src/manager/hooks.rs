@@ -66,12 +66,14 @@ impl SessionManager {
         if replan || !opts.watch_remove.is_empty() {
             // Expression watches are compiled by the agent; one that does not
             // compile is refused (or, staged, dropped with a warning).
+            // In a Python program they are Python, for the Python tracer.
             let exprs = tracer.expr_watches();
+            let python = tracer.has_language(Language::Python);
             let r: ExprsUpdated = self.agent_request(
                 live,
                 |id| DaemonMessage::Exprs {
                     id,
-                    tracer: None,
+                    tracer: python.then(|| python_hooks::PYTHON_TRACER.to_string()),
                     exprs,
                 },
                 timeout,
@@ -175,6 +177,11 @@ impl SessionManager {
             installed.extend(ok);
             failed.extend(bad);
         }
+        if !python.is_empty() && !tracer.expr_watches().is_empty() {
+            // The new functions' watch lists first: their first calls read them.
+            let ids: Vec<u32> = python.iter().map(|t| t.0).collect();
+            self.python_watch_plans(live, tracer, &ids, timeout)?;
+        }
         if let Some((ok, bad)) = self.hook_python(live, tracer, python, watch, settings, timeout)? {
             installed.extend(ok);
             failed.extend(bad);
@@ -198,7 +205,7 @@ impl SessionManager {
             // Watches or depth changed: every other hooked function gets a new plan.
             let mut plans = Vec::new();
             for id in tracer.planned_functions() {
-                if fresh.contains(&id) {
+                if fresh.contains(&id) || tracer.language_of(id) == Some(Language::Python) {
                     continue;
                 }
                 let wire = register_plan(live, tracer, id).map(|(wire, _)| wire);
@@ -215,6 +222,9 @@ impl SessionManager {
                     timeout,
                 )?;
             }
+        }
+        if tracer.has_language(Language::Python) && replan {
+            self.python_watch_plans(live, tracer, &[], timeout)?;
         }
         save_captures(&self.store, live, tracer);
         if !tracer.active_watches().is_empty() && tracer.hooked_count() == 0 {

@@ -8,7 +8,9 @@ use crate::SessionError;
 use crate::trace::Tracer;
 use std::time::Duration;
 use strobe_core::Settings;
-use strobe_frida::agent_protocol::{HookChange, HookFunctions, PyRuntimeMatch, PyTarget};
+use strobe_frida::agent_protocol::{
+    DaemonMessage, FunctionPlan, HookChange, HookFunctions, PlansUpdated, PyRuntimeMatch, PyTarget,
+};
 use strobe_symbols::Language;
 use strobe_symbols::resolvers;
 
@@ -81,6 +83,36 @@ pub(super) fn python_failures(
 }
 
 impl SessionManager {
+    /// Tells the Python tracer which expression watches each traced
+    /// function (and each of `about_to_hook`, so their first calls read
+    /// them too) reads.
+    pub(super) fn python_watch_plans(
+        &self,
+        live: &Live,
+        tracer: &Tracer,
+        about_to_hook: &[u32],
+        timeout: Duration,
+    ) -> Result<(), SessionError> {
+        let plans: Vec<FunctionPlan> = tracer
+            .python_watch_plans(about_to_hook)
+            .into_iter()
+            .map(|(id, ids)| FunctionPlan(id, (!ids.is_empty()).then_some(ids)))
+            .collect();
+        if plans.is_empty() {
+            return Ok(());
+        }
+        self.agent_request::<PlansUpdated>(
+            live,
+            |id| DaemonMessage::Plans {
+                id,
+                tracer: Some(PYTHON_TRACER.to_string()),
+                plans,
+            },
+            timeout,
+        )?;
+        Ok(())
+    }
+
     /// Sends the Python tracer its new targets and, while the program is
     /// Python, the whole set of run-time patterns (on every change, so
     /// removals reach it too). `None` when there is nothing to send.

@@ -187,7 +187,8 @@ pub fn decode_records(
         if kind == EventKind::Exception {
             // Raised in a traced Python function (caught there or not).
             if let Some((ty, message, line)) = python::raised(payload) {
-                let body = serde_json::json!({"exceptionType": ty, "message": message, "line": line});
+                let body =
+                    serde_json::json!({"exceptionType": ty, "message": message, "line": line});
                 batch.push(
                     header(EventKind::Exception, FLAG_JSON, 0),
                     body.to_string().as_bytes(),

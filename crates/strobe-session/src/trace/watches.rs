@@ -105,6 +105,40 @@ impl Tracer {
             .collect()
     }
 
+    /// For the Python tracer: per hooked Python function (and each of
+    /// `about_to_hook`), the ids of the expression watches read there (u16,
+    /// little-endian). Every hooked Python function is listed, so an empty
+    /// list takes its watches away. `on` patterns are matched in Python's
+    /// dotted names.
+    pub fn python_watch_plans(&self, about_to_hook: &[u32]) -> Vec<(u32, Vec<u8>)> {
+        let dotted = |p: &Pattern| Pattern::parse(&p.text().replace('.', "::")).ok();
+        self.hooked
+            .iter()
+            .chain(about_to_hook)
+            .filter(|id| self.language_of(**id) == Some(strobe_symbols::Language::Python))
+            .filter_map(|id| {
+                let name = self.name_of(*id)?.replace('.', "::");
+                let ids: Vec<u8> = self
+                    .watches
+                    .iter()
+                    .filter(|w| {
+                        w.on.is_empty()
+                            || w.on
+                                .iter()
+                                .filter_map(dotted)
+                                .any(|p| p.matches(&name, None, &self.project_root))
+                    })
+                    .filter_map(|w| match w.spec.ty {
+                        WatchType::Expr(e) => Some(e.to_le_bytes()),
+                        _ => None,
+                    })
+                    .flatten()
+                    .collect();
+                Some((*id, ids))
+            })
+            .collect()
+    }
+
     /// Removes watches by label; returns the labels that were not active.
     pub fn remove_watches(&mut self, labels: &[String]) -> Vec<String> {
         let mut missing = Vec::new();
