@@ -3,6 +3,7 @@
 // output by content hash, so an edited source is never shadowed by a stale build.
 import { updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
+import { guardBulkCloses } from "./native/bulkclose.js";
 import { closeFds, ownOutput } from "./output.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
@@ -80,6 +81,12 @@ function listen(): void {
 }
 
 installLifecycleHooks(() => drainTracers(true), crashContext);
+try {
+    guardBulkCloses();
+} catch (_e) {
+    // Without the guard, a followed child that closes every descriptor
+    // before exec may hang; everything else works.
+}
 startTracers();
 listen();
 rpc.exports = {

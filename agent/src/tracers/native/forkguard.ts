@@ -10,6 +10,12 @@
 // code patches; the wrapper lives in raw memory and skips the round trip in
 // a forked child that has no agent of its own (the flag this tracer's
 // atfork handler sets in its config page, see runtime.ts).
+//
+// vfork() imports go to the same wrapper, so they fork: Frida replaces vfork
+// with fork to gate its children, so a vfork child met the same crash (1 in
+// 3 with records in flight) past a guard that covered fork's slots only.
+// Modules loaded later (Python's subprocess is one, _posixsubprocess) get
+// their slots patched as they load (guardModuleForks).
 import { PROT_ALL, rawAlloc, u64Bytes } from "../../native/memory.js";
 import { patchCodeNow } from "../../native/patch.js";
 import { receive, send_ } from "../../protocol.js";
@@ -17,6 +23,23 @@ import { runtimeConfig } from "./runtime.js";
 
 /** The barrier the wrappers call (one per agent). */
 let forkBarrier: NativeCallback<"void", []> | null = null;
+/** The wrapper the slots point at, once the guard is in. */
+let forkWrapper: NativePointer | null = null;
+
+/** The import slots of fork and vfork in `m` (not Frida's own). */
+function forkSlots(m: Module, wrapper: NativePointer): Array<[NativePointer, number[]]> {
+    if (!m.path.startsWith("/") || m.path.includes("frida")) return [];
+    return m.enumerateImports()
+        .filter(imp => (imp.name === "fork" || imp.name === "vfork") && imp.slot !== undefined)
+        .map(imp => [imp.slot!, u64Bytes(wrapper)]);
+}
+
+/** A module loaded after the guard went in: its fork and vfork slots too. */
+export function guardModuleForks(m: Module): void {
+    if (forkWrapper === null) return;
+    const slots = forkSlots(m, forkWrapper);
+    if (slots.length > 0) patchCodeNow(slots);
+}
 
 /** Routes the program's fork() calls through the guard, whose barrier runs
  *  `flush` (a final drain) first; returns how many GOT slots now point at it. */
@@ -47,13 +70,8 @@ export function guardForks(flush: () => void): number {
         0xff, 0xe0, //                                 jmp rax
     ]);
     Memory.protect(wrapper, Process.pageSize, "r-x");
-    const slots: Array<[NativePointer, number[]]> = [];
-    for (const m of Process.enumerateModules()) {
-        if (!m.path.startsWith("/") || m.path.includes("frida")) continue;
-        for (const imp of m.enumerateImports()) {
-            if (imp.name === "fork" && imp.slot !== undefined) slots.push([imp.slot, u64Bytes(wrapper)]);
-        }
-    }
+    const slots = Process.enumerateModules().flatMap(m => forkSlots(m, wrapper));
     patchCodeNow(slots);
+    forkWrapper = wrapper;
     return slots.length;
 }

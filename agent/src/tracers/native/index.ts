@@ -22,7 +22,7 @@ import { receive, send_ } from "../../protocol.js";
 import { Tracer } from "../tracer.js";
 import { drain, onTraceAck } from "./drain.js";
 import { updateExprs } from "./exprs.js";
-import { guardForks } from "./forkguard.js";
+import { guardForks, guardModuleForks } from "./forkguard.js";
 import { registerUnwindInfo, silenceHook } from "./hook.js";
 import { installHooks, removeHooks, watchingLibraries } from "./install.js";
 import { updatePlans } from "./plans.js";
@@ -37,6 +37,7 @@ function watchModules(): void {
         // libgcc (the unwinder) may arrive after the hook was written.
         if (existingRuntime() !== null) registerUnwindInfo();
         if (initial || !m.path.startsWith("/")) return;
+        guardModuleForks(m);
         if (!watchingLibraries()) {
             send_({ type: "module_loaded", path: m.path, wait: false });
             return;
