@@ -1,6 +1,7 @@
 //! Python tracing: the cost per traced call beside cProfile and viztracer
 //! on the same workload and interpreter, the cost of untraced code while a
-//! pattern is active elsewhere, and launch → first output of a script.
+//! pattern is active elsewhere, a conditional breakpoint in the hot function
+//! beside pdb's, and launch → first output of a script.
 //! `STROBE_BENCH_ONLY=python` runs only this. The baselines' interpreter is
 //! `STROBE_BENCH_PYTHON` (`./dev bench` makes a venv with viztracer).
 
@@ -43,6 +44,7 @@ fn direct(python: &Path, pre: &[&str], kind: &str, n: u64) -> Loop {
         .arg(kind)
         .arg(n.to_string())
         .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
         .unwrap();
@@ -87,6 +89,44 @@ async fn traced(
     (parse_loop(&line), st["events"]["stored"].as_u64().unwrap())
 }
 
+/// The line of `leaf`'s body in work.py.
+fn leaf_line() -> usize {
+    std::fs::read_to_string(workload())
+        .unwrap()
+        .lines()
+        .position(|l| l.trim() == "return a + b")
+        .expect("leaf's body")
+        + 1
+}
+
+/// Runs work.py's leaf loop under Strobe with a breakpoint on leaf's body
+/// whose condition never holds (set before the loop starts).
+async fn breakpointed(c: &support::Client, python: &Path, n: u64) -> Loop {
+    let go = std::env::temp_dir().join(format!("strobe-bench-go-{}", std::process::id()));
+    let _ = std::fs::remove_file(&go);
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": python, "args": [workload(), "leaf", n.to_string(), go],
+                   "projectRoot": workload().parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"file": workload(), "line": leaf_line(), "condition": "a < 0"}]}),
+    )
+    .await;
+    std::fs::write(&go, "").unwrap();
+    c.wait_ended(&id).await;
+    let _ = std::fs::remove_file(&go);
+    let out = c.events(&id, Some("stdout")).await;
+    let line = out[0]["text"].as_str().unwrap().to_string();
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    parse_loop(&line)
+}
+
 fn median_loop(v: Vec<Loop>) -> Loop {
     Loop {
         wall_ns: median(v.iter().map(|l| l.wall_ns).collect()),
@@ -114,6 +154,8 @@ pub async fn python_tracing(c: &support::Client, runs: usize) {
     let mut elsewhere = Vec::new();
     let mut none = Vec::new();
     let (mut real_base, mut real_elsewhere) = (Vec::new(), Vec::new());
+    let (mut bp, mut pdb) = (Vec::new(), Vec::new());
+    let pdb_break = format!("break {}:{}, a < 0", workload().display(), leaf_line());
     let real_n = 5000;
     let has_viztracer = Command::new(&python)
         .args(["-c", "import viztracer"])
@@ -143,6 +185,13 @@ pub async fn python_tracing(c: &support::Client, runs: usize) {
         strobe.push(l);
         elsewhere.push(traced(c, &python, &["work.elsewhere"], "leaf", n).await.0);
         none.push(traced(c, &python, &[], "leaf", n).await.0);
+        bp.push(breakpointed(c, &python, n).await);
+        pdb.push(direct(
+            &python,
+            &["-m", "pdb", "-c", &pdb_break, "-c", "continue"],
+            "leaf",
+            n,
+        ));
         real_base.push(direct(&python, &[], "difflib", real_n));
         real_elsewhere.push(
             traced(c, &python, &["work.elsewhere"], "difflib", real_n)
@@ -204,6 +253,13 @@ pub async fn python_tracing(c: &support::Client, runs: usize) {
         "  untraced difflib ({real_n} rounds), a pattern elsewhere: {:.3}x uninstrumented (CPU), {:.3}x (wall)",
         re.cpu_ns / rb.cpu_ns,
         re.wall_ns / rb.wall_ns
+    );
+    let (bpl, pdbl) = (median_loop(bp), median_loop(pdb));
+    println!(
+        "  breakpoint on leaf, condition never true: strobe {:.1} ns/call added, pdb {:.1} ns/call added ({:.2}x pdb)",
+        per(bpl),
+        per(pdbl),
+        per(bpl) / per(pdbl)
     );
 
     // Launch → first stdout event of a script, beside the native fixture.
