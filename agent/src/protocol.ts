@@ -144,7 +144,10 @@ export type ResumeOrder =
         scanFrame: FrameCheck | null }
     /** A paused Python thread steps: to the next line anywhere (into), in
      *  this frame or a caller (over), or in a caller (out). */
-    | { action: "py-step"; mode: "over" | "into" | "out" };
+    | { action: "py-step"; mode: "over" | "into" | "out" }
+    /** A paused Python thread sets a local and stays paused (answered by
+     *  python_memory with this id). */
+    | { action: "py-set"; id: number; name: string; value: unknown };
 
 /** Daemon → agent. `tracer` names the tracer a request is for
  *  (agent/src/tracers/index.ts); absent: "native", every request today. */

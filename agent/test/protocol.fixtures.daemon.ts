@@ -384,6 +384,13 @@ export const daemonMessages = [
     },
     {
         "type": "resume-4243",
+        "action": "py-set",
+        "id": 15,
+        "name": "qty",
+        "value": 3
+    },
+    {
+        "type": "resume-4243",
         "action": "step",
         "stops": [
             [

@@ -28,8 +28,9 @@ export const STEPPER_SLOTS = 64;
 /** Bytes of one breakpoint entry (BpEntry below). */
 export const BP_ENTRY = 64;
 
-/** Resume orders js_wait returns. */
-export const ORDER = { continue: 0, over: 1, into: 2, out: 3 } as const;
+/** Resume orders js_wait returns (set: a local was given a value to set;
+ *  js_set_local sets it, holding the GIL, and the thread waits again). */
+export const ORDER = { continue: 0, over: 1, into: 2, out: 3, set: 4 } as const;
 
 /** Why a thread paused (js_paused's `reason`). */
 export const REASON = { breakpoint: 0, step: 1 } as const;
@@ -51,6 +52,7 @@ extern char PyCode_Type, PyModule_Type;
 extern int PyDict_SetItemString(PyObject *, const char *, PyObject *);
 extern void js_paused(guint32 tid, guint32 reason, gint32 bp, guint64 hits, const guint8 *payload, guint32 len);
 extern guint32 js_wait(guint32 tid);
+extern void js_set_local(guint32 tid, PyObject *frame);
 extern void js_log(gint32 bp, guint32 tid, const char *message, guint32 len);
 extern void js_bp_error(gint32 bp, const char *message);
 
@@ -279,10 +281,23 @@ static guint32 pause_here(void *ts, PyObject *f, int line, guint32 reason, gint3
     guint32 len = finish(&b);
     guint32 tid = tid_of(ts);
     js_paused(tid, reason, bp, hits, b.p, len);
-    void *saved = PyEval_SaveThread();
-    guint32 order = js_wait(tid);
-    PyEval_RestoreThread(saved);
-    return order;
+    for (;;) {
+        void *saved = PyEval_SaveThread();
+        guint32 order = js_wait(tid);
+        PyEval_RestoreThread(saved);
+        if (order != 4) return order;
+        js_set_local(tid, f);
+    }
+}
+
+/* A value as a named-value payload (what 7, status 0), for answers. */
+guint32 py_encode_named(const char *label, PyObject *v) {
+    Buf b;
+    begin(&b, 7);
+    u8(&b, 0);
+    cname(&b, label);
+    value(&b, v, (int)pycfg[${CFG.depth}]);
+    return finish(&b);
 }
 
 static void stop_stepping(Stepper *s) {

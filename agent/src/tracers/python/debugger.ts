@@ -8,7 +8,8 @@ import { PyBreakpointSpec } from "../../protocol.js";
 import { BP_ENTRY } from "./debug_c.js";
 import type { PyRuntime } from "./index.js";
 import { CFG, LAYOUT } from "./offsets.js";
-import { breakpointIds, pausedThreads } from "./pause.js";
+import { breakpointIds, LocalWrite, pausedThreads } from "./pause.js";
+import { send_ } from "../../protocol.js";
 
 interface Installed {
     spec: PyBreakpointSpec;
@@ -245,6 +246,56 @@ export function pythonMemory(r: PyRuntime, targets: Array<[string, number, boole
         }
         return [payload(), before, null];
     }));
+}
+
+/** Sets a local of a paused frame (on its thread, holding the GIL): in the
+ *  frame's locals dict, then into its fast locals; answers python_memory
+ *  with the new and previous values. */
+export function setPausedLocal(r: PyRuntime, frame: NativePointer, write: LocalWrite): void {
+    const fn = (name: string, ret: NativeFunctionReturnType, args: NativeFunctionArgumentType[]) =>
+        new NativeFunction(r.py.fn(name), ret, args) as unknown as (...a: unknown[]) => unknown;
+    const getLocals = fn("PyFrame_GetLocals", "pointer", ["pointer"]);
+    const getItem = fn("PyDict_GetItemString", "pointer", ["pointer", "pointer"]);
+    const setItem = fn("PyDict_SetItemString", "int", ["pointer", "pointer", "pointer"]);
+    const toFast = fn("PyFrame_LocalsToFast", "void", ["pointer", "int"]);
+    const decref = fn("Py_DecRef", "void", ["pointer"]);
+    const clear = fn("PyErr_Clear", "void", []);
+    const encode = new NativeFunction(r.module.py_encode_named, "uint32", ["pointer", "pointer"]);
+    const scratch = r.cfg.add(CFG.scratch * 8).readPointer();
+    const label = Memory.allocUtf8String(write.name);
+    const payload = (v: NativePointer) => Array.from(new Uint8Array(scratch.readByteArray(encode(label, v) as number)!));
+    let result: [number[] | null, number[] | null, string | null];
+    withGil(r, gil => {
+        const locals = getLocals(frame) as NativePointer;
+        if (locals.isNull()) {
+            clear();
+            result = [null, null, "the paused frame's locals cannot be read"];
+            return;
+        }
+        const old = getItem(locals, label) as NativePointer;
+        if (old.isNull()) {
+            clear();
+            result = [null, null, `no local ${JSON.stringify(write.name)} in the paused frame`];
+        } else {
+            const before = payload(old);
+            const v = gil.scalar(write.value);
+            if (v.isNull()) {
+                result = [null, null, `${write.name} can be set to an int, float, string, boolean or null (None) only`];
+            } else {
+                const ok = setItem(locals, label, v) === 0;
+                gil.decref(v);
+                if (ok) {
+                    toFast(frame, 0);
+                    result = [payload(getItem(locals, label) as NativePointer), before, null];
+                } else {
+                    clear();
+                    result = [null, null, `${write.name} could not be set`];
+                }
+            }
+        }
+        decref(locals);
+    });
+    send_({ type: "python_memory", id: write.id, results: [result!] });
 }
 
 /** Detach: no breakpoint, no trace function left on any thread. */

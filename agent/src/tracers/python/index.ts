@@ -18,12 +18,12 @@
 // (watchUncaught) and, for a crash report, the crashing thread's Python
 // frames (crashContext).
 import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
-import { pythonMemory as memoryOf, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
+import { pythonMemory as memoryOf, setPausedLocal, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { DebugRequest, HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
-import { pauseCallbacks } from "./pause.js";
+import { pauseCallbacks, setLocalWriter } from "./pause.js";
 import { STEPPER_SLOTS } from "./debug_c.js";
 import { compilePendingWatches, syncWatches } from "./watches.js";
 import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
@@ -101,6 +101,7 @@ function createRuntime(py: CPython): PyRuntime {
     ]) symbols[name] = py.fn(name);
     const module = new CModule(PY_CMODULE_SOURCE, symbols);
     const stub = writeEvalStub();
+    setLocalWriter((frame, write) => setPausedLocal(rt!, frame, write));
     stub.setCallees(module.py_enter, module.py_leave);
     return {
         py,

@@ -12,6 +12,17 @@ export const breakpointIds = new Map<number, string>();
 /** Threads paused now (between js_paused and the end of js_wait). */
 export const pausedThreads = new Set<number>();
 
+/** A local a paused thread is to set (a "py-set" order). */
+export interface LocalWrite { id: number; name: string; value: unknown }
+
+const pendingWrites = new Map<number, LocalWrite>();
+let localWriter: ((frame: NativePointer, write: LocalWrite) => void) | null = null;
+
+/** Who sets a paused frame's local (debugger.ts, given the runtime). */
+export function setLocalWriter(writer: (frame: NativePointer, write: LocalWrite) => void): void {
+    localWriter = writer;
+}
+
 /** Most bytes of a logpoint message or condition error read. */
 const TEXT_MAX = 4096;
 
@@ -45,10 +56,24 @@ export function pauseCallbacks(): Record<string, NativePointer> {
             // Blocks this thread only (the GIL is released by the caller);
             // ends with the script too, and then the thread runs on.
             receive(`resume-${tid}`, m => { order = m; }).wait();
-            pausedThreads.delete(tid);
             const o = order as ResumeOrder;
+            if (o.action === "py-set") {
+                pendingWrites.set(tid, { id: o.id, name: o.name, value: o.value });
+                return ORDER.set;
+            }
+            pausedThreads.delete(tid);
             return o.action === "py-step" ? ORDER[o.mode] : ORDER.continue;
         }, "uint32", ["uint32"]) as never,
+        js_set_local: new NativeCallback((tid: number, frame: NativePointer) => {
+            const write = pendingWrites.get(tid);
+            pendingWrites.delete(tid);
+            if (write === undefined) return;
+            if (localWriter === null) {
+                send_({ type: "python_memory", id: write.id, results: [[null, null, "the Python debugger is not ready"]] });
+                return;
+            }
+            localWriter(frame, write);
+        }, "void", ["uint32", "pointer"]) as never,
         js_log: new NativeCallback((bp: number, tid: number, message: NativePointer, len: number) => {
             const id = breakpointIds.get(bp);
             if (id === undefined) return;

@@ -268,7 +268,7 @@ impl Covered for AgentMessage {
 }
 
 impl Covered for DaemonMessage {
-    const VARIANTS: usize = 21;
+    const VARIANTS: usize = 22;
 
     fn variant(&self) -> usize {
         use DaemonMessage as D;
@@ -305,6 +305,10 @@ impl Covered for DaemonMessage {
             D::Callee(_) => 17,
             D::PythonBreakpoints(_) => 18,
             D::PythonMemory(_) => 20,
+            D::Resume(Resume {
+                order: ResumeOrder::PySet { .. },
+                ..
+            }) => 21,
             D::Resume(Resume {
                 order: ResumeOrder::PyStep { .. },
                 ..
@@ -504,6 +508,14 @@ impl Covered for DaemonMessage {
                 tid: 4243,
                 order: ResumeOrder::PyStep {
                     mode: PyStepMode::Over,
+                },
+            }),
+            D::Resume(Resume {
+                tid: 4243,
+                order: ResumeOrder::PySet {
+                    id: 15,
+                    name: "qty".into(),
+                    value: serde_json::json!(3),
                 },
             }),
             D::Resume(Resume {

@@ -437,6 +437,17 @@ pub enum ResumeOrder {
         /// `over`, `into` or `out`.
         mode: PyStepMode,
     },
+    /// A paused Python thread sets a local of its frame and stays paused;
+    /// answered by `python_memory` (one result) with this id.
+    #[serde(rename = "py-set")]
+    PySet {
+        /// Request id.
+        id: u64,
+        /// The local's name.
+        name: String,
+        /// Its new value (a JSON scalar; null is None).
+        value: serde_json::Value,
+    },
 }
 
 /// How a Python thread steps.

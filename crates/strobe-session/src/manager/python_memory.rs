@@ -10,7 +10,9 @@ use super::{Live, SessionManager};
 use crate::SessionError;
 use serde_json::{Value, json};
 use std::time::Duration;
-use strobe_frida::agent_protocol::{DaemonMessage, PyMemoryRequest, PythonMemory};
+use strobe_frida::agent_protocol::{
+    DaemonMessage, PyMemoryRequest, PythonMemory, Resume, ResumeOrder,
+};
 use strobe_symbols::Language;
 use strobe_symbols::resolvers::python::{Program, parse_args};
 
@@ -86,7 +88,7 @@ impl SessionManager {
                     .and_then(|l| l.iter().find(|v| v["name"] == head))
             {
                 out[i] = Some(if write {
-                    json!({"target": name, "error": "a paused Python frame's locals are read-only here; set module globals (module.NAME) instead"})
+                    self.set_paused_local(live, p.thread_id, name, head, t.value.clone())
                 } else {
                     match walk(&local["value"], &name[head.len()..]) {
                         Some(v) => {
@@ -141,6 +143,61 @@ impl SessionManager {
             .into_iter()
             .map(|v| v.unwrap_or_else(|| json!({"error": "no answer"})))
             .collect())
+    }
+}
+
+impl SessionManager {
+    /// Sets a local of the paused Python frame of thread `tid` (by the
+    /// thread itself, which stays paused); the pause's copy is updated.
+    fn set_paused_local(
+        &self,
+        live: &Live,
+        tid: u32,
+        name: &str,
+        head: &str,
+        value: Option<Value>,
+    ) -> Value {
+        if name != head {
+            return json!({"target": name, "error": format!(
+                "only a local itself is written ({head}), not a part of it"
+            )});
+        }
+        let value = value.unwrap_or(Value::Null);
+        if !matches!(
+            value,
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)
+        ) {
+            return json!({"target": name, "error": "a Python local can be set to an int, float, string, boolean or null (None)"});
+        }
+        let answer: Result<PythonMemory, SessionError> = self.agent_request(
+            live,
+            |id| {
+                DaemonMessage::Resume(Resume {
+                    tid,
+                    order: ResumeOrder::PySet {
+                        id,
+                        name: name.to_string(),
+                        value,
+                    },
+                })
+            },
+            Duration::from_secs(10),
+        );
+        let (now, before, error) = match answer {
+            Ok(mut a) if !a.results.is_empty() => a.results.remove(0),
+            Ok(_) => (None, None, Some("no answer from the paused thread".into())),
+            Err(e) => (None, None, Some(e.message().to_string())),
+        };
+        let mut v = render(name, now.as_deref(), before.as_deref(), error);
+        if v.get("error").is_none() {
+            v["local"] = json!(true);
+            v["threadId"] = json!(tid);
+            let mut st = live.debug.lock().expect("debug lock");
+            if let Some(local) = st.paused_local_mut(tid, name) {
+                local["value"] = v["newValue"].clone();
+            }
+        }
+        v
     }
 }
 

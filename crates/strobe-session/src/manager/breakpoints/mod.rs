@@ -177,6 +177,20 @@ pub(super) struct DebugState {
 }
 
 impl DebugState {
+    /// A paused Python thread's copy of its local `name` (`{name, type, value}`).
+    pub(in crate::manager) fn paused_local_mut(
+        &mut self,
+        tid: u32,
+        name: &str,
+    ) -> Option<&mut Value> {
+        self.paused
+            .get_mut(&tid)?
+            .locals
+            .as_mut()?
+            .iter_mut()
+            .find(|l| l["name"] == name)
+    }
+
     /// Breakpoints and paused threads, for status.
     pub(super) fn summary(&self) -> (Vec<BreakpointInfo>, Vec<PausedThread>) {
         (
