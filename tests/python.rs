@@ -430,16 +430,16 @@ async fn attaching_to_a_running_interpreter_traces_it_and_detach_leaves_it_runni
     target.wait().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_segfault_in_a_c_extension_is_a_native_crash_that_shows_the_python_frames() {
-    let env = Env::new();
-    let c = env.client().await;
-    // Built here with the system compiler and python3-dev's headers.
+/// The crashext fixture, built here with the system compiler and
+/// python3-dev's headers, beside its scripts, in a directory of `env`'s.
+fn crashext(env: &Env) -> PathBuf {
     let dir = env.path().join("crashext");
     std::fs::create_dir_all(&dir).unwrap();
     let src =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/python/crashext");
-    std::fs::copy(src.join("run.py"), dir.join("run.py")).unwrap();
+    for script in ["run.py", "mix.py"] {
+        std::fs::copy(src.join(script), dir.join(script)).unwrap();
+    }
     let built = std::process::Command::new("gcc")
         .args(["-shared", "-fPIC", "-g", "-I/usr/include/python3.11", "-o"])
         .arg(dir.join("crashext.so"))
@@ -451,6 +451,63 @@ async fn a_segfault_in_a_c_extension_is_a_native_crash_that_shows_the_python_fra
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_and_native_calls_share_one_timeline() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = crashext(&env);
+    // A Python pattern and a native one (in the extension, loaded at import).
+    c.ok("debug_trace", json!({"add": ["mix.compute", "mix_add"]}))
+        .await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "python3", "args": [dir.join("mix.py")], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let calls: Vec<Value> = c
+        .query_all(&id, json!({}))
+        .await
+        .into_iter()
+        .filter(|e| e["eventType"] == "function_enter" || e["eventType"] == "function_exit")
+        .collect();
+    let seq: Vec<(String, String)> = calls
+        .iter()
+        .map(|e| {
+            (
+                e["eventType"].as_str().unwrap().to_string(),
+                e["function"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("function_enter", "mix.compute"),
+        ("function_enter", "mix_add"),
+        ("function_exit", "mix_add"),
+        ("function_exit", "mix.compute"),
+    ];
+    assert_eq!(
+        seq,
+        want.map(|(k, f)| (k.to_string(), f.to_string())),
+        "Python and native calls nest in time order: {calls:?}"
+    );
+    assert_eq!(calls[0]["arguments"][0]["value"], 5, "{calls:?}");
+    assert_eq!(calls[2]["returnValue"], 7, "typed from DWARF: {calls:?}");
+    assert_eq!(calls[3]["returnValue"], 70, "{calls:?}");
+    assert_eq!(calls[0]["threadId"], calls[1]["threadId"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_segfault_in_a_c_extension_is_a_native_crash_that_shows_the_python_frames() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = crashext(&env);
     let v = c
         .ok(
             "debug_launch",
