@@ -112,7 +112,8 @@ async fn an_instrumented_pytest_run_traces_the_projects_python_with_the_same_res
     .await;
     let traced = run(
         &c,
-        json!({"action": "run", "projectRoot": root, "test": test, "tracePatterns": ["calc.*"]}),
+        json!({"action": "run", "projectRoot": root, "test": test, "tracePatterns": ["calc.*"],
+               "watches": [{"expr": "len(text)", "label": "chars", "on": ["calc.parse"]}]}),
     )
     .await;
     for count in ["passed", "failed", "skipped", "stuck"] {
@@ -136,6 +137,12 @@ async fn an_instrumented_pytest_run_traces_the_projects_python_with_the_same_res
             .iter()
             .any(|e| e["arguments"][0] == json!({"name": "text", "type": "str", "value": "x"})),
         "{parses:?}"
+    );
+    assert!(
+        parses.iter().all(
+            |e| e["watchValues"]["chars"] == e["arguments"][0]["value"].as_str().unwrap().len()
+        ),
+        "the Python watch read at each call: {parses:?}"
     );
     let raised = c.events(session, Some("exception")).await;
     assert!(
