@@ -493,9 +493,27 @@ async fn python_and_native_calls_share_one_timeline() {
         ("function_exit", "mix.compute"),
     ];
     assert_eq!(
-        seq,
+        seq[..4],
         want.map(|(k, f)| (k.to_string(), f.to_string())),
         "Python and native calls nest in time order: {calls:?}"
+    );
+    assert_eq!(seq.len(), 12, "three rounds: {calls:?}");
+    // Python ints as the interpreter holds them: two digits, negative,
+    // and three.
+    assert_eq!(
+        calls[4]["arguments"][0]["value"],
+        -(1i64 << 40),
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls[7]["returnValue"],
+        (2 - (1i64 << 40)) * 10,
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls[8]["arguments"][0]["value"],
+        (1i64 << 62) - 3,
+        "{calls:?}"
     );
     assert_eq!(calls[0]["arguments"][0]["value"], 5, "{calls:?}");
     assert_eq!(calls[2]["returnValue"], 7, "typed from DWARF: {calls:?}");

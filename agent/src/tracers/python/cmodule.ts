@@ -320,6 +320,15 @@ static void value(Buf *b, PyObject *o, int depth) {
     if (o == (PyObject *)&_Py_FalseStruct) { u8(b, T_FALSE); return; }
     char *tp = TYPE(o);
     if (tp == &PyLong_Type) {
+        /* Up to two 30-bit digits (|value| < 2^60): read in place, no call. */
+        Py_ssize_t digits = SIZE(o);
+        if (digits >= -2 && digits <= 2) {
+            const guint32 *d = (const guint32 *)((char *)o + L(${LAYOUT.longDigits}));
+            guint64 m = digits == 0 ? 0 : (digits == 1 || digits == -1) ? d[0] : ((guint64)d[0] | ((guint64)d[1] << 30));
+            u8(b, T_INT);
+            u64(b, digits < 0 ? (guint64)(-(gint64)m) : m);
+            return;
+        }
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow == 0) { u8(b, T_INT); u64(b, (guint64)v); return; }
@@ -327,7 +336,7 @@ static void value(Buf *b, PyObject *o, int depth) {
         u8(b, T_BIGINT); u8(b, _PyLong_Sign(o) < 0 ? 1 : 0); u64(b, (guint64)_PyLong_NumBits(o));
         return;
     }
-    if (tp == &PyFloat_Type) { double d = PyFloat_AsDouble(o); u8(b, T_FLOAT); u64(b, *(guint64 *)&d); return; }
+    if (tp == &PyFloat_Type) { u8(b, T_FLOAT); u64(b, AT(o, L(${LAYOUT.floatValue}), guint64)); return; }
     if (tp == &PyUnicode_Type) {
         Py_ssize_t n = 0;
         const char *s = utf8(o, &n);

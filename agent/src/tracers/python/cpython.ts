@@ -65,6 +65,8 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
     pyFrameFrame: 24, // PyFrameObject.f_frame
     frameGlobals: 8, // _PyInterpreterFrame.f_globals
     tstateTracing: 44, // PyThreadState.tracing
+    longDigits: 24, // PyLongObject.ob_digit
+    floatValue: 16, // PyFloatObject.ob_fval
 };
 
 /** Layouts by "major.minor". */

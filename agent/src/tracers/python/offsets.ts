@@ -52,7 +52,7 @@ export const LAYOUT = {
     framePrevious: 31, framePrevInstr: 32, codeAdaptive: 33, codeFirstLine: 34,
     funcQualname: 35, funcModule: 36, strState: 37, strLength: 38, strAsciiData: 39,
     tstateProfileFunc: 40, tstateTraceFunc: 41, cframeUseTracing: 42, cframePrevious: 43, pyFrameFrame: 44,
-    frameGlobals: 45, tstateTracing: 46,
+    frameGlobals: 45, tstateTracing: 46, longDigits: 47, floatValue: 48,
 } as const;
 
 /** Slots of the named-threads set (a power of two). */
