@@ -346,3 +346,62 @@ async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
     let status = target.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn staged_python_breakpoints_and_stop_on_entry_hold_before_any_python_runs() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop");
+    // Staged before the launch: set while the interpreter starts, with a
+    // condition compiled then.
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"add": [{"file": "stepper.py", "line": line_of("square-body"), "condition": "n > 4"}]}),
+        )
+        .await;
+    assert_eq!(v["mode"], "staged", "{v}");
+    // stopOnEntry on a script: its first statement, before anything ran.
+    let r = c
+        .reply(
+            "debug_launch",
+            json!({"command": "python3", "args": [debugee().join("stepper.py"), &stop],
+                   "projectRoot": debugee(), "stopOnEntry": true}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let v = &r.value;
+    assert_eq!(v["pendingBreakpointsApplied"], 1, "{v}");
+    assert_eq!(
+        v["paused"]["line"], 1,
+        "the module docstring's statement: {v}"
+    );
+    assert!(
+        v["paused"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("stepper.py"),
+        "{v}"
+    );
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert!(c.stdout_lines(&id).await.is_empty(), "nothing ran yet");
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": [v["paused"]["breakpointId"]]}),
+    )
+    .await;
+    // On: the staged breakpoint, from its first hit whose condition holds.
+    let v = c.ok("debug_continue", json!({"sessionId": id})).await;
+    assert_eq!(v["status"], "paused", "{v}");
+    assert_eq!(v["line"], line_of("square-body"), "{v}");
+    assert!(local(&v, "n")["value"].as_i64().unwrap() > 4, "{v}");
+    let s = c.status(&id).await;
+    let bps: Vec<Value> = s["breakpoints"].as_array().unwrap().clone();
+    let ids: Vec<Value> = bps.iter().map(|b| b["id"].clone()).collect();
+    c.ok("debug_breakpoint", json!({"sessionId": id, "remove": ids}))
+        .await;
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    std::fs::write(&stop, "").unwrap();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+}

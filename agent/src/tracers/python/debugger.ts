@@ -185,14 +185,22 @@ function busy(r: PyRuntime): boolean {
     return pausedThreads.size > 0 || !r.cfg.add(CFG.stepping * 8).readU64().equals(0);
 }
 
+/** Breakpoints set before the interpreter ran (staged with the launch):
+ *  set when it starts (installPendingBreakpoints). */
+const pendingSpecs = new Map<string, PyBreakpointSpec>();
+
 /** Sets and removes breakpoints; returns what went in and what failed
- *  (with why), and whether the debugger still needs the eval stub. */
-export function updatePythonBreakpoints(r: PyRuntime, set: PyBreakpointSpec[], remove: string[]):
+ *  (with why), and whether the debugger still needs the eval stub. Before
+ *  the interpreter runs they wait for it (a condition that then does not
+ *  compile is reported as a breakpoint_error). */
+export function updatePythonBreakpoints(r: PyRuntime, set: PyBreakpointSpec[], remove: string[], running = false):
     { installed: string[]; failed: Array<[string, string]>; count: number } {
     const ok: string[] = [];
     const failed: Array<[string, string]> = [];
-    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
-        return { installed: [], failed: set.map(s => [s.id, "the interpreter has not started yet; set it again once the program runs"]), count: installed.size };
+    if (!running && new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
+        for (const id of remove) pendingSpecs.delete(id);
+        for (const spec of set) pendingSpecs.set(spec.id, spec);
+        return { installed: set.map(s => s.id), failed: [], count: pendingSpecs.size };
     }
     withGil(r, gil => {
         for (const id of remove) {
@@ -217,6 +225,19 @@ export function updatePythonBreakpoints(r: PyRuntime, set: PyBreakpointSpec[], r
         else if (!busy(r)) call("py_disarm");
     });
     return { installed: ok, failed, count: installed.size + (busy(r) ? 1 : 0) };
+}
+
+/** The interpreter runs its first code (holding the GIL): breakpoints set
+ *  before go in now; one that fails says why on its breakpoint. */
+export function installPendingBreakpoints(r: PyRuntime): number {
+    if (pendingSpecs.size === 0) return installed.size;
+    const specs = [...pendingSpecs.values()];
+    pendingSpecs.clear();
+    // (Py_IsInitialized may still say no: the first code run is often an
+    // import during start-up, and the interpreter can compile by then.)
+    const { failed, count } = updatePythonBreakpoints(r, specs, [], true);
+    for (const [id, error] of failed) send_({ type: "breakpoint_error", id, error });
+    return count;
 }
 
 /** Reads and sets module globals (py_read_global / py_set_global in

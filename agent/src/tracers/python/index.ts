@@ -18,7 +18,7 @@
 // (watchUncaught) and, for a crash report, the crashing thread's Python
 // frames (crashContext).
 import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
-import { pythonMemory as memoryOf, setPausedLocal, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
+import { installPendingBreakpoints, pythonMemory as memoryOf, setPausedLocal, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { DebugRequest, HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
@@ -238,6 +238,7 @@ function installStub(r: PyRuntime): void {
             installWhenReady.detach();
             installWhenReady = null;
             compilePendingWatches(r);
+            breakpointCount = installPendingBreakpoints(r);
         },
     });
 }

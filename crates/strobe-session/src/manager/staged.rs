@@ -157,10 +157,18 @@ impl SessionManager {
             out.applied = Some(set);
         }
         if stop_on_entry {
-            let main = BreakpointRequest {
-                function: Some("main".to_string()),
-                ..Default::default()
-            };
+            // A Python script stops at its first statement; native code at main.
+            let main = self.python_script(id).map_or_else(
+                || BreakpointRequest {
+                    function: Some("main".to_string()),
+                    ..Default::default()
+                },
+                |script| BreakpointRequest {
+                    file: Some(script.to_string_lossy().into_owned()),
+                    line: Some(1),
+                    ..Default::default()
+                },
+            );
             match self.breakpoints(id, &[main], &[]) {
                 Ok(_) => out.entry_set = true,
                 Err(e) => out.warnings.push(format!(
@@ -170,6 +178,25 @@ impl SessionManager {
             }
         }
         out
+    }
+
+    /// The script a Python session runs (`python app.py`), if it is one.
+    fn python_script(&self, id: &str) -> Option<std::path::PathBuf> {
+        let live = self.live(id)?;
+        let mut guard = live.tracer.lock().expect("tracer lock");
+        if guard.is_none() {
+            *guard = Some(self.new_tracer(&live).ok()?);
+        }
+        let tracer = guard.as_ref()?;
+        if !tracer.has_language(strobe_symbols::Language::Python) {
+            return None;
+        }
+        match strobe_symbols::resolvers::python::parse_args(&live.program_args).0 {
+            strobe_symbols::resolvers::python::Program::Script(p) => {
+                Some(tracer.project_root.join(p))
+            }
+            _ => None,
+        }
     }
 
     /// Waits until a thread of `live` pauses (or the program ends, or

@@ -159,7 +159,7 @@ impl SessionManager {
         let mut st = live.debug.lock().expect("debug lock");
         if let Some(b) = st.breakpoints.iter_mut().find(|b| b.id == id) {
             b.note = Some(format!(
-                "the condition threw in the target (the hit does not pause): {}",
+                "the condition or message failed in the target (the hit does not pause): {}",
                 error.error
             ));
         }
