@@ -341,7 +341,8 @@ async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
         printed.iter().all(|l| l.starts_with("compute(")),
         "{printed:?}"
     );
-    assert!(target.try_wait().unwrap().is_none(), "still running");
+    let early = target.try_wait().unwrap();
+    assert!(early.is_none(), "still running: {early:?}");
     std::fs::write(&stop, "").unwrap();
     let status = target.wait().unwrap();
     assert!(status.success(), "{status:?}");

@@ -260,6 +260,7 @@ static void log_message(BpEntry *b, PyObject *f, guint32 tid) {
    function, file, line) and the frame's locals go to the daemon, then the
    GIL is let go until the daemon's order comes back. */
 static guint32 pause_here(void *ts, PyObject *f, int line, guint32 reason, gint32 bp, guint64 hits) {
+    pycfg[${CFG.inPause}]++;
     Buf b;
     begin(&b, 6);
     guint32 n = 0;
@@ -285,7 +286,7 @@ static guint32 pause_here(void *ts, PyObject *f, int line, guint32 reason, gint3
         void *saved = PyEval_SaveThread();
         guint32 order = js_wait(tid);
         PyEval_RestoreThread(saved);
-        if (order != 4) return order;
+        if (order != 4) { pycfg[${CFG.inPause}]--; return order; }
         js_set_local(tid, f);
     }
 }

@@ -385,6 +385,10 @@ function pythonMemory(msg: DaemonMessageOf<"python-memory">): void {
 function detach(): void {
     if (rt === null) return;
     stopDebugging(rt);
+    // A thread let go from a pause (the daemon resumes every paused thread
+    // before it detaches) still runs the C side until it has the GIL back.
+    const inPause = rt.cfg.add(CFG.inPause * 8);
+    for (let waited = 0; !inPause.readU64().equals(0) && waited < 200; waited++) Thread.sleep(0.01);
     rt.cfg.add(CFG.enabled * 8).writeU64(0);
     raisedListener?.detach();
     raisedListener = null;

@@ -39,6 +39,9 @@ export const CFG = {
     /** Expression watches (watches_c.ts): [mask, then (function id, list)
      *  slots], or 0 when none. */
     watchTable: 19,
+    /** Threads inside pause_here (paused, or on their way out of it): the
+     *  detach waits for none before the C side goes away. */
+    inPause: 20,
 } as const;
 
 /** Layout offsets for one CPython minor version (see cpython.ts). */

@@ -115,12 +115,7 @@ impl Tracer {
         let watches: Vec<WatchSpec> = self
             .watches
             .iter()
-            .filter(|w| {
-                w.on.is_empty()
-                    || w.on
-                        .iter()
-                        .any(|p| p.matches(func.name, func.file, &self.project_root))
-            })
+            .filter(|w| w.read_in(func.name, func.file, &self.project_root))
             .map(|w| w.spec.clone())
             .collect();
         let depth = self.depth;

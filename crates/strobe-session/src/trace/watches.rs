@@ -21,6 +21,19 @@ pub struct Watch {
     pub spec: WatchSpec,
 }
 
+impl Watch {
+    /// Whether it is read in function `name` (`file`).
+    pub fn read_in(&self, name: &str, file: Option<&str>, project_root: &Path) -> bool {
+        read_in(&self.on, name, file, project_root)
+    }
+}
+
+/// Whether a watch scoped to `on` is read in function `name` (`file`): no
+/// `on`, or a pattern of it matching (names with `::` between segments).
+fn read_in(on: &[Pattern], name: &str, file: Option<&str>, project_root: &Path) -> bool {
+    on.is_empty() || on.iter().any(|p| p.matches(name, file, project_root))
+}
+
 /// What a watch reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -111,28 +124,31 @@ impl Tracer {
     /// list takes its watches away. `on` patterns are matched in Python's
     /// dotted names.
     pub fn python_watch_plans(&self, about_to_hook: &[u32]) -> Vec<(u32, Vec<u8>)> {
-        let dotted = |p: &Pattern| Pattern::parse(&p.text().replace('.', "::")).ok();
+        // Expression watches with their `on` in dotted names, compared
+        // segment-wise as Python names are.
+        let exprs: Vec<(Vec<Pattern>, u16)> = self
+            .watches
+            .iter()
+            .filter_map(|w| match w.spec.ty {
+                WatchType::Expr(id) => Some((
+                    w.on.iter()
+                        .filter_map(|p| Pattern::parse(&p.text().replace('.', "::")).ok())
+                        .collect(),
+                    id,
+                )),
+                _ => None,
+            })
+            .collect();
         self.hooked
             .iter()
             .chain(about_to_hook)
             .filter(|id| self.language_of(**id) == Some(strobe_symbols::Language::Python))
             .filter_map(|id| {
                 let name = self.name_of(*id)?.replace('.', "::");
-                let ids: Vec<u8> = self
-                    .watches
+                let ids: Vec<u8> = exprs
                     .iter()
-                    .filter(|w| {
-                        w.on.is_empty()
-                            || w.on
-                                .iter()
-                                .filter_map(dotted)
-                                .any(|p| p.matches(&name, None, &self.project_root))
-                    })
-                    .filter_map(|w| match w.spec.ty {
-                        WatchType::Expr(e) => Some(e.to_le_bytes()),
-                        _ => None,
-                    })
-                    .flatten()
+                    .filter(|(on, _)| read_in(on, &name, None, &self.project_root))
+                    .flat_map(|(_, id)| id.to_le_bytes())
                     .collect();
                 Some((*id, ids))
             })
