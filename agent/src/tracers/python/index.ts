@@ -16,7 +16,10 @@
 // source file (exec, generated methods) is matched by the run-time patterns
 // (setRuntimeMatch). The tracer also reports an exception nothing caught
 // (watchUncaught) and, for a crash report, the crashing thread's Python
-// frames (crashContext).
+// frames (crashContext). Beside tracing: exceptions raised in traced
+// functions (raised_c.ts), expression watches (watches.ts, watches_c.ts),
+// and the debugger's breakpoints, pauses, steps and names in memory
+// (debugger.ts, pause.ts, debug_c.ts), reached through Tracer.debug.
 import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, send_ } from "../../protocol.js";
 import { installPendingBreakpoints, pythonMemory as memoryOf, setPausedLocal, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
