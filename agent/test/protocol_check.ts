@@ -1,6 +1,6 @@
 // Type-level agreement of the two sides of the agent protocol, checked by
 // `tsc -p agent/test` (./dev test): protocol.fixtures.{agent,daemon}.ts, written by the Rust
-// side (crates/strobe-frida/src/agent_protocol/fixtures.rs), holds an example
+// side (crates/strobe-frida/src/agent_protocol/fixtures/), holds an example
 // of every message Rust can send or expects. There each example `satisfies`
 // the TypeScript union of its direction, so a field Rust has and TypeScript
 // does not (or of another type, or nullable where TypeScript says it is not)

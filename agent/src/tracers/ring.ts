@@ -67,7 +67,7 @@ export function tracedIds(): ReadonlySet<number> {
 }
 
 /** Kind bit of a record whose payload is in the Python tracer's format
- *  (crates/strobe-values/src/python.rs) rather than a capture plan's. */
+ *  (crates/strobe-values/src/python/) rather than a capture plan's. */
 export const KIND_PYTHON = 0x200;
 /** Kind bit of an enter or exit that pairs with its other half by the
  *  record's `value` (a generator's or coroutine's address), not by the

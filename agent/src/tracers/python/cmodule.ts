@@ -7,7 +7,7 @@
 // function, writes an enter record with the typed arguments; py_leave writes
 // the exit with the return value or the exception. Records go into the
 // native runtime's ring (../ring.ts) with a payload in the format
-// crates/strobe-values/src/python.rs decodes.
+// crates/strobe-values/src/python/ decodes.
 //
 // CPython's internal layouts are read at offsets given in `layout[]`
 // (cpython.ts has them per version), not from headers: TinyCC has none.
@@ -99,7 +99,7 @@ ${RING_WRITER_C}
 #define EXC_SUB (1UL << 30)
 #define TYPE_SUB (1UL << 31)
 
-/* Value tags: crates/strobe-values/src/python.rs. */
+/* Value tags: crates/strobe-values/src/python/. */
 enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST, T_TUPLE,
        T_DICT, T_SET, T_FROZENSET, T_OBJECT, T_DEEP, T_OPAQUE, T_CUT, T_SUBCLASS, T_EXCEPTION,
        T_CLASS, T_FUNCTION };

@@ -467,7 +467,7 @@ pub struct PythonPaused {
     /// The breakpoint's hits so far (0 for a step).
     pub hits: u64,
     /// Its frames (innermost first) and the paused frame's locals, in the
-    /// Python tracer's payload format (strobe-values' python.rs, `what` 6).
+    /// Python tracer's payload format (strobe-values' python/, `what` 6).
     pub payload: Vec<u8>,
 }
 
@@ -479,7 +479,7 @@ pub struct PythonUncaught {
     /// The thread it ended.
     pub tid: u32,
     /// Its type, args and traceback (with each frame's locals), in the
-    /// Python tracer's payload format (strobe-values' python.rs, `what` 3).
+    /// Python tracer's payload format (strobe-values' python/, `what` 3).
     pub payload: Vec<u8>,
 }
 

@@ -8,7 +8,7 @@
 //! with the field names the wire has always had:
 //! [`AgentMessage`] (agent → daemon) and [`DaemonMessage`] (daemon → agent).
 //! agent/src/protocol.ts declares the same two unions in TypeScript; the
-//! test in `fixtures.rs` writes one example of every variant into
+//! test in `fixtures/` writes one example of every variant into
 //! agent/test/protocol.fixtures.{agent,daemon}.ts, which the TypeScript compiler checks
 //! against those unions (agent/test/protocol_check.ts), so the two sides
 //! cannot drift apart unnoticed.
