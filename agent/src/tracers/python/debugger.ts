@@ -197,7 +197,7 @@ export function updatePythonBreakpoints(r: PyRuntime, set: PyBreakpointSpec[], r
     { installed: string[]; failed: Array<[string, string]>; count: number } {
     const ok: string[] = [];
     const failed: Array<[string, string]> = [];
-    if (!running && new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
+    if (!running && r.isInitialized() === 0) {
         for (const id of remove) pendingSpecs.delete(id);
         for (const spec of set) pendingSpecs.set(spec.id, spec);
         return { installed: set.map(s => s.id), failed: [], count: pendingSpecs.size };
@@ -245,7 +245,7 @@ export function installPendingBreakpoints(r: PyRuntime): number {
  *  a write, or why not. */
 export function pythonMemory(r: PyRuntime, targets: Array<[string, number, boolean, unknown]>):
     Array<[number[] | null, number[] | null, string | null]> {
-    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
+    if (r.isInitialized() === 0) {
         return targets.map(() => [null, null, "the interpreter has not started yet"]);
     }
     const read = new NativeFunction(r.module.py_read_global, "uint32", ["pointer", "uint32"]);
@@ -327,6 +327,6 @@ export function stopDebugging(r: PyRuntime): void {
     // No new pause from here: no breakpoint, and steppers are not consulted.
     r.cfg.add(CFG.bpCount * 8).writeU64(0);
     r.cfg.add(CFG.stepping * 8).writeU64(0);
-    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) return;
+    if (r.isInitialized() === 0) return;
     withGil(r, () => new NativeFunction(r.module.py_disarm, "void", [])());
 }

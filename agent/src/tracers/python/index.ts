@@ -119,7 +119,7 @@ function createRuntime(py: CPython): PyRuntime {
 }
 
 /** The runtime for the interpreter in this process, created on first use. */
-export function pythonRuntime(py: CPython): PyRuntime {
+function pythonRuntime(py: CPython): PyRuntime {
     rt ??= createRuntime(py);
     return rt;
 }
@@ -129,7 +129,7 @@ let breakpointCount = 0;
 
 /** The stub in while anything needs it (traced functions, run-time
  *  patterns, breakpoints), out otherwise. */
-export function syncStub(r: PyRuntime, breakpoints?: number): void {
+function syncStub(r: PyRuntime, breakpoints?: number): void {
     if (breakpoints !== undefined) breakpointCount = breakpoints;
     if (targets.size > 0 || runtimePatterns > 0 || breakpointCount > 0) installStub(r);
     else removeStub(r);

@@ -76,7 +76,7 @@ export function syncWatches(r: PyRuntime | null, req: SyncRequest, why: string |
         send_({ type: "exprs_updated", id: req.id, errors: req.exprs.map(([, label]) => [label, why ?? "no CPython"]) });
         return;
     }
-    if (new NativeFunction(r.py.fn("Py_IsInitialized"), "int", [])() === 0) {
+    if (r.isInitialized() === 0) {
         // Staged with the launch: compiled once the interpreter runs.
         pending = req.exprs;
         send_({ type: "exprs_updated", id: req.id, errors: [] });

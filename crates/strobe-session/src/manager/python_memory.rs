@@ -110,12 +110,7 @@ impl SessionManager {
                 _ => name.to_string(),
             };
             let value = t.value.clone().unwrap_or(Value::Null);
-            if write
-                && !matches!(
-                    value,
-                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)
-                )
-            {
+            if write && !is_scalar(&value) {
                 out[i] = Some(
                     json!({"target": name, "error": "a Python global can be set to an int, float, string, boolean or null (None)"}),
                 );
@@ -163,10 +158,7 @@ impl SessionManager {
             )});
         }
         let value = value.unwrap_or(Value::Null);
-        if !matches!(
-            value,
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)
-        ) {
+        if !is_scalar(&value) {
             return json!({"target": name, "error": "a Python local can be set to an int, float, string, boolean or null (None)"});
         }
         let answer: Result<PythonMemory, SessionError> = self.agent_request(
@@ -199,6 +191,14 @@ impl SessionManager {
         }
         v
     }
+}
+
+/// What a Python name can be set to: an int, float, string, bool or None.
+fn is_scalar(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)
+    )
 }
 
 /// One answer of the agent as a result entry.

@@ -200,6 +200,13 @@ impl DebugState {
     }
 }
 
+/// What one request to the agent sets: native breakpoints (planted by
+/// agent/src/breakpoints.ts) or Python ones (its Python debugger).
+enum AgentSpecs {
+    Native(Option<Vec<BreakpointSpec>>),
+    Python(Vec<strobe_frida::agent_protocol::PyBreakpointSpec>),
+}
+
 fn hex(a: u64) -> String {
     format!("{a:#x}")
 }
@@ -371,73 +378,32 @@ impl SessionManager {
                 .collect()
         };
         let (native_remove, py_remove) = (agent_remove(false), agent_remove(true));
-        let mut answer = BreakpointsUpdated {
-            id: 0,
-            installed: Vec::new(),
-            failed: Vec::new(),
-        };
-        let mut native_installed = Vec::new();
-        let mut py_installed = Vec::new();
+        let mut failed = Vec::new();
+        // (Python's?, agent ids set), to take back if anything failed.
+        let mut installed = Vec::new();
         if !specs.is_empty() || !native_remove.is_empty() || py_specs.is_empty() {
-            let a: BreakpointsUpdated = self.agent_request(
-                &live,
-                |id| {
-                    DaemonMessage::Breakpoints(BreakpointsRequest {
-                        id,
-                        set: Some(specs),
-                        remove: native_remove,
-                    })
-                },
-                Duration::from_secs(10),
-            )?;
-            native_installed = a.installed;
-            answer.failed.extend(a.failed);
+            let a = self.set_in_agent(&live, AgentSpecs::Native(Some(specs)), native_remove)?;
+            failed.extend(a.failed);
+            installed.push((false, a.installed));
         }
         if !py_specs.is_empty() || !py_remove.is_empty() {
-            let a: BreakpointsUpdated = self.agent_request(
-                &live,
-                |id| {
-                    DaemonMessage::PythonBreakpoints(PyBreakpointsRequest {
-                        id,
-                        set: py_specs,
-                        remove: py_remove,
-                    })
-                },
-                Duration::from_secs(10),
-            )?;
-            py_installed = a.installed;
-            answer.failed.extend(a.failed);
+            let a = self.set_in_agent(&live, AgentSpecs::Python(py_specs), py_remove)?;
+            failed.extend(a.failed);
+            installed.push((true, a.installed));
         }
-        if !answer.failed.is_empty() {
+        if !failed.is_empty() {
             // Nothing half-set: take back what did go in.
-            if !native_installed.is_empty() {
-                let _ = self.agent_request::<BreakpointsUpdated>(
-                    &live,
-                    |id| {
-                        DaemonMessage::Breakpoints(BreakpointsRequest {
-                            id,
-                            set: None,
-                            remove: native_installed,
-                        })
-                    },
-                    Duration::from_secs(10),
-                );
+            for (python, ids) in installed {
+                if !ids.is_empty() {
+                    let none = if python {
+                        AgentSpecs::Python(Vec::new())
+                    } else {
+                        AgentSpecs::Native(None)
+                    };
+                    let _ = self.set_in_agent(&live, none, ids);
+                }
             }
-            if !py_installed.is_empty() {
-                let _ = self.agent_request::<BreakpointsUpdated>(
-                    &live,
-                    |id| {
-                        DaemonMessage::PythonBreakpoints(PyBreakpointsRequest {
-                            id,
-                            set: Vec::new(),
-                            remove: py_installed,
-                        })
-                    },
-                    Duration::from_secs(10),
-                );
-            }
-            let reasons: Vec<String> = answer
-                .failed
+            let reasons: Vec<String> = failed
                 .iter()
                 .map(|(agent_id, why)| {
                     let which = agent_id.split('@').next().unwrap_or("?").to_string();
@@ -616,6 +582,27 @@ impl SessionManager {
         for tid in paused {
             self.resume(live, tid, ResumeOrder::Continue);
         }
+    }
+
+    /// Sets and removes breakpoints in the agent's native or Python debugger.
+    fn set_in_agent(
+        &self,
+        live: &Live,
+        set: AgentSpecs,
+        remove: Vec<String>,
+    ) -> Result<BreakpointsUpdated, SessionError> {
+        self.agent_request(
+            live,
+            |id| match set {
+                AgentSpecs::Native(set) => {
+                    DaemonMessage::Breakpoints(BreakpointsRequest { id, set, remove })
+                }
+                AgentSpecs::Python(set) => {
+                    DaemonMessage::PythonBreakpoints(PyBreakpointsRequest { id, set, remove })
+                }
+            },
+            Duration::from_secs(10),
+        )
     }
 
     fn resume(&self, live: &Live, tid: u32, order: ResumeOrder) {
