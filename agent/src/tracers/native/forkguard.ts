@@ -15,7 +15,13 @@
 // with fork to gate its children, so a vfork child met the same crash (1 in
 // 3 with records in flight) past a guard that covered fork's slots only.
 // Modules loaded later (Python's subprocess is one, _posixsubprocess) get
-// their slots patched as they load (guardModuleForks).
+// their slots patched when the dlopen that loaded them returns
+// (guardModuleForks): the loader announces a module before relocating it,
+// and relocation rewrites every import slot, so a slot patched on the
+// announcement was put back to vfork itself (the guard never ran, and a
+// followed traced Python program's subprocess child died in Frida's fork
+// handling in 6 runs of 10), and the journal kept the unrelocated value
+// for the detach to write back.
 import { PROT_ALL, rawAlloc, u64Bytes } from "../../native/memory.js";
 import { patchCodeNow } from "../../native/patch.js";
 import { receive, send_ } from "../../protocol.js";
@@ -34,10 +40,38 @@ function forkSlots(m: Module, wrapper: NativePointer): Array<[NativePointer, num
         .map(imp => [imp.slot!, u64Bytes(wrapper)]);
 }
 
-/** A module loaded after the guard went in: its fork and vfork slots too. */
+/** Modules announced by the loader and not relocated yet, with the thread
+ *  whose dlopen loads them (its return is when they are relocated). */
+const awaitingRelocation: Array<{ module: Module; thread: ThreadId }> = [];
+let loaderWatched = false;
+
+/** A module loaded after the guard went in: its fork and vfork slots too,
+ *  once the dlopen loading it returns. */
 export function guardModuleForks(m: Module): void {
     if (forkWrapper === null) return;
-    const slots = forkSlots(m, forkWrapper);
+    awaitingRelocation.push({ module: m, thread: Process.getCurrentThreadId() });
+    watchLoader();
+}
+
+/** Patches, when a dlopen returns, the modules it loaded. */
+function watchLoader(): void {
+    if (loaderWatched) return;
+    loaderWatched = true;
+    for (const name of ["dlopen", "dlmopen"]) {
+        const at = Module.findGlobalExportByName(name);
+        if (at !== null) Interceptor.attach(at, { onLeave: guardRelocated });
+    }
+}
+
+function guardRelocated(): void {
+    const thread = Process.getCurrentThreadId();
+    const slots: Array<[NativePointer, number[]]> = [];
+    for (let i = awaitingRelocation.length - 1; i >= 0; i--) {
+        const { module, thread: loader } = awaitingRelocation[i];
+        if (loader !== thread || forkWrapper === null) continue;
+        awaitingRelocation.splice(i, 1);
+        slots.push(...forkSlots(module, forkWrapper));
+    }
     if (slots.length > 0) patchCodeNow(slots);
 }
 
