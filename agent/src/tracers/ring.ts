@@ -74,7 +74,7 @@ export const KIND_PYTHON = 0x200;
  *  thread's call stack: the two may be far apart, even on other threads. */
 export const KIND_DETACHED = 0x400;
 
-/** The C source: ring constants, `Rec`, `fetch_add`, `cas`, `NOW`,
+/** The C source: ring constants, `Rec`, `fetch_add`, `NOW`,
  *  `reserve` and `put_record`. */
 export const RING_WRITER_C = `
 /* Both powers of two: masks, not divisions (TinyCC does not turn a
@@ -90,11 +90,6 @@ static inline guint64 fetch_add(volatile guint64 *p, guint64 v) {
     return v;
 }
 
-static inline int cas(volatile guint64 *p, guint64 expected, guint64 desired) {
-    guint64 prev;
-    __asm__ volatile("lock; cmpxchgq %2, %1" : "=a"(prev), "+m"(*p) : "r"(desired), "0"(expected) : "memory");
-    return prev == expected;
-}
 
 /* Per-call helpers are macros: TinyCC inlines nothing, and the calls were a
    good part of the per-call cost. CLOCK_MONOTONIC in ns. */
@@ -121,7 +116,12 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
             sched_yield();
             continue;
         }
-        if (!cas(&ring[0], slot, slot + need)) continue;
+        /* cas(), written out: TinyCC emits even a static inline function
+           as a call. */
+        guint64 prev, desired = slot + need;
+        volatile guint64 *head = &ring[0];
+        __asm__ volatile("lock; cmpxchgq %2, %1" : "=a"(prev), "+m"(*head) : "r"(desired), "0"(slot) : "memory");
+        if (prev != slot) continue;
         if (wrap) {
             Rec *p = (Rec *)((char *)ring + 64) + idx;
             p->extra = (guint32)(need - 1);
@@ -146,7 +146,9 @@ static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, gu
     if (len) {
         guint64 *dst = (guint64 *)(r + 1);
         const guint64 *src = (const guint64 *)payload;
-        for (guint32 i = 0; i < (len + 7) / 8; i++) dst[i] = src[i];
+        /* The bound once, as a shift: TinyCC divided on every iteration. */
+        guint32 words = (len + 7) >> 3;
+        for (guint32 i = 0; i < words; i++) dst[i] = src[i];
     }
     r->ts = ts;
     r->func = func;

@@ -9,8 +9,10 @@
 // native runtime's ring (../ring.ts) with a payload in the format
 // crates/strobe-values/src/python/ decodes.
 //
-// CPython's internal layouts are read at offsets given in `layout[]`
-// (cpython.ts has them per version), not from headers: TinyCC has none.
+// CPython's internal layouts are read at offsets cpython.ts has per version,
+// not from headers (TinyCC has none). They are constants in the source the
+// interpreter gets (pyCModuleSource): TinyCC folds them into the loads,
+// where reading each from a table cost a load and an index per access.
 import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
 import { PY_DEBUG_C } from "./debug_c.js";
 import { PY_RAISED_C } from "./raised_c.js";
@@ -20,8 +22,14 @@ import { CFG, LAYOUT, THREAD_SLOTS } from "./offsets.js";
 export { CFG, LAYOUT, TABLE_SLOT, THREAD_SLOTS } from "./offsets.js";
 
 
-/** The C source; its externs are bound in runtime.ts. */
-export const PY_CMODULE_SOURCE = `
+/** The C source for an interpreter with these layout offsets (indexed by
+ *  LAYOUT's values); its externs are bound in index.ts. */
+export function pyCModuleSource(layout: readonly number[]): string {
+    const constants = layout.map((off, i) => `#define LAYOUT_${i} (${off}L)`).join("\n");
+    return PY_CMODULE_SOURCE.replace("#define L(i) LAYOUT_##i", `${constants}\n#define L(i) LAYOUT_##i`);
+}
+
+const PY_CMODULE_SOURCE = `
 #include <glib.h>
 
 typedef struct _object PyObject;
@@ -31,7 +39,6 @@ extern volatile guint64 ring[];
 extern volatile guint64 drops[];
 extern volatile guint64 config[];
 extern volatile guint64 pycfg[];
-extern const gint64 layout[];
 extern int getpid(void);
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
@@ -76,7 +83,7 @@ ${RING_WRITER_C}
 #define PAYLOAD_MAX ${PAYLOAD_MAX}u
 #define PY_MARK 0xFFFFu
 
-#define L(i) layout[i]
+#define L(i) LAYOUT_##i
 #define AT(p, off, T) (*(T *)((char *)(p) + (off)))
 #define TYPE(o) AT(o, 8, char *)
 #define SIZE(o) AT(o, 16, Py_ssize_t)
@@ -195,15 +202,17 @@ static CodeState *state_of(PyObject *co, void *frame) {
 }
 
 /* Payload writing: everything stops (and one T_CUT is left) when the
-   buffer is full, so a payload is never cut mid-value. */
-static int room(Buf *b, guint32 n) {
-    if (b->cut) return 0;
-    if (b->pos + n + 1 > b->cap) { b->p[b->pos++] = T_CUT; b->cut = 1; return 0; }
-    return 1;
-}
-static void u8(Buf *b, guint8 v) { if (room(b, 1)) b->p[b->pos++] = v; }
-static void u32(Buf *b, guint32 v) { if (room(b, 4)) { *(guint32 *)(b->p + b->pos) = v; b->pos += 4; } }
-static void u64(Buf *b, guint64 v) { if (room(b, 8)) { *(guint64 *)(b->p + b->pos) = v; b->pos += 8; } }
+   buffer is full, so a payload is never cut mid-value. Macros, not
+   functions: TinyCC inlines nothing, and as calls these four were a third
+   of a traced call's cost (perf, docs/BENCHMARKS.md). */
+#define room(b, n) (!(b)->cut && ((b)->pos + (guint32)(n) + 1 <= (b)->cap \
+    || ((b)->p[(b)->pos++] = T_CUT, (b)->cut = 1, 0)))
+#define u8(b, v) do { Buf *b_ = (b); guint8 v_ = (guint8)(v); \
+    if (room(b_, 1)) b_->p[b_->pos++] = v_; } while (0)
+#define u32(b, v) do { Buf *b_ = (b); guint32 v_ = (guint32)(v); \
+    if (room(b_, 4)) { *(guint32 *)(b_->p + b_->pos) = v_; b_->pos += 4; } } while (0)
+#define u64(b, v) do { Buf *b_ = (b); guint64 v_ = (guint64)(v); \
+    if (room(b_, 8)) { *(guint64 *)(b_->p + b_->pos) = v_; b_->pos += 8; } } while (0)
 /* A short string: u16 length and bytes (names, type names). */
 static void name(Buf *b, const char *s, gsize n) {
     if (n > 1024) n = 1024;
@@ -382,11 +391,10 @@ static void value(Buf *b, PyObject *o, int depth) {
 
 /* Starts a payload in the scratch buffer: marker, length (filled by
    finish), format version, what it holds. */
-static void begin(Buf *b, guint8 what) {
-    b->p = (guint8 *)(gsize)pycfg[${CFG.scratch}];
-    b->pos = 0; b->cap = PAYLOAD_MAX; b->cut = 0;
-    u32(b, PY_MARK); u32(b, 0); u8(b, 1); u8(b, what);
-}
+#define begin(b, what) do { Buf *bb_ = (b); \
+    bb_->p = (guint8 *)(gsize)pycfg[${CFG.scratch}]; bb_->cap = PAYLOAD_MAX; bb_->cut = 0; \
+    *(guint32 *)bb_->p = PY_MARK; *(guint32 *)(bb_->p + 4) = 0; bb_->p[8] = 1; bb_->p[9] = (what); \
+    bb_->pos = 10; } while (0)
 static guint32 finish(Buf *b) { *(guint32 *)(b->p + 4) = b->pos; return b->pos; }
 
 static void args_of(Buf *b, PyObject *co, PyObject **locals, guint32 nargs) {
@@ -456,6 +464,12 @@ static void name_thread(guint32 tid) {
     put_record(tid, 0, KIND_THREAD_NAME | KIND_PY, 0, t, b.p, len);
 }
 
+/* name_thread's common case without a call: the thread sits in its first
+   probe slot. */
+#define NAME_THREAD(tid) do { guint32 nt_ = (tid); \
+    if (((volatile guint32 *)(gsize)pycfg[${CFG.threads}])[nt_ & (${THREAD_SLOTS}u - 1)] != nt_) \
+        name_thread(nt_); } while (0)
+
 /* A dotted-name glob: "*" within one segment, "**" across segments. */
 static int glob(const char *p, const char *s) {
     for (;;) {
@@ -522,7 +536,7 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
     return st->dyn;
 }
 
-static guint32 tid_of(void *ts) { return (guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64); }
+#define tid_of(ts) ((guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64))
 
 ${PY_DEBUG_C}
 ${PY_RAISED_C}
@@ -553,7 +567,7 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
            Resumed: only its end is recorded, by py_leave. */
         return (guint64)(gsize)st | debug | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
     }
-    name_thread(tid_of(ts));
+    NAME_THREAD(tid_of(ts));
     PyObject *watched[MAX_CALL_WATCHES];
     guint32 nw = st->watches != NULL ? eval_watches(ts, st->watches, (char *)frame, co, st->nargs, NULL, watched) : 0;
     Buf b;
@@ -618,7 +632,7 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
            the generator's own frame. */
         if (result == NULL) { len = exit_payload(&b, result, NULL, NULL, 0); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
         PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
-        name_thread(tid_of(ts));
+        NAME_THREAD(tid_of(ts));
         begin(&b, 0);
         args_of(&b, co, (PyObject **)((char *)result + L(${LAYOUT.genIframe}) + L(${LAYOUT.frameLocals})), st->nargs);
         len = finish(&b);

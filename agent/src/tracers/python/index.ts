@@ -24,7 +24,7 @@ import { CrashContext, DaemonMessageOf, PyRuntimeMatch, PyTarget, ScriptFrame, s
 import { installPendingBreakpoints, pythonMemory as memoryOf, setPausedLocal, stopDebugging, updatePythonBreakpoints } from "./debugger.js";
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { DebugRequest, HookRequest, SyncRequest, Tracer } from "../tracer.js";
-import { CFG, LAYOUT, PY_CMODULE_SOURCE, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
+import { CFG, LAYOUT, pyCModuleSource, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { pauseCallbacks, setLocalWriter } from "./pause.js";
 import { STEPPER_SLOTS } from "./debug_c.js";
@@ -77,12 +77,9 @@ function createRuntime(py: CPython): PyRuntime {
     cfg.add(CFG.steppers * 8).writePointer(steppers);
     cfg.add(CFG.scratch * 8).writePointer(scratch);
     cfg.add(CFG.threads * 8).writePointer(threads);
-    const layout = Memory.alloc(py.layout.length * 8);
-    py.layout.forEach((off, i) => layout.add(i * 8).writeS64(off));
-    retired.push(layout);
     const libc = (name: string) => Module.findGlobalExportByName(name)!;
     const symbols: Record<string, NativePointer> = {
-        ring: shared.ring, drops: shared.drops, config: shared.config, pycfg: cfg, layout,
+        ring: shared.ring, drops: shared.drops, config: shared.config, pycfg: cfg,
         getpid: libc("getpid"), clock_gettime: libc("clock_gettime"), sched_yield: libc("sched_yield"),
         malloc: libc("malloc"), free: libc("free"), realpath: libc("realpath"),
         ...pauseCallbacks(),
@@ -102,7 +99,7 @@ function createRuntime(py: CPython): PyRuntime {
         "PyInterpreterState_ThreadHead", "PyThreadState_Next", "PyCode_Type", "PyModule_Type",
         "PyDict_SetItemString", "PyDict_New", "PyDict_SetItem", "PyUnicode_FromString", "PyCell_Type",
     ]) symbols[name] = py.fn(name);
-    const module = new CModule(PY_CMODULE_SOURCE, symbols);
+    const module = new CModule(pyCModuleSource(py.layout), symbols);
     const stub = writeEvalStub();
     setLocalWriter((frame, write) => setPausedLocal(rt!, frame, write));
     stub.setCallees(module.py_enter, module.py_leave);
