@@ -631,3 +631,71 @@ async fn an_interpreter_the_tracer_has_no_layouts_for_is_named_in_the_warning() 
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_timestamps_follow_the_monotonic_clock() {
+    // Records are stamped from the CPU's counter, converted to
+    // CLOCK_MONOTONIC and re-anchored as the program runs (agent
+    // src/tracers/clock.ts). Each call passes the interpreter's own
+    // CLOCK_MONOTONIC reading (time.monotonic_ns) taken just before it: the
+    // gap between that reading and the call's stored timestamp must stay
+    // the same across 1.5 s of calls (a wrong rate or a bad anchor spreads
+    // it by milliseconds; re-anchoring every 50 ms keeps a rate error of
+    // 0.2 % within 100 µs), and every exit comes after its enter.
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = env.path().join("clocked");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("clocked.py"),
+        "import time\n\n\ndef mark(t):\n    return t\n\n\n\
+         for _ in range(75):\n    mark(time.monotonic_ns())\n    time.sleep(0.02)\n",
+    )
+    .unwrap();
+    c.ok("debug_trace", json!({"add": ["clocked.mark"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "python3", "args": [dir.join("clocked.py")], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let enters = c.calls_of(&id, "function_enter", "clocked.mark").await;
+    let exits = c.calls_of(&id, "function_exit", "clocked.mark").await;
+    assert_eq!((enters.len(), exits.len()), (75, 75));
+    let gaps: Vec<i64> = enters
+        .iter()
+        .map(|e| {
+            let stored = e["timestampNs"].as_i64().unwrap();
+            let read = e["arguments"][0]["value"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("{e}"));
+            stored - read
+        })
+        .collect();
+    // Against the median, so that a call the machine preempted between its
+    // reading and its stamp (a larger gap, once in a while) does not count.
+    let mut sorted = gaps.clone();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2];
+    let off = gaps
+        .iter()
+        .filter(|g| (**g - median).abs() > 50_000)
+        .count();
+    assert!(
+        off <= gaps.len() / 10,
+        "{off} of {} stamps are more than 50 µs off CLOCK_MONOTONIC: {gaps:?}",
+        gaps.len()
+    );
+    let mut last = 0;
+    for (enter, exit) in enters.iter().zip(&exits) {
+        let (a, b) = (
+            enter["timestampNs"].as_i64().unwrap(),
+            exit["timestampNs"].as_i64().unwrap(),
+        );
+        assert!(last <= a && a <= b, "enter {a} exit {b} after {last}");
+        last = b;
+    }
+}

@@ -16,8 +16,10 @@
 //
 // A CModule that includes RING_WRITER_C must bind these externs (a
 // SharedRing has them): `ring` (head, tail, then the slots), `drops` (per
-// function id), `config` ([2] the pid, [5] set in a forked child), and
-// libc's getpid, clock_gettime and sched_yield.
+// function id), `config` ([2] the pid, [5] set in a forked child, [8..15]
+// the clock, see clock.ts), and libc's getpid, clock_gettime and
+// sched_yield.
+import { CLOCK_C } from "./clock.js";
 
 /** Bytes of one ring slot (a record, or one of its payload's extra slots). */
 export const RECORD_SIZE = 32;
@@ -92,10 +94,8 @@ static inline guint64 fetch_add(volatile guint64 *p, guint64 v) {
 
 
 /* Per-call helpers are macros: TinyCC inlines nothing, and the calls were a
-   good part of the per-call cost. CLOCK_MONOTONIC in ns. */
-#define NOW(out) do { struct { gint64 s; gint64 ns; } t_; clock_gettime(1, &t_); \\
-    out = (guint64)t_.s * 1000000000ULL + (guint64)t_.ns; } while (0)
-
+   good part of the per-call cost. NOW: CLOCK_MONOTONIC in ns (clock.ts). */
+${CLOCK_C}
 /* Reserves 1 + extra slots, never across the ring's end (a padding record
    fills the rest first). Returns 0 when the ring stayed full too long. */
 static int reserve(guint32 func, guint64 extra, guint64 *out) {

@@ -2,6 +2,7 @@
 // call: fast_enter / fast_leave write records into the shared MPSC ring
 // (and run the function's capture plan), committed / release let the JS
 // drain ship them. Record layout and limits: layout.ts.
+import { CLOCK_ANCHOR_C } from "../clock.js";
 import { RING_WRITER_C } from "../ring.js";
 import { PAYLOAD_MAX, WINDOW_NS } from "./layout.js";
 
@@ -27,6 +28,7 @@ extern int clock_gettime(int, void *);
 extern int sched_yield(void);
 
 ${RING_WRITER_C}
+${CLOCK_ANCHOR_C}
 typedef struct { guint32 tid; guint32 busy; guint8 *scratch; } ThreadState;
 /* Per call, in the hook's frame (32 bytes there): the enter's decisions and
    the thread state it found, for the exit. */

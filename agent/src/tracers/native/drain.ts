@@ -88,7 +88,14 @@ let timer: ReturnType<typeof setInterval> | null = null;
 // Thread names are read by the daemon from /proc: enumerating threads from
 // here suspends them, and doing it periodically stalled traced programs.
 function startDraining(): void {
-    if (timer === null) timer = setInterval(() => drain(), 2);
+    if (timer !== null) return;
+    let ticks = 0;
+    existingRuntime()?.anchorClock();
+    timer = setInterval(() => {
+        // The records' clock: anchored every 50 ms (clock.ts).
+        if (++ticks % 25 === 0) existingRuntime()?.anchorClock();
+        drain();
+    }, 2);
 }
 
 onRuntimeCreated(startDraining);

@@ -3,6 +3,7 @@
 // needs them.
 import { registerAtforkChild } from "../../native/atfork.js";
 import { rawAlloc, u64Bytes } from "../../native/memory.js";
+import { allowCounterClock } from "../clock.js";
 import { provideRing } from "../ring.js";
 import { CMODULE_SOURCE } from "./cmodule.js";
 import { makeExprCallback } from "./exprs.js";
@@ -20,7 +21,7 @@ export interface Runtime {
     /** [0] calls per window above which a function is sampled, [1] sampling
      *  on, [2] pid, [3] pthread key of the per-thread state, [4] the
      *  expression watch evaluator (a NativeCallback), [5] set in a forked
-     *  child: record nothing. */
+     *  child: record nothing, [8..15] the clock (clock.ts). */
     config: NativePointer;
     drops: NativePointer;
     /** Per function: its capture plan, or NULL (name and timing only). */
@@ -31,6 +32,8 @@ export interface Runtime {
     exprCallback: NativeCallback<"uint32", ["uint32", "uint32", "pointer", "pointer", "uint32"]>;
     committed: NativeFunction<number, [number]>;
     release: NativeFunction<void, [number]>;
+    /** Re-anchors the records' clock (clock.ts); the drain calls it. */
+    anchorClock: NativeFunction<void, []>;
 }
 
 // Built on the first hook, so sessions that never trace pay nothing
@@ -87,6 +90,7 @@ function createRuntime(): Runtime {
     const plans = Memory.alloc(MAX_FUNCTIONS * 8);
     config.writeU64(10_000);
     config.add(8).writeU64(1);
+    allowCounterClock(config);
 
     const cm = new CModule(CMODULE_SOURCE, {
         ring,
@@ -148,5 +152,6 @@ function createRuntime(): Runtime {
         // shipped the same records (seen as a duplicated call before a fork).
         committed: new NativeFunction(cm.committed, "uint32", ["uint32"], { scheduling: "exclusive" }),
         release: new NativeFunction(cm.release, "void", ["uint32"], { scheduling: "exclusive" }),
+        anchorClock: new NativeFunction(cm.clock_anchor, "void", [], { scheduling: "exclusive" }),
     };
 }
