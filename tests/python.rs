@@ -45,7 +45,12 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
                        {"expr": "percent * 2", "label": "twice", "on": ["inventory.apply_discount"]},
                        {"expr": "len(self.items)", "label": "held", "on": ["inventory.Bin.add"]},
                        {"expr": "retval + 1", "label": "next", "on": ["inventory.parse_qty"]},
-                       {"expr": "1 +", "label": "broken", "on": ["inventory.parse_qty"]}]}}),
+                       {"expr": "1 +", "label": "broken", "on": ["inventory.parse_qty"]},
+                       // A generator's and a coroutine's: read when it is
+                       // created and when it finished.
+                       {"expr": "n * 10", "label": "tens", "on": ["inventory.countdown"]},
+                       {"expr": "(name, retval) if 'retval' in dir() else name",
+                        "label": "what", "on": ["inventory.fetch_price"]}]}}),
         )
         .await;
     assert_eq!(staged["mode"], "pending", "{staged}");
@@ -185,6 +190,11 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
         "{gen_in:?} {gen_out:?}"
     );
     assert_eq!(gen_in[0]["arguments"][0]["value"], 3);
+    assert_eq!(gen_in[0]["watchValues"]["tens"], 30, "{gen_in:?}");
+    assert_eq!(
+        gen_out[0]["watchValues"]["tens"], 0,
+        "its final n: {gen_out:?}"
+    );
     assert!(
         gen_out[0]["durationNs"].as_u64().unwrap() > 0,
         "{gen_out:?}"
@@ -253,6 +263,15 @@ async fn pending_python_patterns_trace_typed_calls_exceptions_generators_and_thr
         "the 50 ms await is inside the call: {slow}"
     );
     assert!(fetch_out.iter().any(|e| e["returnValue"] == 4.5));
+    assert_eq!(
+        slow["watchValues"]["what"],
+        json!(["widget", 6.5]),
+        "{slow}"
+    );
+    assert!(
+        fetch_in.iter().any(|e| e["watchValues"]["what"] == "gear"),
+        "{fetch_in:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

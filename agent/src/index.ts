@@ -6,7 +6,7 @@ import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { guardBulkCloses } from "./native/bulkclose.js";
 import { closeFds, ownOutput } from "./output.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
-import { AgentMessage, DaemonMessage, send_ } from "./protocol.js";
+import { AgentMessage, DaemonMessage, HookTarget, PyTarget, send_ } from "./protocol.js";
 import { crashContext, detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
 
 type Answer = Extract<AgentMessage, { error: string | null }>;
@@ -17,6 +17,29 @@ function answer(work: () => Answer, failed: Answer): void {
     let reply: Answer;
     try { reply = work(); } catch (e) { reply = { ...failed, error: String(e) }; }
     send_(reply);
+}
+
+/** The answer to request `msg` when handling it threw (a tracer that could
+ *  not start: its C did not compile, say): every item it asked for failed
+ *  with the error, so the daemon's call returns it rather than waiting for
+ *  an answer that never comes. Null for messages nobody waits on. */
+function failure(msg: DaemonMessage, e: unknown): AgentMessage | null {
+    const error = `the agent failed: ${String(e)}`;
+    switch (msg.type) {
+        case "hooks": {
+            const ids = msg.action === "add"
+                ? (msg.functions as Array<HookTarget | PyTarget>).map(f => f[0])
+                : msg.functions;
+            return { type: "hooks_updated", id: msg.id, installed: [], failed: ids.map(i => [i, error]), activeCount: 0, ms: 0 };
+        }
+        case "plans": return { type: "plans_updated", id: msg.id, count: 0 };
+        case "exprs": return { type: "exprs_updated", id: msg.id, errors: msg.exprs.map(([, label]) => [label, error]) };
+        case "breakpoints":
+        case "python-breakpoints":
+            return { type: "breakpoints_updated", id: msg.id, installed: [], failed: (msg.set ?? []).map(b => [b.id, error]) };
+        case "python-memory": return { type: "python_memory", id: msg.id, results: msg.targets.map(() => [null, null, error]) };
+        default: return null;
+    }
 }
 
 // Messages from the daemon. Those a blocked thread waits for (exit-ack,
@@ -74,6 +97,10 @@ function listen(): void {
                     // Acknowledgements and answers whose thread stopped waiting.
                     break;
             }
+        } catch (e) {
+            const reply = failure(msg, e);
+            if (reply === null) throw e;
+            send_(reply);
         } finally {
             listen();
         }

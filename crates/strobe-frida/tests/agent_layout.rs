@@ -77,11 +77,12 @@ fn imports() -> Vec<(&'static str, String)> {
 }
 
 /// The tracer a source belongs to: `tracers/<name>.ts` or
-/// `tracers/<name>/…`, apart from the registry, the interface and the record
-/// ring every tracer shares (`ring.ts`, which imports no tracer).
+/// `tracers/<name>/…`, apart from the registry, the interface, and the
+/// record ring and its clock every tracer shares (`ring.ts`, `clock.ts`,
+/// which import no tracer).
 fn tracer_of(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("tracers/")?;
-    if rest == "index.ts" || rest == "tracer.ts" || rest == "ring.ts" {
+    if matches!(rest, "index.ts" | "tracer.ts" | "ring.ts" | "clock.ts") {
         return None;
     }
     Some(rest.split('/').next().unwrap().trim_end_matches(".ts"))

@@ -627,21 +627,34 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
         put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len);
         return;
     }
+    PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
+    PyObject *watched[MAX_CALL_WATCHES];
+    guint32 nw = 0;
     if ((token & 1) == 0) {
-        /* The call that created the generator: its arguments are now in
-           the generator's own frame. */
+        /* The call that created the generator: its arguments (and what
+           its watches read) are now in the generator's own frame. */
         if (result == NULL) { len = exit_payload(&b, result, NULL, NULL, 0); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
-        PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
+        char *own = (char *)result + L(${LAYOUT.genIframe});
         NAME_THREAD(tid_of(ts));
+        if (st->watches != NULL) nw = eval_watches(ts, st->watches, own, co, st->nargs, NULL, watched);
         begin(&b, 0);
-        args_of(&b, co, (PyObject **)((char *)result + L(${LAYOUT.genIframe}) + L(${LAYOUT.frameLocals})), st->nargs);
+        args_of(&b, co, (PyObject **)(own + L(${LAYOUT.frameLocals})), st->nargs);
+        put_watches(&b, st->watches, watched, nw);
         len = finish(&b);
         put_record(tid_of(ts), st->id, 1 | KIND_PY | KIND_DET, (guint64)(gsize)result, t, b.p, len);
         return;
     }
     char *gen = (char *)frame - L(${LAYOUT.genIframe});
     if (AT(gen, L(${LAYOUT.genState}), gint8) == FRAME_SUSPENDED) return;
-    len = exit_payload(&b, result, NULL, NULL, 0);
+    /* Finished: the frame still holds its final locals here (the
+       generator clears it after the evaluation returns). */
+    if (st->watches != NULL) {
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        nw = eval_watches(ts, st->watches, (char *)frame, co, 0xFFFFFFFFu, result, watched);
+        PyErr_Restore(et, ev, etb);
+    }
+    len = exit_payload(&b, result, st->watches, watched, nw);
     put_record(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, b.p, len);
 }
 
