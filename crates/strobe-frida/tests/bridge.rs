@@ -111,18 +111,20 @@ fn tracer_requests_go_to_the_tracer_they_name() {
         .unwrap();
     // The target stays suspended: the agent answers requests all the same.
     // Requests are handled in order, so the last answer comes after the
-    // others, and after the refusal of the unknown tracer.
-    let remove = |id, tracer: Option<&str>| {
+    // others. One for a tracer the agent does not have is answered too,
+    // every function in it failed with the reason (the daemon's call
+    // returns the error rather than waiting for an answer).
+    let remove = |id, tracer: Option<&str>, functions: Vec<u32>| {
         DaemonMessage::Hooks(HooksRequest {
             id,
             tracer: tracer.map(str::to_string),
-            change: HookChange::Remove { functions: vec![] },
+            change: HookChange::Remove { functions },
             watch_libraries: false,
         })
     };
     for request in [
-        remove(1, None),
-        remove(2, Some("cobol")),
+        remove(1, None, vec![]),
+        remove(2, Some("cobol"), vec![7]),
         DaemonMessage::Plans {
             id: 3,
             tracer: Some("native".into()),
@@ -138,13 +140,14 @@ fn tracer_requests_go_to_the_tracer_they_name() {
     }
     let events = bridge.events();
     let mut answers = Vec::new();
-    let mut refusals = Vec::new();
+    let mut refusals: Vec<(u32, String)> = Vec::new();
+    let mut errors = Vec::new();
     loop {
         match events.recv_timeout(T).expect("the agent answers") {
             BridgeEvent::AgentMessage { text, .. } => {
                 let msg = match agent_protocol::decode(&text) {
                     Ok(Incoming::ScriptError { description, .. }) => {
-                        refusals.push(description);
+                        errors.push(description);
                         continue;
                     }
                     Ok(Incoming::Message(m)) => m,
@@ -155,6 +158,11 @@ fn tracer_requests_go_to_the_tracer_they_name() {
                 if kind.ends_with("_updated") {
                     answers.push((kind.to_string(), msg.reply_id().unwrap()));
                 }
+                if let AgentMessage::HooksUpdated(h) = &msg
+                    && h.id == 2
+                {
+                    refusals.extend(h.failed.clone());
+                }
                 if kind == "exprs_updated" {
                     break;
                 }
@@ -164,17 +172,17 @@ fn tracer_requests_go_to_the_tracer_they_name() {
     }
     let want = [
         ("hooks_updated", 1),
+        ("hooks_updated", 2),
         ("plans_updated", 3),
         ("exprs_updated", 4),
     ]
     .map(|(k, id)| (k.to_string(), id));
-    assert_eq!(
-        answers, want,
-        "only the requests for a known tracer are answered"
-    );
+    assert_eq!(answers, want, "every request is answered");
+    assert!(errors.is_empty(), "no script error: {errors:?}");
     assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].0, 7);
     assert!(
-        refusals[0].contains(r#"no tracer named "cobol""#),
+        refusals[0].1.contains(r#"no tracer named "cobol""#),
         "{refusals:?}"
     );
     bridge.terminate();
