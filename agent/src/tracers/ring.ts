@@ -17,8 +17,8 @@
 // A CModule that includes RING_WRITER_C must bind these externs (a
 // SharedRing has them): `ring` (head, tail, then the slots), `drops` (per
 // function id), `config` ([2] the pid, [5] set in a forked child, [8..15]
-// the clock, see clock.ts), and libc's getpid, clock_gettime and
-// sched_yield.
+// the clock, see clock.ts), and libc's getpid, clock_gettime, sched_yield
+// and usleep.
 import { CLOCK_C } from "./clock.js";
 
 /** Bytes of one ring slot (a record, or one of its payload's extra slots). */
@@ -34,6 +34,10 @@ export const PAYLOAD_MAX = 16384;
 /** How long a thread waits for room in a full ring before it drops its record:
  *  slowing the program is better than losing calls, hanging it is not. */
 export const FULL_RING_WAIT_NS = 500_000_000;
+/** While waiting for room: this many sched_yield calls, then sleeps of
+ *  this many µs each (the drain ships every 2 ms). */
+const RING_WAIT_YIELDS = 8;
+const RING_WAIT_SLEEP_US = 50;
 
 /** The ring's memory, as a CModule binds it. */
 export interface SharedRing {
@@ -100,6 +104,7 @@ ${CLOCK_C}
    fills the rest first). Returns 0 when the ring stayed full too long. */
 static int reserve(guint32 func, guint64 extra, guint64 *out) {
     guint64 deadline = 0;
+    guint32 waits = 0;
     for (;;) {
         guint64 slot = ring[0];
         guint64 idx = slot & (CAP - 1);
@@ -107,13 +112,17 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
         guint64 need = wrap ? CAP - idx : 1 + extra;
         if (slot + need - ring[1] > CAP) {
             /* A forked child has a copy of the ring that nobody drains: stop
-               recording there rather than stall every traced call. */
-            if ((guint64)getpid() != config[2]) { config[5] = 1; return 0; }
+               recording there rather than stall every traced call. Asked
+               once per wait: getpid is a system call. */
+            if (waits == 0 && (guint64)getpid() != config[2]) { config[5] = 1; return 0; }
             guint64 t;
             NOW(t);
             if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
             else if (t > deadline) { fetch_add(&drops[func & (MAXF - 1)], 1); return 0; }
-            sched_yield();
+            /* Yield a few times, then sleep: on a machine with few cores a
+               spinning thread takes the CPU the drain and the daemon need
+               to make room. */
+            if (++waits < ${RING_WAIT_YIELDS}) sched_yield(); else usleep(${RING_WAIT_SLEEP_US});
             continue;
         }
         /* cas(), written out: TinyCC emits even a static inline function

@@ -26,6 +26,7 @@ extern int pthread_setspecific(unsigned int, const void *);
 extern long process_vm_readv(int, void *, unsigned long, void *, unsigned long, unsigned long);
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
+extern int usleep(unsigned int);
 
 ${RING_WRITER_C}
 ${CLOCK_ANCHOR_C}

@@ -108,6 +108,7 @@ function createRuntime(): Runtime {
         process_vm_readv: Module.findGlobalExportByName("process_vm_readv")!,
         clock_gettime: Module.findGlobalExportByName("clock_gettime")!,
         sched_yield: Module.findGlobalExportByName("sched_yield")!,
+        usleep: Module.findGlobalExportByName("usleep")!,
     });
 
     // pthread_atfork child handler: a forked child keeps the redirects and a copy

@@ -42,6 +42,7 @@ extern volatile guint64 pycfg[];
 extern int getpid(void);
 extern int clock_gettime(int, void *);
 extern int sched_yield(void);
+extern int usleep(unsigned int);
 extern void *malloc(gsize);
 extern void free(void *);
 extern char *realpath(const char *, char *);

@@ -80,7 +80,7 @@ function createRuntime(py: CPython): PyRuntime {
     const libc = (name: string) => Module.findGlobalExportByName(name)!;
     const symbols: Record<string, NativePointer> = {
         ring: shared.ring, drops: shared.drops, config: shared.config, pycfg: cfg,
-        getpid: libc("getpid"), clock_gettime: libc("clock_gettime"), sched_yield: libc("sched_yield"),
+        getpid: libc("getpid"), clock_gettime: libc("clock_gettime"), sched_yield: libc("sched_yield"), usleep: libc("usleep"),
         malloc: libc("malloc"), free: libc("free"), realpath: libc("realpath"),
         ...pauseCallbacks(),
     };
