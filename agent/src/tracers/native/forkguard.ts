@@ -50,10 +50,11 @@ let loaderWatched = false;
 export function guardModuleForks(m: Module): void {
     if (forkWrapper === null) return;
     awaitingRelocation.push({ module: m, thread: Process.getCurrentThreadId() });
-    watchLoader();
 }
 
-/** Patches, when a dlopen returns, the modules it loaded. */
+/** Patches, when a dlopen returns, the modules it loaded. Attached with the
+ *  guard, from the agent's thread, not from a module announcement: that
+ *  runs inside the dlopen, with the loader's lock held. */
 function watchLoader(): void {
     if (loaderWatched) return;
     loaderWatched = true;
@@ -107,5 +108,6 @@ export function guardForks(flush: () => void): number {
     const slots = Process.enumerateModules().flatMap(m => forkSlots(m, wrapper));
     patchCodeNow(slots);
     forkWrapper = wrapper;
+    watchLoader();
     return slots.length;
 }

@@ -32,6 +32,7 @@ import { existingRuntime } from "./runtime.js";
  *  patterns are active the loading thread waits for the daemon's hooks so
  *  that a library's functions are traced from their first call. */
 function watchModules(): void {
+    preloadUnwinder();
     let initial = true;
     const report = (m: Module) => {
         // libgcc (the unwinder) may arrive after the hook was written.
@@ -50,6 +51,22 @@ function watchModules(): void {
     initial = false;
     const paths = Process.enumerateModules().map(m => m.path).filter(p => p.startsWith("/"));
     send_({ type: "modules", paths });
+}
+
+/** Loads libgcc_s (the unwinder glibc's pthread_exit and cancellation use)
+ *  now if the program has not. glibc loads it at the first thread exit
+ *  otherwise, inside pthread_exit: with patterns active, that thread then
+ *  waited for the daemon's hooks for it while holding the loader's lock, and
+ *  a Frida thread in dlsym waited for that lock. A Python program's
+ *  threads end through pthread_exit, so a traced one hung at exit in about
+ *  1 run of 4 (tests/python_debug.rs, the stepper's ticker thread). */
+function preloadUnwinder(): void {
+    if (Process.findModuleByName("libgcc_s.so.1") !== null) return;
+    try {
+        Module.load("libgcc_s.so.1");
+    } catch (_e) {
+        // Not installed: glibc cannot load it at thread exit either.
+    }
 }
 
 /** Before the script goes away from a process that lives on (the caller has
