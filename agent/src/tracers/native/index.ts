@@ -59,7 +59,7 @@ function watchModules(): void {
  *  waited for the daemon's hooks for it while holding the loader's lock, and
  *  a Frida thread in dlsym waited for that lock. A Python program's
  *  threads end through pthread_exit, so a traced one hung at exit in about
- *  1 run of 4 (tests/python_debug.rs, the stepper's ticker thread). */
+ *  1 run of 3 (tests/python_debug.rs, the stepper's ticker thread). */
 function preloadUnwinder(): void {
     if (Process.findModuleByName("libgcc_s.so.1") !== null) return;
     try {
