@@ -113,7 +113,7 @@ impl SessionManager {
         }
         let mut installed = Vec::new();
         let mut failed: Vec<(u32, String)> = Vec::new();
-        let watch = tracer.has_patterns();
+        let watch = tracer.needs_library_watch();
         // One request per image; always at least one, which also tells the
         // agent whether libraries loaded later need checking.
         let mut groups: Vec<(Option<String>, Vec<HookTarget>)> = Vec::new();

@@ -61,6 +61,9 @@ pub struct Tracer {
     id_base: u32,
     hooked: BTreeSet<u32>,
     failed: HashMap<u32, String>,
+    /// Patterns (by text) that matched Python functions: Python patterns,
+    /// which no native library loaded later can need.
+    python_matched: BTreeSet<String>,
     /// Hot-function sampling allowed (debug_trace `sampling`).
     pub sampling: bool,
     /// Depth of typed argument serialization (1–10).
@@ -134,6 +137,7 @@ impl Tracer {
             id_base: 0,
             hooked: BTreeSet::new(),
             failed: HashMap::new(),
+            python_matched: BTreeSet::new(),
             sampling: true,
             depth: 3,
             debug: HashMap::new(),
@@ -244,6 +248,20 @@ impl Tracer {
     /// later must be checked.
     pub fn has_patterns(&self) -> bool {
         !self.patterns.is_empty() || self.watches.iter().any(|w| !w.on.is_empty())
+    }
+
+    /// True when a library loaded later may hold functions an active pattern
+    /// (or watch scope) wants, so the loading thread must wait for its hooks:
+    /// some pattern has not matched Python functions. A Python-only session
+    /// never waits: the wait happens inside dlopen with the loader's lock
+    /// held, where anything else needing that lock (a Frida thread's dlsym)
+    /// waits too.
+    pub fn needs_library_watch(&self) -> bool {
+        let watched = self.watches.iter().flat_map(|w| w.on.iter());
+        self.patterns
+            .iter()
+            .chain(watched)
+            .any(|p| !self.python_matched.contains(&p.text()))
     }
 
     pub(crate) fn debug_info(&mut self, m: usize) -> Option<&mut DebugInfo> {

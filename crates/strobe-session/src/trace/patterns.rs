@@ -125,6 +125,9 @@ impl Tracer {
                         continue;
                     }
                     hits += 1;
+                    if resolver.language() == Language::Python {
+                        self.python_matched.insert(p.text());
+                    }
                     let id = self.id_for(m, t.function, &mut plan.new_rows);
                     wanted.insert(id);
                     if !self.hooked.contains(&id)

@@ -229,3 +229,20 @@ fn native_debugging_skips_other_resolvers() {
             .contains("no global or static variable")
     );
 }
+
+#[test]
+fn only_patterns_no_python_function_matched_make_libraries_wait() {
+    let mut t = tracer();
+    assert!(!t.needs_library_watch(), "no pattern, nothing to wait for");
+    t.plan(&[pattern("app::handlers::*")], &[]);
+    assert!(
+        !t.needs_library_watch(),
+        "a Python pattern: no native library loaded later can need it"
+    );
+    // Unmatched (a function of a library not loaded yet, say): libraries
+    // loaded later must be checked before their code runs.
+    t.plan(&[pattern("sqlite3_open")], &[]);
+    assert!(t.needs_library_watch());
+    t.plan(&[], &["sqlite3_open".to_string()]);
+    assert!(!t.needs_library_watch());
+}
