@@ -135,9 +135,16 @@ async fn a_stopped_program_says_so_and_tracing_waits_for_it() {
     let exe = fixture("ticker");
     let (id, pid) = c.launch(&exe, &["-1", "20"]).await;
     support::signal(pid, 19); // SIGSTOP
+    // Every thread, not only the main one: the group stop reaches each in
+    // turn, and the status asks about all of them (under load the main
+    // thread was seen stopped while an agent thread was not yet).
     assert!(support::wait_until(Duration::from_secs(10), || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s[s.rfind(')').unwrap() + 2..].starts_with('T'))
+        std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+            tasks.flatten().all(|t| {
+                std::fs::read_to_string(t.path().join("stat"))
+                    .is_ok_and(|s| s[s.rfind(')').unwrap() + 2..].starts_with('T'))
+            })
+        })
     }));
     let s = c
         .reply(
