@@ -155,7 +155,7 @@ static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, gu
     if (len) {
         guint64 *dst = (guint64 *)(r + 1);
         const guint64 *src = (const guint64 *)payload;
-        /* The bound once, as a shift: TinyCC divided on every iteration. */
+        /* The bound once: TinyCC recomputed it on every iteration. */
         guint32 words = (len + 7) >> 3;
         for (guint32 i = 0; i < words; i++) dst[i] = src[i];
     }
