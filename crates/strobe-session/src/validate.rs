@@ -35,6 +35,12 @@ pub fn attach_target(pid: u32) -> Result<PathBuf, SessionError> {
             "no process with pid {pid} is running (check with `ps -p {pid}`); to start a program, give 'command' instead"
         )));
     }
+    if crate::procfs::Stat::of(pid).and_then(|s| s.state()) == Some('Z') {
+        return Err(SessionError::validation(format!(
+            "process {pid} has exited (its parent has not collected it yet, so `ps` still lists it as \
+             <defunct>); there is nothing left to debug: start the program again, or give 'command' to launch it"
+        )));
+    }
     if stat_flags(pid).is_some_and(|f| f & PF_KTHREAD != 0) {
         return Err(SessionError::validation(format!(
             "'attachPid' {pid} is a kernel thread, which has no user-space code to debug; give the pid of a program"
@@ -351,6 +357,23 @@ mod tests {
         let _ = other.kill();
         let _ = other.wait();
         assert_eq!(what, None);
+    }
+
+    #[test]
+    fn an_exited_process_not_yet_collected_is_named_as_exited() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        // A zombie until waited for.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while crate::procfs::Stat::of(child.id()).and_then(|s| s.state()) != Some('Z') {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let msg = attach_target(child.id()).unwrap_err().message();
+        child.wait().unwrap();
+        assert!(msg.contains("has exited"), "{msg}");
     }
 
     #[test]
