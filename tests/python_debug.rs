@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use support::{Client, Env};
 
@@ -62,6 +62,34 @@ async fn logpoints(c: &Client, id: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
+    breakpoints_and_steps("python3").await;
+}
+
+/// A CPython of this machine's pyenv, where it has that version (see
+/// tests/python.rs).
+fn pyenv_python(version: &str) -> Option<PathBuf> {
+    let minor = version.rsplit_once('.').map_or(version, |(m, _)| m);
+    let path = PathBuf::from(format!("/root/.pyenv/versions/{version}/bin/python{minor}"));
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("skipped: no CPython {version} at {}", path.display());
+        None
+    }
+}
+
+/// 3.12 and 3.13 get their line events from sys.monitoring: the same
+/// breakpoints, conditions, logpoints, steps and thread-only pauses.
+#[tokio::test(flavor = "multi_thread")]
+async fn breakpoints_and_steps_on_cpython_312_and_313() {
+    for version in ["3.12.1", "3.13.0"] {
+        if let Some(python) = pyenv_python(version) {
+            breakpoints_and_steps(python.to_str().unwrap()).await;
+        }
+    }
+}
+
+async fn breakpoints_and_steps(python: &str) {
     let env = Env::new();
     let c = env.client().await;
     let dir = tempfile::tempdir().unwrap();
@@ -70,7 +98,7 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
     let v = c
         .ok(
             "debug_launch",
-            json!({"command": "python3", "args": [script, stop], "projectRoot": debugee()}),
+            json!({"command": python, "args": [script, stop], "projectRoot": debugee()}),
         )
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
@@ -303,12 +331,27 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
+    paused_then_detached(Path::new("/usr/bin/python3.11")).await;
+}
+
+/// Code already running (the loop in main) gets its LINE events when the
+/// breakpoint is set, and the detach lets the paused thread go.
+#[tokio::test(flavor = "multi_thread")]
+async fn attach_pause_and_detach_on_cpython_312_and_313() {
+    for version in ["3.12.1", "3.13.0"] {
+        if let Some(python) = pyenv_python(version) {
+            paused_then_detached(&python).await;
+        }
+    }
+}
+
+async fn paused_then_detached(python: &Path) {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
     let c = env.client().await;
     let dir = tempfile::tempdir().unwrap();
     let stop = dir.path().join("stop");
-    let mut target = std::process::Command::new("/usr/bin/python3.11")
+    let mut target = std::process::Command::new(python)
         .arg(debugee().join("stepper.py"))
         .arg(&stop)
         .stdout(std::process::Stdio::piped())
@@ -350,6 +393,21 @@ async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn staged_python_breakpoints_and_stop_on_entry_hold_before_any_python_runs() {
+    staged_and_stop_on_entry("python3").await;
+}
+
+/// Staged breakpoints go in through sys.monitoring as the interpreter
+/// starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn staged_breakpoints_and_stop_on_entry_on_cpython_312_and_313() {
+    for version in ["3.12.1", "3.13.0"] {
+        if let Some(python) = pyenv_python(version) {
+            staged_and_stop_on_entry(python.to_str().unwrap()).await;
+        }
+    }
+}
+
+async fn staged_and_stop_on_entry(python: &str) {
     let env = Env::new();
     let c = env.client().await;
     let dir = tempfile::tempdir().unwrap();
@@ -367,7 +425,7 @@ async fn staged_python_breakpoints_and_stop_on_entry_hold_before_any_python_runs
     let r = c
         .reply(
             "debug_launch",
-            json!({"command": "python3", "args": [debugee().join("stepper.py"), &stop],
+            json!({"command": python, "args": [debugee().join("stepper.py"), &stop],
                    "projectRoot": debugee(), "stopOnEntry": true}),
         )
         .await;

@@ -1,13 +1,15 @@
-// The Python tracer's C side (compiled by Frida's TinyCC). The interpreter
-// evaluates every Python frame through the eval stub (stub.ts), which calls
-// py_enter before the frame runs and py_leave after it; both run on the
-// Python thread, holding the GIL, and never run Python code. py_enter
-// classifies the frame's code object once per change of targets (the answer
-// is cached on the code object, in its co_extra slot) and, for a traced
-// function, writes an enter record with the typed arguments; py_leave writes
-// the exit with the return value or the exception. Records go into the
-// native runtime's ring (../ring.ts) with a payload in the format
-// crates/strobe-values/src/python/ decodes.
+// The Python tracer's C side (compiled by Frida's TinyCC). What calls it
+// at each Python call depends on the version (the mechanism): in 3.11 the
+// interpreter evaluates every frame through the eval stub (stub.ts), which
+// calls py_enter before the frame runs and py_leave after it
+// (eval_frame_c.ts); in 3.12 and later sys.monitoring calls its callbacks
+// at a function's start, return and unwinding (monitoring_c.ts). Either
+// runs on the Python thread, holding the GIL, and never runs the program's
+// code. A code object is classified once per change of targets (the answer
+// is cached on the code object, in its co_extra slot); a traced function's
+// enter record carries its typed arguments, its exit the return value or
+// the exception. Records go into the native runtime's ring (../ring.ts)
+// with a payload in the format crates/strobe-values/src/python/ decodes.
 //
 // CPython's internal layouts are read at offsets cpython.ts has per version,
 // not from headers (TinyCC has none). They are constants in the source the
@@ -15,6 +17,8 @@
 // where reading each from a table cost a load and an index per access.
 import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
 import { PY_DEBUG_C } from "./debug_c.js";
+import { PY_EVAL_FRAME_C } from "./eval_frame_c.js";
+import { PY_MONITORING_C } from "./monitoring_c.js";
 import { PY_PAYLOAD_C } from "./payload_c.js";
 import { PY_RAISED_C } from "./raised_c.js";
 import { PY_WATCHES_C } from "./watches_c.js";
@@ -25,9 +29,11 @@ export { CFG, LAYOUT, TABLE_SLOT, THREAD_SLOTS } from "./offsets.js";
 
 /** The C source for an interpreter with these layout offsets (indexed by
  *  LAYOUT's values); its externs are bound in index.ts. */
-export function pyCModuleSource(layout: readonly number[]): string {
+export function pyCModuleSource(layout: readonly number[], minor: number): string {
     const constants = layout.map((off, i) => `#define LAYOUT_${i} (${off}L)`).join("\n");
-    return PY_CMODULE_SOURCE.replace("#define L(i) LAYOUT_##i", `${constants}\n#define L(i) LAYOUT_##i`);
+    return PY_CMODULE_SOURCE
+        .replace("#define L(i) LAYOUT_##i", `#define PY_MINOR ${minor}\n${constants}\n#define L(i) LAYOUT_##i`)
+        .replace("/* MECHANISM */", minor >= 12 ? PY_MONITORING_C : PY_EVAL_FRAME_C);
 }
 
 const PY_CMODULE_SOURCE = `
@@ -66,6 +72,8 @@ extern int PyErr_GivenExceptionMatches(PyObject *, PyObject *);
 extern PyObject *PyExc_SystemExit;
 extern PyObject *PyFrame_GetCode(PyObject *);
 extern PyObject *PyFrame_GetLocals(PyObject *);
+extern PyObject *PyDict_New(void);
+extern int PyDict_Merge(PyObject *, PyObject *, int);
 extern void Py_DecRef(PyObject *);
 extern PyObject *PyImport_GetModuleDict(void);
 extern PyObject *PyDict_GetItemString(PyObject *, const char *);
@@ -90,6 +98,13 @@ ${RING_WRITER_C}
 #define TYPE(o) AT(o, 8, char *)
 #define SIZE(o) AT(o, 16, Py_ssize_t)
 #define TFLAGS(t) AT(t, L(${LAYOUT.typeFlags}), unsigned long)
+/* An int's digit count, negative for a negative int: its ob_size in 3.11;
+   from 3.12 its lv_tag, digits << 3 | sign (0 positive, 1 zero, 2 negative). */
+#if PY_MINOR >= 12
+#define LONG_DIGITS(o) ((AT(o, 16, guint64) & 3) == 2 ? -(Py_ssize_t)(AT(o, 16, guint64) >> 3) : (Py_ssize_t)(AT(o, 16, guint64) >> 3))
+#else
+#define LONG_DIGITS(o) SIZE(o)
+#endif
 
 #define CO_GENERATOR 0x20
 #define CO_COROUTINE 0x80
@@ -99,6 +114,7 @@ ${RING_WRITER_C}
 #define GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
 #define HEAPTYPE (1UL << 9)
 #define MANAGED_DICT (1UL << 4)
+#define INLINE_VALUES (1UL << 2)
 #define LONG_SUB (1UL << 24)
 #define LIST_SUB (1UL << 25)
 #define TUPLE_SUB (1UL << 26)
@@ -114,7 +130,7 @@ enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST
        T_CLASS, T_FUNCTION };
 
 /* What py_enter found out about a code object, cached in its co_extra. */
-typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 pad; void *watches; } CodeState;
+typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 local; void *watches; } CodeState;
 typedef struct { guint64 hash; guint64 id; const char *qualname; const char *file; } Slot;
 typedef struct { Py_ssize_t size; void *extras[1]; } CodeExtra;
 typedef struct { guint8 *p; guint32 pos; guint32 cap; guint32 cut; } Buf;
@@ -190,6 +206,7 @@ static CodeState *state_of(PyObject *co, void *frame) {
         if (st == NULL) return NULL;
         if (_PyCode_SetExtra(co, idx, st) != 0) { free(st); PyErr_Clear(); return NULL; }
         st->dyn = 0;
+        st->local = 0;
     }
     st->gen = pycfg[${CFG.generation}];
     st->id = lookup(co);
@@ -310,7 +327,7 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
     const char *file = utf8(AT(co, L(${LAYOUT.codeFilename}), PyObject *), &n);
     if (file == NULL) { PyErr_Clear(); return 0; }
     if (file[0] != '<') return 0;
-    PyObject *func = AT(frame, 0, PyObject *);
+    PyObject *func = AT(frame, L(${LAYOUT.frameFunc}), PyObject *);
     if (func == NULL || TYPE(func) != &PyFunction_Type) return 0;
     PyObject *qn = AT(func, L(${LAYOUT.funcQualname}), PyObject *);
     PyObject *mod = AT(func, L(${LAYOUT.funcModule}), PyObject *);
@@ -346,125 +363,34 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
 
 #define tid_of(ts) ((guint32)AT(ts, L(${LAYOUT.tstateTid}), guint64))
 
+/* A frame object's locals as a dict (new reference; NULL with the error
+   set): 3.13 gives an optimized frame's as a write-through proxy, copied
+   here, which runs none of the program's code. */
+static PyObject *locals_dict(PyObject *f) {
+    PyObject *l = PyFrame_GetLocals(f);
+#if PY_MINOR >= 13
+    if (l != NULL && TYPE(l) != &PyDict_Type) {
+        PyObject *d = PyDict_New();
+        if (d != NULL && PyDict_Merge(d, l, 1) != 0) { Py_DecRef(d); d = NULL; }
+        Py_DecRef(l);
+        l = d;
+    }
+#endif
+    return l;
+}
+
+/* The interpreter frame a thread runs now. */
+#if PY_MINOR >= 13
+#define CURRENT_FRAME(ts) AT(ts, L(${LAYOUT.tstateFrame}), char *)
+#else
+#define CURRENT_FRAME(ts) AT(AT(ts, L(${LAYOUT.tstateCframe}), char *), L(${LAYOUT.cframeCurrent}), char *)
+#endif
+
 ${PY_DEBUG_C}
 ${PY_RAISED_C}
 ${PY_WATCHES_C}
 
-/* Frame owners (3.11): the thread's stack, or a generator / coroutine. */
-#define OWNED_BY_GENERATOR 1
-/* Generator frame states (3.11): suspended at a yield or await. */
-#define FRAME_SUSPENDED -1
-
-/* Called by the eval stub before a frame runs. Returns 0 to let it run
-   untraced and with its tracing as it was, else a token for py_leave: the
-   code's state, with bit 0 set for a generator's or coroutine's
-   resumption, bits 1-2 from debug_enter (line tracing changed) and bit 3
-   when nothing was recorded (only the tracing is put back). */
-guint64 py_enter(void *ts, void *frame, int throwflag) {
-    /* Code run by the tools themselves (a watch, a condition, a trace
-       function) is neither recorded nor line-traced. */
-    if (!pycfg[${CFG.enabled}] || AT(ts, L(${LAYOUT.tstateTracing}), int) != 0) return 0;
-    PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
-    CodeState *st = state_of(co, frame);
-    if (st == NULL) return 0;
-    guint64 debug = (pycfg[${CFG.bpCount}] | pycfg[${CFG.stepping}]) != 0 ? debug_enter(ts, st) : 0;
-    if (st->id == 0 || config[5]) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
-    if (st->flags & GEN_FLAGS) {
-        /* Created here (the call runs only RETURN_GENERATOR): the enter is
-           written by py_leave, which has the new object to pair with.
-           Resumed: only its end is recorded, by py_leave. */
-        return (guint64)(gsize)st | debug | (AT(frame, L(${LAYOUT.frameOwner}), char) == OWNED_BY_GENERATOR ? 1 : 0);
-    }
-    NAME_THREAD(tid_of(ts));
-    PyObject *watched[MAX_CALL_WATCHES];
-    guint32 nw = st->watches != NULL ? eval_watches(ts, st->watches, (char *)frame, co, st->nargs, NULL, watched) : 0;
-    Buf b;
-    begin(&b, 0);
-    args_of(&b, co, (PyObject **)((char *)frame + L(${LAYOUT.frameLocals})), st->nargs);
-    put_watches(&b, st->watches, watched, nw);
-    guint32 len = finish(&b);
-    guint64 t;
-    NOW(t);
-    if (!put_record(tid_of(ts), st->id, 1 | KIND_PY, 0, t, b.p, len)) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
-    return (guint64)(gsize)st | debug;
-}
-
-/* The end of a call: its return value, or the exception leaving it, and
-   the values of its watches (nw of them, released here). */
-static guint32 exit_payload(Buf *b, PyObject *result, void *watches, PyObject **watched, guint32 nw) {
-    if (result != NULL) {
-        begin(b, 1);
-        value(b, result, (int)pycfg[${CFG.depth}]);
-        put_watches(b, watches, watched, nw);
-        return finish(b);
-    }
-    PyObject *type, *val, *tb;
-    PyErr_Fetch(&type, &val, &tb);
-    begin(b, 2);
-    exception_body(b, type, val);
-    /* Raised in this frame (its traceback entry is the only one): the
-       raised record reported it already. */
-    u8(b, tb != NULL && AT(tb, L(${LAYOUT.tbNext}), PyObject *) == NULL ? 1 : 0);
-    put_watches(b, watches, watched, nw);
-    PyErr_Restore(type, val, tb);
-    return finish(b);
-}
-
-/* Called by the eval stub after a frame py_enter traced has run. */
-void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
-    CodeState *st = (CodeState *)(gsize)(token & ~15ULL);
-    if (token & 2) debug_leave(ts, token);
-    /* Bit 3: a token for the line tracing only (nothing recorded). */
-    if (token & 8) return;
-    guint64 t;
-    NOW(t);
-    Buf b;
-    guint32 len;
-    if (!(st->flags & GEN_FLAGS)) {
-        PyObject *watched[MAX_CALL_WATCHES];
-        guint32 nw = 0;
-        if (st->watches != NULL) {
-            /* Watches run Python code: not with an exception pending. */
-            PyObject *et, *ev, *etb;
-            PyErr_Fetch(&et, &ev, &etb);
-            nw = eval_watches(ts, st->watches, (char *)frame, AT(frame, L(${LAYOUT.frameCode}), PyObject *),
-                0xFFFFFFFFu, result, watched);
-            PyErr_Restore(et, ev, etb);
-        }
-        len = exit_payload(&b, result, st->watches, watched, nw);
-        put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len);
-        return;
-    }
-    PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
-    PyObject *watched[MAX_CALL_WATCHES];
-    guint32 nw = 0;
-    if ((token & 1) == 0) {
-        /* The call that created the generator: its arguments (and what
-           its watches read) are now in the generator's own frame. */
-        if (result == NULL) { len = exit_payload(&b, result, NULL, NULL, 0); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
-        char *own = (char *)result + L(${LAYOUT.genIframe});
-        NAME_THREAD(tid_of(ts));
-        if (st->watches != NULL) nw = eval_watches(ts, st->watches, own, co, st->nargs, NULL, watched);
-        begin(&b, 0);
-        args_of(&b, co, (PyObject **)(own + L(${LAYOUT.frameLocals})), st->nargs);
-        put_watches(&b, st->watches, watched, nw);
-        len = finish(&b);
-        put_record(tid_of(ts), st->id, 1 | KIND_PY | KIND_DET, (guint64)(gsize)result, t, b.p, len);
-        return;
-    }
-    char *gen = (char *)frame - L(${LAYOUT.genIframe});
-    if (AT(gen, L(${LAYOUT.genState}), gint8) == FRAME_SUSPENDED) return;
-    /* Finished: the frame still holds its final locals here (the
-       generator clears it after the evaluation returns). */
-    if (st->watches != NULL) {
-        PyObject *et, *ev, *etb;
-        PyErr_Fetch(&et, &ev, &etb);
-        nw = eval_watches(ts, st->watches, (char *)frame, co, 0xFFFFFFFFu, result, watched);
-        PyErr_Restore(et, ev, etb);
-    }
-    len = exit_payload(&b, result, st->watches, watched, nw);
-    put_record(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, b.p, len);
-}
+/* MECHANISM */
 
 /* Most traceback entries an uncaught exception's report keeps (the
    innermost: where it was raised). */
@@ -503,7 +429,7 @@ guint32 py_uncaught(void) {
         if (line < 0) line = PyCode_Addr2Line(co, AT(t, L(${LAYOUT.tbLasti}), int));
         u32(&b, (guint32)line);
         Py_DecRef(co);
-        PyObject *locals = PyFrame_GetLocals(frame);
+        PyObject *locals = locals_dict(frame);
         if (locals == NULL) { PyErr_Clear(); u8(&b, T_NONE); }
         else { value(&b, locals, (int)pycfg[${CFG.depth}]); Py_DecRef(locals); }
     }

@@ -1,23 +1,19 @@
 // The Python debugger's C side: breakpoints, logpoints and stepping, part
-// of the tracer's CModule (cmodule.ts includes it). It uses CPython's
-// C-level trace function (Py_tracefunc), switched on per frame: py_enter
-// turns tracing on for the frame about to run when its code holds a
-// breakpoint line (or its thread is stepping into), and off for the frames
-// that code calls, so code without breakpoints runs at full speed even
-// while a caller is being line-traced. In 3.11 a frame's tracing is the
-// use_tracing byte of its C frame (_PyCFrame), which the eval loop copies
-// from its caller's when it starts; py_enter sets the caller's byte before
-// the frame's eval starts and py_leave puts it back.
+// of the tracer's CModule (cmodule.ts includes it). What gets the line
+// events is the version's mechanism: CPython's C-level trace function,
+// switched on per frame, in 3.11 (eval_frame_c.ts), and sys.monitoring's
+// LINE events, per code object, in 3.12 and later (monitoring_c.ts). This
+// file is what both share.
 //
-// py_trace gets the line events: a breakpoint line checks its condition
-// (Python code compiled when it was set, run in the frame's globals and
-// locals), counts the hit, and either writes a logpoint message or pauses
-// the thread: the frames and locals go to the daemon (js_paused), the GIL is
-// released, and the thread blocks in js_wait until the daemon says how to
-// go on, while every other thread runs. A step is a stepper entry for the
-// thread: into stops at the next line anywhere, over at the next line of
-// the same frame or of a caller once it returned, out at the next line of
-// a caller.
+// A breakpoint line (breakpoints_at) checks its condition (Python code
+// compiled when it was set, run in the frame's globals and locals), counts
+// the hit, and either writes a logpoint message or pauses the thread: the
+// frames and locals go to the daemon (js_paused), the GIL is released, and
+// the thread blocks in js_wait until the daemon says how to go on, while
+// every other thread runs. A step is a stepper entry for the thread (made
+// by the mechanism's follow()): into stops at the next line anywhere, over
+// at the next line of the same frame or of a caller once it returned, out
+// at the next line of a caller.
 //
 // Everything here runs on a Python thread holding the GIL, except js_wait.
 import { CFG, LAYOUT } from "./offsets.js";
@@ -56,8 +52,6 @@ extern void js_set_local(guint32 tid, PyObject *frame);
 extern void js_log(gint32 bp, guint32 tid, const char *message, guint32 len);
 extern void js_bp_error(gint32 bp, const char *message);
 
-#define PYTRACE_LINE 2
-#define PYTRACE_RETURN 3
 #define STEP_OVER 1
 #define STEP_INTO 2
 #define STEP_OUT 3
@@ -79,8 +73,13 @@ typedef struct {
 
 typedef struct { guint32 tid; guint32 mode; PyObject *frame; guint64 returned; } Stepper;
 
-#define TS_CFRAME(ts) AT(ts, L(${LAYOUT.tstateCframe}), char *)
-#define USE_TRACING(cf) AT(cf, L(${LAYOUT.cframeUseTracing}), guint8)
+/* A frame the interpreter pushes for its own entry from C (3.12's shim
+   frames, owned by the C stack): not the program's, never shown. */
+#if PY_MINOR >= 12
+#define SHIM_FRAME(fr) (AT(fr, L(${LAYOUT.frameOwner}), char) == 3)
+#else
+#define SHIM_FRAME(fr) 0
+#endif
 
 static BpEntry *bp_table(guint64 *n) {
     guint64 *t = (guint64 *)(gsize)pycfg[${CFG.bpTable}];
@@ -94,15 +93,9 @@ static Stepper *stepper_of(guint32 tid) {
     return NULL;
 }
 
-static int py_trace(PyObject *obj, PyObject *f, int what, PyObject *arg);
-
-/* Turns line tracing of the frame whose C frame is cf on or off. The trace
-   function, once set on a thread, stays while breakpoints exist: the
-   interpreter recomputes a C frame's byte from it after each trace call. */
-static void set_tracing(void *ts, char *cf, int on) {
-    if (on) AT(ts, L(${LAYOUT.tstateTraceFunc}), void *) = (void *)py_trace;
-    USE_TRACING(cf) = on ? 255 : 0;
-}
+/* After a pause: a step order makes the thread a stepper from frame f
+   (each mechanism has its own). */
+static void follow(guint32 order, guint32 tid, PyObject *f);
 
 /* Does a code object's file hold breakpoints? Its co_filename against the
    table's realpaths (resolved once per classification). */
@@ -135,41 +128,6 @@ static guint32 code_bp(PyObject *co) {
             if (PyCode_Addr2Line(co, (int)(u * 2)) == (int)b->line) return 1;
     }
     return 0;
-}
-
-/* py_enter's part: the frame about to run gets line tracing when its code
-   holds a breakpoint or its thread steps into, and loses it otherwise (a
-   traced caller's byte would be copied). Returns token bits for
-   debug_leave: 2 (changed), 4 (it was on). A profiler (c_profilefunc)
-   keeps every frame's byte on; then only the trace function is set. */
-static guint64 debug_enter(void *ts, CodeState *st) {
-    void *fn = AT(ts, L(${LAYOUT.tstateTraceFunc}), void *);
-    if (fn != NULL && fn != (void *)py_trace) return 0; /* the program's own sys.settrace */
-    int want = st->bp != 0;
-    if (!want && pycfg[${CFG.stepping}] != 0) {
-        Stepper *s = stepper_of(tid_of(ts));
-        want = s != NULL && s->mode == STEP_INTO;
-    }
-    char *cf = TS_CFRAME(ts);
-    int cur = USE_TRACING(cf) != 0;
-    if (AT(ts, L(${LAYOUT.tstateProfileFunc}), void *) != NULL) {
-        if (want) AT(ts, L(${LAYOUT.tstateTraceFunc}), void *) = (void *)py_trace;
-        return 0;
-    }
-    if (cur == want || (!want && fn == NULL)) return 0;
-    set_tracing(ts, cf, want);
-    return 2 | (cur ? 4 : 0);
-}
-
-/* py_leave's part: the caller's byte back as it was, or on when its thread
-   steps and the step goes on in the caller. */
-static void debug_leave(void *ts, guint64 token) {
-    int on = (token & 4) != 0;
-    if (!on && pycfg[${CFG.stepping}] != 0) {
-        Stepper *s = stepper_of(tid_of(ts));
-        on = s != NULL && (s->returned || s->mode == STEP_INTO);
-    }
-    set_tracing(ts, TS_CFRAME(ts), on);
 }
 
 /* Runs code object code in frame f's globals and locals (new reference;
@@ -256,6 +214,48 @@ static void log_message(BpEntry *b, PyObject *f, guint32 tid) {
 
 #define MAX_PAUSE_FRAMES 64
 
+static guint32 pause_here(void *ts, PyObject *f, int line, guint32 reason, gint32 bp, guint64 hits);
+
+/* The breakpoints on this line of code object co, running in frame object
+   f: each whose condition holds counts a hit, a logpoint writes its
+   message, and the first that pauses pauses the thread (which then follows
+   the daemon's order). Returns whether any breakpoint is on this line. */
+static int breakpoints_at(void *ts, PyObject *f, PyObject *co, int line) {
+    guint64 n;
+    BpEntry *t = bp_table(&n);
+    const char *file = utf8(AT(co, L(${LAYOUT.codeFilename}), PyObject *), NULL);
+    const char *qual = utf8(AT(co, L(${LAYOUT.codeQualname}), PyObject *), NULL);
+    if (file == NULL || qual == NULL) { PyErr_Clear(); return 0; }
+    char resolved[4096];
+    int have = 0, any = 0;
+    guint32 tid = tid_of(ts);
+    for (guint64 i = 0; i < n; i++) {
+        BpEntry *b = &t[i];
+        if ((int)b->line != line) continue;
+        if (b->qualname != NULL && !same(b->qualname, qual)) continue;
+        if (!file_matches(b, file, resolved, &have)) continue;
+        any = 1;
+        if (b->condition != NULL) {
+            PyObject *r = eval_in(b->condition, f);
+            int truth = r != NULL ? PyObject_IsTrue(r) : -1;
+            Py_DecRef(r);
+            if (truth < 0) {
+                char err[512];
+                error_text(err, sizeof(err));
+                js_bp_error(b->index, err);
+                continue;
+            }
+            if (!truth) continue;
+        }
+        b->hits++;
+        if (b->flags & BP_LOG) { log_message(b, f, tid); continue; }
+        if (b->hit_count != 0 && b->hits < b->hit_count) continue;
+        follow(pause_here(ts, f, line, 0, b->index, b->hits), tid, f);
+        return 1;
+    }
+    return any;
+}
+
 /* Pauses this thread in frame f at line: its frames (innermost first:
    function, file, line) and the frame's locals go to the daemon, then the
    GIL is let go until the daemon's order comes back. */
@@ -265,18 +265,20 @@ static guint32 pause_here(void *ts, PyObject *f, int line, guint32 reason, gint3
     begin(&b, 6);
     guint32 n = 0;
     for (char *fr = AT(f, L(${LAYOUT.pyFrameFrame}), char *); fr != NULL && n < MAX_PAUSE_FRAMES;
-         fr = AT(fr, L(${LAYOUT.framePrevious}), char *)) n++;
+         fr = AT(fr, L(${LAYOUT.framePrevious}), char *)) if (!SHIM_FRAME(fr)) n++;
     u32(&b, n);
     guint32 i = 0;
     for (char *fr = AT(f, L(${LAYOUT.pyFrameFrame}), char *); fr != NULL && i < n;
-         fr = AT(fr, L(${LAYOUT.framePrevious}), char *), i++) {
+         fr = AT(fr, L(${LAYOUT.framePrevious}), char *)) {
+        if (SHIM_FRAME(fr)) continue;
         PyObject *co = AT(fr, L(${LAYOUT.frameCode}), PyObject *);
         str_name(&b, AT(co, L(${LAYOUT.codeQualname}), PyObject *));
         str_name(&b, AT(co, L(${LAYOUT.codeFilename}), PyObject *));
         int at = (int)(AT(fr, L(${LAYOUT.framePrevInstr}), char *) - ((char *)co + L(${LAYOUT.codeAdaptive})));
         u32(&b, (guint32)(i == 0 ? line : PyCode_Addr2Line(co, at < 0 ? 0 : at)));
+        i++;
     }
-    PyObject *locals = PyFrame_GetLocals(f);
+    PyObject *locals = locals_dict(f);
     if (locals == NULL) { PyErr_Clear(); u8(&b, T_NONE); }
     else { value(&b, locals, (int)pycfg[${CFG.depth}]); Py_DecRef(locals); }
     guint32 len = finish(&b);
@@ -306,105 +308,6 @@ static void stop_stepping(Stepper *s) {
     s->frame = NULL;
     s->tid = 0;
     pycfg[${CFG.stepping}]--;
-}
-
-/* After a pause: a step order makes the thread a stepper from frame f. */
-static void follow(guint32 order, guint32 tid, PyObject *f) {
-    if (order == 0) return;
-    Stepper *s = stepper_of(0);
-    if (s == NULL) return; /* every slot taken: runs on */
-    Py_IncRef(f);
-    s->frame = f;
-    s->mode = order;
-    s->returned = 0;
-    s->tid = tid;
-    pycfg[${CFG.stepping}]++;
-}
-
-/* The trace function (Py_tracefunc) of threads with traced frames. */
-static int py_trace(PyObject *obj, PyObject *f, int what, PyObject *arg) {
-    if (what != PYTRACE_LINE && what != PYTRACE_RETURN) return 0;
-    void *ts = PyThreadState_Get();
-    guint32 tid = tid_of(ts);
-    Stepper *s = pycfg[${CFG.stepping}] != 0 ? stepper_of(tid) : NULL;
-    if (what == PYTRACE_RETURN) {
-        /* A step that goes on in the caller: its C frame traces too. */
-        if (s != NULL && (s->mode == STEP_INTO || s->frame == f)) {
-            if (s->frame == f) s->returned = 1;
-            char *prev = AT(TS_CFRAME(ts), L(${LAYOUT.cframePrevious}), char *);
-            if (prev != NULL) USE_TRACING(prev) = 255;
-        }
-        return 0;
-    }
-    int line = PyFrame_GetLineNumber(f);
-    if (s != NULL) {
-        int stop = s->mode == STEP_INTO
-            || (s->mode == STEP_OVER && (s->frame == f || s->returned))
-            || (s->mode == STEP_OUT && s->returned && s->frame != f);
-        if (stop) {
-            stop_stepping(s);
-            follow(pause_here(ts, f, line, 1, -1, 0), tid, f);
-            return 0;
-        }
-    }
-    if (pycfg[${CFG.bpCount}] == 0) return 0;
-    char *iframe = AT(f, L(${LAYOUT.pyFrameFrame}), char *);
-    PyObject *co = AT(iframe, L(${LAYOUT.frameCode}), PyObject *);
-    CodeState *st = state_of(co, iframe);
-    if (st == NULL || st->bp == 0) return 0;
-    guint64 n;
-    BpEntry *t = bp_table(&n);
-    const char *file = utf8(AT(co, L(${LAYOUT.codeFilename}), PyObject *), NULL);
-    const char *qual = utf8(AT(co, L(${LAYOUT.codeQualname}), PyObject *), NULL);
-    if (file == NULL || qual == NULL) { PyErr_Clear(); return 0; }
-    char resolved[4096];
-    int have = 0;
-    for (guint64 i = 0; i < n; i++) {
-        BpEntry *b = &t[i];
-        if ((int)b->line != line) continue;
-        if (b->qualname != NULL && !same(b->qualname, qual)) continue;
-        if (!file_matches(b, file, resolved, &have)) continue;
-        if (b->condition != NULL) {
-            PyObject *r = eval_in(b->condition, f);
-            int truth = r != NULL ? PyObject_IsTrue(r) : -1;
-            Py_DecRef(r);
-            if (truth < 0) {
-                char err[512];
-                error_text(err, sizeof(err));
-                js_bp_error(b->index, err);
-                continue;
-            }
-            if (!truth) continue;
-        }
-        b->hits++;
-        if (b->flags & BP_LOG) { log_message(b, f, tid); continue; }
-        if (b->hit_count != 0 && b->hits < b->hit_count) continue;
-        follow(pause_here(ts, f, line, 0, b->index, b->hits), tid, f);
-        return 0;
-    }
-    return 0;
-}
-
-/* Arms the frames already running when breakpoints change: every C frame
-   of every thread whose Python frames (one C frame runs several when they
-   were called before the eval stub went in) include code with a
-   breakpoint gets line tracing. Called holding the GIL. */
-void py_arm_running(void) {
-    void *interp = PyInterpreterState_Main();
-    if (interp == NULL) return;
-    for (void *ts = PyInterpreterState_ThreadHead(interp); ts != NULL; ts = PyThreadState_Next(ts)) {
-        void *fn = AT(ts, L(${LAYOUT.tstateTraceFunc}), void *);
-        if (fn != NULL && fn != (void *)py_trace) continue;
-        for (char *cf = TS_CFRAME(ts); cf != NULL; cf = AT(cf, L(${LAYOUT.cframePrevious}), char *)) {
-            char *prev = AT(cf, L(${LAYOUT.cframePrevious}), char *);
-            char *stop = prev != NULL ? AT(prev, L(${LAYOUT.cframeCurrent}), char *) : NULL;
-            for (char *fr = AT(cf, L(${LAYOUT.cframeCurrent}), char *); fr != NULL && fr != stop;
-                 fr = AT(fr, L(${LAYOUT.framePrevious}), char *)) {
-                CodeState *st = state_of(AT(fr, L(${LAYOUT.frameCode}), PyObject *), fr);
-                if (st != NULL && st->bp) { set_tracing(ts, cf, 1); break; }
-            }
-        }
-    }
 }
 
 /* A module global by dotted name: the longest prefix sys.modules has,
@@ -487,18 +390,4 @@ gint32 py_set_global(const char *dotted, PyObject *v) {
     return 0;
 }
 
-/* Leaves no trace function behind (the last breakpoint went, or detach):
-   every thread whose trace function is this one loses it, and its C
-   frames their tracing (unless a profiler keeps them on). Holding the GIL. */
-void py_disarm(void) {
-    void *interp = PyInterpreterState_Main();
-    if (interp == NULL) return;
-    for (void *ts = PyInterpreterState_ThreadHead(interp); ts != NULL; ts = PyThreadState_Next(ts)) {
-        if (AT(ts, L(${LAYOUT.tstateTraceFunc}), void *) != (void *)py_trace) continue;
-        AT(ts, L(${LAYOUT.tstateTraceFunc}), void *) = NULL;
-        if (AT(ts, L(${LAYOUT.tstateProfileFunc}), void *) != NULL) continue;
-        for (char *cf = TS_CFRAME(ts); cf != NULL; cf = AT(cf, L(${LAYOUT.cframePrevious}), char *))
-            USE_TRACING(cf) = 0;
-    }
-}
 `;

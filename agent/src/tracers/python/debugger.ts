@@ -270,16 +270,23 @@ export function pythonMemory(r: PyRuntime, targets: Array<[string, number, boole
 }
 
 /** Sets a local of a paused frame (on its thread, holding the GIL): in the
- *  frame's locals dict, then into its fast locals; answers python_memory
- *  with the new and previous values. */
+ *  frame's locals (a dict copied back into its fast locals up to 3.12, a
+ *  proxy that writes through from 3.13); answers python_memory with the new
+ *  and previous values. */
 export function setPausedLocal(r: PyRuntime, frame: NativePointer, write: LocalWrite): void {
     const fn = (name: string, ret: NativeFunctionReturnType, args: NativeFunctionArgumentType[]) =>
         new NativeFunction(r.py.fn(name), ret, args) as unknown as (...a: unknown[]) => unknown;
     const getLocals = fn("PyFrame_GetLocals", "pointer", ["pointer"]);
-    const getItem = fn("PyDict_GetItemString", "pointer", ["pointer", "pointer"]);
-    const setItem = fn("PyDict_SetItemString", "int", ["pointer", "pointer", "pointer"]);
-    const toFast = fn("PyFrame_LocalsToFast", "void", ["pointer", "int"]);
     const decref = fn("Py_DecRef", "void", ["pointer"]);
+    // By mapping calls (new references): 3.13's proxy is no dict.
+    const getItemRef = fn("PyMapping_GetItemString", "pointer", ["pointer", "pointer"]);
+    const getItem = (locals: NativePointer, key: NativePointer) => {
+        const v = getItemRef(locals, key) as NativePointer;
+        if (!v.isNull()) decref(v); // still held by the locals
+        return v;
+    };
+    const setItem = fn("PyMapping_SetItemString", "int", ["pointer", "pointer", "pointer"]);
+    const toFast = fn("PyFrame_LocalsToFast", "void", ["pointer", "int"]);
     const clear = fn("PyErr_Clear", "void", []);
     const encode = new NativeFunction(r.module.py_encode_named, "uint32", ["pointer", "pointer"]);
     const scratch = r.cfg.add(CFG.scratch * 8).readPointer();
@@ -319,14 +326,11 @@ export function setPausedLocal(r: PyRuntime, frame: NativePointer, write: LocalW
     send_({ type: "python_memory", id: write.id, results: [result!] });
 }
 
-/** Detach: no breakpoint, no trace function left on any thread. */
+/** Detach: no breakpoint, and no new pause from here (steppers are not
+ *  consulted). The mechanism's release then takes the line events away. */
 export function stopDebugging(r: PyRuntime): void {
-    if (installed.size === 0 && table === null) return;
     installed.clear();
     breakpointIds.clear();
-    // No new pause from here: no breakpoint, and steppers are not consulted.
     r.cfg.add(CFG.bpCount * 8).writeU64(0);
     r.cfg.add(CFG.stepping * 8).writeU64(0);
-    if (r.isInitialized() === 0) return;
-    withGil(r, () => new NativeFunction(r.module.py_disarm, "void", [])());
 }

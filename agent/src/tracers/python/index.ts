@@ -1,13 +1,14 @@
-// The Python tracer. CPython (3.11) evaluates every frame through a
-// function the embedder may replace (PEP 523); while Python functions are
-// traced, that function is the eval stub (stub.ts), which calls the C side
-// (cmodule.ts) around each frame: a code object is classified once (cached
-// in its co_extra slot), untraced code costs a call and a compare, and a
-// traced function's enter and exit (typed arguments, return value or
-// exception) go into the native runtime's ring as records with a Python
-// payload, shipped by the native drain on the same clock as native calls.
-// With nothing traced, the interpreter's own evaluation function is put
-// back and Python runs at full speed.
+// The Python tracer. How Python calls reach its C side (cmodule.ts) is the
+// version's mechanism: in CPython 3.11 every frame is evaluated through the
+// eval stub, a frame evaluation function the embedder may install (PEP
+// 523; eval_frame.ts), and from 3.12 sys.monitoring calls the C side's
+// callbacks (monitoring.ts), which disable themselves on code nothing
+// traces. Either way a code object is classified once (cached in its
+// co_extra slot), and a traced function's enter and exit (typed arguments,
+// return value or exception) go into the native runtime's ring as records
+// with a Python payload, shipped by the native drain on the same clock as
+// native calls. With nothing traced the mechanism is off and Python runs at
+// full speed.
 //
 // A target is [function id, source file, co_qualname], as the daemon's
 // Python resolver names it (crates/strobe-symbols/src/resolvers/python/);
@@ -29,7 +30,9 @@ import { CPython, cpython, unsupported } from "./cpython.js";
 import { pauseCallbacks, setLocalWriter } from "./pause.js";
 import { STEPPER_SLOTS } from "./debug_c.js";
 import { compilePendingWatches, syncWatches } from "./watches.js";
-import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
+import { evalFrameMechanism } from "./eval_frame.js";
+import { monitoringMechanism } from "./monitoring.js";
+import { MON_DEFS_BYTES, MON_ERROR_BYTES } from "./monitoring_c.js";
 
 /** Value limits of the payloads (see CFG): depth, items, string bytes. */
 const LIMITS = { depth: 3, items: 20, strBytes: 256 };
@@ -40,11 +43,23 @@ export interface PyRuntime {
     module: CModule;
     /** The C side's configuration page (CFG indexes its words). */
     cfg: NativePointer;
-    stub: EvalStub;
-    setEvalFrame: NativeFunction<void, [NativePointer, NativePointer]>;
-    getEvalFrame: NativeFunction<NativePointer, [NativePointer]>;
+    mechanism: Mechanism;
     mainInterpreter: NativeFunction<NativePointer, []>;
     isInitialized: NativeFunction<number, []>;
+}
+
+/** How Python calls reach the C side: one per kind of interpreter. */
+export interface Mechanism {
+    /** Once, when the runtime is made. */
+    prepare(r: PyRuntime): void;
+    /** Puts the hooks in (restart: the targets grew, so code the hooks
+     *  left alone is looked at again). False when the interpreter is not
+     *  up yet; throws when it refuses. */
+    on(r: PyRuntime, restart: boolean): boolean;
+    /** Nothing is traced and no breakpoint is set: the hooks out. */
+    off(r: PyRuntime): void;
+    /** Detach: nothing of the tracer's left in the interpreter. */
+    release(r: PyRuntime): void;
 }
 
 let rt: PyRuntime | null = null;
@@ -52,10 +67,7 @@ let rt: PyRuntime | null = null;
 const targets = new Map<number, [string, string]>();
 /** Tables and strings the C side may still be reading: never freed. */
 const retired: NativePointer[] = [];
-/** The interpreter's evaluation function before the stub went in; null
- *  while the stub is not installed. */
-let previousEval: NativePointer | null = null;
-/** Waiting for the interpreter to initialize before installing the stub. */
+/** Waiting for the interpreter to run its first code before the hooks go in. */
 let installWhenReady: InvocationListener | null = null;
 /** The listener on PyTraceBack_Here reporting exceptions raised in traced
  *  functions (raised_c.ts); attached while functions are traced. */
@@ -73,7 +85,12 @@ function createRuntime(py: CPython): PyRuntime {
     const scratch = Memory.alloc(PAYLOAD_MAX + 64);
     const threads = Memory.alloc(THREAD_SLOTS * 4);
     const steppers = Memory.alloc(STEPPER_SLOTS * 24);
-    retired.push(cfg, scratch, threads, steppers);
+    const monDefs = Memory.alloc(MON_DEFS_BYTES);
+    const monError = Memory.alloc(MON_ERROR_BYTES);
+    retired.push(cfg, scratch, threads, steppers, monDefs, monError);
+    cfg.add(CFG.monDefs * 8).writePointer(monDefs);
+    cfg.add(CFG.monError * 8).writePointer(monError);
+    cfg.add(CFG.monTool * 8).writeS64(-1);
     cfg.add(CFG.steppers * 8).writePointer(steppers);
     cfg.add(CFG.scratch * 8).writePointer(scratch);
     cfg.add(CFG.threads * 8).writePointer(threads);
@@ -98,21 +115,24 @@ function createRuntime(py: CPython): PyRuntime {
         "PyObject_Str", "PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef", "PyInterpreterState_Main",
         "PyInterpreterState_ThreadHead", "PyThreadState_Next", "PyCode_Type", "PyModule_Type",
         "PyDict_SetItemString", "PyDict_New", "PyDict_SetItem", "PyUnicode_FromString", "PyCell_Type",
+        "PyDict_Merge",
+        ...(py.monitoring ? [
+            "PyImport_ImportModule", "PyObject_GetAttrString", "PyObject_Call", "PyTuple_New", "PyTuple_SetItem",
+            "PyLong_FromLong", "PyCFunction_NewEx", "PyEval_GetFrame", "PyList_New", "PyList_Append",
+        ] : []),
     ]) symbols[name] = py.fn(name);
-    const module = new CModule(pyCModuleSource(py.layout), symbols);
-    const stub = writeEvalStub();
+    const module = new CModule(pyCModuleSource(py.layout, py.minor), symbols);
     setLocalWriter((frame, write) => setPausedLocal(rt!, frame, write));
-    stub.setCallees(module.py_enter, module.py_leave);
-    return {
+    const runtime: PyRuntime = {
         py,
         module,
         cfg,
-        stub,
-        setEvalFrame: new NativeFunction(py.fn("_PyInterpreterState_SetEvalFrameFunc"), "void", ["pointer", "pointer"]),
-        getEvalFrame: new NativeFunction(py.fn("_PyInterpreterState_GetEvalFrameFunc"), "pointer", ["pointer"]),
+        mechanism: py.monitoring ? monitoringMechanism : evalFrameMechanism,
         mainInterpreter: new NativeFunction(py.fn("PyInterpreterState_Main"), "pointer", []),
         isInitialized: new NativeFunction(py.fn("Py_IsInitialized"), "int", []),
     };
+    runtime.mechanism.prepare(runtime);
+    return runtime;
 }
 
 /** The runtime for the interpreter in this process, created on first use. */
@@ -121,16 +141,17 @@ function pythonRuntime(py: CPython): PyRuntime {
     return rt;
 }
 
-/** Breakpoints set now (debugger.ts keeps it): the stub stays in while any. */
+/** Breakpoints set now (debugger.ts keeps it): the hooks stay in while any. */
 let breakpointCount = 0;
 
-/** The stub in while anything needs it (traced functions, run-time
- *  patterns, breakpoints), out otherwise. */
-function syncStub(r: PyRuntime, breakpoints?: number): void {
+/** The hooks in while anything needs them (traced functions, run-time
+ *  patterns, breakpoints), out otherwise; restart: the targets grew. */
+function syncHooks(r: PyRuntime, breakpoints?: number, restart = false): void {
     if (breakpoints !== undefined) breakpointCount = breakpoints;
-    if (targets.size > 0 || runtimePatterns > 0 || breakpointCount > 0) installStub(r);
-    else removeStub(r);
     const tracing = targets.size > 0 || runtimePatterns > 0;
+    r.cfg.add(CFG.monTrace * 8).writeU64(tracing ? 1 : 0);
+    if (tracing || breakpointCount > 0) hooksOn(r, restart);
+    else hooksOff(r);
     if (tracing && raisedListener === null) {
         raisedListener = Interceptor.attach(r.py.fn("PyTraceBack_Here"), { onEnter: r.module.py_traceback_here });
     } else if (!tracing && raisedListener !== null) {
@@ -214,27 +235,15 @@ function utf8(s: string): number[] {
     return out;
 }
 
-/** Puts the stub in as the interpreter's evaluation function, now if the
- *  interpreter is up, else as soon as it runs its first code. */
-function installStub(r: PyRuntime): void {
-    if (previousEval !== null || installWhenReady !== null) return;
-    const install = () => {
-        const interp = r.mainInterpreter();
-        if (interp.isNull()) return false;
-        let current = r.getEvalFrame(interp);
-        if (current.equals(r.stub.entry)) return true;
-        // A forked child's inherited stub (the parent agent's, its callees
-        // cleared by the fork handler) is replaced, not wrapped.
-        current = wrappedBy(current) ?? current;
-        previousEval = current;
-        r.stub.setEval(current);
-        r.setEvalFrame(interp, r.stub.entry);
-        return true;
-    };
-    if (r.isInitialized() !== 0 && install()) return;
+/** Puts the hooks in, now if the interpreter is up, else as soon as it
+ *  runs its first code (then watches and breakpoints staged before go in
+ *  too). */
+function hooksOn(r: PyRuntime, restart: boolean): void {
+    if (installWhenReady !== null) return;
+    if (r.isInitialized() !== 0 && r.mechanism.on(r, restart)) return;
     installWhenReady = Interceptor.attach(r.py.fn("PyEval_EvalCode"), {
         onEnter() {
-            if (installWhenReady === null || !install()) return;
+            if (installWhenReady === null || !r.mechanism.on(r, true)) return;
             installWhenReady.detach();
             installWhenReady = null;
             compilePendingWatches(r);
@@ -243,16 +252,10 @@ function installStub(r: PyRuntime): void {
     });
 }
 
-/** Gives the interpreter its own evaluation function back (frames in
- *  flight still return through the stub, which outlives the script). */
-function removeStub(r: PyRuntime): void {
+function hooksOff(r: PyRuntime): void {
     installWhenReady?.detach();
     installWhenReady = null;
-    if (previousEval === null) return;
-    const interp = r.mainInterpreter();
-    const defaultEval = r.py.fn("_PyEval_EvalFrameDefault");
-    if (!interp.isNull()) r.setEvalFrame(interp, previousEval.equals(defaultEval) ? NULL : previousEval);
-    previousEval = null;
+    r.mechanism.off(r);
 }
 
 function answer(req: HookRequest, started: number, installed: number[], failed: Array<[number, string]>): void {
@@ -273,7 +276,12 @@ function install(req: HookRequest): void {
     if (req.runtime !== undefined) setRuntimeMatch(rt, req.runtime);
     publishTargets(rt);
     rt.cfg.add(CFG.enabled * 8).writeU64(1);
-    syncStub(rt);
+    try {
+        syncHooks(rt, undefined, true);
+    } catch (e) {
+        answer(req, started, [], functions.map(([id]) => [id, (e as Error).message]));
+        return;
+    }
     answer(req, started, functions.map(([id]) => id), []);
 }
 
@@ -282,7 +290,7 @@ function remove(req: HookRequest): void {
     for (const id of req.functions as number[]) targets.delete(id);
     if (rt !== null) {
         publishTargets(rt);
-        syncStub(rt);
+        syncHooks(rt);
     }
     answer(req, started, [], []);
 }
@@ -341,8 +349,15 @@ function crashContext(): CrashContext {
         return p.isNull() ? "?" : p.readUtf8String() ?? "?";
     };
     const frames: ScriptFrame[] = [];
-    let frame = tstate.add(L("tstateCframe")).readPointer().add(L("cframeCurrent")).readPointer();
+    let frame = L("tstateFrame") >= 0 ? tstate.add(L("tstateFrame")).readPointer()
+        : tstate.add(L("tstateCframe")).readPointer().add(L("cframeCurrent")).readPointer();
+    // 3.12's frames owned by the C stack are the interpreter's entry shims.
+    const shim = (f: NativePointer) => py.minor >= 12 && f.add(L("frameOwner")).readU8() === 3;
     while (!frame.isNull() && frames.length < MAX_CRASH_FRAMES) {
+        if (shim(frame)) {
+            frame = frame.add(L("framePrevious")).readPointer();
+            continue;
+        }
         const code = frame.add(L("frameCode")).readPointer();
         const at = frame.add(L("framePrevInstr")).readPointer().sub(code.add(L("codeAdaptive")));
         frames.push({
@@ -355,7 +370,7 @@ function crashContext(): CrashContext {
     return frames.length > 0 ? { pythonBacktrace: frames } : {};
 }
 
-/** Sets and removes Python breakpoints (debugger.ts); the stub goes in
+/** Sets and removes Python breakpoints (debugger.ts); the hooks go in
  *  first, so frames that start meanwhile are classified too. */
 function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): void {
     const py = cpython();
@@ -365,10 +380,15 @@ function pythonBreakpoints(msg: DaemonMessageOf<"python-breakpoints">): void {
         return;
     }
     const r = pythonRuntime(py);
-    if (msg.set.length > 0) syncStub(r, breakpointCount + msg.set.length);
-    const { installed, failed, count } = updatePythonBreakpoints(r, msg.set, msg.remove);
-    syncStub(r, count);
-    send_({ type: "breakpoints_updated", id: msg.id, installed, failed });
+    try {
+        if (msg.set.length > 0) syncHooks(r, breakpointCount + msg.set.length);
+        const { installed, failed, count } = updatePythonBreakpoints(r, msg.set, msg.remove);
+        syncHooks(r, count);
+        send_({ type: "breakpoints_updated", id: msg.id, installed, failed });
+    } catch (e) {
+        const why = (e as Error).message;
+        send_({ type: "breakpoints_updated", id: msg.id, installed: [], failed: msg.set.map(s => [s.id, why]) });
+    }
 }
 
 /** Reads and sets module globals (debugger.ts). */
@@ -386,14 +406,16 @@ function detach(): void {
     if (rt === null) return;
     stopDebugging(rt);
     // A thread let go from a pause (the daemon resumes every paused thread
-    // before it detaches) still runs the C side until it has the GIL back.
+    // before it detaches) still runs the C side until it has the GIL back;
+    // the line events its code has are taken away only once it left.
     const inPause = rt.cfg.add(CFG.inPause * 8);
     for (let waited = 0; !inPause.readU64().equals(0) && waited < 200; waited++) Thread.sleep(0.01);
     rt.cfg.add(CFG.enabled * 8).writeU64(0);
     raisedListener?.detach();
     raisedListener = null;
-    rt.stub.setCallees(NULL, NULL);
-    removeStub(rt);
+    installWhenReady?.detach();
+    installWhenReady = null;
+    rt.mechanism.release(rt);
     // A thread that was already inside py_enter or py_leave (a few µs of
     // work; the ring was drained before this) leaves them before the
     // script, and their code, go away.

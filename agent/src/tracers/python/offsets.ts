@@ -42,6 +42,19 @@ export const CFG = {
     /** Threads inside pause_here (paused, or on their way out of it): the
      *  detach waits for none before the C side goes away. */
     inPause: 20,
+    /** 1 while functions are traced (sys.monitoring's events, 3.12 on:
+     *  monitoring_c.ts). */
+    monTrace: 21,
+    /** sys.monitoring's state (monitoring_c.ts says what each holds). */
+    monModule: 22,
+    monDisable: 23,
+    monArmed: 24,
+    monTool: 25,
+    monSet: 26,
+    monDefs: 27,
+    monError: 28,
+    /** Threads inside a sys.monitoring callback that runs Python code. */
+    inCallback: 29,
 } as const;
 
 /** Layout offsets for one CPython minor version (see cpython.ts). */
@@ -55,7 +68,8 @@ export const LAYOUT = {
     framePrevious: 31, framePrevInstr: 32, codeAdaptive: 33, codeFirstLine: 34,
     funcQualname: 35, funcModule: 36, strState: 37, strLength: 38, strAsciiData: 39,
     tstateProfileFunc: 40, tstateTraceFunc: 41, cframeUseTracing: 42, cframePrevious: 43, pyFrameFrame: 44,
-    frameGlobals: 45, tstateTracing: 46, longDigits: 47, floatValue: 48,
+    frameGlobals: 45, tstateTracing: 46, longDigits: 47, floatValue: 48, frameFunc: 49,
+    tstateFrame: 50, excTraceback: 51, typeBasicSize: 52, valuesValid: 53, valuesValues: 54,
 } as const;
 
 /** Slots of the named-threads set (a power of two). */

@@ -78,8 +78,21 @@ static PyObject *instance_dict(PyObject *o, PyObject ***vals) {
     PyObject *d = NULL;
     *vals = NULL;
     if (tf & MANAGED_DICT) {
+#if PY_MINOR == 11
         d = AT(o, L(${LAYOUT.managedDict}), PyObject *);
         if (d == NULL) *vals = AT(o, L(${LAYOUT.managedValues}), PyObject **);
+#elif PY_MINOR == 12
+        /* One word: the dict, or the values array's address minus one. */
+        char *dv = AT(o, L(${LAYOUT.managedDict}), char *);
+        if ((gsize)dv & 1) *vals = (PyObject **)(dv + 1); else d = (PyObject *)dv;
+#else
+        /* The values inline after the object, valid until a dict took them. */
+        d = AT(o, L(${LAYOUT.managedDict}), PyObject *);
+        if (d == NULL && (tf & INLINE_VALUES)) {
+            char *v = (char *)o + AT(tp, L(${LAYOUT.typeBasicSize}), Py_ssize_t);
+            if (AT(v, L(${LAYOUT.valuesValid}), guint8)) *vals = (PyObject **)(v + L(${LAYOUT.valuesValues}));
+        }
+#endif
     } else if (tf & HEAPTYPE) {
         Py_ssize_t off = AT(tp, L(${LAYOUT.typeDictOffset}), Py_ssize_t);
         if (off > 0) d = AT(o, off, PyObject *);
@@ -134,7 +147,7 @@ static void value(Buf *b, PyObject *o, int depth) {
     char *tp = TYPE(o);
     if (tp == &PyLong_Type) {
         /* Up to two 30-bit digits (|value| < 2^60): read in place, no call. */
-        Py_ssize_t digits = SIZE(o);
+        Py_ssize_t digits = LONG_DIGITS(o);
         if (digits >= -2 && digits <= 2) {
             const guint32 *d = (const guint32 *)((char *)o + L(${LAYOUT.longDigits}));
             guint64 m = digits == 0 ? 0 : (digits == 1 || digits == -1) ? d[0] : ((guint64)d[0] | ((guint64)d[1] << 30));
