@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{Client, Env};
+use support::{Client, Env, pyenv_python};
 
 fn debugee() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -65,24 +65,11 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
     breakpoints_and_steps("python3").await;
 }
 
-/// A CPython of this machine's pyenv, where it has that version (see
-/// tests/python.rs).
-fn pyenv_python(version: &str) -> Option<PathBuf> {
-    let minor = version.rsplit_once('.').map_or(version, |(m, _)| m);
-    let path = PathBuf::from(format!("/root/.pyenv/versions/{version}/bin/python{minor}"));
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("skipped: no CPython {version} at {}", path.display());
-        None
-    }
-}
-
 /// 3.12 and 3.13 get their line events from sys.monitoring: the same
 /// breakpoints, conditions, logpoints, steps and thread-only pauses.
 #[tokio::test(flavor = "multi_thread")]
 async fn breakpoints_and_steps_on_cpython_312_and_313() {
-    for version in ["3.12.1", "3.13.0"] {
+    for version in ["3.12", "3.13"] {
         if let Some(python) = pyenv_python(version) {
             breakpoints_and_steps(python.to_str().unwrap()).await;
         }
@@ -338,7 +325,7 @@ async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
 /// breakpoint is set, and the detach lets the paused thread go.
 #[tokio::test(flavor = "multi_thread")]
 async fn attach_pause_and_detach_on_cpython_312_and_313() {
-    for version in ["3.12.1", "3.13.0"] {
+    for version in ["3.12", "3.13"] {
         if let Some(python) = pyenv_python(version) {
             paused_then_detached(&python).await;
         }
@@ -400,7 +387,7 @@ async fn staged_python_breakpoints_and_stop_on_entry_hold_before_any_python_runs
 /// starts.
 #[tokio::test(flavor = "multi_thread")]
 async fn staged_breakpoints_and_stop_on_entry_on_cpython_312_and_313() {
-    for version in ["3.12.1", "3.13.0"] {
+    for version in ["3.12", "3.13"] {
         if let Some(python) = pyenv_python(version) {
             staged_and_stop_on_entry(python.to_str().unwrap()).await;
         }

@@ -16,6 +16,41 @@ use std::time::{Duration, Instant};
 /// The `strobe` binary under test.
 pub const STROBE: &str = env!("CARGO_BIN_EXE_strobe");
 
+/// The interpreter of CPython `minor` ("3.12") from this machine's pyenv,
+/// any patch release, where the machine has one: the machine image's, since
+/// no registry here ships CPython 3.12 or 3.13 for Debian 12. None (and a
+/// line saying the test part was skipped) where it has none.
+pub fn pyenv_python(minor: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))?;
+    let mut found: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(minor))
+                .is_some_and(|rest| {
+                    rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit())
+                })
+        })
+        .map(|p| p.join("bin").join(format!("python{minor}")))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    let last = found.pop();
+    if last.is_none() {
+        eprintln!(
+            "skipped: no CPython {minor} under {}",
+            root.join("versions").display()
+        );
+    }
+    last
+}
+
 /// The venv with the pinned frida; `./dev test` sets STROBE_VENV.
 pub fn venv() -> PathBuf {
     let v = std::env::var_os("STROBE_VENV").map(PathBuf::from).expect(

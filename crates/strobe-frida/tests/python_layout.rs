@@ -181,14 +181,41 @@ fn the_agents_cpython_311_offsets_match_the_headers() {
     check("3.11", include);
 }
 
+/// The include directories of every pyenv CPython `minor` ("3.12") on
+/// this machine (each patch release is checked).
+fn pyenv_includes(minor: &str) -> Vec<std::path::PathBuf> {
+    let Some(root) = std::env::var_os("PYENV_ROOT")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".pyenv")))
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<_> = std::fs::read_dir(root.join("versions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix(minor))
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .map(|e| e.path().join("include").join(format!("python{minor}")))
+        .filter(|p| p.join("Python.h").is_file())
+        .collect();
+    out.sort();
+    out
+}
+
 #[test]
 fn the_agents_cpython_312_and_313_offsets_match_the_headers() {
-    for (version, minor) in [("3.12.1", "3.12"), ("3.13.0", "3.13")] {
-        let include = format!("/root/.pyenv/versions/{version}/include/python{minor}");
-        if !Path::new(&include).join("Python.h").is_file() {
-            eprintln!("skipped: no CPython {version} headers at {include}");
-            continue;
+    for minor in ["3.12", "3.13"] {
+        let includes = pyenv_includes(minor);
+        if includes.is_empty() {
+            eprintln!("skipped: no CPython {minor} headers in this machine's pyenv");
         }
-        check(minor, Path::new(&include));
+        for include in includes {
+            check(minor, &include);
+        }
     }
 }
