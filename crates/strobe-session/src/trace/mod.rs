@@ -244,12 +244,6 @@ impl Tracer {
         Some(self.modules[m].function(f)?.name)
     }
 
-    /// True when any pattern (or watch scope) is active: libraries loaded
-    /// later must be checked.
-    pub fn has_patterns(&self) -> bool {
-        !self.patterns.is_empty() || self.watches.iter().any(|w| !w.on.is_empty())
-    }
-
     /// True when a library loaded later may hold functions an active pattern
     /// (or watch scope) wants, so the loading thread must wait for its hooks:
     /// some pattern has not matched Python functions. A Python-only session

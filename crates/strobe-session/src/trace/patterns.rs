@@ -56,6 +56,7 @@ impl Tracer {
         for r in remove {
             let before = self.patterns.len();
             self.patterns.retain(|p| p.text() != *r);
+            self.python_matched.remove(r);
             if self.patterns.len() == before {
                 warnings.push(format!("pattern {r:?} was not active; nothing removed"));
             }
@@ -88,6 +89,7 @@ impl Tracer {
             let is_fresh = fresh.contains(&p);
             let wildcard = crate::hookable::starts_with_wildcard(&p);
             let mut hits = 0;
+            let mut matched_python = false;
             let mut inlined = Vec::new();
             // Images the pattern does not reach, with the functions it
             // matched there; functions refused because the hook uses them.
@@ -125,9 +127,7 @@ impl Tracer {
                         continue;
                     }
                     hits += 1;
-                    if resolver.language() == Language::Python {
-                        self.python_matched.insert(p.text());
-                    }
+                    matched_python |= resolver.language() == Language::Python;
                     let id = self.id_for(m, t.function, &mut plan.new_rows);
                     wanted.insert(id);
                     if !self.hooked.contains(&id)
@@ -142,6 +142,9 @@ impl Tracer {
                         });
                     }
                 }
+            }
+            if matched_python {
+                self.python_matched.insert(p.text());
             }
             if is_fresh && !left_out.is_empty() {
                 let n: usize = left_out.iter().map(|l| l.1).sum();
