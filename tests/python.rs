@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use support::{Client, Env, pyenv_python};
+use support::{Client, Env, monitoring_pythons, pyenv_python};
 
 fn shop() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -370,10 +370,8 @@ async fn an_uncaught_exception_is_a_crash_with_its_traceback_and_locals_and_syst
 /// copied from it.
 #[tokio::test(flavor = "multi_thread")]
 async fn uncaught_exceptions_on_cpython_312_and_313() {
-    for version in ["3.12", "3.13"] {
-        if let Some(python) = pyenv_python(version) {
-            uncaught_and_system_exit(python.to_str().unwrap()).await;
-        }
+    for python in monitoring_pythons() {
+        uncaught_and_system_exit(python.to_str().unwrap()).await;
     }
 }
 
@@ -425,10 +423,8 @@ async fn attaching_to_a_running_interpreter_traces_it_and_detach_leaves_it_runni
 /// (the target prints how many tool ids are taken).
 #[tokio::test(flavor = "multi_thread")]
 async fn attach_and_detach_on_cpython_312_and_313() {
-    for version in ["3.12", "3.13"] {
-        if let Some(python) = pyenv_python(version) {
-            attach_and_detach(&python).await;
-        }
+    for python in monitoring_pythons() {
+        attach_and_detach(&python).await;
     }
 }
 
@@ -677,17 +673,14 @@ async fn a_segfault_in_a_c_extension_is_a_native_crash_that_shows_the_python_fra
 /// frames; 3.13 keeps the current frame in the thread state.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_python_frames_of_a_crash_on_cpython_312_and_313() {
-    for version in ["3.12", "3.13"] {
-        let Some(python) = pyenv_python(version) else {
-            continue;
-        };
+    for python in monitoring_pythons() {
         // <prefix>/bin/pythonX.Y -> <prefix>/include/pythonX.Y
         let include = python
             .parent()
             .and_then(Path::parent)
             .unwrap()
             .join("include")
-            .join(format!("python{version}"));
+            .join(python.file_name().unwrap());
         segfault_in_an_extension(python.to_str().unwrap(), &include).await;
     }
 }

@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{Client, Env, pyenv_python};
+use support::{Client, Env, monitoring_pythons};
 
 fn debugee() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -69,10 +69,8 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
 /// breakpoints, conditions, logpoints, steps and thread-only pauses.
 #[tokio::test(flavor = "multi_thread")]
 async fn breakpoints_and_steps_on_cpython_312_and_313() {
-    for version in ["3.12", "3.13"] {
-        if let Some(python) = pyenv_python(version) {
-            breakpoints_and_steps(python.to_str().unwrap()).await;
-        }
+    for python in monitoring_pythons() {
+        breakpoints_and_steps(python.to_str().unwrap()).await;
     }
 }
 
@@ -325,10 +323,8 @@ async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
 /// breakpoint is set, and the detach lets the paused thread go.
 #[tokio::test(flavor = "multi_thread")]
 async fn attach_pause_and_detach_on_cpython_312_and_313() {
-    for version in ["3.12", "3.13"] {
-        if let Some(python) = pyenv_python(version) {
-            paused_then_detached(&python).await;
-        }
+    for python in monitoring_pythons() {
+        paused_then_detached(&python).await;
     }
 }
 
@@ -387,10 +383,8 @@ async fn staged_python_breakpoints_and_stop_on_entry_hold_before_any_python_runs
 /// starts.
 #[tokio::test(flavor = "multi_thread")]
 async fn staged_breakpoints_and_stop_on_entry_on_cpython_312_and_313() {
-    for version in ["3.12", "3.13"] {
-        if let Some(python) = pyenv_python(version) {
-            staged_and_stop_on_entry(python.to_str().unwrap()).await;
-        }
+    for python in monitoring_pythons() {
+        staged_and_stop_on_entry(python.to_str().unwrap()).await;
     }
 }
 

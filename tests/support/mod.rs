@@ -51,6 +51,16 @@ pub fn pyenv_python(minor: &str) -> Option<PathBuf> {
     last
 }
 
+/// The interpreters the Python tracer reaches through `sys.monitoring`
+/// (3.12 and 3.13) that this machine's pyenv has, as [`pyenv_python`] finds
+/// them; the tests that loop over them run their 3.11 part elsewhere.
+pub fn monitoring_pythons() -> Vec<PathBuf> {
+    ["3.12", "3.13"]
+        .into_iter()
+        .filter_map(pyenv_python)
+        .collect()
+}
+
 /// The venv with the pinned frida; `./dev test` sets STROBE_VENV.
 pub fn venv() -> PathBuf {
     let v = std::env::var_os("STROBE_VENV").map(PathBuf::from).expect(

@@ -85,61 +85,28 @@ const LAYOUT_3_11: Record<keyof typeof LAYOUT, number> = {
  *  through sys.monitoring, not the eval stub: the fields only the stub's
  *  debugger read are gone. */
 const LAYOUT_3_12: Record<keyof typeof LAYOUT, number> = {
+    ...LAYOUT_3_11,
     frameCode: 0, // _PyInterpreterFrame.f_code
     frameOwner: 70, // .owner
-    frameLocals: 72, // .localsplus
-    codeFlags: 48, // PyCodeObject.co_flags
-    codeArgc: 52, // .co_argcount
+    framePrevious: 8, // .previous
+    frameGlobals: 24, // .f_globals
+    frameFunc: 16, // .f_funcobj
+    codeArgc: 52, // PyCodeObject.co_argcount
     codeKwonly: 60, // .co_kwonlyargcount
-    codeFilename: 112, // .co_filename
-    codeQualname: 128, // .co_qualname
-    codeNames: 96, // .co_localsplusnames
     codeExtra: 184, // .co_extra
+    codeAdaptive: 192, // .co_code_adaptive
+    codeFirstLine: 68, // .co_firstlineno
     tstateTid: 144, // PyThreadState.native_thread_id
     genIframe: 72, // PyGenObject.gi_iframe
     genState: 67, // .gi_frame_state
-    typeName: 24, // PyTypeObject.tp_name
-    typeFlags: 168, // .tp_flags
-    excArgs: 24, // PyBaseExceptionObject.args
-    listItems: 24, // PyListObject.ob_item
-    tupleItems: 24, // PyTupleObject.ob_item
+    cachedKeys: 880, // PyHeapTypeObject.ht_cached_keys
     managedDict: -24, // _PyObject_DictOrValuesPointer: the dict, or the values pointer minus one
     managedValues: -1, // none in 3.12: see managedDict
-    typeDictOffset: 288, // PyTypeObject.tp_dictoffset
-    cachedKeys: 880, // PyHeapTypeObject.ht_cached_keys
-    keysEntries: 24, // PyDictKeysObject.dk_nentries
-    keysIndices: 32, // .dk_indices
-    keysIndexBytes: 9, // .dk_log2_index_bytes
-    tbNext: 16, // PyTracebackObject.tb_next
-    tbFrame: 24, // .tb_frame
-    tbLineno: 36, // .tb_lineno
-    tbLasti: 32, // .tb_lasti
-    tstateCframe: 56, // PyThreadState.cframe
     cframeCurrent: 0, // _PyCFrame.current_frame
-    framePrevious: 8, // _PyInterpreterFrame.previous
-    framePrevInstr: 56, // .prev_instr
-    codeAdaptive: 192, // PyCodeObject.co_code_adaptive
-    codeFirstLine: 68, // .co_firstlineno
-    funcQualname: 40, // PyFunctionObject.func_qualname
-    funcModule: 104, // .func_module
-    strState: 32, // PyASCIIObject.state
-    strLength: 16, // .length
-    strAsciiData: 40, // sizeof(PyASCIIObject): a compact ASCII string's characters follow it
-    tstateProfileFunc: 64, // PyThreadState.c_profilefunc
-    tstateTraceFunc: 72, // .c_tracefunc
+    cframePrevious: 8, // .previous
     cframeUseTracing: -1, // none in 3.12: tracing is sys.monitoring's
-    cframePrevious: 8, // _PyCFrame.previous
-    pyFrameFrame: 24, // PyFrameObject.f_frame
-    frameGlobals: 24, // _PyInterpreterFrame.f_globals
-    tstateTracing: 44, // PyThreadState.tracing
+    strAsciiData: 40, // sizeof(PyASCIIObject): a compact ASCII string's characters follow it
     longDigits: 24, // PyLongObject.long_value.ob_digit
-    floatValue: 16, // PyFloatObject.ob_fval
-    frameFunc: 16, // _PyInterpreterFrame.f_funcobj
-    tstateFrame: -1, // none in 3.12: the current frame is in tstate's C frame
-    excTraceback: 40, // PyBaseExceptionObject.traceback
-    typeBasicSize: 32, // PyTypeObject.tp_basicsize
-    valuesValid: -1, // none in 3.12: managed values are a bare array
-    valuesValues: -1, // none in 3.12
 };
 
 /** CPython 3.13's layouts (x86-64), checked against pyenv's 3.13.0
