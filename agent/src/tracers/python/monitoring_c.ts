@@ -19,8 +19,10 @@
 //   running), and global while a thread steps. A line without a breakpoint
 //   is disabled unless a thread steps.
 //
-// A change of targets bumps the classification generation and calls
-// restart_events, so disabled code is looked at again. A generator's enter
+// A change of targets bumps the classification generation; new targets
+// also call restart_events, so code disabled before is looked at again
+// (a removed target's code disables itself at its next start). A
+// generator's enter
 // is written when it first runs (3.11 writes it when it is created), and a
 // function that was already running when it became traced gets an exit
 // without an enter (the store ignores those).
