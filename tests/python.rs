@@ -713,6 +713,60 @@ async fn segfault_in_an_extension(python: &str, include: &Path) {
     assert_eq!(py[1]["line"], 8);
 }
 
+/// sys.monitoring has six tool ids; a program whose own tools took them
+/// all gets a clear refusal, not a hang or a half-installed tracer, and
+/// runs on.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_free_sys_monitoring_tool_id_is_a_clear_refusal() {
+    let Some(python) = monitoring_pythons().into_iter().next() else {
+        return;
+    };
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = env.path().join("tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("greedy.py"),
+        "import sys, time\n\nfor t in range(6):\n    sys.monitoring.use_tool_id(t, f'tool{t}')\n\n\n\
+         def tick(i):\n    return i\n\n\nfor i in range(3000):\n    tick(i)\n    print(i, flush=True)\n    \
+         time.sleep(0.01)\n",
+    )
+    .unwrap();
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": python, "args": [dir.join("greedy.py")], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while c.stdout_lines(&id).await.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program never printed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["greedy.tick"]}),
+        )
+        .await;
+    assert!(
+        r.text.contains("sys.monitoring has no free tool id")
+            && r.text
+                .contains("matched 1 function(s), but none could be hooked"),
+        "{}",
+        r.text
+    );
+    let before = c.stdout_lines(&id).await.len();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(c.stdout_lines(&id).await.len() > before, "it runs on");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_interpreter_the_tracer_has_no_layouts_for_is_named_in_the_warning() {
     // CPython 3.10 from this machine's pyenv, where it has one; the tracer

@@ -450,7 +450,13 @@ impl SessionManager {
                 )),
             }
         }
-        let status = if r.hooked == 0 && !r.patterns.is_empty() {
+        let status = if r.hooked == 0 && !r.patterns.is_empty() && r.matched > 0 {
+            format!(
+                "No function is hooked: the patterns matched {} function(s), but none could be hooked; the \
+                 warnings say why.",
+                r.matched
+            )
+        } else if r.hooked == 0 && !r.patterns.is_empty() {
             "No function is hooked: the patterns matched nothing hookable (see warnings). Check names with a \
              wider pattern such as \"**::name\" or \"@file:part.c\"; functions inlined by the optimizer \
              cannot be hooked (build with -O0 or trace the caller)."
