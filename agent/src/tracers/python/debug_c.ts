@@ -71,6 +71,10 @@ typedef struct {
     guint64 nparts;
 } BpEntry;
 
+/* A stepping thread. frame: the frame the step began in (3.11; a
+   reference). returned: on 3.11, whether that frame has returned (the step
+   goes on in its caller); on 3.12 and later, the thread's frame depth when
+   the step began (monitoring_c.ts compares depths, frame stays NULL). */
 typedef struct { guint32 tid; guint32 mode; PyObject *frame; guint64 returned; } Stepper;
 
 /* A frame the interpreter pushes for its own entry from C (3.12's shim
