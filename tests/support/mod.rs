@@ -51,6 +51,15 @@ pub fn pyenv_python(minor: &str) -> Option<PathBuf> {
     last
 }
 
+/// The Python fixture package the tracing and crash tests run
+/// (tests/fixtures/python/shop), as an absolute path.
+pub fn python_shop() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/python/shop")
+        .canonicalize()
+        .unwrap()
+}
+
 /// The interpreters the Python tracer reaches through `sys.monitoring`
 /// (3.12 and 3.13) that this machine's pyenv has, as [`pyenv_python`] finds
 /// them; the tests that loop over them run their 3.11 part elsewhere.
