@@ -197,11 +197,7 @@ static guint32 exit_payload(Buf *b, PyObject *result, void *watches, PyObject **
     }
     PyObject *type, *val, *tb;
     PyErr_Fetch(&type, &val, &tb);
-    begin(b, 2);
-    exception_body(b, type, val);
-    /* Raised in this frame (its traceback entry is the only one): the
-       raised record reported it already. */
-    u8(b, tb != NULL && AT(tb, L(${LAYOUT.tbNext}), PyObject *) == NULL ? 1 : 0);
+    exception_exit(b, type, val, tb);
     put_watches(b, watches, watched, nw);
     PyErr_Restore(type, val, tb);
     return finish(b);

@@ -127,12 +127,14 @@ static guint64 frame_depth(char *fr) {
 
 /* The enter or exit record of a traced function: its arguments (enter),
    return value or exception (exit), and its watches. A generator's or
-   coroutine's pair by the object, which holds the frame. */
+   coroutine's pair by the object, which holds the frame. As on 3.11, an
+   enter is stamped after its watches ran and an exit before: the call's
+   duration leaves the tracer's own work out. */
 static void mon_record(void *ts, char *frame, PyObject *co, CodeState *st, int enter, PyObject *result, PyObject *exc) {
     guint32 tid = tid_of(ts);
     NAME_THREAD(tid);
     guint64 t;
-    NOW(t);
+    if (!enter) NOW(t);
     PyObject *watched[MAX_CALL_WATCHES];
     guint32 nw = 0;
     if (st->watches != NULL) {
@@ -148,15 +150,11 @@ static void mon_record(void *ts, char *frame, PyObject *co, CodeState *st, int e
         begin(&b, 1);
         value(&b, result, (int)pycfg[${CFG.depth}]);
     } else {
-        begin(&b, 2);
-        exception_body(&b, (PyObject *)TYPE(exc), exc);
-        /* Raised in this frame (its traceback entry is the only one): the
-           raised record reported it already. */
-        PyObject *tb = AT(exc, L(${LAYOUT.excTraceback}), PyObject *);
-        u8(&b, tb != NULL && AT(tb, L(${LAYOUT.tbNext}), PyObject *) == NULL ? 1 : 0);
+        exception_exit(&b, (PyObject *)TYPE(exc), exc, AT(exc, L(${LAYOUT.excTraceback}), PyObject *));
     }
     put_watches(&b, st->watches, watched, nw);
     guint32 len = finish(&b);
+    if (enter) NOW(t);
     guint32 kind = (enter ? 1u : 2u) | KIND_PY;
     guint64 key = 0;
     if (st->flags & GEN_FLAGS) { kind |= KIND_DET; key = (guint64)(gsize)(frame - L(${LAYOUT.genIframe})); }

@@ -23,6 +23,15 @@ static void exception_body(Buf *b, PyObject *type, PyObject *val) {
     else value(b, val, (int)pycfg[${CFG.depth}]);
 }
 
+/* An exit by exception's payload up to its watches: the exception, and
+   whether it was raised in this frame (its traceback entry, tb, is the only
+   one), in which case the raised record reported it already. */
+static void exception_exit(Buf *b, PyObject *type, PyObject *val, PyObject *tb) {
+    begin(b, 2);
+    exception_body(b, type, val);
+    u8(b, tb != NULL && AT(tb, L(${LAYOUT.tbNext}), PyObject *) == NULL ? 1 : 0);
+}
+
 /* Interceptor listener (onEnter) of PyTraceBack_Here(frame), on the Python
    thread, holding the GIL, with the exception pending. */
 void py_traceback_here(void *ic) {
