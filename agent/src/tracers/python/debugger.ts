@@ -326,6 +326,11 @@ export function setPausedLocal(r: PyRuntime, frame: NativePointer, write: LocalW
     send_({ type: "python_memory", id: write.id, results: [result!] });
 }
 
+/** Whether breakpoints were ever set (line tracing may be left to undo). */
+export function debuggerUsed(): boolean {
+    return table !== null;
+}
+
 /** Detach: no breakpoint, and no new pause from here (steppers are not
  *  consulted). The mechanism's release then takes the line events away. */
 export function stopDebugging(r: PyRuntime): void {

@@ -3,7 +3,7 @@
 // py_enter and py_leave (eval_frame_c.ts) around every frame. With nothing
 // traced and no breakpoint, the interpreter's own evaluation function is
 // put back and Python runs at full speed.
-import { withGil } from "./debugger.js";
+import { debuggerUsed, withGil } from "./debugger.js";
 import type { Mechanism, PyRuntime } from "./index.js";
 import { EvalStub, wrappedBy, writeEvalStub } from "./stub.js";
 
@@ -49,8 +49,11 @@ export const evalFrameMechanism: Mechanism = {
         previousEval = null;
     },
     release(r) {
-        // No trace function left on any thread.
-        if (r.isInitialized() !== 0) withGil(r, () => new NativeFunction(r.module.py_disarm, "void", [])());
+        // No trace function left on any thread (there is none to take the
+        // GIL for if no breakpoint was ever set).
+        if (debuggerUsed() && r.isInitialized() !== 0) {
+            withGil(r, () => new NativeFunction(r.module.py_disarm, "void", [])());
+        }
         stub?.setCallees(NULL, NULL);
         this.off(r);
     },

@@ -5,6 +5,14 @@
 // restarts the events.
 import { withGil } from "./debugger.js";
 import type { Mechanism, PyRuntime } from "./index.js";
+import { CFG } from "./offsets.js";
+
+/** Whether sys.monitoring was set up for the tracer (monitoring_c.ts's
+ *  mon_setup): until then there is nothing to turn off or give back, and
+ *  no reason to take the GIL. */
+function setUp(r: PyRuntime): boolean {
+    return !r.cfg.add(CFG.monModule * 8).readPointer().isNull();
+}
 
 function call(r: PyRuntime, name: string, restart?: number): number {
     const args: NativeFunctionArgumentType[] = restart === undefined ? [] : ["uint32"];
@@ -24,14 +32,14 @@ export const monitoringMechanism: Mechanism = {
     },
     off(r) {
         // The events the C side still needs (none for tracing now).
-        if (!r.mainInterpreter().isNull()) call(r, "py_mon_sync", 0);
+        if (setUp(r)) call(r, "py_mon_sync", 0);
     },
     /** Waits (up to 2 s) for no thread to be inside a callback that runs
      *  Python code (a condition, a watch, a pause being left), which could
      *  let the GIL go: taking a code object's events away under it would
      *  pull the instrumentation out from under the interpreter. */
     release(r) {
-        if (r.mainInterpreter().isNull()) return;
+        if (!setUp(r)) return;
         for (let tries = 0; tries < 200; tries++) {
             if (call(r, "py_mon_release") === 0) return;
             Thread.sleep(0.01);
