@@ -17,16 +17,20 @@ fn cpython_ts() -> String {
     .unwrap()
 }
 
+/// The body of version `minor`'s table (`const LAYOUT_3_12 = { … };`).
+fn block<'a>(src: &'a str, minor: &str) -> &'a str {
+    src.split(&format!("const LAYOUT_{}", minor.replace('.', "_")))
+        .nth(1)
+        .and_then(|s| s.split("};").next())
+        .unwrap_or_else(|| panic!("the {minor} layout table"))
+}
+
 /// `key -> (offset, struct, field)` for each `key: N, // Struct.field` line
 /// of version `minor`'s table (a `// .field` line is of the struct above
 /// it; `...LAYOUT_3_X` takes that table's rows first). Rows of -1 (a field
 /// the version lacks) and rows checked by [`extras`] are left out.
 fn table(src: &str, minor: &str) -> HashMap<String, (i64, String, String)> {
-    let body = src
-        .split(&format!("const LAYOUT_{}", minor.replace('.', "_")))
-        .nth(1)
-        .and_then(|s| s.split("};").next())
-        .unwrap_or_else(|| panic!("the {minor} layout table"));
+    let body = block(src, minor);
     let mut out = HashMap::new();
     let mut last_struct = String::new();
     for line in body.lines() {
@@ -156,12 +160,7 @@ fn check(minor: &str, include: &Path) {
 
 /// The text of `minor`'s table and of the table it spreads, if any.
 fn table_text(src: &str, minor: &str) -> String {
-    let body = src
-        .split(&format!("const LAYOUT_{}", minor.replace('.', "_")))
-        .nth(1)
-        .and_then(|s| s.split("};").next())
-        .unwrap()
-        .to_string();
+    let body = block(src, minor).to_string();
     match body
         .lines()
         .find_map(|l| l.trim().strip_prefix("...LAYOUT_"))
