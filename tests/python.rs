@@ -54,7 +54,7 @@ async fn trace_the_shop(python: &str) {
             json!({"add": ["inventory.apply_discount", "inventory.Bin.*", "inventory.countdown",
                            "inventory.Item.*", "inventory.dynamic_total", "inventory.restock",
                            "inventory.make_pricer.<locals>.price", "inventory.fetch_price",
-                           "inventory.parse_qty"],
+                           "inventory.parse_qty", "inventory.reconcile"],
                    // Python expression watches, staged too: compiled once
                    // the interpreter runs.
                    "watches": {"add": [
@@ -155,6 +155,62 @@ async fn trace_the_shop(python: &str) {
         .calls_of(&id, "function_exit", "inventory.parse_qty")
         .await;
     assert_eq!(parsed[0]["returnValue"], 0, "caught inside: {parsed:?}");
+
+    // Argument names too long for the tracer's per-function copy (written
+    // call by call instead), and each kind of return value an exit record
+    // carries without a payload, beside one that needs it (a big int).
+    let rec_in = c
+        .calls_of(&id, "function_enter", "inventory.reconcile")
+        .await;
+    let arg_names: Vec<&Value> = rec_in[0]["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["name"])
+        .collect();
+    assert_eq!(
+        arg_names,
+        [
+            &json!("warehouse_location_identifier"),
+            &json!("expected_quantity_on_hand"),
+            &json!("counted_quantity_on_shelf"),
+            &json!("notes"),
+            &json!("flags")
+        ],
+        "{rec_in:?}"
+    );
+    assert_eq!(rec_in[0]["arguments"][2]["value"], 2);
+    assert_eq!(rec_in[2]["arguments"][3]["value"], json!(["recount"]));
+    assert_eq!(rec_in[1]["arguments"][4]["value"], json!({"check": true}));
+    let rec_out = c
+        .calls_of(&id, "function_exit", "inventory.reconcile")
+        .await;
+    let returned: Vec<(&Value, &Value)> = rec_out
+        .iter()
+        .map(|e| (&e["returnValue"], &e["returnType"]))
+        .collect();
+    assert_eq!(
+        returned[..3],
+        [
+            (&json!(-3), &json!("int")),
+            (&json!(true), &json!("bool")),
+            (&Value::Null, &json!("NoneType"))
+        ],
+        "{rec_out:?}"
+    );
+    assert_eq!(returned[3].1, "int", "{rec_out:?}");
+    let negative = c
+        .query_all(
+            &id,
+            json!({"eventType": "function_exit", "function": {"equals": "inventory.reconcile"},
+                   "returnValue": {"equals": -3}}),
+        )
+        .await;
+    assert_eq!(
+        negative.len(),
+        1,
+        "an inline exit's value is indexed: {negative:?}"
+    );
 
     // Watches: evaluated in the function's globals with its arguments at
     // enter and its final locals and retval at exit, only where `on` says.

@@ -79,6 +79,10 @@ export const KIND_PYTHON = 0x200;
  *  record's `value` (a generator's or coroutine's address), not by the
  *  thread's call stack: the two may be far apart, even on other threads. */
 export const KIND_DETACHED = 0x400;
+/** Kind bit of a Python exit with no payload: its return value (a scalar)
+ *  is the record's `value`, its value tag in the kind's bits 16-23
+ *  (crates/strobe-values/src/python/ring_form.rs). */
+export const KIND_INLINE = 0x800;
 
 /** The C source: ring constants, `Rec`, `fetch_add`, `NOW`,
  *  `reserve` and `put_record`. */
@@ -147,10 +151,15 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
    when it had to be dropped (ring full for too long). */
 static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
     guint64 extra = (len + 31) >> 5;
-    guint64 slot;
     /* Reserve only when there is room: a reserved slot is always written,
-       so the drainer never waits on a hole. */
-    if (!reserve(func, extra, &slot)) return 0;
+       so the drainer never waits on a hole. The common case (room, no
+       wrap, no other writer in between) here, without reserve's call. */
+    guint64 slot = ring[0], prev;
+    if ((slot & (CAP - 1)) + 1 + extra <= CAP && slot + 1 + extra - ring[1] <= CAP) {
+        volatile guint64 *head = &ring[0];
+        __asm__ volatile("lock; cmpxchgq %2, %1" : "=a"(prev), "+m"(*head) : "r"(slot + 1 + extra), "0"(slot) : "memory");
+        if (prev != slot && !reserve(func, extra, &slot)) return 0;
+    } else if (!reserve(func, extra, &slot)) return 0;
     Rec *r = (Rec *)((char *)ring + 64) + (slot & (CAP - 1));
     if (len) {
         guint64 *dst = (guint64 *)(r + 1);

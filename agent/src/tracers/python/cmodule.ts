@@ -15,7 +15,7 @@
 // not from headers (TinyCC has none). They are constants in the source the
 // interpreter gets (pyCModuleSource): TinyCC folds them into the loads,
 // where reading each from a table cost a load and an index per access.
-import { KIND_DETACHED, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
+import { KIND_DETACHED, KIND_INLINE, KIND_PYTHON, PAYLOAD_MAX, RING_WRITER_C } from "../ring.js";
 import { PY_DEBUG_C } from "./debug_c.js";
 import { PY_EVAL_FRAME_C } from "./eval_frame_c.js";
 import { PY_MONITORING_C } from "./monitoring_c.js";
@@ -90,6 +90,7 @@ ${RING_WRITER_C}
 
 #define KIND_PY ${KIND_PYTHON}u
 #define KIND_DET ${KIND_DETACHED}u
+#define KIND_INLINE ${KIND_INLINE}u
 #define PAYLOAD_MAX ${PAYLOAD_MAX}u
 #define PY_MARK 0xFFFFu
 
@@ -129,8 +130,16 @@ enum { T_NONE, T_TRUE, T_FALSE, T_INT, T_BIGINT, T_FLOAT, T_STR, T_BYTES, T_LIST
        T_DICT, T_SET, T_FROZENSET, T_OBJECT, T_DEEP, T_OPAQUE, T_CUT, T_SUBCLASS, T_EXCEPTION,
        T_CLASS, T_FUNCTION };
 
+/* Bytes of a code object's argument names kept encoded (u16 length and
+   UTF-8 each) in its state, for its enter records to copy in one go. */
+#define NAMES_MAX 64
+/* names_len: 0 not encoded yet, NAMES_LONG too long to keep, else the
+   bytes plus one. */
+#define NAMES_LONG 0xFFFFFFFFu
+
 /* What py_enter found out about a code object, cached in its co_extra. */
-typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 local; void *watches; } CodeState;
+typedef struct { guint64 gen; guint32 id; guint32 nargs; guint32 flags; guint32 dyn; guint32 bp; guint32 local; void *watches;
+                 guint32 names_len; guint8 names[NAMES_MAX]; } CodeState;
 typedef struct { guint64 hash; guint64 id; const char *qualname; const char *file; } Slot;
 typedef struct { Py_ssize_t size; void *extras[1]; } CodeExtra;
 typedef struct { guint8 *p; guint32 pos; guint32 cap; guint32 cut; } Buf;
@@ -207,6 +216,7 @@ static CodeState *state_of(PyObject *co, void *frame) {
         if (_PyCode_SetExtra(co, idx, st) != 0) { free(st); PyErr_Clear(); return NULL; }
         st->dyn = 0;
         st->local = 0;
+        st->names_len = 0;
     }
     st->gen = pycfg[${CFG.generation}];
     st->id = lookup(co);
@@ -220,15 +230,65 @@ static CodeState *state_of(PyObject *co, void *frame) {
     return st;
 }
 
+/* state_of's common case without a call (TinyCC inlines nothing): the
+   code object's state of this generation. */
+#define STATE_OF(out, co, frame) do { PyObject *so_co = (co); \
+    CodeExtra *so_ex = AT(so_co, L(${LAYOUT.codeExtra}), CodeExtra *); \
+    Py_ssize_t so_i = (Py_ssize_t)pycfg[${CFG.extraIndex}]; \
+    CodeState *so_st = (so_ex != NULL && so_i >= 0 && so_i < so_ex->size) ? so_ex->extras[so_i] : NULL; \
+    out = so_st != NULL && so_st->gen == pycfg[${CFG.generation}] ? so_st : state_of(so_co, (frame)); } while (0)
+
 ${PY_PAYLOAD_C}
 
-static void args_of(Buf *b, PyObject *co, PyObject **locals, guint32 nargs) {
-    PyObject *names = AT(co, L(${LAYOUT.codeNames}), PyObject *);
-    if (nargs > 255) nargs = 255;
-    u8(b, (guint8)nargs);
+#define ARG_NAME(co, i) ((PyObject **)((char *)AT(co, L(${LAYOUT.codeNames}), PyObject *) + L(${LAYOUT.tupleItems})))[i]
+
+/* Encodes a code object's first nargs argument names into its state (a
+   code object's names never change), or marks them too long to keep. */
+static void encode_names(CodeState *st, PyObject *co, guint32 nargs) {
+    guint32 at = 0;
     for (guint32 i = 0; i < nargs; i++) {
-        str_name(b, ((PyObject **)((char *)names + L(${LAYOUT.tupleItems})))[i]);
-        value(b, locals[i], (int)pycfg[${CFG.depth}]);
+        Py_ssize_t n = 0;
+        const char *s = utf8(ARG_NAME(co, i), &n);
+        if (s == NULL) { PyErr_Clear(); s = "?"; n = 1; }
+        if (at + 2 + (guint32)n > NAMES_MAX) { st->names_len = NAMES_LONG; return; }
+        *(guint16 *)(st->names + at) = (guint16)n;
+        for (Py_ssize_t k = 0; k < n; k++) st->names[at + 2 + k] = s[k];
+        at += 2 + (guint32)n;
+    }
+    st->names_len = at + 1;
+}
+
+/* An enter's arguments (format version 2): their count, their names, then
+   their values. The names are copied from the code object's state in
+   words; an int of up to two digits is written here, with no call. */
+static void args_of(Buf *b, CodeState *st, PyObject *co, PyObject **locals) {
+    guint32 nargs = st->nargs > 255 ? 255 : st->nargs;
+    u8(b, (guint8)nargs);
+    if (st->names_len == 0) encode_names(st, co, nargs);
+    if (st->names_len != NAMES_LONG) {
+        guint32 n = st->names_len - 1;
+        if (room(b, n)) {
+            /* Whole words: the scratch buffer and names[] both have room
+               past the end for the last one. */
+            guint64 *dst = (guint64 *)(b->p + b->pos);
+            const guint64 *src = (const guint64 *)st->names;
+            guint32 words = (n + 7) >> 3;
+            for (guint32 i = 0; i < words; i++) dst[i] = src[i];
+            b->pos += n;
+        }
+    } else {
+        for (guint32 i = 0; i < nargs; i++) str_name(b, ARG_NAME(co, i));
+    }
+    int depth = (int)pycfg[${CFG.depth}];
+    for (guint32 i = 0; i < nargs; i++) {
+        PyObject *o = locals[i];
+        Py_ssize_t digits;
+        if (o != NULL && TYPE(o) == &PyLong_Type && (digits = LONG_DIGITS(o)) >= -2 && digits <= 2) {
+            u8(b, T_INT);
+            u64(b, SMALL_LONG(o, digits));
+        } else {
+            value(b, o, depth);
+        }
     }
 }
 
@@ -283,10 +343,9 @@ static void name_thread(guint32 tid) {
     Buf b;
     begin(&b, 4);
     str_name(&b, name);
-    guint32 len = finish(&b);
     guint64 t;
     NOW(t);
-    put_record(tid, 0, KIND_THREAD_NAME | KIND_PY, 0, t, b.p, len);
+    put_py(tid, 0, KIND_THREAD_NAME | KIND_PY, 0, t, &b);
 }
 
 /* name_thread's common case without a call: the thread sits in its first
@@ -354,10 +413,9 @@ static guint32 runtime_match(PyObject *co, void *frame, CodeState *st) {
     name(&b, full, at);
     name(&b, file, (gsize)n);
     u32(&b, (guint32)AT(co, L(${LAYOUT.codeFirstLine}), int));
-    guint32 len = finish(&b);
     guint64 t;
     NOW(t);
-    put_record(0, st->dyn, KIND_FUNCTION | KIND_PY, 0, t, b.p, len);
+    put_py(0, st->dyn, KIND_FUNCTION | KIND_PY, 0, t, &b);
     return st->dyn;
 }
 

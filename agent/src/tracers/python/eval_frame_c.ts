@@ -162,7 +162,8 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
        function) is neither recorded nor line-traced. */
     if (!pycfg[${CFG.enabled}] || AT(ts, L(${LAYOUT.tstateTracing}), int) != 0) return 0;
     PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
-    CodeState *st = state_of(co, frame);
+    CodeState *st;
+    STATE_OF(st, co, frame);
     if (st == NULL) return 0;
     guint64 debug = (pycfg[${CFG.bpCount}] | pycfg[${CFG.stepping}]) != 0 ? debug_enter(ts, st) : 0;
     if (st->id == 0 || config[5]) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
@@ -177,30 +178,28 @@ guint64 py_enter(void *ts, void *frame, int throwflag) {
     guint32 nw = st->watches != NULL ? eval_watches(ts, st->watches, (char *)frame, co, st->nargs, NULL, watched) : 0;
     Buf b;
     begin(&b, 0);
-    args_of(&b, co, (PyObject **)((char *)frame + L(${LAYOUT.frameLocals})), st->nargs);
+    args_of(&b, st, co, (PyObject **)((char *)frame + L(${LAYOUT.frameLocals})));
     put_watches(&b, st->watches, watched, nw);
-    guint32 len = finish(&b);
     guint64 t;
     NOW(t);
-    if (!put_record(tid_of(ts), st->id, 1 | KIND_PY, 0, t, b.p, len)) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
+    if (!put_py(tid_of(ts), st->id, 1 | KIND_PY, 0, t, &b)) return debug == 0 ? 0 : (guint64)(gsize)st | debug | 8;
     return (guint64)(gsize)st | debug;
 }
 
-/* The end of a call: its return value, or the exception leaving it, and
-   the values of its watches (nw of them, released here). */
-static guint32 exit_payload(Buf *b, PyObject *result, void *watches, PyObject **watched, guint32 nw) {
+/* The payload of a call's end: its return value, or the exception leaving
+   it, and the values of its watches (nw of them, released here). */
+static void exit_payload(Buf *b, PyObject *result, void *watches, PyObject **watched, guint32 nw) {
     if (result != NULL) {
         begin(b, 1);
         value(b, result, (int)pycfg[${CFG.depth}]);
         put_watches(b, watches, watched, nw);
-        return finish(b);
+        return;
     }
     PyObject *type, *val, *tb;
     PyErr_Fetch(&type, &val, &tb);
     exception_exit(b, type, val, tb);
     put_watches(b, watches, watched, nw);
     PyErr_Restore(type, val, tb);
-    return finish(b);
 }
 
 /* Called by the eval stub after a frame py_enter traced has run. */
@@ -212,7 +211,6 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
     guint64 t;
     NOW(t);
     Buf b;
-    guint32 len;
     if (!(st->flags & GEN_FLAGS)) {
         PyObject *watched[MAX_CALL_WATCHES];
         guint32 nw = 0;
@@ -224,8 +222,11 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
                 0xFFFFFFFFu, result, watched);
             PyErr_Restore(et, ev, etb);
         }
-        len = exit_payload(&b, result, st->watches, watched, nw);
-        put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len);
+        guint64 bits;
+        guint32 inl = nw == 0 && st->watches == NULL ? inline_value(result, &bits) : 0;
+        if (inl != 0) { put_record(tid_of(ts), st->id, 2 | KIND_PY | inl, bits, t, NULL, 0); return; }
+        exit_payload(&b, result, st->watches, watched, nw);
+        put_py(tid_of(ts), st->id, 2 | KIND_PY, 0, t, &b);
         return;
     }
     PyObject *co = AT(frame, L(${LAYOUT.frameCode}), PyObject *);
@@ -234,15 +235,14 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
     if ((token & 1) == 0) {
         /* The call that created the generator: its arguments (and what
            its watches read) are now in the generator's own frame. */
-        if (result == NULL) { len = exit_payload(&b, result, NULL, NULL, 0); put_record(tid_of(ts), st->id, 2 | KIND_PY, 0, t, b.p, len); return; }
+        if (result == NULL) { exit_payload(&b, result, NULL, NULL, 0); put_py(tid_of(ts), st->id, 2 | KIND_PY, 0, t, &b); return; }
         char *own = (char *)result + L(${LAYOUT.genIframe});
         NAME_THREAD(tid_of(ts));
         if (st->watches != NULL) nw = eval_watches(ts, st->watches, own, co, st->nargs, NULL, watched);
         begin(&b, 0);
-        args_of(&b, co, (PyObject **)(own + L(${LAYOUT.frameLocals})), st->nargs);
+        args_of(&b, st, co, (PyObject **)(own + L(${LAYOUT.frameLocals})));
         put_watches(&b, st->watches, watched, nw);
-        len = finish(&b);
-        put_record(tid_of(ts), st->id, 1 | KIND_PY | KIND_DET, (guint64)(gsize)result, t, b.p, len);
+        put_py(tid_of(ts), st->id, 1 | KIND_PY | KIND_DET, (guint64)(gsize)result, t, &b);
         return;
     }
     char *gen = (char *)frame - L(${LAYOUT.genIframe});
@@ -255,7 +255,7 @@ void py_leave(void *ts, void *frame, PyObject *result, guint64 token) {
         nw = eval_watches(ts, st->watches, (char *)frame, co, 0xFFFFFFFFu, result, watched);
         PyErr_Restore(et, ev, etb);
     }
-    len = exit_payload(&b, result, st->watches, watched, nw);
-    put_record(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, b.p, len);
+    exit_payload(&b, result, st->watches, watched, nw);
+    put_py(tid_of(ts), st->id, 2 | KIND_PY | KIND_DET, (guint64)(gsize)gen, t, &b);
 }
 `;

@@ -79,7 +79,9 @@ typedef struct { const char *name; void *meth; int flags; const char *doc; } Met
 #define MON_ERROR_BYTES ${MON_ERROR_BYTES}
 
 #define NEW_REF(o) (Py_IncRef((PyObject *)(o)), (PyObject *)(o))
-#define NONE_REF() NEW_REF(&_Py_NoneStruct)
+/* None is immortal from 3.12 on (PEP 683): its count is never touched,
+   so a callback hands it back without the call. */
+#define NONE_REF() ((PyObject *)&_Py_NoneStruct)
 
 /* sys.monitoring.<name>(a0, a1, a2): the arguments are new references,
    taken (NULL ends the list). Returns the result (new reference), or NULL
@@ -143,9 +145,16 @@ static void mon_record(void *ts, char *frame, PyObject *co, CodeState *st, int e
         pycfg[${CFG.inCallback}]--;
     }
     Buf b;
+    guint32 kind = (enter ? 1u : 2u) | KIND_PY;
+    guint64 key = 0;
+    if (st->flags & GEN_FLAGS) { kind |= KIND_DET; key = (guint64)(gsize)(frame - L(${LAYOUT.genIframe})); }
+    else if (!enter && exc == NULL && nw == 0) {
+        guint32 inl = inline_value(result, &key);
+        if (inl != 0) { put_record(tid, st->id, kind | inl, key, t, NULL, 0); return; }
+    }
     if (enter) {
         begin(&b, 0);
-        args_of(&b, co, (PyObject **)(frame + L(${LAYOUT.frameLocals})), st->nargs);
+        args_of(&b, st, co, (PyObject **)(frame + L(${LAYOUT.frameLocals})));
     } else if (exc == NULL) {
         begin(&b, 1);
         value(&b, result, (int)pycfg[${CFG.depth}]);
@@ -153,12 +162,8 @@ static void mon_record(void *ts, char *frame, PyObject *co, CodeState *st, int e
         exception_exit(&b, (PyObject *)TYPE(exc), exc, AT(exc, L(${LAYOUT.excTraceback}), PyObject *));
     }
     put_watches(&b, st->watches, watched, nw);
-    guint32 len = finish(&b);
     if (enter) NOW(t);
-    guint32 kind = (enter ? 1u : 2u) | KIND_PY;
-    guint64 key = 0;
-    if (st->flags & GEN_FLAGS) { kind |= KIND_DET; key = (guint64)(gsize)(frame - L(${LAYOUT.genIframe})); }
-    put_record(tid, st->id, kind, key, t, b.p, len);
+    put_py(tid, st->id, kind, key, t, &b);
 }
 
 /* PY_START(code, offset). */
@@ -167,7 +172,8 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *co = args[0];
     void *ts = PyThreadState_Get();
     char *frame = CURRENT_FRAME(ts);
-    CodeState *st = state_of(co, frame);
+    CodeState *st;
+    STATE_OF(st, co, frame);
     if (st == NULL) return NONE_REF();
     if ((st->bp != 0) != (st->local != 0)) arm_code(co, st);
     if (st->id == 0) return NEW_REF(mon_disable);
@@ -180,10 +186,23 @@ static PyObject *mon_return(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (!pycfg[${CFG.enabled}] || nargs < 3) return NONE_REF();
     void *ts = PyThreadState_Get();
     char *frame = CURRENT_FRAME(ts);
-    CodeState *st = state_of(args[0], frame);
+    CodeState *st;
+    STATE_OF(st, args[0], frame);
     if (st == NULL) return NONE_REF();
     if (st->id == 0) return NEW_REF(mon_disable);
-    if (!config[5]) mon_record(ts, frame, args[0], st, 0, args[2], NULL);
+    if (config[5]) return NONE_REF();
+    guint64 bits;
+    guint32 inl = st->watches == NULL && !(st->flags & GEN_FLAGS) ? inline_value(args[2], &bits) : 0;
+    if (inl != 0) {
+        /* mon_record's most common exit, without its call. */
+        guint32 tid = tid_of(ts);
+        NAME_THREAD(tid);
+        guint64 t;
+        NOW(t);
+        put_record(tid, st->id, 2 | KIND_PY | inl, bits, t, NULL, 0);
+    } else {
+        mon_record(ts, frame, args[0], st, 0, args[2], NULL);
+    }
     return NONE_REF();
 }
 

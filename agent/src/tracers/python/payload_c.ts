@@ -46,6 +46,34 @@ static void blob(Buf *b, guint8 tag, const char *s, Py_ssize_t n) {
 
 static void value(Buf *b, PyObject *o, int depth);
 
+/* An int of up to two 30-bit digits (|value| < 2^60; digits from
+   LONG_DIGITS, a plain variable), read in place with no call, as a 64-bit
+   two's complement. */
+#define LONG_DIGIT(o, i) ((guint64)((const guint32 *)((char *)(o) + L(${LAYOUT.longDigits})))[i])
+#define SMALL_MAGNITUDE(o, digits) ((digits) == 0 ? 0ULL : (digits) == 1 || (digits) == -1 ? LONG_DIGIT(o, 0) \
+    : (LONG_DIGIT(o, 0) | LONG_DIGIT(o, 1) << 30))
+#define SMALL_LONG(o, digits) ((digits) < 0 ? (guint64)(-(gint64)SMALL_MAGNITUDE(o, digits)) : SMALL_MAGNITUDE(o, digits))
+
+/* A return value the exit record itself can carry, with no payload: None,
+   a bool, an int of up to two digits, a float. Returns the record's kind
+   bits for it (KIND_INLINE, the value's tag in bits 16-23) with its bits
+   in *bits, or 0 when it needs a payload. */
+static guint32 inline_value(PyObject *o, guint64 *bits) {
+    *bits = 0;
+    if (o == (PyObject *)&_Py_NoneStruct) return KIND_INLINE | (T_NONE << 16);
+    if (o == (PyObject *)&_Py_TrueStruct) return KIND_INLINE | (T_TRUE << 16);
+    if (o == (PyObject *)&_Py_FalseStruct) return KIND_INLINE | (T_FALSE << 16);
+    char *tp = TYPE(o);
+    if (tp == &PyLong_Type) {
+        Py_ssize_t digits = LONG_DIGITS(o);
+        if (digits < -2 || digits > 2) return 0;
+        *bits = SMALL_LONG(o, digits);
+        return KIND_INLINE | (T_INT << 16);
+    }
+    if (tp == &PyFloat_Type) { *bits = AT(o, L(${LAYOUT.floatValue}), guint64); return KIND_INLINE | (T_FLOAT << 16); }
+    return 0;
+}
+
 static void items(Buf *b, guint8 tag, PyObject **v, Py_ssize_t n, int depth) {
     guint32 shown = n < (Py_ssize_t)pycfg[${CFG.items}] ? (guint32)n : (guint32)pycfg[${CFG.items}];
     u8(b, tag); u32(b, (guint32)n); u32(b, shown);
@@ -146,13 +174,10 @@ static void value(Buf *b, PyObject *o, int depth) {
     if (o == (PyObject *)&_Py_FalseStruct) { u8(b, T_FALSE); return; }
     char *tp = TYPE(o);
     if (tp == &PyLong_Type) {
-        /* Up to two 30-bit digits (|value| < 2^60): read in place, no call. */
         Py_ssize_t digits = LONG_DIGITS(o);
         if (digits >= -2 && digits <= 2) {
-            const guint32 *d = (const guint32 *)((char *)o + L(${LAYOUT.longDigits}));
-            guint64 m = digits == 0 ? 0 : (digits == 1 || digits == -1) ? d[0] : ((guint64)d[0] | ((guint64)d[1] << 30));
             u8(b, T_INT);
-            u64(b, digits < 0 ? (guint64)(-(gint64)m) : m);
+            u64(b, SMALL_LONG(o, digits));
             return;
         }
         int overflow = 0;
@@ -207,10 +232,18 @@ static void value(Buf *b, PyObject *o, int depth) {
 }
 
 /* Starts a payload in the scratch buffer: marker, length (filled by
-   finish), format version, what it holds. */
+   finish), format version (2: an enter's names before its values), what
+   it holds. */
 #define begin(b, what) do { Buf *bb_ = (b); \
     bb_->p = (guint8 *)(gsize)pycfg[${CFG.scratch}]; bb_->cap = PAYLOAD_MAX; bb_->cut = 0; \
-    *(guint32 *)bb_->p = PY_MARK; *(guint32 *)(bb_->p + 4) = 0; bb_->p[8] = 1; bb_->p[9] = (what); \
+    *(guint32 *)bb_->p = PY_MARK; *(guint32 *)(bb_->p + 4) = 0; bb_->p[8] = 2; bb_->p[9] = (what); \
     bb_->pos = 10; } while (0)
 static guint32 finish(Buf *b) { *(guint32 *)(b->p + 4) = b->pos; return b->pos; }
+/* The ring's form of a payload: the header cut to its last three bytes,
+   u16 length (of this form) and what, so a call's record takes fewer ring
+   slots; the daemon restores the stored form (crates/strobe-values/src/
+   python/ring_form.rs). put_py writes a record with it. */
+#define WIRE_CUT 7
+#define finish_wire(b) (*(guint16 *)((b)->p + WIRE_CUT) = (guint16)((b)->pos - WIRE_CUT), (b)->pos - WIRE_CUT)
+#define put_py(tid, func, kind, key, t, b) put_record((tid), (func), (kind), (key), (t), (b)->p + WIRE_CUT, finish_wire(b))
 `;

@@ -52,10 +52,9 @@ void py_traceback_here(void *ic) {
         begin(&b, 8);
         exception_body(&b, type, val);
         u32(&b, (guint32)PyFrame_GetLineNumber(f));
-        guint32 len = finish(&b);
         guint64 t;
         NOW(t);
-        put_record(tid_of(ts), st->id, KIND_RAISED | KIND_PY, 0, t, b.p, len);
+        put_py(tid_of(ts), st->id, KIND_RAISED | KIND_PY, 0, t, &b);
     }
     PyErr_Restore(type, val, tb);
 }

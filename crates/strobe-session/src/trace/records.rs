@@ -13,6 +13,7 @@ use strobe_store::CaptureBlob;
 use strobe_symbols::TypeTable;
 use strobe_values::FunctionPlan;
 use strobe_values::python;
+use strobe_values::python::ring_form::{self, KIND_INLINE, KIND_PYTHON};
 
 /// Record kind bit: the enter or exit pairs by `value` (agent/src/tracers/ring.ts).
 const KIND_DETACHED: u32 = 0x400;
@@ -164,7 +165,9 @@ pub fn decode_records(
         if raw_kind & KIND_DETACHED != 0 {
             flags |= FLAG_DETACHED;
         }
-        let mut payload = data.get(payload_at..at.min(data.len())).unwrap_or(&[]);
+        let slots = data.get(payload_at..at.min(data.len())).unwrap_or(&[]);
+        let restored = python_payload(raw_kind, u64_at(16), slots);
+        let mut payload = restored.as_deref().unwrap_or(slots);
         if payload.len() >= 8 {
             let len = u32::from_le_bytes(payload[4..8].try_into().expect("4")) as usize;
             payload = &payload[..len.min(payload.len())];
@@ -246,9 +249,22 @@ const KIND_THREAD_NAME: u32 = 4;
 /// Record kind of a function the Python tracer matched at run time.
 const KIND_FUNCTION: u32 = 5;
 
+/// The stored form of a Python record's payload, from the ring form
+/// ([`ring_form`]); `None` for a native record (its payload is stored as
+/// it is) and for a Python record without one.
+fn python_payload(raw_kind: u32, value: u64, slots: &[u8]) -> Option<Vec<u8>> {
+    if raw_kind & KIND_PYTHON == 0 {
+        return None;
+    }
+    if raw_kind & KIND_INLINE != 0 {
+        return ring_form::inline_exit(raw_kind, value);
+    }
+    ring_form::restore(slots)
+}
+
 /// The records of one kind (low byte of the kind word): (function id,
-/// thread id, payload), in record order.
-fn records_of_kind(data: &[u8], kind: u32) -> Vec<(u32, u32, &[u8])> {
+/// thread id, payload in its stored form), in record order.
+fn records_of_kind(data: &[u8], kind: u32) -> Vec<(u32, u32, Vec<u8>)> {
     let mut out = Vec::new();
     let mut at = 0;
     while at + RECORD_SIZE <= data.len() {
@@ -256,8 +272,11 @@ fn records_of_kind(data: &[u8], kind: u32) -> Vec<(u32, u32, &[u8])> {
         let u32_at = |o: usize| u32::from_le_bytes(rec[o..o + 4].try_into().expect("4 bytes"));
         let extra = u32_at(28) as usize;
         let end = (at + RECORD_SIZE + extra * RECORD_SIZE).min(data.len());
-        if u32_at(24) & 0xff == kind {
-            out.push((u32_at(8), u32_at(12), &data[at + RECORD_SIZE..end]));
+        let raw_kind = u32_at(24);
+        if raw_kind & 0xff == kind {
+            let slots = &data[at + RECORD_SIZE..end];
+            let payload = python_payload(raw_kind, 0, slots).unwrap_or_else(|| slots.to_vec());
+            out.push((u32_at(8), u32_at(12), payload));
         }
         at += RECORD_SIZE + extra * RECORD_SIZE;
     }
@@ -268,7 +287,7 @@ fn records_of_kind(data: &[u8], kind: u32) -> Vec<(u32, u32, &[u8])> {
 pub fn thread_names(data: &[u8]) -> Vec<(u32, String)> {
     records_of_kind(data, KIND_THREAD_NAME)
         .into_iter()
-        .filter_map(|(_, tid, payload)| Some((tid, python::thread_name(payload)?)))
+        .filter_map(|(_, tid, payload)| Some((tid, python::thread_name(&payload)?)))
         .collect()
 }
 
@@ -279,7 +298,7 @@ pub fn defined_functions(data: &[u8]) -> Vec<strobe_store::FunctionRow> {
     records_of_kind(data, KIND_FUNCTION)
         .into_iter()
         .filter_map(|(func_id, _, payload)| {
-            let (name, file, line) = python::defined_function(payload)?;
+            let (name, file, line) = python::defined_function(&payload)?;
             Some(strobe_store::FunctionRow {
                 func_id,
                 name,
@@ -362,5 +381,49 @@ mod tests {
             ),
             (7, 42, 6, 99)
         );
+    }
+
+    fn record(data: &mut Vec<u8>, ts: u64, value: u64, kind: u32, payload: &[u8]) {
+        data.extend_from_slice(&ts.to_le_bytes());
+        data.extend_from_slice(&9u32.to_le_bytes());
+        data.extend_from_slice(&42u32.to_le_bytes());
+        data.extend_from_slice(&value.to_le_bytes());
+        data.extend_from_slice(&kind.to_le_bytes());
+        let slots = payload.len().div_ceil(RECORD_SIZE);
+        data.extend_from_slice(&(slots as u32).to_le_bytes());
+        data.extend_from_slice(payload);
+        data.resize(data.len() + slots * RECORD_SIZE - payload.len(), 0xAA);
+    }
+
+    #[test]
+    fn python_records_in_the_ring_form_are_stored_in_the_stored_form() {
+        // enter(n=5) in the ring form: u16 length, what 0, one argument.
+        let mut enter = vec![0, 0, 0, 1, 1, 0, b'n', 3];
+        enter.extend_from_slice(&5u64.to_le_bytes());
+        let len = enter.len() as u16;
+        enter[..2].copy_from_slice(&len.to_le_bytes());
+        let mut data = Vec::new();
+        record(&mut data, 1_000, 0, 1 | KIND_PYTHON, &enter);
+        // exit returning 25, inline: Tag::Int (3) in bits 16-23.
+        record(
+            &mut data,
+            1_200,
+            25,
+            2 | KIND_PYTHON | KIND_INLINE | 3 << 16,
+            &[],
+        );
+        let mut b = EventBatch::default();
+        assert_eq!(decode_records(&data, 0, 1, None, &mut b), 2);
+        let event = |i: usize| (b.headers[i], b.payload_of(&b.headers[i]).to_vec());
+        let (h, p) = event(0);
+        assert!(python::is_python(&p), "stored self-describing: {p:?}");
+        assert_eq!(
+            typed_in(None, &h, &p).unwrap()["arguments"][0],
+            serde_json::json!({"name": "n", "type": "int", "value": 5})
+        );
+        let (h, p) = event(1);
+        assert_eq!(h.flags & FLAG_VALUE_TYPED, FLAG_VALUE_TYPED);
+        assert_eq!(h.value, 25);
+        assert_eq!(typed_in(None, &h, &p).unwrap()["returnValue"], 25);
     }
 }

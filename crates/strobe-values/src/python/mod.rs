@@ -5,8 +5,10 @@
 //! names and value types are in it), so it needs no plan to be read, by
 //! this daemon or a later one. Layout (little-endian):
 //!
-//! `u32 0xFFFF (PY_PAYLOAD_MARK), u32 length, u8 version (1), u8 what`, then
-//! for `what` 0 (enter) `u8 count` and per argument `name, value`; 1
+//! `u32 0xFFFF (PY_PAYLOAD_MARK), u32 length, u8 version (2), u8 what`, then
+//! for `what` 0 (enter) `u8 count`, the arguments' `count` names, then their
+//! `count` values (version 1, in sessions stored before: per argument
+//! `name, value`); 1
 //! (return) `value`; 2 (exception) `name` of its type and `value` (its
 //! `args`, or the message when it was never instantiated); 3 (uncaught) as
 //! 2, then `u32 frames, u32 omitted` and per traceback entry (outermost
@@ -25,6 +27,9 @@
 //! see [`Tag`]. Containers give their full size and how many items follow;
 //! a value deeper than the depth limit is its type name and size only; a
 //! payload that ran out of room ends with [`Tag::Cut`].
+//!
+//! This is the stored form. In the record ring the agent writes a more
+//! compact one, which the daemon restores as it decodes: see [`ring_form`].
 
 use serde_json::{Map, Value, json};
 
@@ -102,14 +107,23 @@ pub fn is_python(payload: &[u8]) -> bool {
 pub fn decode(payload: &[u8]) -> Value {
     let mut r = Reader::new(payload);
     let mut out = Map::new();
+    let version = payload.get(8).copied().unwrap_or(0);
     match r.u8() {
         Some(0) => {
             let n = r.u8().unwrap_or(0);
             let mut args = Vec::new();
-            for _ in 0..n {
-                let Some(name) = r.name() else { break };
-                let (ty, value) = r.typed();
-                args.push(json!({"name": name, "type": ty, "value": value}));
+            if version == 1 {
+                for _ in 0..n {
+                    let Some(name) = r.name() else { break };
+                    let (ty, value) = r.typed();
+                    args.push(json!({"name": name, "type": ty, "value": value}));
+                }
+            } else {
+                let names: Vec<String> = (0..n).map_while(|_| r.name()).collect();
+                for name in names {
+                    let (ty, value) = r.typed();
+                    args.push(json!({"name": name, "type": ty, "value": value}));
+                }
             }
             out.insert("arguments".into(), Value::Array(args));
             r.watches(&mut out);
@@ -292,6 +306,7 @@ pub fn return_key(payload: &[u8]) -> Option<u64> {
 }
 
 mod reader;
+pub mod ring_form;
 #[cfg(test)]
 mod tests;
 

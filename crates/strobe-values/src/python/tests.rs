@@ -9,6 +9,11 @@ impl W {
         v.extend_from_slice(&[1, what]);
         W(v)
     }
+    /// The format version (`new` writes 1, the layout older sessions stored).
+    fn version(mut self, v: u8) -> Self {
+        self.0[8] = v;
+        self
+    }
     fn u8(mut self, b: u8) -> Self {
         self.0.push(b);
         self
@@ -174,6 +179,31 @@ fn arguments_decode_with_names_and_types() {
     assert_eq!(args[0]["value"]["tags"], json!([7, "… 29 more"]));
     assert_eq!(args[1]["value"], json!(15.5));
     assert_eq!(args[2]["value"], json!("b'\\x00\\xff'"));
+}
+
+#[test]
+fn version_2_arguments_give_their_names_first() {
+    let p = W::new(0)
+        .version(2)
+        .u8(2)
+        .name("a")
+        .name("label")
+        .u8(Tag::Int as u8)
+        .u64(4)
+        .u8(Tag::Str as u8)
+        .u32(2)
+        .u32(2)
+        .raw(b"hi")
+        .u8(1)
+        .name("w")
+        .u8(Tag::True as u8)
+        .done();
+    let v = decode(&p);
+    assert_eq!(
+        v["arguments"],
+        json!([{"name": "a", "type": "int", "value": 4}, {"name": "label", "type": "str", "value": "hi"}])
+    );
+    assert_eq!(v["watchValues"], json!({"w": true}));
 }
 
 #[test]
