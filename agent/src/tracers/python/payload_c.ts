@@ -57,9 +57,10 @@ static void value(Buf *b, PyObject *o, int depth);
 /* A return value the exit record itself can carry, with no payload: None,
    a bool, an int of up to two digits, a float. Returns the record's kind
    bits for it (KIND_INLINE, the value's tag in bits 16-23) with its bits
-   in *bits, or 0 when it needs a payload. */
+   in *bits, or 0 when it needs a payload (NULL: an exception left). */
 static guint32 inline_value(PyObject *o, guint64 *bits) {
     *bits = 0;
+    if (o == NULL) return 0;
     if (o == (PyObject *)&_Py_NoneStruct) return KIND_INLINE | (T_NONE << 16);
     if (o == (PyObject *)&_Py_TrueStruct) return KIND_INLINE | (T_TRUE << 16);
     if (o == (PyObject *)&_Py_FalseStruct) return KIND_INLINE | (T_FALSE << 16);

@@ -81,8 +81,10 @@ static guint32 eval_watches(void *ts, void *list, char *frame, PyObject *co, gui
 
 /* The watch section of a payload: u8 count, then label and value each;
    the references are released. */
-static void put_watches(Buf *b, void *list, PyObject **results, guint32 n) {
-    if (n == 0) return;
+static void put_watches_(Buf *b, void *list, PyObject **results, guint32 n);
+/* Without a call when there is nothing to write (most calls). */
+#define put_watches(b, list, results, n) do { if ((n) != 0) put_watches_((b), (list), (results), (n)); } while (0)
+static void put_watches_(Buf *b, void *list, PyObject **results, guint32 n) {
     WatchList *wl = (WatchList *)list;
     u8(b, (guint8)n);
     for (guint32 i = 0; i < n; i++) {
