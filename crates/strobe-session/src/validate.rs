@@ -122,8 +122,13 @@ pub fn args(args: &[String]) -> Result<(), SessionError> {
 }
 
 /// Resolves `command` to an absolute executable path: a path with a slash is
-/// taken relative to `cwd`; a bare name is looked up on `PATH`.
-pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, SessionError> {
+/// taken relative to `cwd`; a bare name is looked up on `search_path` (the
+/// launch's own `PATH`, when its environment sets one) or the daemon's `PATH`.
+pub fn resolve_command(
+    command: &str,
+    cwd: &Path,
+    search_path: Option<&str>,
+) -> Result<PathBuf, SessionError> {
     no_nul("'command'", command)?;
     if command.trim().is_empty() {
         return Err(SessionError::validation(
@@ -138,7 +143,10 @@ pub fn resolve_command(command: &str, cwd: &Path) -> Result<PathBuf, SessionErro
             cwd.join(p)
         }
     } else {
-        let path = std::env::var_os("PATH").unwrap_or_default();
+        let path = search_path
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
         match std::env::split_paths(&path)
             .map(|d| d.join(command))
             .find(|p| is_executable_file(p))
@@ -233,36 +241,50 @@ mod tests {
     #[test]
     fn commands() {
         let tmp = tempfile::tempdir().unwrap();
-        assert!(resolve_command("sh", tmp.path()).unwrap().is_absolute());
         assert!(
-            resolve_command("definitely-not-a-command-xyz", tmp.path())
+            resolve_command("sh", tmp.path(), None)
+                .unwrap()
+                .is_absolute()
+        );
+        assert!(
+            resolve_command("definitely-not-a-command-xyz", tmp.path(), None)
                 .unwrap_err()
                 .message()
                 .contains("PATH")
         );
-        assert!(resolve_command("", tmp.path()).is_err());
+        assert!(resolve_command("", tmp.path(), None).is_err());
+        // The launch's own PATH, when its environment gives one.
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", bin.join("only-here")).unwrap();
+        let own = format!("{}:/usr/bin", bin.display());
+        assert_eq!(
+            resolve_command("only-here", tmp.path(), Some(&own)).unwrap(),
+            bin.join("only-here")
+        );
+        assert!(resolve_command("only-here", tmp.path(), None).is_err());
         let f = tmp.path().join("data.txt");
         std::fs::write(&f, "x").unwrap();
         assert!(
-            resolve_command(f.to_str().unwrap(), tmp.path())
+            resolve_command(f.to_str().unwrap(), tmp.path(), None)
                 .unwrap_err()
                 .message()
                 .contains("not executable")
         );
         assert!(
-            resolve_command("./data.txt", tmp.path())
+            resolve_command("./data.txt", tmp.path(), None)
                 .unwrap_err()
                 .message()
                 .contains("not executable")
         );
         assert!(
-            resolve_command(tmp.path().to_str().unwrap(), tmp.path())
+            resolve_command(tmp.path().to_str().unwrap(), tmp.path(), None)
                 .unwrap_err()
                 .message()
                 .contains("directory")
         );
         assert!(
-            resolve_command("./missing", tmp.path())
+            resolve_command("./missing", tmp.path(), None)
                 .unwrap_err()
                 .message()
                 .contains("Build the program")
@@ -294,7 +316,7 @@ mod tests {
         );
         assert!(args(&["plain".into()]).is_ok());
         assert!(
-            resolve_command("/bin/s\0h", Path::new("/"))
+            resolve_command("/bin/s\0h", Path::new("/"), None)
                 .unwrap_err()
                 .message()
                 .contains("'command' contains a NUL")

@@ -33,7 +33,11 @@ impl SessionManager {
                      of a running process to attach to)",
                 ));
             }
-            None => validate::resolve_command(&req.command, &cwd)?,
+            None => validate::resolve_command(
+                &req.command,
+                &cwd,
+                req.env.get("PATH").map(String::as_str),
+            )?,
         };
         validate::args(&req.args)?;
         for (k, v) in &req.env {

@@ -62,7 +62,7 @@ fn py_spy(venv: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = venv.map(|v| v.join("bin/py-spy")).filter(|p| p.is_file()) {
         return Ok(p);
     }
-    strobe_session::validate::resolve_command("py-spy", Path::new("/"))
+    strobe_session::validate::resolve_command("py-spy", Path::new("/"), None)
         .map_err(|_| format!("Python stacks need py-spy, which is not installed: {setup}"))
 }
 
