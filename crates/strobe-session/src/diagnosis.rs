@@ -96,6 +96,7 @@ const MAX_PANIC_LINES: usize = 20;
 /// Finds the runtime reports in `lines` (oldest first).
 pub fn diagnose(lines: &[StderrLine]) -> Diagnosis {
     let mut d = Diagnosis::default();
+    let mut python_end = 0;
     let mut i = 0;
     while i < lines.len() {
         let text = lines[i].text.as_str();
@@ -108,6 +109,7 @@ pub fn diagnose(lines: &[StderrLine]) -> Diagnosis {
         } else if let Some((p, used)) = python_traceback(lines, i) {
             d.python = Some(p);
             i += used;
+            python_end = i;
             continue;
         } else if let Some((s, used)) = sanitizer_report(lines, i) {
             d.sanitizer = Some(s);
@@ -125,6 +127,16 @@ pub fn diagnose(lines: &[StderrLine]) -> Diagnosis {
             }));
         }
         i += 1;
+    }
+    // The interpreter prints an uncaught exception last, then exits: a
+    // traceback with output after it was printed by the program and
+    // handled (a test runner's failure report, a thread's exception).
+    if d.python.is_some()
+        && lines[python_end..]
+            .iter()
+            .any(|l| !l.text.trim().is_empty())
+    {
+        d.python = None;
     }
     d
 }
@@ -412,5 +424,26 @@ mod tests {
             json!([100, 101, 102, 103, 104, 105, 106])
         );
         assert_eq!(d.headline().unwrap(), "uncaught KeyError: 'gadget'");
+
+        // The same traceback with a program's output after it (unittest's
+        // failure report, then its summary): handled, not the exit's cause.
+        let mut reported = lines.clone();
+        for (k, t) in ["", "Ran 4 tests in 0.001s", "", "FAILED (failures=1)"]
+            .iter()
+            .enumerate()
+        {
+            reported.push(StderrLine {
+                id: 200 + k as u64,
+                text: t.to_string(),
+            });
+        }
+        assert!(diagnose(&reported).python.is_none());
+        // Blank lines after it do not count.
+        let mut trailing = lines.clone();
+        trailing.push(StderrLine {
+            id: 300,
+            text: String::new(),
+        });
+        assert!(diagnose(&trailing).python.is_some());
     }
 }
