@@ -134,9 +134,11 @@ async fn trace_the_shop(python: &str) {
     assert_eq!(exits[2]["returnValue"], 5.0);
     // One exception event per raise, where it was raised: the one that
     // left apply_discount, and one int() raised inside parse_qty, which
-    // caught it (no second event for leaving the frame it was raised in).
+    // caught it (no second event for leaving the frame it was raised in),
+    // and reconcile's below.
     let raised = c.events(&id, Some("exception")).await;
-    assert_eq!(raised.len(), 2, "{raised:?}");
+    assert_eq!(raised.len(), 3, "{raised:?}");
+    assert_eq!(raised[2]["function"], "inventory.reconcile", "{raised:?}");
     assert_eq!(raised[0]["exceptionType"], "ValueError");
     assert_eq!(raised[0]["message"], "discount 150% over 100");
     assert_eq!(raised[0]["function"], "inventory.apply_discount");
@@ -199,6 +201,11 @@ async fn trace_the_shop(python: &str) {
         "{rec_out:?}"
     );
     assert_eq!(returned[3].1, "int", "{rec_out:?}");
+    // An exception leaving a function with no watches (no return value).
+    assert_eq!(
+        rec_out[4]["exception"]["type"], "LookupError",
+        "{rec_out:?}"
+    );
     let negative = c
         .query_all(
             &id,
