@@ -1,7 +1,9 @@
-//! What a launch command runs: native code, or a Python program under an
-//! interpreter. A Python program is launched as the real interpreter with
-//! the script in its arguments, so the agent lands in the interpreter
-//! itself rather than in a shell script in front of it:
+//! What a launch command runs: native code, a Python program under an
+//! interpreter, or a Node.js program (`node`, or a script with a node `#!`
+//! line, launched as node with the script first). A Python program is
+//! launched as the real interpreter with the script in its arguments, so
+//! the agent lands in the interpreter itself rather than in a shell script
+//! in front of it:
 //!
 //! - `python3 app.py`, `python3.11 -m pkg`: the interpreter;
 //! - `app.py` (or any script) with a `#!…python…` line: its interpreter,
@@ -17,6 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use strobe_symbols::Language;
 // One rule for what names an interpreter: the Python resolver's, which opens on the same images.
+use strobe_symbols::resolvers::javascript::is_node;
 use strobe_symbols::resolvers::python::is_interpreter;
 
 /// The program a launch runs.
@@ -105,6 +108,9 @@ fn real_interpreter(shim: &Path, env: &BTreeMap<String, String>) -> Option<PathB
 
 /// What `command args` runs, in the environment the target gets.
 pub fn detect(command: &Path, args: &[String], env: &BTreeMap<String, String>) -> Program {
+    if let Some(node) = node_program(command, args, env) {
+        return node;
+    }
     let native = || Program {
         command: command.to_path_buf(),
         args: args.to_vec(),
@@ -173,6 +179,41 @@ pub fn detect(command: &Path, args: &[String], env: &BTreeMap<String, String>) -
     }
 }
 
+/// A Node.js program: `node` itself, or a script whose `#!` line runs
+/// node (launched as node with the script first, like a Python script).
+fn node_program(
+    command: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+) -> Option<Program> {
+    if is_elf(command) {
+        return is_node(command).then(|| Program {
+            command: command.to_path_buf(),
+            args: args.to_vec(),
+            language: Language::JavaScript,
+            note: None,
+        });
+    }
+    let (interp, extra) = shebang(command, env)?;
+    if !is_node(&interp) {
+        return None;
+    }
+    let mut argv = extra;
+    argv.push(command.display().to_string());
+    argv.extend(args.iter().cloned());
+    Some(Program {
+        note: Some(format!(
+            "{} is a Node.js script: launched as {} {}",
+            command.display(),
+            interp.display(),
+            command.display()
+        )),
+        command: interp,
+        args: argv,
+        language: Language::JavaScript,
+    })
+}
+
 /// A process being attached to: its executable, and for an interpreter
 /// its arguments from `/proc/PID/cmdline` (a relative script path made
 /// absolute against the process's working directory), which the Python
@@ -212,8 +253,9 @@ pub fn attached(pid: u32, exe: &Path) -> Program {
     }
 }
 
-/// The project's language by its files (`pyproject.toml`, `setup.py`,
-/// `setup.cfg`, `requirements.txt`), for a command that says nothing: a
+/// The project's language by its files (Python: `pyproject.toml`,
+/// `setup.py`, `setup.cfg`, `requirements.txt`; else JavaScript:
+/// `package.json`, `tsconfig.json`), for a command that says nothing: a
 /// dotted pattern on a native program (a shell script that runs Python,
 /// say) is told how to launch the interpreter instead.
 pub fn project_language(root: &Path) -> Option<Language> {
@@ -226,6 +268,12 @@ pub fn project_language(root: &Path) -> Option<Language> {
     .iter()
     .any(|f| root.join(f).is_file())
     .then_some(Language::Python)
+    .or_else(|| {
+        ["package.json", "tsconfig.json"]
+            .iter()
+            .any(|f| root.join(f).is_file())
+            .then_some(Language::JavaScript)
+    })
 }
 
 #[cfg(test)]
@@ -274,6 +322,26 @@ mod tests {
         std::fs::write(&shell, "#!/bin/sh\necho\n").unwrap();
         assert_eq!(detect(&shell, &[], &env()).language, Language::Native);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn node_and_scripts_with_a_node_shebang_are_javascript() {
+        let node = Path::new("/usr/bin/node");
+        assert!(is_elf(node), "the test set-up installs Debian's nodejs");
+        let p = detect(node, &["app.js".into()], &env());
+        assert_eq!(
+            (p.language, p.command.as_path(), p.args.as_slice()),
+            (Language::JavaScript, node, &["app.js".to_string()][..])
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("cli");
+        std::fs::write(&script, "#!/usr/bin/env node\nconsole.log(1)\n").unwrap();
+        let p = detect(&script, &["-v".into()], &env());
+        assert_eq!(p.language, Language::JavaScript);
+        assert_eq!(p.args, vec![script.display().to_string(), "-v".into()]);
+        assert!(p.note.unwrap().contains("Node.js script"));
+        std::fs::write(dir.path().join("package.json"), "{}").unwrap();
+        assert_eq!(project_language(dir.path()), Some(Language::JavaScript));
     }
 
     #[test]

@@ -236,6 +236,8 @@ impl SessionManager {
         }
         let (failed, python_warning) = python_hooks::python_failures(tracer, failed);
         warnings.extend(python_warning);
+        let (failed, js_warning) = python_hooks::javascript_failures(tracer, failed);
+        warnings.extend(js_warning);
         if !failed.is_empty() {
             let examples: Vec<String> = failed
                 .iter()

@@ -1,6 +1,7 @@
 //! The Python side of applying patterns: the targets and run-time patterns
 //! the agent's Python tracer gets (agent/src/tracers/python/), and how its
-//! failures are told apart from native ones.
+//! failures are told apart from native ones (and the JavaScript ones, which
+//! no agent tracer takes yet).
 
 use super::hooks::{HookOutcome, hook_outcome};
 use super::{Live, SessionManager};
@@ -80,6 +81,34 @@ pub(super) fn python_failures(
         )
     });
     (native, warning)
+}
+
+/// Takes the matched JavaScript functions out of `failed`: the agent has no
+/// JavaScript tracer yet, so one warning says what matched and what the
+/// session records instead.
+pub(super) fn javascript_failures(
+    tracer: &Tracer,
+    failed: Vec<Failure>,
+) -> (Vec<Failure>, Option<String>) {
+    let (js, rest): (Vec<Failure>, Vec<Failure>) = failed
+        .into_iter()
+        .partition(|(id, _)| tracer.language_of(*id) == Some(Language::JavaScript));
+    let warning = (!js.is_empty()).then(|| {
+        let examples: Vec<&str> = js
+            .iter()
+            .take(5)
+            .map(|(id, _)| tracer.name_of(*id).unwrap_or("?"))
+            .collect();
+        format!(
+            "{} JavaScript function(s) matched ({}{}), but tracing JavaScript calls is not built yet: this \
+             session records the program's output, exit and crashes; a native addon's functions can be \
+             traced with native patterns",
+            js.len(),
+            examples.join(", "),
+            if js.len() > examples.len() { ", …" } else { "" }
+        )
+    });
+    (rest, warning)
 }
 
 impl SessionManager {

@@ -168,16 +168,18 @@ impl Tracer {
                 ));
             }
             if is_fresh {
-                let python = self
-                    .modules
-                    .iter()
-                    .any(|m| m.language() == strobe_symbols::Language::Python);
+                let has = |l| self.modules.iter().any(|m| m.language() == l);
+                let python = has(strobe_symbols::Language::Python);
                 if hits == 0 && inlined.is_empty() && refused.is_empty() && left_out.is_empty() {
                     let python_project = !python
                         && crate::language::project_language(&self.project_root)
                             == Some(strobe_symbols::Language::Python);
-                    plan.warnings
-                        .push(no_match_warning(&p.text(), python, python_project));
+                    let warning = if has(strobe_symbols::Language::JavaScript) {
+                        no_javascript_match_warning(&p.text())
+                    } else {
+                        no_match_warning(&p.text(), python, python_project)
+                    };
+                    plan.warnings.push(warning);
                 } else if hits > BROAD_PATTERN {
                     plan.warnings.push(format!(
                         "pattern {:?} matched {hits} functions; expect many events (narrow it if queries get noisy)",
@@ -226,6 +228,23 @@ impl Tracer {
         });
         id
     }
+}
+
+/// Why a pattern matched nothing in a Node.js program, and what to try.
+fn no_javascript_match_warning(pattern: &str) -> String {
+    if pattern.contains("::") {
+        let dotted = pattern.replace("::", ".");
+        return format!(
+            "pattern {pattern:?} matched no function: no native function has that name, and \"::\" is \
+             native (C/C++/Rust) syntax; JavaScript functions are named module.name with dots, e.g. {dotted:?}"
+        );
+    }
+    format!(
+        "pattern {pattern:?} matched no function, JavaScript (module.name, e.g. \"api.users.Router.handle\" \
+         for src/api/users.ts, or \"auth.*\") or native; check the module name (the file's path from the \
+         project root without its extension, a leading src/ dropped, an index file named by its directory) \
+         with a wider pattern such as \"@file:name.js\" or \"@usercode\". node_modules is not indexed"
+    )
 }
 
 /// Why a pattern matched nothing, and what to try, in the syntax of the

@@ -3,6 +3,7 @@
 //! `pub mod` line and its [`Registration`] in [`REGISTRY`].
 
 pub mod dwarf;
+pub mod javascript;
 pub mod python;
 
 use crate::{Language, SymbolError, SymbolResolver};
@@ -56,7 +57,11 @@ pub struct Registration {
 
 /// Every resolver, tried in this order for each image (the order their
 /// functions are listed in).
-pub const REGISTRY: &[Registration] = &[dwarf::REGISTRATION, python::REGISTRATION];
+pub const REGISTRY: &[Registration] = &[
+    dwarf::REGISTRATION,
+    python::REGISTRATION,
+    javascript::REGISTRATION,
+];
 
 /// The resolvers [`REGISTRY`] has for `image`, of `language` only when
 /// given; each one that applies gives a resolver or the reason it could not

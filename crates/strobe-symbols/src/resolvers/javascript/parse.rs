@@ -1,0 +1,359 @@
+//! One JavaScript or TypeScript source file → its named functions, with
+//! oxc's parser. A function's name within its module (its "qualname") is
+//! the chain of named scopes around it:
+//!
+//! - declarations: `function f` → `f`, nested in `g` → `g.f`;
+//! - classes: `class Router { handle() {} }` → `Router.handle` (static
+//!   methods, the constructor, private methods `Router.#check` alike);
+//!   accessors take the name JavaScript gives them (`Router.get size`,
+//!   `Router.set size`); a class field holding a function
+//!   (`onError = () => {}`) is `Router.onError`;
+//! - functions bound to a name: `const f = () => {}` and `let f =
+//!   function () {}` → `f` (the binding, as V8 names them), object literal
+//!   members `const api = { get() {} }` → `api.get`, assignments
+//!   `exports.f = …` and `module.exports.f = …` → `f`, `X.prototype.m = …`
+//!   → `X.m`, `obj.m = …` → `obj.m`;
+//! - `export default function () {}` → `default`.
+//!
+//! Anonymous functions (callbacks) are not listed, and add no level to the
+//! names of the functions inside them. Overload signatures and other
+//! declarations without a body are left out.
+
+use oxc_allocator::Allocator;
+use oxc_ast::ast::{
+    ArrowFunctionExpression, AssignmentExpression, AssignmentTarget, BindingPattern, Class,
+    ExportDefaultDeclaration, ExportDefaultDeclarationKind, Expression, FormalParameters, Function,
+    MethodDefinition, MethodDefinitionKind, ObjectProperty, PropertyDefinition, PropertyKey,
+    PropertyKind, VariableDeclarator,
+};
+use oxc_ast_visit::{Visit, walk};
+use oxc_parser::Parser;
+use oxc_span::{SourceType, Span};
+use oxc_syntax::scope::ScopeFlags;
+use std::path::Path;
+
+/// A named function of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedFunction {
+    /// Its name within the module (`Router.handle`).
+    pub qualname: String,
+    /// 1-based line where it starts (for a method, its name's line).
+    pub line: u32,
+    /// `async`.
+    pub is_async: bool,
+    /// A generator (`function*`).
+    pub is_generator: bool,
+    /// Its parameters' names (`{…}`/`[…]` for a destructured one, the
+    /// rest parameter's name for `...rest`).
+    pub parameters: Vec<String>,
+}
+
+/// What a file gave.
+#[derive(Debug, Default)]
+pub struct ParsedFile {
+    /// Its named functions, in source order.
+    pub functions: Vec<ParsedFunction>,
+    /// The first syntax error (`line N: message`) and how many there were.
+    pub syntax_error: Option<(String, usize)>,
+    /// It ends with a `//# sourceMappingURL=` comment: compiled output.
+    pub has_source_map: bool,
+}
+
+/// Parses `text`, a file named `path` (its extension decides JavaScript
+/// or TypeScript, script or module, JSX or not).
+pub fn parse_source(path: &Path, text: &str) -> ParsedFile {
+    let source_type = SourceType::from_path(path).unwrap_or_else(|_| SourceType::mjs());
+    let allocator = Allocator::default();
+    let ret = Parser::new(&allocator, text, source_type).parse();
+    let lines = LineIndex::new(text);
+    let mut namer = Namer {
+        lines: &lines,
+        scopes: Vec::new(),
+        pending: None,
+        out: Vec::new(),
+    };
+    namer.visit_program(&ret.program);
+    let errors: Vec<_> = ret.diagnostics.errors().collect();
+    let syntax_error = errors.first().map(|e| {
+        let at = e.labels.first().map(|l| lines.line(l.offset()));
+        let place = at.map_or(String::new(), |l| format!("line {l}: "));
+        (format!("{place}{}", e.message), errors.len())
+    });
+    ParsedFile {
+        functions: namer.out,
+        syntax_error,
+        has_source_map: text
+            .trim_end()
+            .lines()
+            .next_back()
+            .is_some_and(|l| l.starts_with("//# sourceMappingURL=")),
+    }
+}
+
+/// Byte offset → 1-based line.
+struct LineIndex {
+    starts: Vec<u32>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i as u32 + 1),
+        );
+        LineIndex { starts }
+    }
+
+    fn line(&self, offset: u32) -> u32 {
+        self.starts.partition_point(|s| *s <= offset) as u32
+    }
+}
+
+/// Walks a file keeping the chain of named scopes.
+struct Namer<'l> {
+    lines: &'l LineIndex,
+    /// Names of the enclosing named functions and classes.
+    scopes: Vec<String>,
+    /// The name (and where it was given) for the function or class the
+    /// walk reaches next, from the binding, property or assignment that
+    /// holds it.
+    pending: Option<(String, Span)>,
+    out: Vec<ParsedFunction>,
+}
+
+impl Namer<'_> {
+    fn qualify(&self, name: &str) -> String {
+        let mut q = self.scopes.join(".");
+        if !q.is_empty() {
+            q.push('.');
+        }
+        q.push_str(name);
+        q
+    }
+
+    fn add(
+        &mut self,
+        name: &str,
+        at: Span,
+        is_async: bool,
+        is_generator: bool,
+        params: &FormalParameters<'_>,
+    ) {
+        let qualname = self.qualify(name);
+        self.out.push(ParsedFunction {
+            qualname,
+            line: self.lines.line(at.start),
+            is_async,
+            is_generator,
+            parameters: parameter_names(params),
+        });
+    }
+
+    /// Names the function or class an expression is, if it is one.
+    fn name_next(&mut self, value: &Expression<'_>, name: String, at: Span) {
+        if is_named_target(value) {
+            self.pending = Some((name, at));
+        }
+    }
+}
+
+/// A function or class expression (through parentheses and TypeScript's
+/// `as`/`satisfies`).
+fn is_named_target(e: &Expression<'_>) -> bool {
+    match e.without_parentheses() {
+        Expression::FunctionExpression(_)
+        | Expression::ArrowFunctionExpression(_)
+        | Expression::ClassExpression(_) => true,
+        Expression::TSAsExpression(x) => is_named_target(&x.expression),
+        Expression::TSSatisfiesExpression(x) => is_named_target(&x.expression),
+        _ => false,
+    }
+}
+
+fn key_name(key: &PropertyKey<'_>) -> Option<String> {
+    match key {
+        PropertyKey::PrivateIdentifier(id) => Some(format!("#{}", id.name)),
+        _ => key.static_name().map(|n| n.into_owned()),
+    }
+}
+
+fn parameter_names(params: &FormalParameters<'_>) -> Vec<String> {
+    let one = |p: &BindingPattern<'_>| match p {
+        BindingPattern::BindingIdentifier(id) => id.name.to_string(),
+        BindingPattern::ObjectPattern(_) => "{…}".into(),
+        BindingPattern::ArrayPattern(_) => "[…]".into(),
+        BindingPattern::AssignmentPattern(a) => match &a.left {
+            BindingPattern::BindingIdentifier(id) => id.name.to_string(),
+            _ => "{…}".into(),
+        },
+    };
+    let mut names: Vec<String> = params.items.iter().map(|p| one(&p.pattern)).collect();
+    if let Some(rest) = &params.rest {
+        names.push(one(&rest.rest.argument));
+    }
+    names
+}
+
+/// The name an assignment's target gives a function: `exports.f` and
+/// `module.exports.f` → `f`, `X.prototype.m` → `X.m`, `a.b.c` → `a.b.c`,
+/// `f` → `f`.
+fn assigned_name(target: &AssignmentTarget<'_>) -> Option<String> {
+    if let AssignmentTarget::AssignmentTargetIdentifier(id) = target {
+        return Some(id.name.to_string());
+    }
+    let member = target.as_member_expression()?;
+    let mut parts = vec![member.static_property_name()?.to_string()];
+    let mut object = member.object();
+    loop {
+        match object.without_parentheses() {
+            Expression::Identifier(id) => {
+                parts.push(id.name.to_string());
+                break;
+            }
+            Expression::StaticMemberExpression(m) => {
+                parts.push(m.property.name.to_string());
+                object = &m.object;
+            }
+            _ => return None,
+        }
+    }
+    parts.reverse();
+    if parts.first().is_some_and(|p| p == "module") && parts.get(1).is_some_and(|p| p == "exports")
+    {
+        parts.drain(..2);
+    } else if parts.first().is_some_and(|p| p == "exports") {
+        parts.drain(..1);
+    }
+    parts.retain(|p| p != "prototype");
+    (!parts.is_empty()).then(|| parts.join("."))
+}
+
+impl<'a> Visit<'a> for Namer<'_> {
+    fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
+        let pending = self.pending.take();
+        let name = pending
+            .as_ref()
+            .map(|(n, _)| n.clone())
+            .or_else(|| it.id.as_ref().map(|id| id.name.to_string()));
+        let Some(name) = name else {
+            walk::walk_function(self, it, flags);
+            return;
+        };
+        if it.body.is_some() {
+            let at = pending.map_or(it.span, |(_, s)| s);
+            self.add(&name, at, it.r#async, it.generator, &it.params);
+        }
+        self.scopes.push(name);
+        walk::walk_function(self, it, flags);
+        self.scopes.pop();
+    }
+
+    fn visit_arrow_function_expression(&mut self, it: &ArrowFunctionExpression<'a>) {
+        let Some((name, at)) = self.pending.take() else {
+            walk::walk_arrow_function_expression(self, it);
+            return;
+        };
+        self.add(&name, at, it.r#async, false, &it.params);
+        self.scopes.push(name);
+        walk::walk_arrow_function_expression(self, it);
+        self.scopes.pop();
+    }
+
+    fn visit_class(&mut self, it: &Class<'a>) {
+        let pending = self.pending.take().map(|(n, _)| n);
+        let Some(name) = pending.or_else(|| it.id.as_ref().map(|id| id.name.to_string())) else {
+            walk::walk_class(self, it);
+            return;
+        };
+        self.scopes.push(name);
+        walk::walk_class(self, it);
+        self.scopes.pop();
+    }
+
+    fn visit_method_definition(&mut self, it: &MethodDefinition<'a>) {
+        if let Some(key) = key_name(&it.key) {
+            let name = match it.kind {
+                MethodDefinitionKind::Get => format!("get {key}"),
+                MethodDefinitionKind::Set => format!("set {key}"),
+                MethodDefinitionKind::Constructor | MethodDefinitionKind::Method => key,
+            };
+            self.pending = Some((name, it.key.span()));
+        }
+        walk::walk_method_definition(self, it);
+    }
+
+    fn visit_property_definition(&mut self, it: &PropertyDefinition<'a>) {
+        if let (Some(value), Some(key)) = (&it.value, key_name(&it.key)) {
+            self.name_next(value, key, it.key.span());
+        }
+        walk::walk_property_definition(self, it);
+    }
+
+    fn visit_object_property(&mut self, it: &ObjectProperty<'a>) {
+        if let Some(key) = key_name(&it.key) {
+            let name = match it.kind {
+                PropertyKind::Get => format!("get {key}"),
+                PropertyKind::Set => format!("set {key}"),
+                PropertyKind::Init => key,
+            };
+            self.name_next(&it.value, name, it.key.span());
+        }
+        walk::walk_object_property(self, it);
+    }
+
+    fn visit_variable_declarator(&mut self, it: &VariableDeclarator<'a>) {
+        if let (BindingPattern::BindingIdentifier(id), Some(init)) = (&it.id, &it.init) {
+            if is_named_target(init) {
+                self.pending = Some((id.name.to_string(), it.span));
+            } else if matches!(init.without_parentheses(), Expression::ObjectExpression(_)) {
+                // An object literal's methods are named under the binding.
+                self.scopes.push(id.name.to_string());
+                walk::walk_variable_declarator(self, it);
+                self.scopes.pop();
+                return;
+            }
+        }
+        walk::walk_variable_declarator(self, it);
+    }
+
+    fn visit_assignment_expression(&mut self, it: &AssignmentExpression<'a>) {
+        if let Some(name) = assigned_name(&it.left) {
+            if is_named_target(&it.right) {
+                self.pending = Some((name, it.span));
+            } else if let Expression::ObjectExpression(_) = it.right.without_parentheses() {
+                // `api.routes = { list() {} }` → `api.routes.list`.
+                self.scopes.push(name);
+                walk::walk_assignment_expression(self, it);
+                self.scopes.pop();
+                return;
+            }
+        }
+        walk::walk_assignment_expression(self, it);
+    }
+
+    fn visit_export_default_declaration(&mut self, it: &ExportDefaultDeclaration<'a>) {
+        let unnamed = match &it.declaration {
+            ExportDefaultDeclarationKind::FunctionDeclaration(f) => f.id.is_none(),
+            ExportDefaultDeclarationKind::ClassDeclaration(c) => c.id.is_none(),
+            ExportDefaultDeclarationKind::ArrowFunctionExpression(_) => true,
+            _ => false,
+        };
+        if unnamed {
+            self.pending = Some(("default".into(), it.span));
+        }
+        walk::walk_export_default_declaration(self, it);
+    }
+}
+
+trait KeySpan {
+    fn span(&self) -> Span;
+}
+
+impl KeySpan for PropertyKey<'_> {
+    fn span(&self) -> Span {
+        oxc_span::GetSpan::span(self)
+    }
+}

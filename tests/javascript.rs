@@ -1,0 +1,86 @@
+//! Node.js programs, first slice: a `node` command is a JavaScript
+//! session, and patterns in JavaScript's dotted names are resolved from the
+//! project's sources (CommonJS, ES modules, classes, accessors, arrow
+//! functions bound to a name) before the program runs. No agent tracer
+//! hooks JavaScript yet: the launch says so, names what matched, and the
+//! session still records the program's output and exit. Real Node 20 under
+//! real Frida, through MCP.
+
+mod support;
+
+use serde_json::json;
+use std::path::PathBuf;
+use support::Env;
+
+fn shop() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/javascript/shop")
+        .canonicalize()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_patterns_are_resolved_from_source_and_the_launch_says_what_is_traced() {
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok(
+        "debug_trace",
+        json!({"add": ["app.main", "cart.Cart.*", "cart.checkout", "api.pricing.discount",
+                       "cart::Cart::add", "nosuch.*"]}),
+    )
+    .await;
+    let launched = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["app.js"], "projectRoot": shop(),
+                   "cwd": shop()}),
+        )
+        .await;
+    let id = launched["sessionId"].as_str().unwrap().to_string();
+    let warnings: Vec<String> = launched["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{launched}"))
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    let all = warnings.join("\n");
+    // Everything the patterns matched, by the names the resolver gives:
+    // the module from the path (src/ dropped, api/pricing.mjs → api.pricing),
+    // a class's constructor, methods and getter.
+    let traced = warnings
+        .iter()
+        .find(|w| w.contains("JavaScript function(s) matched"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(
+        traced.starts_with("6 JavaScript function(s) matched"),
+        "{traced}"
+    );
+    for name in [
+        "app.main",
+        "cart.Cart.constructor",
+        "cart.Cart.add",
+        "cart.Cart.get total",
+        "cart.checkout",
+    ] {
+        assert!(traced.contains(name), "{name}: {traced}");
+    }
+    assert!(traced.contains("not built yet"), "{traced}");
+    assert!(
+        all.contains("\"::\" is native (C/C++/Rust) syntax; JavaScript functions are named")
+            && all.contains("\"cart.Cart.add\""),
+        "native syntax on a JavaScript program: {all}"
+    );
+    assert!(
+        all.contains("\"nosuch.*\" matched no function, JavaScript"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("too small to patch"),
+        "no native explanation for JavaScript functions: {all}"
+    );
+    // The program runs as it would: its output and exit are recorded.
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    let out = c.events(&id, Some("stdout")).await;
+    assert_eq!(out[0]["text"], "4.5", "{out:?}");
+}
