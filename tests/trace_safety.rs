@@ -190,3 +190,78 @@ async fn a_stopped_program_says_so_and_tracing_waits_for_it() {
     assert_eq!(t["hookedFunctions"], 1);
     assert_eq!(c.status(&id).await["trace"]["hookedFunctions"], 1);
 }
+
+/// A thread loading a library while patterns are active waits for the
+/// library's hooks inside dlopen, holding the loader's lock: at most
+/// `trace.libraryWaitMs`. Past it the load goes on (a Frida thread needing
+/// that lock can never hang the program), the hooks go in when they come,
+/// and the session's status names the library. At 0 the loader never waits.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_library_load_never_waits_longer_than_the_limit_and_its_hooks_still_go_in() {
+    let env = Env::with_settings(json!({"trace.libraryWaitMs": 0}));
+    let c = env.client().await;
+    let lib = support::compile_with("libtracelib.c", "gcc", &["-g", "-shared", "-fPIC"]);
+    let plugin = support::compile_with("libtraceplugin.c", "gcc", &["-g", "-shared", "-fPIC"]);
+    let dir = lib.parent().unwrap().to_path_buf();
+    let linked = dir.join("libtracelib.so");
+    if !linked.exists() {
+        std::fs::copy(&lib, &linked).unwrap();
+    }
+    let exe = support::compile_with(
+        "trace_dl.c",
+        "gcc",
+        &[
+            "-g",
+            "-O0",
+            "-L",
+            dir.to_str().unwrap(),
+            "-Wl,-rpath",
+            dir.to_str().unwrap(),
+            "--",
+            "-ltracelib",
+            "-ldl",
+        ],
+    );
+    let work = tempfile::tempdir().unwrap();
+    let go = work.path().join("go");
+    c.ok("debug_trace", json!({"add": ["plugin_entry"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": [plugin, "0", go], "projectRoot": dir}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // The plugin's load went on without waiting; its hooks came after.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let late = loop {
+        let st = c.status(&id).await;
+        let hooked =
+            c.ok("debug_trace", json!({"sessionId": id})).await["hookedFunctions"].as_u64();
+        if let Some(late) = st["trace"]["lateLibraries"]
+            .as_array()
+            .filter(|l| !l.is_empty())
+            && hooked == Some(1)
+        {
+            break late.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no late library, or no hooks: {st}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        std::fs::canonicalize(late[0]["path"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&plugin).unwrap(),
+        "{late:?}"
+    );
+    assert!(late[0]["waitedMs"].is_u64(), "{late:?}");
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    let exits = c.calls_of(&id, "function_exit", "plugin_entry").await;
+    assert!(
+        exits.iter().any(|e| e["returnValue"] == 103),
+        "the call after the hooks came is traced: {exits:?}"
+    );
+}

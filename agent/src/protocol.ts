@@ -116,6 +116,8 @@ export type AgentMessage =
     | { type: "sampling"; changes: Array<[number, number]> }
     | { type: "modules"; paths: string[] }
     | { type: "module_loaded"; path: string; wait: boolean }
+    /** The loading thread stopped waiting for the library's hooks. */
+    | { type: "library_wait_expired"; path: string; waitedMs: number }
     | { type: "paused"; tid: number; pid: number; ts: string; reason: "breakpoint" | "step";
         breakpoint: string | null; hits: number; address: string;
         registers: Record<string, string>; backtrace: Frame[] }
@@ -159,7 +161,9 @@ export type DaemonMessage =
          *  be checked (and hooked) before their code runs. */
         watchLibraries: boolean;
         /** Hot-function sampling on/off, and the rate above which it starts. */
-        sampling: boolean; hotCallsPerSecond: number }
+        sampling: boolean; hotCallsPerSecond: number;
+        /** Most ms a thread loading a library waits for its hooks. */
+        libraryWaitMs: number }
     | { type: "hooks"; id: number; tracer?: string; action: "remove"; functions: number[]; watchLibraries: boolean }
     /** The hooks of a library reported with `module_loaded {wait: true}`. */
     | { type: "module-hooks"; module: string; functions: HookTarget[] }

@@ -208,6 +208,11 @@ export const agentMessages = [
         "wait": true
     },
     {
+        "type": "library_wait_expired",
+        "path": "/opt/app/plugins/libslow.so",
+        "waitedMs": 10000
+    },
+    {
         "type": "paused",
         "tid": 4243,
         "pid": 4242,

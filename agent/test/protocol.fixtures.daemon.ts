@@ -35,6 +35,7 @@ export const daemonMessages = [
         "module": "/lib/libm.so.6",
         "sampling": true,
         "hotCallsPerSecond": 100000,
+        "libraryWaitMs": 10000,
         "watchLibraries": true
     },
     {
@@ -44,6 +45,7 @@ export const daemonMessages = [
         "functions": [],
         "sampling": false,
         "hotCallsPerSecond": 100000,
+        "libraryWaitMs": 10000,
         "watchLibraries": false
     },
     {
@@ -60,6 +62,7 @@ export const daemonMessages = [
         ],
         "sampling": false,
         "hotCallsPerSecond": 100000,
+        "libraryWaitMs": 10000,
         "runtime": {
             "patterns": [
                 "inventory.**"

@@ -34,6 +34,8 @@ export interface HookRequest extends TracerRequest {
     /** Hot-function sampling on/off, and the rate above which it starts. */
     sampling?: boolean;
     hotCallsPerSecond?: number;
+    /** Most ms a thread loading a library waits for its hooks. */
+    libraryWaitMs?: number;
 }
 
 /** "plans": replaces the capture plans of hooked functions (watches changed). */

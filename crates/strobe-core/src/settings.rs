@@ -34,6 +34,10 @@ pub struct Settings {
     pub bridge_request_timeout_ms: u64,
     /// `trace.hotCallsPerSecond`: a traced function called more often than this is sampled.
     pub hot_calls_per_second: u64,
+    /// `trace.libraryWaitMs`: how long a thread loading a library waits for its hooks
+    /// while patterns are active (so its functions are traced from their first call);
+    /// past it the load goes on and the hooks go in when they come.
+    pub library_wait_ms: u64,
     /// `frida.venv`: the Python venv holding the pinned `frida` (None = `$STROBE_HOME/venv`).
     pub frida_venv: Option<PathBuf>,
     /// `ui.http`: serve the web UI on loopback from daemon start (`strobe ui` turns it on
@@ -54,6 +58,7 @@ impl Default for Settings {
             max_total_bytes: 10 * 1024 * 1024 * 1024,
             bridge_request_timeout_ms: 30_000,
             hot_calls_per_second: 100_000,
+            library_wait_ms: 10_000,
             frida_venv: None,
             ui_http: false,
             ui_port: 0,
@@ -86,6 +91,12 @@ const INT_FIELDS: &[IntField] = &[
         |s| &mut s.hot_calls_per_second,
         1_000,
         100_000_000,
+    ),
+    (
+        "trace.libraryWaitMs",
+        |s| &mut s.library_wait_ms,
+        0,
+        600_000,
     ),
     (
         "events.maxPerSession",

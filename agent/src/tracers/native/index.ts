@@ -24,13 +24,18 @@ import { drain, onTraceAck } from "./drain.js";
 import { updateExprs } from "./exprs.js";
 import { guardForks, guardModuleForks } from "./forkguard.js";
 import { registerUnwindInfo, silenceHook } from "./hook.js";
-import { installHooks, removeHooks, watchingLibraries } from "./install.js";
+import { installHooks, libraryWaitMs, removeHooks, watchingLibraries } from "./install.js";
 import { updatePlans } from "./plans.js";
 import { existingRuntime } from "./runtime.js";
 
 /** Reports the loaded images, and from then on every newly loaded one; while
  *  patterns are active the loading thread waits for the daemon's hooks so
- *  that a library's functions are traced from their first call. */
+ *  that a library's functions are traced from their first call, for
+ *  `trace.libraryWaitMs` at most: the thread is inside dlopen, holding the
+ *  loader's lock, and a Frida thread that needs that lock (dlsym) while
+ *  the answer is on its way would otherwise hang both for good. Past the
+ *  limit the load goes on, the hooks go in when they come, and the daemon
+ *  is told (its status lists the library). */
 function watchModules(): void {
     preloadUnwinder();
     let initial = true;
@@ -43,15 +48,27 @@ function watchModules(): void {
             send_({ type: "module_loaded", path: m.path, wait: false });
             return;
         }
-        const op = receive("module-hooks", msg => installHooks({ ...msg, action: "add", id: 0 }));
+        let answered = false;
+        receive("module-hooks", msg => {
+            installHooks({ ...msg, action: "add", id: 0 });
+            answered = true;
+        });
         send_({ type: "module_loaded", path: m.path, wait: true });
-        op.wait();
+        const limit = libraryWaitMs();
+        const started = Date.now();
+        // Thread.sleep lets go of the script's lock, so the answer's
+        // callback runs (on the script's thread) while this one polls.
+        while (!answered && Date.now() - started < limit) Thread.sleep(LIBRARY_POLL_S);
+        if (!answered) send_({ type: "library_wait_expired", path: m.path, waitedMs: Date.now() - started });
     };
     Process.attachModuleObserver({ onAdded: report });
     initial = false;
     const paths = Process.enumerateModules().map(m => m.path).filter(p => p.startsWith("/"));
     send_({ type: "modules", paths });
 }
+
+/** How often (s) a thread waiting for a library's hooks looks for them. */
+const LIBRARY_POLL_S = 0.001;
 
 /** Loads libgcc_s (the unwinder glibc's pthread_exit and cancellation use)
  *  now if the program has not. glibc loads it at the first thread exit

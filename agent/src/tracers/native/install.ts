@@ -53,10 +53,17 @@ export function everHookedIds(): ReadonlySet<number> {
 type HookTarget = [number, number, number[] | null, number, number];
 
 let watchLibraries = false;
+/** Until the daemon says (`trace.libraryWaitMs`): its default. */
+let libraryWait = 10_000;
 
 /** True while patterns are active: a newly loaded library waits for hooks. */
 export function watchingLibraries(): boolean {
     return watchLibraries;
+}
+
+/** How long (ms) a thread loading a library waits for its hooks at most. */
+export function libraryWaitMs(): number {
+    return libraryWait;
 }
 
 function moduleBase(path: string | undefined): NativePointer | null {
@@ -72,6 +79,7 @@ function moduleBase(path: string | undefined): NativePointer | null {
 function updateHooks(req: HookRequest, change: (installed: number[], failed: Array<[number, string]>) => void): void {
     const started = Date.now();
     if (req.watchLibraries !== undefined) watchLibraries = req.watchLibraries;
+    if (req.libraryWaitMs !== undefined) libraryWait = req.libraryWaitMs;
     pruneRetiredPlans();
     const installed: number[] = [];
     const failed: Array<[number, string]> = [];

@@ -95,6 +95,10 @@ pub enum AgentMessage {
     /// Answer to [`super::DaemonMessage::PythonMemory`].
     #[serde(rename = "python_memory")]
     PythonMemory(PythonMemory),
+    /// A thread loading a library stopped waiting for its hooks
+    /// (`trace.libraryWaitMs`); they go in when they come.
+    #[serde(rename = "library_wait_expired")]
+    LibraryWaitExpired(LibraryWaitExpired),
 }
 
 /// `agent_loaded`.
@@ -337,6 +341,16 @@ pub struct ModuleLoaded {
     pub wait: bool,
 }
 
+/// `library_wait_expired`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LibraryWaitExpired {
+    /// The library's path.
+    pub path: String,
+    /// How long the loading thread waited.
+    #[serde(rename = "waitedMs")]
+    pub waited_ms: u64,
+}
+
 /// Why a thread paused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -513,6 +527,7 @@ impl AgentMessage {
             AgentMessage::PythonUncaught(_) => "python_uncaught",
             AgentMessage::PythonPaused(_) => "python_paused",
             AgentMessage::PythonMemory(_) => "python_memory",
+            AgentMessage::LibraryWaitExpired(_) => "library_wait_expired",
         }
     }
 
@@ -546,7 +561,8 @@ impl AgentMessage {
             | AgentMessage::BreakpointError(_)
             | AgentMessage::StepFailed(_)
             | AgentMessage::PythonUncaught(_)
-            | AgentMessage::PythonPaused(_) => return None,
+            | AgentMessage::PythonPaused(_)
+            | AgentMessage::LibraryWaitExpired(_) => return None,
         };
         (id != 0).then_some(id)
     }

@@ -195,6 +195,9 @@ pub enum HookChange {
         /// Calls per second above which a function is sampled.
         #[serde(rename = "hotCallsPerSecond")]
         hot_calls_per_second: u64,
+        /// Most ms a thread loading a library waits for its hooks.
+        #[serde(rename = "libraryWaitMs")]
+        library_wait_ms: u64,
         /// Python only: the patterns code without a source file is matched
         /// against at run time (absent: unchanged).
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -162,6 +162,7 @@ impl SessionManager {
                 module,
                 sampling: tracer.sampling,
                 hot_calls_per_second: settings.hot_calls_per_second,
+                library_wait_ms: settings.library_wait_ms,
                 runtime: None,
             };
             let sent = std::time::Instant::now();

@@ -173,6 +173,18 @@ impl SessionManager {
                     std::thread::spawn(move || me.on_python_paused(&l, &p));
                 }
             }
+            AgentMessage::LibraryWaitExpired(m) => {
+                tracing::warn!(
+                    "session {}: {} loaded before its hooks came (waited {} ms)",
+                    live.id,
+                    m.path,
+                    m.waited_ms
+                );
+                live.trace_stats
+                    .lock()
+                    .expect("stats lock")
+                    .add_late_library(m.path, m.waited_ms);
+            }
             AgentMessage::PythonUncaught(m) => {
                 live.life.lock().expect("lifecycle lock").python_uncaught =
                     Some((m.tid, m.payload));

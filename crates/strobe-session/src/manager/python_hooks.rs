@@ -163,6 +163,7 @@ impl SessionManager {
             module: None,
             sampling: tracer.sampling,
             hot_calls_per_second: settings.hot_calls_per_second,
+            library_wait_ms: settings.library_wait_ms,
             runtime: python_session.then(|| runtime_match(live, tracer)),
         };
         let r = self.hooks_request(live, Some(PYTHON_TRACER), change, watch_libraries, timeout)?;

@@ -59,6 +59,7 @@ impl SessionManager {
             hooked_functions: t.hooked_count(),
             sampled_functions: t.sampled(&stats),
             dropped_events: t.drops(&stats),
+            late_libraries: stats.late_libraries().to_vec(),
         })
     }
 

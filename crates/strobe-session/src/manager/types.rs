@@ -189,6 +189,10 @@ pub struct TraceSummary {
     /// Functions that lost events.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped_events: Vec<trace::FunctionDrops>,
+    /// Libraries whose load went on before their hooks came
+    /// (`trace.libraryWaitMs`): calls made before they went in are missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub late_libraries: Vec<trace::LateLibrary>,
 }
 
 /// `debug_session stop` result.

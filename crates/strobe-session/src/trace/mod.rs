@@ -99,6 +99,7 @@ pub struct Tracer {
 pub struct TraceStats {
     drops: HashMap<u32, u64>,
     sampled: HashMap<u32, u64>,
+    late_libraries: Vec<LateLibrary>,
 }
 
 impl TraceStats {
@@ -110,6 +111,16 @@ impl TraceStats {
             total += n;
         }
         total
+    }
+
+    /// A library whose loading thread stopped waiting for its hooks.
+    pub fn add_late_library(&mut self, path: String, waited_ms: u64) {
+        self.late_libraries.push(LateLibrary { path, waited_ms });
+    }
+
+    /// The libraries whose hooks came after their load went on.
+    pub fn late_libraries(&self) -> &[LateLibrary] {
+        &self.late_libraries
     }
 
     /// Applies sampling changes: (id, 1 in N; 0 = every call).
@@ -325,6 +336,18 @@ pub struct TraceResponse {
     /// Functions traced in light mode (no typed values), when any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub light_mode_functions: Option<usize>,
+}
+
+/// A library loaded while patterns were active whose hooks took longer
+/// than `trace.libraryWaitMs`: its load went on without them, so calls it
+/// made before they went in (its constructors, say) were not traced.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LateLibrary {
+    /// The library.
+    pub path: String,
+    /// How long its loading thread waited.
+    pub waited_ms: u64,
 }
 
 /// A function recorded 1 call in `one_in`.
