@@ -251,15 +251,18 @@ const KIND_FUNCTION: u32 = 5;
 
 /// The stored form of a Python record's payload, from the ring form
 /// ([`ring_form`]); `None` for a native record (its payload is stored as
-/// it is) and for a Python record without one.
+/// it is). A Python record whose payload cannot be read gets an empty
+/// one (stored without values), never its raw slots.
 fn python_payload(raw_kind: u32, value: u64, slots: &[u8]) -> Option<Vec<u8>> {
     if raw_kind & KIND_PYTHON == 0 {
         return None;
     }
-    if raw_kind & KIND_INLINE != 0 {
-        return ring_form::inline_exit(raw_kind, value);
-    }
-    ring_form::restore(slots)
+    let restored = if raw_kind & KIND_INLINE != 0 {
+        ring_form::inline_exit(raw_kind, value)
+    } else {
+        ring_form::restore(slots)
+    };
+    Some(restored.unwrap_or_default())
 }
 
 /// The records of one kind (low byte of the kind word): (function id,
@@ -412,8 +415,15 @@ mod tests {
             2 | KIND_PYTHON | KIND_INLINE | 3 << 16,
             &[],
         );
+        // A Python enter whose header claims more than its slots hold.
+        record(&mut data, 1_300, 0, 1 | KIND_PYTHON, &[0xff, 0x7f, 0, 1]);
         let mut b = EventBatch::default();
-        assert_eq!(decode_records(&data, 0, 1, None, &mut b), 2);
+        assert_eq!(decode_records(&data, 0, 1, None, &mut b), 3);
+        assert_eq!(
+            b.headers[2].flags & FLAG_CAPTURE,
+            0,
+            "an unreadable payload is dropped, not stored raw"
+        );
         let event = |i: usize| (b.headers[i], b.payload_of(&b.headers[i]).to_vec());
         let (h, p) = event(0);
         assert!(python::is_python(&p), "stored self-describing: {p:?}");
