@@ -45,6 +45,16 @@ async fn cpython_313_traces_the_same_through_sys_monitoring() {
     }
 }
 
+/// The names of a `function_enter` event's arguments, in order.
+fn argument_names(enter: &Value) -> Vec<&str> {
+    enter["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect()
+}
+
 async fn trace_the_shop(python: &str) {
     let env = Env::new();
     let c = env.client().await;
@@ -164,20 +174,14 @@ async fn trace_the_shop(python: &str) {
     let rec_in = c
         .calls_of(&id, "function_enter", "inventory.reconcile")
         .await;
-    let arg_names: Vec<&Value> = rec_in[0]["arguments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| &a["name"])
-        .collect();
     assert_eq!(
-        arg_names,
+        argument_names(&rec_in[0]),
         [
-            &json!("warehouse_location_identifier"),
-            &json!("expected_quantity_on_hand"),
-            &json!("counted_quantity_on_shelf"),
-            &json!("notes"),
-            &json!("flags")
+            "warehouse_location_identifier",
+            "expected_quantity_on_hand",
+            "counted_quantity_on_shelf",
+            "notes",
+            "flags"
         ],
         "{rec_in:?}"
     );
@@ -286,21 +290,7 @@ async fn trace_the_shop(python: &str) {
         .calls_of(&id, "function_enter", "inventory.Item.__init__")
         .await;
     assert_eq!(init.len(), 1, "{init:?}");
-    let names: Vec<&Value> = init[0]["arguments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| &a["name"])
-        .collect();
-    assert_eq!(
-        names,
-        [
-            &json!("self"),
-            &json!("name"),
-            &json!("price"),
-            &json!("tags")
-        ]
-    );
+    assert_eq!(argument_names(&init[0]), ["self", "name", "price", "tags"]);
     assert_eq!(init[0]["arguments"][1]["value"], "widget");
     let total = c
         .calls_of(&id, "function_exit", "inventory.dynamic_total")

@@ -390,29 +390,7 @@ async fn trace_errors_are_actionable() {
 async fn shared_libraries_and_dlopen_are_traced() {
     let env = Env::new();
     let c = env.client().await;
-    let lib = support::compile_with("libtracelib.c", "gcc", &["-g", "-shared", "-fPIC"]);
-    let plugin = support::compile_with("libtraceplugin.c", "gcc", &["-g", "-shared", "-fPIC"]);
-    // Link against the built library by path; rpath finds it at run time.
-    let dir = lib.parent().unwrap().to_path_buf();
-    let linked = dir.join("libtracelib.so");
-    if !linked.exists() {
-        std::fs::copy(&lib, &linked).unwrap();
-    }
-    let exe = support::compile_with(
-        "trace_dl.c",
-        "gcc",
-        &[
-            "-g",
-            "-O0",
-            "-L",
-            dir.to_str().unwrap(),
-            "-Wl,-rpath",
-            dir.to_str().unwrap(),
-            "--",
-            "-ltracelib",
-            "-ldl",
-        ],
-    );
+    let (exe, plugin, dir) = support::dl_fixture();
     // Pending: a library linked at start and a plugin loaded later.
     trace(&c, json!({"add": ["lib_scale", "plugin_entry"]})).await;
     let v = c

@@ -200,28 +200,7 @@ async fn a_stopped_program_says_so_and_tracing_waits_for_it() {
 async fn a_library_load_never_waits_longer_than_the_limit_and_its_hooks_still_go_in() {
     let env = Env::with_settings(json!({"trace.libraryWaitMs": 0}));
     let c = env.client().await;
-    let lib = support::compile_with("libtracelib.c", "gcc", &["-g", "-shared", "-fPIC"]);
-    let plugin = support::compile_with("libtraceplugin.c", "gcc", &["-g", "-shared", "-fPIC"]);
-    let dir = lib.parent().unwrap().to_path_buf();
-    let linked = dir.join("libtracelib.so");
-    if !linked.exists() {
-        std::fs::copy(&lib, &linked).unwrap();
-    }
-    let exe = support::compile_with(
-        "trace_dl.c",
-        "gcc",
-        &[
-            "-g",
-            "-O0",
-            "-L",
-            dir.to_str().unwrap(),
-            "-Wl,-rpath",
-            dir.to_str().unwrap(),
-            "--",
-            "-ltracelib",
-            "-ldl",
-        ],
-    );
+    let (exe, plugin, dir) = support::dl_fixture();
     let work = tempfile::tempdir().unwrap();
     let go = work.path().join("go");
     c.ok("debug_trace", json!({"add": ["plugin_entry"]})).await;

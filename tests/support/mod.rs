@@ -96,6 +96,35 @@ pub fn fixture_with(name: &str, flags: &[&str]) -> PathBuf {
     compile_with(&format!("{name}.c"), "gcc", &all)
 }
 
+/// `trace_dl.c` linked against `libtracelib.so` (found by rpath), and the
+/// plugin it dlopens: (program, plugin, the directory both are in).
+pub fn dl_fixture() -> (PathBuf, PathBuf, PathBuf) {
+    let lib = compile_with("libtracelib.c", "gcc", &["-g", "-shared", "-fPIC"]);
+    let plugin = compile_with("libtraceplugin.c", "gcc", &["-g", "-shared", "-fPIC"]);
+    let dir = lib.parent().unwrap().to_path_buf();
+    let linked = dir.join("libtracelib.so");
+    if !linked.exists() {
+        std::fs::copy(&lib, &linked).unwrap();
+    }
+    let d = dir.to_str().unwrap();
+    let exe = compile_with(
+        "trace_dl.c",
+        "gcc",
+        &[
+            "-g",
+            "-O0",
+            "-L",
+            d,
+            "-Wl,-rpath",
+            d,
+            "--",
+            "-ltracelib",
+            "-ldl",
+        ],
+    );
+    (exe, plugin, dir)
+}
+
 /// Builds `tests/fixtures/<file>` with `compiler` (gcc, g++, rustc) and `flags`,
 /// once per content and flags. Flags after a `"--"` go after the source file
 /// (libraries to link).

@@ -5,10 +5,43 @@
 pub mod dwarf;
 pub mod javascript;
 pub mod python;
+pub mod walk;
 
-use crate::{Language, SymbolError, SymbolResolver};
+use crate::pattern::Pattern;
+use crate::{Language, Resolution, ResolvedTarget, SymbolError, SymbolResolver};
 use std::path::Path;
 use std::sync::Arc;
+
+/// A glob in an interpreted language's dotted names (Python, JavaScript)
+/// as a [`Pattern`] over names with `::` for `.` (`inventory.Bin.*` →
+/// `inventory::Bin::*`, so `*` stays within one dotted segment;
+/// `f.<locals>.g` is three segments). `None` for a pattern in native
+/// syntax, which names no such function.
+pub(crate) fn dotted_pattern(text: &str) -> Option<Pattern> {
+    if text.contains("::") {
+        return None;
+    }
+    Pattern::parse(&text.replace('.', "::")).ok()
+}
+
+/// A source-level resolver's answer: each (function index, name) hit as a
+/// target in `module` (the interpreter's image, which its tracer hooks).
+pub(crate) fn source_targets<'a>(
+    module: &Arc<Path>,
+    hits: impl Iterator<Item = (usize, &'a str)>,
+) -> Resolution {
+    Resolution {
+        targets: hits
+            .map(|(function, name)| ResolvedTarget {
+                module: module.clone(),
+                function,
+                name: name.to_string(),
+                entry_offset: 0,
+            })
+            .collect(),
+        inlined_only: Vec::new(),
+    }
+}
 
 /// What an image is to the process it is loaded in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,9 +26,9 @@
 mod parse;
 mod program;
 
-use super::{Image, ImageKind, Registration};
+use super::{Image, ImageKind, Registration, dotted_pattern, source_targets};
 use crate::pattern::Pattern;
-use crate::{FunctionInfo, Language, Resolution, ResolvedTarget, SymbolError, SymbolResolver};
+use crate::{FunctionInfo, Language, Resolution, SymbolError, SymbolResolver};
 pub use parse::{ParsedFile, ParsedFunction, parse_source};
 pub use program::{is_node, is_source, module_name, script_of};
 use rayon::prelude::*;
@@ -52,18 +52,6 @@ fn open_image(
     }
     Some(Ok(
         Arc::new(JavaScriptResolver::open(image)) as Arc<dyn SymbolResolver>
-    ))
-}
-
-/// The message for a pattern in native syntax given to JavaScript code
-/// (JavaScript names are dotted); `None` for other patterns.
-pub fn native_syntax_hint(pattern: &str) -> Option<String> {
-    if pattern.starts_with('@') || !pattern.contains("::") {
-        return None;
-    }
-    Some(format!(
-        "{pattern:?} is native (C/C++/Rust) syntax; JavaScript functions are named with dots: {:?}",
-        pattern.replace("::", ".")
     ))
 }
 
@@ -111,8 +99,8 @@ impl JavaScriptResolver {
             warnings.push(format!(
                 "{} is too big to index whole (over {} source files or {} directories); the rest is left out",
                 root.display(),
-                program::MAX_FILES,
-                program::MAX_DIRS
+                super::walk::MAX_FILES,
+                super::walk::MAX_DIRS
             ));
         }
         if let Some(script) = script_of(image.args) {
@@ -208,8 +196,10 @@ impl SymbolResolver for JavaScriptResolver {
 
     fn resolve_pattern(&self, pattern: &Pattern, _project_root: &Path) -> Resolution {
         let dotted = match pattern {
-            Pattern::Glob { text, .. } if text.contains("::") => return Resolution::default(),
-            Pattern::Glob { text, .. } => Pattern::parse(&text.replace('.', "::")).ok(),
+            Pattern::Glob { text, .. } => match dotted_pattern(text) {
+                Some(p) => Some(p),
+                None => return Resolution::default(),
+            },
             _ => None,
         };
         let matches = |f: &JsFunction| match (pattern, &dotted) {
@@ -218,22 +208,14 @@ impl SymbolResolver for JavaScriptResolver {
             (Pattern::File(part), _) => f.file.contains(part.as_str()),
             (Pattern::Glob { .. }, None) => false,
         };
-        let targets = self
-            .functions
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| matches(f))
-            .map(|(i, f)| ResolvedTarget {
-                module: self.node.clone(),
-                function: i,
-                name: f.name.clone(),
-                entry_offset: 0,
-            })
-            .collect();
-        Resolution {
-            targets,
-            inlined_only: Vec::new(),
-        }
+        source_targets(
+            &self.node,
+            self.functions
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches(f))
+                .map(|(i, f)| (i, f.name.as_str())),
+        )
     }
 
     fn function(&self, index: usize) -> Option<FunctionInfo<'_>> {

@@ -1,6 +1,7 @@
 //! What a Node command runs, where its sources are, and the module names
 //! patterns use.
 
+use super::super::walk::walk_files;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -29,51 +30,21 @@ pub fn is_source(path: &Path) -> bool {
         .is_some_and(|e| EXTENSIONS.contains(&e))
 }
 
-/// Most source files indexed under a project root.
-pub const MAX_FILES: usize = 20_000;
-/// Most directories walked under a project root.
-pub const MAX_DIRS: usize = 50_000;
-
 /// Directories never walked: installed packages (named by a pattern, they
 /// are a later slice's work), version control, caches.
 fn skipped_dir(name: &[u8]) -> bool {
     name == b"node_modules" || name.starts_with(b".")
 }
 
-/// Appends the sources under `root` (sorted, depth first, not following
-/// directory links, skipping [`skipped_dir`]s) to `out`, at most
-/// [`MAX_FILES`] files from [`MAX_DIRS`] directories; true when it
-/// stopped at a limit.
+/// Appends the sources under `root` (see [`walk_files`], skipping
+/// [`skipped_dir`]s) to `out`; true when it stopped at a limit.
 pub fn walk_sources(root: &Path, out: &mut Vec<PathBuf>) -> bool {
-    let mut stack = vec![root.to_path_buf()];
-    let mut dirs = 0;
-    while let Some(dir) = stack.pop() {
-        dirs += 1;
-        if dirs > MAX_DIRS {
-            return true;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        let mut subdirs = Vec::new();
-        for e in entries {
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                if !skipped_dir(e.file_name().as_bytes()) {
-                    subdirs.push(e.path());
-                }
-            } else if kind.is_file() && is_source(&e.path()) {
-                if out.len() >= MAX_FILES {
-                    return true;
-                }
-                out.push(e.path());
-            }
-        }
-        stack.extend(subdirs.into_iter().rev());
-    }
-    false
+    walk_files(
+        root,
+        out,
+        |dir| dir.file_name().is_none_or(|n| !skipped_dir(n.as_bytes())),
+        is_source,
+    )
 }
 
 /// The module name of source `file` under `project_root`: its path from

@@ -183,11 +183,6 @@ fn the_resolver_indexes_the_project_and_matches_dotted_patterns() {
     assert_eq!(f.line, Some(1));
     assert_eq!(r.parameters(1), ["t"]);
     assert!(
-        native_syntax_hint("Router::handle")
-            .unwrap()
-            .contains("Router.handle")
-    );
-    assert!(
         super::super::open(&image, None, None).iter().any(|o| o
             .as_ref()
             .is_ok_and(|r| r.language() == Language::JavaScript)),

@@ -32,11 +32,13 @@
 mod parse;
 mod program;
 
-use super::{Image, ImageKind, Registration};
+use super::walk::MAX_DIRS;
+pub use super::walk::MAX_FILES;
+use super::{Image, ImageKind, Registration, dotted_pattern, source_targets};
 use crate::pattern::Pattern;
-use crate::{FunctionInfo, Language, Resolution, ResolvedTarget, SymbolError, SymbolResolver};
+use crate::{FunctionInfo, Language, Resolution, SymbolError, SymbolResolver};
 use parse::{ParsedFile, lock, parse_file};
-use program::{MAX_DIRS, walk_sources};
+use program::walk_sources;
 pub use program::{ProbeError, Program, is_interpreter, module_name, parse_args, probe_sys_path};
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -62,10 +64,6 @@ fn open_image(
         Arc::new(PythonResolver::open(image)) as Arc<dyn SymbolResolver>
     ))
 }
-
-/// Most files parsed up front under the project root, and most files one
-/// package pattern loads; past it the rest are left out with a warning.
-pub const MAX_FILES: usize = 20_000;
 
 /// Most loads (the project, then one per pattern that names new modules);
 /// the function table is append-only in this many slots.
@@ -428,20 +426,12 @@ impl SymbolResolver for PythonResolver {
             (Pattern::File(part), _) => f.file.contains(part.as_str()),
             (Pattern::Glob { .. }, None) => false,
         };
-        let targets = self
-            .functions()
-            .filter(|(_, f)| matches(f))
-            .map(|(i, f)| ResolvedTarget {
-                module: self.interpreter.clone(),
-                function: i,
-                name: f.name.clone(),
-                entry_offset: 0,
-            })
-            .collect();
-        Resolution {
-            targets,
-            inlined_only: Vec::new(),
-        }
+        source_targets(
+            &self.interpreter,
+            self.functions()
+                .filter(|(_, f)| matches(f))
+                .map(|(i, f)| (i, f.name.as_str())),
+        )
     }
 
     fn function(&self, index: usize) -> Option<FunctionInfo<'_>> {
@@ -477,17 +467,6 @@ impl SymbolResolver for PythonResolver {
         files.sort();
         files
     }
-}
-
-/// A glob in Python syntax as a [`Pattern`] over names with `::` for `.`
-/// (`inventory.Bin.*` → `inventory::Bin::*`, so `*` stays within one
-/// dotted segment; `f.<locals>.g` is three segments). `None` for a pattern
-/// in native syntax, which names no Python function.
-fn dotted_pattern(text: &str) -> Option<Pattern> {
-    if text.contains("::") {
-        return None;
-    }
-    Pattern::parse(&text.replace('.', "::")).ok()
 }
 
 fn syntax_warning(path: &Path, first: &str, count: usize, parsed: &ParsedFile) -> String {

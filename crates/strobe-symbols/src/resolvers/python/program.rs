@@ -3,7 +3,7 @@
 //! of the interpreter itself), module names of files, and the walk that
 //! finds a tree's sources.
 
-use super::MAX_FILES;
+use super::super::walk::walk_files;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -231,51 +231,24 @@ fn skipped_dir(name: &OsStr) -> bool {
         .contains(&name)
 }
 
-/// Most directories one walk reads: a project root set to `/` or a home
-/// directory must not stall the session.
-pub const MAX_DIRS: usize = 50_000;
-
 /// Kernel file systems, never source trees (and endless to walk).
 const PSEUDO_FS: [&str; 3] = ["/proc", "/sys", "/dev"];
 
-/// Appends the `.py` files under `root` (sorted, not following directory
-/// links, skipping [`skipped_dir`]s, virtualenvs and kernel file systems)
-/// to `out`, at most [`MAX_FILES`] files from [`MAX_DIRS`] directories;
-/// true when it stopped at a limit.
+/// Appends the `.py` files under `root` (see [`walk_files`]: skipping
+/// [`skipped_dir`]s, virtualenvs and kernel file systems) to `out`; true
+/// when it stopped at a limit.
 pub(super) fn walk_sources(root: &Path, out: &mut Vec<PathBuf>) -> bool {
-    let mut stack = vec![root.to_path_buf()];
-    let mut dirs = 0;
-    while let Some(dir) = stack.pop() {
-        let venv = dir != root && dir.join("pyvenv.cfg").exists();
-        if venv || PSEUDO_FS.iter().any(|p| dir == Path::new(p)) {
-            continue;
-        }
-        dirs += 1;
-        if dirs > MAX_DIRS {
-            return true;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        let mut subdirs = Vec::new();
-        for e in entries {
-            let Ok(kind) = e.file_type() else { continue };
-            let name = e.file_name();
-            if kind.is_dir() {
-                if !skipped_dir(&name) {
-                    subdirs.push(e.path());
-                }
-            } else if name.as_bytes().ends_with(b".py") && e.path().is_file() {
-                if out.len() >= MAX_FILES {
-                    return true;
-                }
-                out.push(e.path());
-            }
-        }
-        // Depth first, in name order.
-        stack.extend(subdirs.into_iter().rev());
+    if PSEUDO_FS.iter().any(|p| root == Path::new(p)) {
+        return false;
     }
-    false
+    walk_files(
+        root,
+        out,
+        |dir| {
+            dir.file_name().is_none_or(|n| !skipped_dir(n))
+                && !dir.join("pyvenv.cfg").exists()
+                && !PSEUDO_FS.iter().any(|p| dir == Path::new(p))
+        },
+        |file| file.as_os_str().as_bytes().ends_with(b".py"),
+    )
 }
