@@ -48,18 +48,23 @@ function watchModules(): void {
             send_({ type: "module_loaded", path: m.path, wait: false });
             return;
         }
-        let answered = false;
+        // One answer per report; whichever callback takes it installs its
+        // hooks and notes its library (threads loading libraries at once,
+        // or an answer that came after its thread stopped waiting).
         receive("module-hooks", msg => {
             installHooks({ ...msg, action: "add", id: 0 });
-            answered = true;
+            if (!gaveUp.delete(msg.module)) hooksCame.add(msg.module);
         });
         send_({ type: "module_loaded", path: m.path, wait: true });
         const limit = libraryWaitMs();
         const started = Date.now();
         // Thread.sleep lets go of the script's lock, so the answer's
         // callback runs (on the script's thread) while this one polls.
-        while (!answered && Date.now() - started < limit) Thread.sleep(LIBRARY_POLL_S);
-        if (!answered) send_({ type: "library_wait_expired", path: m.path, waitedMs: Date.now() - started });
+        while (!hooksCame.has(m.path) && Date.now() - started < limit) Thread.sleep(LIBRARY_POLL_S);
+        if (!hooksCame.delete(m.path)) {
+            gaveUp.add(m.path);
+            send_({ type: "library_wait_expired", path: m.path, waitedMs: Date.now() - started });
+        }
     };
     Process.attachModuleObserver({ onAdded: report });
     initial = false;
@@ -69,6 +74,11 @@ function watchModules(): void {
 
 /** How often (s) a thread waiting for a library's hooks looks for them. */
 const LIBRARY_POLL_S = 0.001;
+
+/** Libraries whose hooks came and whose loading thread has not seen it yet. */
+const hooksCame = new Set<string>();
+/** Libraries whose loading thread stopped waiting before their hooks came. */
+const gaveUp = new Set<string>();
 
 /** Loads libgcc_s (the unwinder glibc's pthread_exit and cancellation use)
  *  now if the program has not. glibc loads it at the first thread exit
