@@ -84,3 +84,79 @@ async fn javascript_patterns_are_resolved_from_source_and_the_launch_says_what_i
     let out = c.events(&id, Some("stdout")).await;
     assert_eq!(out[0]["text"], "4.5", "{out:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uncaught_errors_and_rejections_are_crashes_and_process_exit_is_an_exit() {
+    let env = Env::new();
+    let c = env.client().await;
+    let run = |script: &'static str| {
+        let c = &c;
+        async move {
+            let v = c
+                .ok(
+                    "debug_launch",
+                    json!({"command": "node", "args": [script], "projectRoot": shop(), "cwd": shop()}),
+                )
+                .await;
+            let id = v["sessionId"].as_str().unwrap().to_string();
+            let st = c.wait_ended(&id).await;
+            (id, st)
+        }
+    };
+
+    // A thrown error: its type, message and own properties, where it was
+    // thrown, the stack innermost first, and the stderr lines Node printed.
+    let (id, st) = run("boom.js").await;
+    assert_eq!(st["state"], "crashed", "{st}");
+    assert_eq!(
+        st["reason"], "uncaught TypeError: bad quantity: many",
+        "{st}"
+    );
+    let crash = &c.events(&id, Some("crash")).await[0];
+    assert_eq!(crash["kind"], "javascript-exception", "{crash}");
+    assert_eq!(crash["exitCode"], 1);
+    let e = &crash["exception"];
+    assert_eq!(e["type"], "TypeError");
+    assert_eq!(e["message"], "bad quantity: many");
+    assert_eq!(e["properties"]["code"], "'E_QTY'", "{e}");
+    let boom = shop().join("boom.js").display().to_string();
+    assert_eq!(e["thrownAt"], json!({"file": boom, "line": 5}), "{e}");
+    let stack = crash["stack"].as_array().unwrap();
+    assert_eq!(
+        (&stack[0]["function"], &stack[0]["file"], &stack[0]["line"]),
+        (&json!("parseQty"), &json!(boom), &json!(3)),
+        "{stack:?}"
+    );
+    assert!(
+        stack.iter().any(|f| f["function"] == "Importer.run"),
+        "{stack:?}"
+    );
+    let ids = e["stderrEventIds"].as_array().unwrap();
+    let stderr = c.events(&id, Some("stderr")).await;
+    assert!(
+        stderr.iter().any(|l| json!(l["id"]) == ids[0] && l["text"].as_str().unwrap().ends_with("boom.js:5")),
+        "{ids:?} {stderr:?}"
+    );
+
+    // An async function's rejection nobody handled.
+    let (id, st) = run("reject.mjs").await;
+    assert_eq!(st["state"], "crashed", "{st}");
+    let crash = &c.events(&id, Some("crash")).await[0];
+    assert_eq!(crash["exception"]["type"], "RangeError", "{crash}");
+    assert_eq!(crash["exception"]["message"], "no price for gadget");
+    assert_eq!(crash["stack"][0]["function"], "fetchPrice", "{crash}");
+    assert_eq!(
+        crash["stack"][0]["file"],
+        shop().join("reject.mjs").display().to_string(),
+        "a file:// URL becomes a path: {crash}"
+    );
+
+    // process.exit(3): an exit with its code, no crash.
+    let (id, st) = run("quits.js").await;
+    assert_eq!(
+        (&st["state"], &st["exitCode"]),
+        (&json!("exited"), &json!(3)),
+        "{st}"
+    );
+    assert!(c.events(&id, Some("crash")).await.is_empty());
+}

@@ -190,7 +190,7 @@ impl SessionManager {
             exception: crash.get("exception").cloned(),
             panic: crash.get("panic").cloned(),
             sanitizer: crash.get("sanitizer").cloned(),
-            python: None,
+            ..Diagnosis::default()
         };
         shown.headline()
     }
@@ -221,6 +221,10 @@ impl SessionManager {
             .take();
         if uncaught.is_some() || reports.python.is_some() {
             self.python_crash(live, exit_code, uncaught, reports.python);
+            return;
+        }
+        if let Some(js) = reports.javascript.clone() {
+            self.javascript_crash(live, exit_code, js, reports.headline());
             return;
         }
         let (kind, report) = match (&reports.sanitizer, &reports.panic) {
@@ -303,6 +307,41 @@ impl SessionManager {
         let mut life = live.life.lock().expect("lifecycle lock");
         life.crash_seen = true;
         life.crash_summary = Some(headline);
+    }
+
+    /// A Node.js program that ended on an exception or rejection nothing
+    /// caught, as Node reported it on stderr: the crash event carries the
+    /// error's type, message and own properties, where it was thrown, the
+    /// stack and the ids of the stderr lines.
+    fn javascript_crash(
+        &self,
+        live: &Live,
+        exit_code: Option<i32>,
+        report: Value,
+        headline: Option<String>,
+    ) {
+        let mut exception =
+            json!({"type": report["type"], "stderrEventIds": report["stderrEventIds"]});
+        for key in ["message", "properties", "thrownAt"] {
+            if !report[key].is_null() {
+                exception[key] = report[key].clone();
+            }
+        }
+        let event = json!({
+            "type": "crash",
+            "pid": live.pid,
+            "tid": 0,
+            "signal": null,
+            "kind": "javascript-exception",
+            "exitCode": exit_code,
+            "exception": exception,
+            "stack": report["frames"],
+            "precedingEvents": self.preceding_events(live, live.pid),
+        });
+        self.append_json_event(live, EventKind::Crash, live.pid, 0, &event);
+        let mut life = live.life.lock().expect("lifecycle lock");
+        life.crash_seen = true;
+        life.crash_summary = headline;
     }
 
     /// Stores what the target's pipes hold now (a crashing process is held,

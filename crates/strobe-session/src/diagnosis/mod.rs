@@ -10,7 +10,11 @@
 //! - AddressSanitizer, LeakSanitizer, ThreadSanitizer, MemorySanitizer and
 //!   UndefinedBehaviorSanitizer reports, from their header to `SUMMARY:`;
 //! - CPython's traceback of an exception nothing caught, from
-//!   `Traceback (most recent call last):` to the `Type: message` line.
+//!   `Traceback (most recent call last):` to the `Type: message` line;
+//! - Node.js's report of an exception or rejection nothing caught
+//!   (`javascript.rs`), which ends with its `Node.js vX` line.
+
+mod javascript;
 
 use serde_json::{Value, json};
 
@@ -35,6 +39,10 @@ pub struct Diagnosis {
     /// A Python traceback: `{type, message?, frames: [{file, line, function}],
     /// stderrEventIds}` (frames outermost first, as Python prints them).
     pub python: Option<Value>,
+    /// A Node.js uncaught exception: `{type, message?, thrownAt?, frames:
+    /// [{function?, file, line, column}], properties?, stderrEventIds}`
+    /// (frames innermost first, as V8 prints them).
+    pub javascript: Option<Value>,
 }
 
 impl Diagnosis {
@@ -44,6 +52,7 @@ impl Diagnosis {
             && self.panic.is_none()
             && self.sanitizer.is_none()
             && self.python.is_none()
+            && self.javascript.is_none()
     }
 
     /// One line for a session's end reason, most specific report first.
@@ -55,7 +64,7 @@ impl Diagnosis {
                 s["error"].as_str().unwrap_or("error")
             ));
         }
-        if let Some(p) = &self.python {
+        if let Some(p) = self.python.as_ref().or(self.javascript.as_ref()) {
             return Some(match p["message"].as_str() {
                 Some(m) if !m.is_empty() => {
                     format!("uncaught {}: {m}", p["type"].as_str().unwrap_or("?"))
@@ -138,6 +147,7 @@ pub fn diagnose(lines: &[StderrLine]) -> Diagnosis {
     {
         d.python = None;
     }
+    d.javascript = javascript::node_uncaught(lines);
     d
 }
 
