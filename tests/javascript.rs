@@ -160,3 +160,57 @@ async fn uncaught_errors_and_rejections_are_crashes_and_process_exit_is_an_exit(
     );
     assert!(c.events(&id, Some("crash")).await.is_empty());
 }
+
+/// A TypeScript project compiled by the real `tsc` (npm, pinned in
+/// agent/package.json; `./dev test` installs it) with source maps: the
+/// crash's stack and throw site are in TypeScript terms, the compiled
+/// positions kept beside them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_typescript_crash_is_reported_in_typescript_terms() {
+    let tsc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../agent/node_modules/.bin/tsc");
+    assert!(
+        tsc.exists(),
+        "{} is missing: `./dev test` installs the agent's npm packages (typescript among them)",
+        tsc.display()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().canonicalize().unwrap();
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/javascript/ts");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for f in ["tsconfig.json", "src/orders.ts"] {
+        std::fs::copy(fixture.join(f), root.join(f)).unwrap();
+    }
+    let built = std::process::Command::new(&tsc)
+        .arg("-p")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "tsc: {built:?}");
+
+    let env = Env::new();
+    let c = env.client().await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["dist/orders.js"], "projectRoot": root, "cwd": root}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["state"], "crashed", "{st}");
+    let crash = &c.events(&id, Some("crash")).await[0];
+    let ts = root.join("src/orders.ts").display().to_string();
+    let js = root.join("dist/orders.js").display().to_string();
+    let top = &crash["stack"][0];
+    assert_eq!(
+        (&top["function"], &top["file"], &top["line"]),
+        (&json!("OrderBook.add"), &json!(ts), &json!(13)),
+        "the throw statement's line in orders.ts: {crash}"
+    );
+    assert_eq!(top["generated"]["file"], json!(js), "{top}");
+    assert_eq!(crash["exception"]["thrownAt"]["file"], json!(ts), "{crash}");
+    assert_eq!(crash["exception"]["thrownAt"]["line"], 13, "{crash}");
+    // The call site in the module's top level, line 21.
+    assert_eq!(crash["stack"][1]["line"], 21, "{crash}");
+}

@@ -13,6 +13,7 @@ pub mod index;
 pub mod pattern;
 pub mod resolvers;
 pub mod scope;
+pub mod source_maps;
 pub mod types;
 
 pub use debuginfo::DebugInfo;

@@ -21,6 +21,8 @@
 
 use super::StderrLine;
 use serde_json::{Map, Value, json};
+use std::path::Path;
+use strobe_symbols::source_maps::SourceMaps;
 
 /// The report, when the last lines of `lines` are one: `{type, message?,
 /// thrownAt?: {file, line}, frames: [{function?, file, line, column}],
@@ -78,6 +80,54 @@ pub fn node_uncaught(lines: &[StderrLine]) -> Option<Value> {
         out["properties"] = Value::Object(properties);
     }
     Some(out)
+}
+
+/// Puts the report's stack and throw site in the terms of the sources its
+/// generated files were compiled from (TypeScript, say), where a source
+/// map says: each mapped frame's `file`/`line`/`column` become the
+/// original's and the generated ones move to `generated`. Node prints
+/// generated positions unless it runs with `--enable-source-maps`.
+pub fn map_to_sources(report: &mut Value) {
+    let mut maps = SourceMaps::default();
+    let mut first: Option<(Value, Value)> = None;
+    if let Some(frames) = report["frames"].as_array_mut() {
+        for (i, f) in frames.iter_mut().enumerate() {
+            let (Some(file), Some(line), Some(column)) =
+                (f["file"].as_str(), f["line"].as_u64(), f["column"].as_u64())
+            else {
+                continue;
+            };
+            if !file.starts_with('/') {
+                continue;
+            }
+            let Some(o) = maps.original(Path::new(file), line as u32, column as u32) else {
+                continue;
+            };
+            f["generated"] = json!({"file": file, "line": line, "column": column});
+            f["file"] = json!(o.file.display().to_string());
+            f["line"] = json!(o.line);
+            f["column"] = json!(o.column);
+            if i == 0 {
+                first = Some((f["generated"].clone(), f.clone()));
+            }
+        }
+    }
+    let at = &mut report["thrownAt"];
+    let (Some(file), Some(line)) = (at["file"].as_str(), at["line"].as_u64()) else {
+        return;
+    };
+    // The innermost frame is where it was thrown, to the column.
+    let mapped = match &first {
+        Some((g, f)) if g["file"] == file && g["line"] == line => {
+            Some((f["file"].clone(), f["line"].clone()))
+        }
+        _ => maps
+            .original(Path::new(file), line as u32, 1)
+            .map(|o| (json!(o.file.display().to_string()), json!(o.line))),
+    };
+    if let Some((f, l)) = mapped {
+        *at = json!({"file": f, "line": l, "generated": {"file": file, "line": line}});
+    }
 }
 
 /// `Type: message` (an error), or a thrown value that is not one (its

@@ -16,6 +16,8 @@
 
 mod javascript;
 
+pub use javascript::map_to_sources;
+
 use serde_json::{Value, json};
 
 /// One captured stderr line and its event id.

@@ -317,9 +317,10 @@ impl SessionManager {
         &self,
         live: &Live,
         exit_code: Option<i32>,
-        report: Value,
+        mut report: Value,
         headline: Option<String>,
     ) {
+        crate::diagnosis::map_to_sources(&mut report);
         let mut exception =
             json!({"type": report["type"], "stderrEventIds": report["stderrEventIds"]});
         for key in ["message", "properties", "thrownAt"] {
