@@ -434,14 +434,7 @@ async fn no_free_sys_monitoring_tool_id_is_a_clear_refusal() {
         )
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while c.stdout_lines(&id).await.is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the program never printed"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    c.wait_stdout(&id).await;
     let r = c
         .reply(
             "debug_trace",

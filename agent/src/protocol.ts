@@ -23,6 +23,9 @@ export type HookTarget = [number, number, number[] | null, number, number];
 /** A Python function to trace: [id, source file, co_qualname]
  *  (crates/strobe-frida/src/agent_protocol/to_agent.rs, PyTarget). */
 export type PyTarget = [number, string, string];
+/** A JavaScript function to trace: [id, probe index]
+ *  (crates/strobe-frida/src/agent_protocol/to_agent.rs, JsTarget). */
+export type JsTarget = [number, number];
 
 /** The Python tracer's run-time matching (to_agent.rs, PyRuntimeMatch). */
 export interface PyRuntimeMatch { patterns: string[]; mainModule: string; firstId: number; maxIds: number }
@@ -154,9 +157,11 @@ export type ResumeOrder =
 /** Daemon → agent. `tracer` names the tracer a request is for
  *  (agent/src/tracers/index.ts); absent: "native", every request today. */
 export type DaemonMessage =
-    | { type: "hooks"; id: number; tracer?: string; action: "add"; functions: HookTarget[] | PyTarget[]; module?: string;
+    | { type: "hooks"; id: number; tracer?: string; action: "add"; functions: HookTarget[] | PyTarget[] | JsTarget[]; module?: string;
         /** Python only: run-time matching of code without a source file. */
         runtime?: PyRuntimeMatch;
+        /** JavaScript only: how many levels deep values are previewed. */
+        depth?: number;
         /** True while patterns are active: libraries loaded later must then
          *  be checked (and hooked) before their code runs. */
         watchLibraries: boolean;

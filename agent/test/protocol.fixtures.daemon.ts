@@ -75,6 +75,23 @@ export const daemonMessages = [
     },
     {
         "type": "hooks",
+        "id": 4,
+        "tracer": "javascript",
+        "action": "add",
+        "functions": [
+            [
+                8,
+                41
+            ]
+        ],
+        "sampling": false,
+        "hotCallsPerSecond": 100000,
+        "libraryWaitMs": 10000,
+        "depth": 3,
+        "watchLibraries": false
+    },
+    {
+        "type": "hooks",
         "id": 2,
         "tracer": "native",
         "action": "remove",

@@ -491,6 +491,15 @@ impl Client {
         }
     }
 
+    /// Waits (up to 30 s) until the session has printed a stdout line.
+    pub async fn wait_stdout(&self, id: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.stdout_lines(id).await.is_empty() {
+            assert!(Instant::now() < deadline, "session {id} never printed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The text of every stdout line of a session, in order.
     pub async fn stdout_lines(&self, id: &str) -> Vec<String> {
         self.events(id, Some("stdout"))

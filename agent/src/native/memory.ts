@@ -108,3 +108,17 @@ export function u64Bytes(p: NativePointer): number[] {
     for (let i = 0; i < 8; i++) b[i] = parseInt(hex.substr(14 - 2 * i, 2), 16);
     return b;
 }
+
+/** `text` as UTF-8 bytes (a lone surrogate as the three bytes it would
+ *  take, never an error), for C that reads strings out of raw memory. */
+export function utf8(text: string): number[] {
+    const out: number[] = [];
+    for (const ch of text) {
+        const c = ch.codePointAt(0)!;
+        if (c < 0x80) out.push(c);
+        else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+        else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+        else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    }
+    return out;
+}

@@ -4,6 +4,7 @@
 // a final drain before an exit, crash, fork or unload, detach on unload.
 import { nativeTracer } from "./native/index.js";
 import { pythonTracer } from "./python/index.js";
+import { javascriptTracer } from "./javascript/index.js";
 import { CrashContext } from "../protocol.js";
 import { Tracer } from "./tracer.js";
 
@@ -11,6 +12,7 @@ import { Tracer } from "./tracer.js";
 const TRACERS: readonly Tracer[] = [
     nativeTracer,
     pythonTracer,
+    javascriptTracer,
 ];
 
 /** The tracer a request that names none is for (every request today). */

@@ -61,6 +61,26 @@ export function sharedRing(): SharedRing {
     return provider();
 }
 
+/** Config word (u64 index) holding a function the native hooks call with
+ *  their thread's id before they write a record (0: none): the JavaScript
+ *  tracer's pump for that thread, so records its runtime made earlier on
+ *  the same thread reach the ring before the native one. */
+export const CONFIG_BEFORE_RECORD = 16;
+
+const pumps: Array<() => void> = [];
+
+/** A tracer whose records are made outside the ring (the JavaScript
+ *  tracer's, in the program's own buffers) moves them in with `pump`, which
+ *  the drain runs before each shipment; it must not wait for room. */
+export function addPump(pump: () => void): void {
+    pumps.push(pump);
+}
+
+/** Runs every pump (the drain, before it ships). */
+export function runPumps(): void {
+    for (const p of pumps) p();
+}
+
 /** Function ids a tracer records into the ring: their drops are counted
  *  and reported by the drain. */
 export function noteTracedIds(ids: number[]): void {

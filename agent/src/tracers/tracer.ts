@@ -36,6 +36,9 @@ export interface HookRequest extends TracerRequest {
     hotCallsPerSecond?: number;
     /** Most ms a thread loading a library waits for its hooks. */
     libraryWaitMs?: number;
+    /** JavaScript only: how many levels deep values are previewed
+     *  (serializationDepth; absent: unchanged). */
+    depth?: number;
 }
 
 /** "plans": replaces the capture plans of hooked functions (watches changed). */

@@ -78,6 +78,11 @@ impl StrobeHome {
     pub fn agent_cache_dir(&self) -> PathBuf {
         self.root.join("agent-cache")
     }
+    /// Files a session keeps besides its events (a Node.js program's
+    /// probed sources), under `sessions/<id>`.
+    pub fn session_dir(&self, id: &str) -> PathBuf {
+        self.root.join("sessions").join(id)
+    }
     /// Default location of the Python venv that holds the pinned `frida`.
     pub fn default_venv(&self) -> PathBuf {
         self.root.join("venv")

@@ -147,11 +147,12 @@ pub fn call_args(e: &Event, typed: Option<&Value>) -> String {
         Some(a) => a
             .iter()
             .map(|x| {
-                format!(
-                    "{}={}",
-                    x["name"].as_str().unwrap_or("?"),
+                let value = if x["type"] == "undefined" {
+                    "undefined".to_string()
+                } else {
                     short(&x["value"])
-                )
+                };
+                format!("{}={value}", x["name"].as_str().unwrap_or("?"))
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -197,8 +198,16 @@ pub fn event_line(
         Some(EventKind::FunctionExit) => {
             let ret = match typed {
                 Some(t) if t.get("exception").is_some() => {
-                    format!("raised {}", t["exception"]["type"].as_str().unwrap_or("?"))
+                    match t["exception"]["type"].as_str().unwrap_or("?") {
+                        // What a JavaScript function threw is in the
+                        // exception event where it was caught.
+                        "" => "threw".to_string(),
+                        ty => format!("raised {ty}"),
+                    }
                 }
+                // JSON has no `undefined`: a JavaScript payload says it in
+                // the value's type.
+                Some(t) if t["returnType"] == "undefined" => "undefined".to_string(),
                 _ => match typed.and_then(|t| t.get("returnValue")) {
                     Some(v) => v.to_string(),
                     None => format!("{:#x}", e.header.value),

@@ -3,7 +3,7 @@
 // (and run the function's capture plan), committed / release let the JS
 // drain ship them. Record layout and limits: layout.ts.
 import { CLOCK_ANCHOR_C } from "../clock.js";
-import { RING_WRITER_C } from "../ring.js";
+import { CONFIG_BEFORE_RECORD, RING_WRITER_C } from "../ring.js";
 import { PAYLOAD_MAX, WINDOW_NS } from "./layout.js";
 
 /** The C source. Its externs are bound in runtime.ts: ring, drops, fstate,
@@ -69,6 +69,12 @@ void thread_gone(void *p) {
 static int put(ThreadState *st, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
     return put_record(st->tid, func, kind, value, ts, payload, len);
 }
+
+/* Records another tracer made earlier on this thread go first (ring.ts
+   CONFIG_BEFORE_RECORD): called before an enter or exit is written, typed
+   or not. */
+#define BEFORE_RECORD(st) do { guint64 b_ = config[${CONFIG_BEFORE_RECORD}]; \
+    if (b_) ((void (*)(guint32))(gsize)b_)((st)->tid); } while (0)
 
 /* Copies len bytes at addr without ever faulting (unmapped memory just
    reads short): page by page through process_vm_readv on this process.
@@ -255,6 +261,7 @@ void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
     cs->typed = (guint16)typed;
     /* An enter that could not be recorded takes its exit with it. */
     if (record) {
+        BEFORE_RECORD(st);
         guint32 kind = 1 | (sampled ? SAMPLED : 0);
         const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
         if (plan) record = put_enter(st, func, kind, t, plan, r, stack);
@@ -269,6 +276,7 @@ void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
     if (!cs->record) return;
     ThreadState *st = cs->st;
     st->busy = 1;
+    BEFORE_RECORD(st);
     guint32 func = (guint32)fs->id;
     guint32 kind = 2 | (cs->sampled ? SAMPLED : 0);
     guint64 t;

@@ -2,7 +2,7 @@
 // records in chunks as `trace` messages, with flow control by the daemon's
 // acks, and now and then the per-function drop counts and sampling changes.
 import { send_ } from "../../protocol.js";
-import { tracedIds } from "../ring.js";
+import { runPumps, tracedIds } from "../ring.js";
 import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { existingRuntime, onRuntimeCreated } from "./runtime.js";
@@ -59,6 +59,7 @@ export function onTraceAck(n: number): void {
 export function drain(full = false): void {
     const rt = existingRuntime();
     if (rt === null) return;
+    runPumps();
     const { ring, committed, release, drops } = rt;
     // A full drain (exit, crash) also waits briefly for slots other threads
     // have reserved but not yet written.

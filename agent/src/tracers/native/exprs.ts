@@ -4,6 +4,7 @@
 // at exit) in scope. Costs a call into JS per traced call of those functions.
 import { send_ } from "../../protocol.js";
 import { ExprsRequest } from "../tracer.js";
+import { utf8 } from "../../native/memory.js";
 
 interface ExprWatch { label: string; fn: (args: NativePointer[], retval: NativePointer | undefined) => unknown }
 let exprs = new Map<number, ExprWatch>();
@@ -47,11 +48,6 @@ function exprJson(v: unknown): unknown {
     } catch (e) {
         return String(v);
     }
-}
-
-function utf8(text: string): number[] {
-    const bin = unescape(encodeURIComponent(text));
-    return Array.from(bin, c => c.charCodeAt(0));
 }
 
 /** Evaluates a function's expression watches into a record (called from the

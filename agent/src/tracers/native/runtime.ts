@@ -21,7 +21,8 @@ export interface Runtime {
     /** [0] calls per window above which a function is sampled, [1] sampling
      *  on, [2] pid, [3] pthread key of the per-thread state, [4] the
      *  expression watch evaluator (a NativeCallback), [5] set in a forked
-     *  child: record nothing, [8..15] the clock (clock.ts). */
+     *  child: record nothing, [8..15] the clock (clock.ts), [16] what the
+     *  hooks call before writing a record (ring.ts CONFIG_BEFORE_RECORD). */
     config: NativePointer;
     drops: NativePointer;
     /** Per function: its capture plan, or NULL (name and timing only). */

@@ -26,6 +26,7 @@ import { installPendingBreakpoints, pythonMemory as memoryOf, setPausedLocal, st
 import { noteTracedIds, PAYLOAD_MAX, sharedRing } from "../ring.js";
 import { DebugRequest, HookRequest, SyncRequest, Tracer } from "../tracer.js";
 import { CFG, LAYOUT, pyCModuleSource, TABLE_SLOT, THREAD_SLOTS } from "./cmodule.js";
+import { utf8 } from "../../native/memory.js";
 import { CPython, cpython, unsupported } from "./cpython.js";
 import { pauseCallbacks, setLocalWriter } from "./pause.js";
 import { STEPPER_SLOTS } from "./debug_c.js";
@@ -221,18 +222,6 @@ function fnv(s: string): bigint {
         h = (h * 1099511628211n) & mask;
     }
     return h | 1n;
-}
-
-function utf8(s: string): number[] {
-    const out: number[] = [];
-    for (const ch of s) {
-        const c = ch.codePointAt(0)!;
-        if (c < 0x80) out.push(c);
-        else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-        else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-        else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-    }
-    return out;
 }
 
 /** Puts the hooks in, now if the interpreter is up, else as soon as it

@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python` or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch` or `=overhead` (native tracing per call) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -14,6 +14,7 @@ use support::{Env, fixture};
 
 mod debugging;
 use debugging::{breakpoint_latency, memory_read_latency};
+mod javascript;
 mod processes;
 use processes::{fork_following, test_runs};
 mod python;
@@ -147,6 +148,14 @@ async fn main() {
             python_tracing(&c, runs).await;
             return;
         }
+        Ok("javascript") => {
+            javascript::javascript_tracing(&c, runs).await;
+            return;
+        }
+        Ok("javascript-launch") => {
+            javascript::javascript_launch(&c, runs).await;
+            return;
+        }
         Ok("overhead") => {
             trace_overhead(&c).await;
             return;
@@ -181,6 +190,7 @@ async fn main() {
     breakpoint_latency(&c).await;
     fork_following(&c).await;
     python_tracing(&c, runs).await;
+    javascript::javascript_tracing(&c, runs).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;

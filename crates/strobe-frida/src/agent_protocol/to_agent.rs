@@ -202,6 +202,10 @@ pub enum HookChange {
         /// against at run time (absent: unchanged).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runtime: Option<PyRuntimeMatch>,
+        /// JavaScript only: how many levels deep values are previewed
+        /// (`serializationDepth`; absent: unchanged).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        depth: Option<u32>,
     },
     /// Unhook these function ids.
     Remove {
@@ -224,7 +228,15 @@ pub enum HookFunctions {
     Native(Vec<HookTarget>),
     /// The Python tracer's: functions by source file and qualified name.
     Python(Vec<PyTarget>),
+    /// The JavaScript tracer's: functions by probe index.
+    JavaScript(Vec<JsTarget>),
 }
+
+/// One JavaScript function to trace (agent/src/tracers/javascript/): `[id,
+/// probe index]`, the probe the daemon wrote into its source as Node loaded
+/// it (strobe_symbols::resolvers::javascript::instrument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JsTarget(pub u32, pub u32);
 
 /// One Python function to trace (agent/src/tracers/python/): `[id, source
 /// file, co_qualname]`. The agent traces every code object with that file

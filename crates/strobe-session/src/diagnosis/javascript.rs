@@ -181,13 +181,7 @@ mod tests {
     use super::*;
 
     fn lines(text: &str) -> Vec<StderrLine> {
-        text.lines()
-            .enumerate()
-            .map(|(i, t)| StderrLine {
-                id: 10 + i as u64,
-                text: t.to_string(),
-            })
-            .collect()
+        super::super::test_lines(text, 10)
     }
 
     #[test]

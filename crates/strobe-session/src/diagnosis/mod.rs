@@ -305,18 +305,24 @@ fn sanitizer_report(lines: &[StderrLine], i: usize) -> Option<(Value, usize)> {
     ))
 }
 
+/// `text`'s lines as stderr events numbered from `first` (for tests).
+#[cfg(test)]
+pub(crate) fn test_lines(text: &str, first: u64) -> Vec<StderrLine> {
+    text.lines()
+        .enumerate()
+        .map(|(i, t)| StderrLine {
+            id: first + i as u64,
+            text: t.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn lines(text: &str) -> Vec<StderrLine> {
-        text.lines()
-            .enumerate()
-            .map(|(i, t)| StderrLine {
-                id: 100 + i as u64,
-                text: t.to_string(),
-            })
-            .collect()
+        test_lines(text, 100)
     }
 
     #[test]

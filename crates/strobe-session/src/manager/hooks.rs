@@ -1,8 +1,8 @@
 //! Tracing on a live session: patterns in, hooks out through the agent, and
 //! what the agent reports back (see `crate::trace` for the pure planning).
 
-use super::python_hooks;
 use super::{Live, SessionManager, parse_patterns, store_err, watch_target};
+use super::{javascript_hooks, python_hooks};
 use crate::SessionError;
 use crate::trace::{self, TraceOptions, TraceResponse, Tracer};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use std::time::Duration;
 use strobe_core::Settings;
 use strobe_frida::agent_protocol::{
     DaemonMessage, ExprsUpdated, FunctionPlan, HookChange, HookFunctions, HookTarget, HooksRequest,
-    HooksUpdated, PlansUpdated, PyTarget,
+    HooksUpdated, JsTarget, PlansUpdated, PyTarget,
 };
 use strobe_symbols::Language;
 
@@ -67,13 +67,20 @@ impl SessionManager {
             // Expression watches are compiled by the agent; one that does not
             // compile is refused (or, staged, dropped with a warning).
             // In a Python program they are Python, for the Python tracer.
+            // In a Node program, JavaScript run by Node's runtime.
             let exprs = tracer.expr_watches();
-            let python = tracer.has_language(Language::Python);
+            let to = if tracer.has_language(Language::Python) {
+                Some(python_hooks::PYTHON_TRACER.to_string())
+            } else if live.probed.is_some() {
+                Some(javascript_hooks::JAVASCRIPT_TRACER.to_string())
+            } else {
+                None
+            };
             let r: ExprsUpdated = self.agent_request(
                 live,
                 |id| DaemonMessage::Exprs {
                     id,
-                    tracer: python.then(|| python_hooks::PYTHON_TRACER.to_string()),
+                    tracer: to,
                     exprs,
                 },
                 timeout,
@@ -93,6 +100,10 @@ impl SessionManager {
                     return Err(SessionError::validation(text));
                 }
             }
+        }
+        if let Some(probed) = &live.probed {
+            let root = Path::new(&live.project_root);
+            warnings.extend(javascript_hooks::probe_named_packages(probed, add, root));
         }
         let plan = tracer.plan(add, remove);
         if !plan.new_rows.is_empty() {
@@ -119,7 +130,15 @@ impl SessionManager {
         let mut groups: Vec<(Option<String>, Vec<HookTarget>)> = Vec::new();
         let mut planned = 0usize;
         let mut python: Vec<PyTarget> = Vec::new();
+        let mut javascript: Vec<JsTarget> = Vec::new();
         for h in &plan.to_hook {
+            if h.language == Language::JavaScript {
+                match javascript_hooks::js_target(live.probed.as_deref(), tracer, h.id) {
+                    Ok(t) => javascript.push(t),
+                    Err(f) => failed.push(f),
+                }
+                continue;
+            }
             if h.language == Language::Python {
                 match python_hooks::py_target(tracer, h.id) {
                     Ok(t) => python.push(t),
@@ -164,6 +183,7 @@ impl SessionManager {
                 hot_calls_per_second: settings.hot_calls_per_second,
                 library_wait_ms: settings.library_wait_ms,
                 runtime: None,
+                depth: None,
             };
             let sent = std::time::Instant::now();
             let r = self.hooks_request(live, None, change, watch, timeout)?;
@@ -187,13 +207,36 @@ impl SessionManager {
             installed.extend(ok);
             failed.extend(bad);
         }
-        let (py_unhook, native_unhook): (Vec<u32>, Vec<u32>) = plan
-            .to_unhook
-            .iter()
-            .partition(|id| tracer.language_of(**id) == Some(Language::Python));
+        if live.probed.is_some() && !javascript.is_empty() && !tracer.expr_watches().is_empty() {
+            // The new functions' watch lists first: their first calls read them.
+            let ids: Vec<u32> = javascript.iter().map(|t| t.0).collect();
+            self.javascript_watch_plans(live, tracer, &ids, timeout)?;
+        }
+        if let Some((ok, bad)) = self.hook_javascript(
+            live,
+            tracer,
+            javascript,
+            replan && live.probed.is_some(),
+            watch,
+            settings,
+            timeout,
+        )? {
+            installed.extend(ok);
+            failed.extend(bad);
+        }
+        let (mut py_unhook, mut js_unhook, mut native_unhook) =
+            (Vec::new(), Vec::new(), Vec::new());
+        for id in &plan.to_unhook {
+            match tracer.language_of(*id) {
+                Some(Language::Python) => py_unhook.push(*id),
+                Some(Language::JavaScript) => js_unhook.push(*id),
+                _ => native_unhook.push(*id),
+            }
+        }
         for (name, functions) in [
             (None, native_unhook),
             (Some(python_hooks::PYTHON_TRACER), py_unhook),
+            (Some(javascript_hooks::JAVASCRIPT_TRACER), js_unhook),
         ] {
             if !functions.is_empty() {
                 let change = HookChange::Remove { functions };
@@ -206,7 +249,12 @@ impl SessionManager {
             // Watches or depth changed: every other hooked function gets a new plan.
             let mut plans = Vec::new();
             for id in tracer.planned_functions() {
-                if fresh.contains(&id) || tracer.language_of(id) == Some(Language::Python) {
+                if fresh.contains(&id)
+                    || matches!(
+                        tracer.language_of(id),
+                        Some(Language::Python | Language::JavaScript)
+                    )
+                {
                     continue;
                 }
                 let wire = register_plan(live, tracer, id).map(|(wire, _)| wire);
@@ -227,6 +275,9 @@ impl SessionManager {
         if tracer.has_language(Language::Python) && replan {
             self.python_watch_plans(live, tracer, &[], timeout)?;
         }
+        if live.probed.is_some() && replan {
+            self.javascript_watch_plans(live, tracer, &[], timeout)?;
+        }
         save_captures(&self.store, live, tracer);
         if !tracer.active_watches().is_empty() && tracer.hooked_count() == 0 {
             warnings.push(
@@ -237,7 +288,7 @@ impl SessionManager {
         }
         let (failed, python_warning) = python_hooks::python_failures(tracer, failed);
         warnings.extend(python_warning);
-        let (failed, js_warning) = python_hooks::javascript_failures(tracer, failed);
+        let (failed, js_warning) = javascript_hooks::javascript_failures(tracer, failed);
         warnings.extend(js_warning);
         if !failed.is_empty() {
             let examples: Vec<String> = failed
@@ -591,4 +642,18 @@ pub(super) fn save_captures(store: &strobe_store::Store, live: &Live, tracer: &m
             live.id
         );
     }
+}
+
+/// A function the agent could not trace, and why.
+pub(super) type Failure = (u32, String);
+
+/// The failures of functions of `language`, and the rest.
+pub(super) fn split_failures(
+    tracer: &Tracer,
+    failed: Vec<Failure>,
+    language: Language,
+) -> (Vec<Failure>, Vec<Failure>) {
+    failed
+        .into_iter()
+        .partition(|(id, _)| tracer.language_of(*id) == Some(language))
 }

@@ -109,6 +109,32 @@ impl SessionManager {
         let output = bridge
             .take_output()
             .expect("a fresh bridge has its output pipes");
+        // A Node.js program loads its sources with probes written in
+        // (javascript_hooks.rs); an attached one runs what it loaded.
+        let node = if program.language == strobe_symbols::Language::JavaScript
+            && req.attach_pid.is_none()
+        {
+            let pending = self.pending.lock().expect("pending lock").clone();
+            let patterns: Vec<_> = pending.iter().chain(&launch_patterns).collect();
+            let dir = self.home.session_dir(&id).join("js");
+            Some(
+                javascript_hooks::NodeLaunch::prepare(
+                    &dir,
+                    self.home.root(),
+                    &patterns,
+                    &project_root,
+                    &cwd,
+                    &program.args,
+                    &req.env,
+                )
+                .map_err(|e| {
+                    bridge.terminate();
+                    fail(e)
+                })?,
+            )
+        } else {
+            None
+        };
         let origin_ns = monotonic_ns();
         let (pid, output) = match req.attach_pid {
             Some(pid) => {
@@ -131,8 +157,23 @@ impl SessionManager {
                 (pid, None)
             }
             None => (
-                self.spawn_target(&req, &program, cwd, agent_js, &bridge, launch_timeout)
-                    .map_err(fail)?,
+                {
+                    // What the launch adds for Node.js goes with the
+                    // program's own environment.
+                    let mut spawned = req.clone();
+                    if let Some(node) = &node {
+                        spawned.env.extend(node.env.clone());
+                    }
+                    self.spawn_target(
+                        &spawned,
+                        &program,
+                        cwd.clone(),
+                        agent_js,
+                        &bridge,
+                        launch_timeout,
+                    )
+                    .map_err(fail)?
+                },
                 Some(output),
             ),
         };
@@ -207,6 +248,7 @@ impl SessionManager {
             journal: Mutex::new(None),
             gone: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
+            probed: node.as_ref().map(|n| n.probed.clone()),
             id_base: 0,
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
             rejected_messages: messages::RejectedMessages::default(),
@@ -245,21 +287,14 @@ impl SessionManager {
             .expect("desired lock")
             .update(&pending, &[], &pending_options);
         let mut warnings: Vec<String> = program.note.iter().cloned().collect();
+        warnings.extend(node.and_then(|n| n.warning));
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
-            // Index the binary in the background so a first debug_trace is quick.
-            let (cache, bin) = (self.symbol_cache_dir(), binary.clone());
-            let root = project_root.clone();
-            std::thread::spawn(move || {
-                let image = Image {
-                    path: &bin,
-                    kind: ImageKind::Program,
-                    project_root: &root,
-                    args: &[],
-                    env: &[],
-                };
-                let _ =
-                    resolvers::open(&image, Some(&cache), Some(strobe_symbols::Language::Native));
-            });
+            // Node's own symbols (a 100 MB binary) are not what a first
+            // pattern names; indexing them would take the CPU the
+            // program's start-up needs.
+            if program.language != strobe_symbols::Language::JavaScript {
+                self.index_in_background(&binary, &project_root);
+            }
             None
         } else {
             match self.apply_patterns(&live, &pending, &[], &pending_options, settings) {
@@ -360,6 +395,26 @@ impl SessionManager {
             paused,
             warnings,
         })
+    }
+
+    /// Indexes `binary`'s symbols on a thread of its own, so that a first
+    /// debug_trace is quick.
+    fn index_in_background(&self, binary: &std::path::Path, project_root: &std::path::Path) {
+        let (cache, bin, root) = (
+            self.symbol_cache_dir(),
+            binary.to_path_buf(),
+            project_root.to_path_buf(),
+        );
+        std::thread::spawn(move || {
+            let image = Image {
+                path: &bin,
+                kind: ImageKind::Program,
+                project_root: &root,
+                args: &[],
+                env: &[],
+            };
+            let _ = resolvers::open(&image, Some(&cache), Some(strobe_symbols::Language::Native));
+        });
     }
 
     /// Spawns `binary` suspended, with the agent loaded; returns its pid.

@@ -9,6 +9,7 @@ mod agent_requests;
 pub mod breakpoints;
 mod crash;
 pub(crate) mod hooks;
+mod javascript_hooks;
 mod launch;
 mod libraries;
 mod lifecycle;
@@ -151,6 +152,9 @@ struct Live {
     /// Root only: agent messages of the session's processes that did not
     /// fit the protocol and were rejected.
     rejected_messages: messages::RejectedMessages,
+    /// A Node.js program's probed sources (the session's: every process
+    /// shares them); `None` for any other program.
+    probed: Option<Arc<Mutex<strobe_symbols::resolvers::javascript::probes::ProbedProgram>>>,
 }
 
 /// Plans registered since they were last stored, and the length of each

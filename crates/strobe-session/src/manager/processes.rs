@@ -197,6 +197,7 @@ impl Live {
             journal: Mutex::new(None),
             gone: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
+            probed: root.probed.clone(),
             id_base,
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
             rejected_messages: super::messages::RejectedMessages::default(),

@@ -1,9 +1,8 @@
 //! The Python side of applying patterns: the targets and run-time patterns
 //! the agent's Python tracer gets (agent/src/tracers/python/), and how its
-//! failures are told apart from native ones (and the JavaScript ones, which
-//! no agent tracer takes yet).
+//! failures are told apart from native ones.
 
-use super::hooks::{HookOutcome, hook_outcome};
+use super::hooks::{Failure, HookOutcome, hook_outcome, split_failures};
 use super::{Live, SessionManager};
 use crate::SessionError;
 use crate::trace::Tracer;
@@ -21,9 +20,6 @@ pub(super) const PYTHON_TRACER: &str = "python";
 /// Where a process image's run-time Python ids start, above its tracer's
 /// (each image has `IDS_PER_IMAGE` = 2^18 ids from its `id_base`).
 const RUNTIME_IDS_FROM: u32 = 1 << 17;
-
-/// A function the agent could not trace, and why.
-type Failure = (u32, String);
 
 /// What the Python tracer hooks function `id` by: its file and
 /// `co_qualname` (the resolver's raw name).
@@ -71,9 +67,7 @@ pub(super) fn python_failures(
     tracer: &Tracer,
     failed: Vec<Failure>,
 ) -> (Vec<Failure>, Option<String>) {
-    let (python, native): (Vec<Failure>, Vec<Failure>) = failed
-        .into_iter()
-        .partition(|(id, _)| tracer.language_of(*id) == Some(Language::Python));
+    let (python, native) = split_failures(tracer, failed, Language::Python);
     let warning = python.first().map(|(_, why)| {
         format!(
             "{} matched Python functions cannot be traced: {why}",
@@ -81,34 +75,6 @@ pub(super) fn python_failures(
         )
     });
     (native, warning)
-}
-
-/// Takes the matched JavaScript functions out of `failed`: the agent has no
-/// JavaScript tracer yet, so one warning says what matched and what the
-/// session records instead.
-pub(super) fn javascript_failures(
-    tracer: &Tracer,
-    failed: Vec<Failure>,
-) -> (Vec<Failure>, Option<String>) {
-    let (js, rest): (Vec<Failure>, Vec<Failure>) = failed
-        .into_iter()
-        .partition(|(id, _)| tracer.language_of(*id) == Some(Language::JavaScript));
-    let warning = (!js.is_empty()).then(|| {
-        let examples: Vec<&str> = js
-            .iter()
-            .take(5)
-            .map(|(id, _)| tracer.name_of(*id).unwrap_or("?"))
-            .collect();
-        format!(
-            "{} JavaScript function(s) matched ({}{}), but tracing JavaScript calls is not built yet: this \
-             session records the program's output, exit and crashes; a native addon's functions can be \
-             traced with native patterns",
-            js.len(),
-            examples.join(", "),
-            if js.len() > examples.len() { ", …" } else { "" }
-        )
-    });
-    (rest, warning)
 }
 
 impl SessionManager {
@@ -122,8 +88,21 @@ impl SessionManager {
         about_to_hook: &[u32],
         timeout: Duration,
     ) -> Result<(), SessionError> {
-        let plans: Vec<FunctionPlan> = tracer
-            .python_watch_plans(about_to_hook)
+        let plans = tracer.dotted_watch_plans(Language::Python, about_to_hook);
+        self.send_watch_plans(live, PYTHON_TRACER, plans, timeout)
+    }
+
+    /// Sends a source-level tracer (`tracer`) the expression watch ids each
+    /// of its functions reads (every one listed, so an empty list takes its
+    /// watches away); nothing when there are no functions.
+    pub(super) fn send_watch_plans(
+        &self,
+        live: &Live,
+        tracer: &str,
+        plans: Vec<(u32, Vec<u8>)>,
+        timeout: Duration,
+    ) -> Result<(), SessionError> {
+        let plans: Vec<FunctionPlan> = plans
             .into_iter()
             .map(|(id, ids)| FunctionPlan(id, (!ids.is_empty()).then_some(ids)))
             .collect();
@@ -134,7 +113,7 @@ impl SessionManager {
             live,
             |id| DaemonMessage::Plans {
                 id,
-                tracer: Some(PYTHON_TRACER.to_string()),
+                tracer: Some(tracer.to_string()),
                 plans,
             },
             timeout,
@@ -165,6 +144,7 @@ impl SessionManager {
             hot_calls_per_second: settings.hot_calls_per_second,
             library_wait_ms: settings.library_wait_ms,
             runtime: python_session.then(|| runtime_match(live, tracer)),
+            depth: None,
         };
         let r = self.hooks_request(live, Some(PYTHON_TRACER), change, watch_libraries, timeout)?;
         Ok(Some(hook_outcome(&r)))

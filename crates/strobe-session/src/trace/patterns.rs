@@ -243,7 +243,9 @@ fn no_javascript_match_warning(pattern: &str) -> String {
         "pattern {pattern:?} matched no function, JavaScript (module.name, e.g. \"api.users.Router.handle\" \
          for src/api/users.ts, or \"auth.*\") or native; check the module name (the file's path from the \
          project root without its extension, a leading src/ dropped, an index file named by its directory) \
-         with a wider pattern such as \"@file:name.js\" or \"@usercode\". node_modules is not indexed"
+         with a wider pattern such as \"@file:name.js\" or \"@usercode\". A package in node_modules is \
+         named by its directory (\"ms.*\", \"minimatch.**\"). \
+         The pattern stays active: a native addon loaded later is checked for it as it loads"
     )
 }
 

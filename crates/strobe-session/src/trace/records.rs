@@ -190,8 +190,12 @@ pub fn decode_records(
         if kind == EventKind::Exception {
             // Raised in a traced Python function (caught there or not).
             if let Some((ty, message, line)) = python::raised(payload) {
-                let body =
-                    serde_json::json!({"exceptionType": ty, "message": message, "line": line});
+                // Line 0: not known (the JavaScript tracer learns what was
+                // thrown where it is caught, not where it was thrown).
+                let mut body = serde_json::json!({"exceptionType": ty, "message": message});
+                if line != 0 {
+                    body["line"] = line.into();
+                }
                 batch.push(
                     header(EventKind::Exception, FLAG_JSON, 0),
                     body.to_string().as_bytes(),

@@ -118,12 +118,16 @@ impl Tracer {
             .collect()
     }
 
-    /// For the Python tracer: per hooked Python function (and each of
-    /// `about_to_hook`), the ids of the expression watches read there (u16,
-    /// little-endian). Every hooked Python function is listed, so an empty
-    /// list takes its watches away. `on` patterns are matched in Python's
-    /// dotted names.
-    pub fn python_watch_plans(&self, about_to_hook: &[u32]) -> Vec<(u32, Vec<u8>)> {
+    /// For a source-level tracer (Python, JavaScript): per hooked function
+    /// of `language` (and each of `about_to_hook`), the ids of the
+    /// expression watches read there (u16, little-endian). Every hooked
+    /// function of that language is listed, so an empty list takes its
+    /// watches away. `on` patterns are matched in dotted names.
+    pub fn dotted_watch_plans(
+        &self,
+        language: strobe_symbols::Language,
+        about_to_hook: &[u32],
+    ) -> Vec<(u32, Vec<u8>)> {
         // Expression watches with their `on` in dotted names, compared
         // segment-wise as Python names are.
         let exprs: Vec<(Vec<Pattern>, u16)> = self
@@ -142,7 +146,7 @@ impl Tracer {
         self.hooked
             .iter()
             .chain(about_to_hook)
-            .filter(|id| self.language_of(**id) == Some(strobe_symbols::Language::Python))
+            .filter(|id| self.language_of(**id) == Some(language))
             .filter_map(|id| {
                 let name = self.name_of(*id)?.replace('.', "::");
                 let ids: Vec<u8> = exprs

@@ -28,6 +28,8 @@
 //! a value deeper than the depth limit is its type name and size only; a
 //! payload that ran out of room ends with [`Tag::Cut`].
 //!
+//! Version 3 is the JavaScript tracer's: see [`JAVASCRIPT_VERSION`].
+//!
 //! This is the stored form. In the record ring the agent writes a more
 //! compact one, which the daemon restores as it decodes: see [`ring_form`].
 
@@ -36,6 +38,12 @@ use serde_json::{Map, Value, json};
 /// First word of a Python payload, where a native one has its plan id (a
 /// plan id is a u16 counter and never reaches it).
 pub const PY_PAYLOAD_MARK: u32 = 0xFFFF;
+
+/// The version byte of the JavaScript tracer's payloads (agent/node/
+/// preload.cjs): version 2's layout, with `undefined` ([`Tag::Undefined`])
+/// and JavaScript's type names (`number`, `string`, `Array`, `Map`, a class
+/// instance's constructor name).
+pub const JAVASCRIPT_VERSION: u8 = 3;
 
 /// Value tags, in the agent's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,14 +91,16 @@ pub enum Tag {
     Class,
     /// A function: `name` (its qualified name).
     Function,
+    /// JavaScript's `undefined` (`None` is its `null`).
+    Undefined,
 }
 
 impl Tag {
     fn from_u8(b: u8) -> Option<Tag> {
         use Tag::*;
-        const ALL: [Tag; 21] = [
+        const ALL: [Tag; 22] = [
             None, True, False, Int, BigInt, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet,
-            Object, Deep, Opaque, Cut, Subclass, Exception, Class, Function,
+            Object, Deep, Opaque, Cut, Subclass, Exception, Class, Function, Undefined,
         ];
         ALL.get(b as usize).copied()
     }

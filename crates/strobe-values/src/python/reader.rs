@@ -8,6 +8,9 @@ pub(super) struct Reader<'a> {
     data: &'a [u8],
     pub(super) at: usize,
     pub(super) cut: bool,
+    /// The payload is the JavaScript tracer's (version 3): types take
+    /// JavaScript's names.
+    javascript: bool,
 }
 
 /// Containers deeper than this in a payload are not followed (the agent's
@@ -26,6 +29,7 @@ impl<'a> Reader<'a> {
             data: payload.get(..len).unwrap_or(&[]),
             at: 9,
             cut: false,
+            javascript: payload.get(8) == Some(&super::JAVASCRIPT_VERSION),
         }
     }
 
@@ -50,11 +54,30 @@ impl<'a> Reader<'a> {
         Some(String::from_utf8_lossy(self.take(n)?).into_owned())
     }
 
-    /// A value and its Python type name.
+    /// A value and its type's name (Python's, or JavaScript's in a
+    /// JavaScript payload).
     pub(super) fn typed(&mut self) -> (String, Value) {
         let at = self.at;
         let ty = self.data.get(at).and_then(|b| Tag::from_u8(*b));
         let value = self.value(0);
+        let js = match ty {
+            _ if !self.javascript => None,
+            Some(Tag::None) => Some("null"),
+            Some(Tag::Undefined) => Some("undefined"),
+            Some(Tag::True | Tag::False) => Some("boolean"),
+            Some(Tag::Int | Tag::Float) => Some("number"),
+            Some(Tag::BigInt) => Some("bigint"),
+            Some(Tag::Str) => Some("string"),
+            Some(Tag::Bytes) => Some("Uint8Array"),
+            Some(Tag::List) => Some("Array"),
+            Some(Tag::Dict) => Some("Map"),
+            Some(Tag::Set) => Some("Set"),
+            Some(Tag::Class) => Some("class"),
+            _ => None,
+        };
+        if let Some(name) = js {
+            return (name.to_string(), value);
+        }
         let name = match ty {
             Some(Tag::None) => "NoneType".to_string(),
             Some(Tag::True | Tag::False) => "bool".into(),
@@ -75,6 +98,7 @@ impl<'a> Reader<'a> {
                     data: self.data,
                     at: at + 1,
                     cut: false,
+                    javascript: self.javascript,
                 };
                 peek.name().unwrap_or_else(|| "?".into())
             }
@@ -115,10 +139,21 @@ impl<'a> Reader<'a> {
         let items = |r: &mut Self| -> (u32, u32) { (r.u32().unwrap_or(0), r.u32().unwrap_or(0)) };
         let more = |total: u32, shown: u32| format!("… {} more", total - shown);
         match tag {
-            Tag::None => Value::Null,
+            Tag::None | Tag::Undefined => Value::Null,
             Tag::True => Value::Bool(true),
             Tag::False => Value::Bool(false),
             Tag::Int => json!(self.u64().unwrap_or(0) as i64),
+            Tag::BigInt if self.javascript => {
+                // `u8 flags` (1 negative, 2 over 64 bits), `u64` magnitude.
+                let flags = self.u8().unwrap_or(0);
+                let magnitude = self.u64().unwrap_or(0);
+                let sign = if flags & 1 != 0 { "-" } else { "" };
+                if flags & 2 != 0 {
+                    json!(format!("<{sign}bigint over 64 bits>"))
+                } else {
+                    json!(format!("{sign}{magnitude}n"))
+                }
+            }
             Tag::BigInt => {
                 let neg = self.u8().unwrap_or(0) != 0;
                 let bits = self.u64().unwrap_or(0);
@@ -136,6 +171,9 @@ impl<'a> Reader<'a> {
                 let bytes = self.take(shown as usize).unwrap_or(&[]);
                 let mut s = if tag == Tag::Str {
                     String::from_utf8_lossy(bytes).into_owned()
+                } else if self.javascript {
+                    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                    format!("<Buffer {}>", hex.join(" "))
                 } else {
                     bytes_literal(bytes)
                 };
@@ -173,7 +211,10 @@ impl<'a> Reader<'a> {
                 let ty = self.name().unwrap_or_default();
                 let (total, shown) = items(self);
                 let mut m = Map::new();
-                m.insert("$type".into(), Value::String(ty));
+                // A JavaScript object literal's type goes without saying.
+                if !(self.javascript && ty == "Object") {
+                    m.insert("$type".into(), Value::String(ty));
+                }
                 for _ in 0..shown {
                     let k = self.name().unwrap_or_default();
                     let v = self.value(nesting + 1);
@@ -193,8 +234,11 @@ impl<'a> Reader<'a> {
             }
             Tag::Opaque => {
                 let ty = self.name().unwrap_or_default();
-                let addr = self.u64().unwrap_or(0);
-                json!(format!("<{ty} object at {addr:#x}>"))
+                match self.u64().unwrap_or(0) {
+                    // The JavaScript tracer has no addresses to give.
+                    0 => json!(format!("<{ty}>")),
+                    addr => json!(format!("<{ty} object at {addr:#x}>")),
+                }
             }
             Tag::Cut => {
                 self.cut = true;

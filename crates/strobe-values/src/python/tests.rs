@@ -279,3 +279,62 @@ fn truncated_and_corrupt_payloads_never_panic() {
     junk[12] = 200;
     let _ = decode(&junk);
 }
+
+#[test]
+fn a_javascript_payload_names_types_the_javascript_way() {
+    let enter = W::new(0)
+        .version(JAVASCRIPT_VERSION)
+        .u8(5)
+        .name("a")
+        .name("n")
+        .name("big")
+        .name("buf")
+        .name("point")
+        .u8(Tag::Undefined as u8)
+        .u8(Tag::Int as u8)
+        .u64(7)
+        .u8(Tag::BigInt as u8)
+        .u8(1)
+        .u64(12)
+        .u8(Tag::Bytes as u8)
+        .u32(2)
+        .u32(2)
+        .raw(b"hi")
+        .u8(Tag::Object as u8)
+        .name("Object")
+        .u32(1)
+        .u32(1)
+        .name("x")
+        .u8(Tag::Opaque as u8)
+        .name("Promise")
+        .u64(0)
+        .done();
+    let v = decode(&enter);
+    let args = v["arguments"].as_array().unwrap();
+    let got: Vec<(&str, &Value)> = args
+        .iter()
+        .map(|a| (a["type"].as_str().unwrap(), &a["value"]))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("undefined", &Value::Null),
+            ("number", &json!(7)),
+            ("bigint", &json!("-12n")),
+            ("Uint8Array", &json!("<Buffer 68 69>")),
+            ("Object", &json!({"x": "<Promise>"})),
+        ]
+    );
+    // A synchronous exit by a throw: no type (the exception record has it)
+    // and reported elsewhere, so no event of its own.
+    let threw = W::new(2)
+        .version(JAVASCRIPT_VERSION)
+        .name("")
+        .u8(Tag::List as u8)
+        .u32(0)
+        .u32(0)
+        .u8(1)
+        .done();
+    assert_eq!(exception_of(&threw), Some((String::new(), None)));
+    assert!(raised_in_frame(&threw));
+}

@@ -5,7 +5,10 @@
 //!
 //! It opens on the program image when that is `node`. It parses every
 //! source under the project root up front (`.js .mjs .cjs .jsx .ts .mts
-//! .cts .tsx`, never `node_modules` or a dot-directory); compiled output
+//! .cts .tsx`, never `node_modules` or a dot-directory), and a package in
+//! `node_modules` when a pattern's first segment names it (`semver.**`:
+//! its modules named from `node_modules`, `semver.functions.parse`);
+//! compiled output
 //! that ends with a `//# sourceMappingURL=` comment is left out, since its
 //! functions are listed from the sources it was compiled from. Patterns use
 //! dotted names like Python's: `Router.*` (`*` one segment), `api.**` (any
@@ -19,21 +22,22 @@
 //! dependency tree); its crates add about 20 s to a debug build from
 //! scratch on two cores.
 //!
-//! What this resolver gives today is names, files, lines and parameters
-//! before anything runs; no agent tracer hooks JavaScript functions yet,
-//! and the daemon says so when a pattern matches them.
+//! Its functions are traced through probes written into the sources
+//! (`instrument.rs`, `probes.rs`).
 
+pub mod instrument;
 mod parse;
+pub mod probes;
 mod program;
 
 use super::{Image, ImageKind, Registration, dotted_pattern, source_targets};
 use crate::pattern::Pattern;
 use crate::{FunctionInfo, Language, Resolution, SymbolError, SymbolResolver};
-pub use parse::{ParsedFile, ParsedFunction, parse_source};
+pub use parse::{ParsedFile, ParsedFunction, ProbeSite, ReturnSite, parse_source};
 pub use program::{is_node, is_source, module_name, script_of};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The JavaScript resolver in the registry: opens on a program image that
 /// is Node.js.
@@ -78,13 +82,37 @@ pub struct JsFunction {
     colon_name: String,
 }
 
+/// Most packages one resolver loads (each one batch of its append-only
+/// table).
+const MAX_PACKAGES: usize = 256;
+
+/// One loaded package's functions, and the index of its first.
+type PackageBatch = (usize, Vec<JsFunction>);
+
 /// The JavaScript resolver over one Node.js program.
 #[derive(Debug)]
 pub struct JavaScriptResolver {
     node: Arc<Path>,
+    root: PathBuf,
     functions: Vec<JsFunction>,
     files: Vec<PathBuf>,
     warnings: Vec<String>,
+    /// Packages a pattern named, loaded then: append-only (a slot, once
+    /// set, never changes), so `function` can hand out borrows while
+    /// patterns load more. Each holds its first function index.
+    packages: Box<[OnceLock<PackageBatch>]>,
+    loaded: Mutex<Vec<PathBuf>>,
+}
+
+/// The package under `root/node_modules` a dotted pattern's first segment
+/// names (`semver.**` → `node_modules/semver`), when there is one.
+pub fn named_package(pattern: &str, root: &Path) -> Option<PathBuf> {
+    let first = pattern.split('.').next()?;
+    if first.is_empty() || first.starts_with('@') || first.contains(['*', '?', '[', '/']) {
+        return None;
+    }
+    let dir = root.join("node_modules").join(first);
+    dir.is_dir().then(|| canonical(&dir))
 }
 
 impl JavaScriptResolver {
@@ -141,18 +169,7 @@ impl JavaScriptResolver {
             let module = module_name(&file, &root);
             let path = file.to_string_lossy().into_owned();
             for f in parsed.functions {
-                let name = format!("{module}.{}", f.qualname);
-                functions.push(JsFunction {
-                    colon_name: name.replace('.', "::"),
-                    name,
-                    qualname: f.qualname,
-                    module: module.clone(),
-                    file: path.clone(),
-                    line: f.line,
-                    is_async: f.is_async,
-                    is_generator: f.is_generator,
-                    parameters: f.parameters,
-                });
+                functions.push(js_function(&module, &path, f));
             }
             kept.push(file);
         }
@@ -161,15 +178,92 @@ impl JavaScriptResolver {
         }
         JavaScriptResolver {
             node: Arc::from(image.path),
+            root,
             functions,
             files: kept,
             warnings,
+            packages: (0..MAX_PACKAGES).map(|_| OnceLock::new()).collect(),
+            loaded: Mutex::new(Vec::new()),
         }
     }
 
-    /// Every function indexed, in file then source order.
+    /// The project's functions, in file then source order.
     pub fn functions(&self) -> &[JsFunction] {
         &self.functions
+    }
+
+    /// Every function indexed: the project's, then the packages' loaded.
+    fn all(&self) -> impl Iterator<Item = (usize, &JsFunction)> {
+        self.functions.iter().enumerate().chain(
+            self.packages
+                .iter()
+                .map_while(OnceLock::get)
+                .flat_map(|(start, fs)| fs.iter().enumerate().map(move |(i, f)| (start + i, f))),
+        )
+    }
+
+    fn function_at(&self, index: usize) -> Option<&JsFunction> {
+        if let Some(f) = self.functions.get(index) {
+            return Some(f);
+        }
+        self.packages
+            .iter()
+            .map_while(OnceLock::get)
+            .find(|(start, fs)| (*start..start + fs.len()).contains(&index))
+            .map(|(start, fs)| &fs[index - start])
+    }
+
+    /// Indexes the package at `dir` (its sources, not its own
+    /// `node_modules`), named from `node_modules` (`semver/functions/
+    /// parse.js` → `semver.functions.parse`), unless it was.
+    fn load_package(&self, dir: &Path) {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if loaded.iter().any(|d| d == dir) || loaded.len() >= MAX_PACKAGES {
+            return;
+        }
+        let Some(modules) = dir.parent() else { return };
+        let mut files = Vec::new();
+        program::walk_sources(dir, &mut files);
+        let parsed: Vec<_> = files
+            .par_iter()
+            .map(|f| std::fs::read_to_string(f).map(|text| parse_source(f, &text)))
+            .collect();
+        let start = self.functions.len()
+            + self
+                .packages
+                .iter()
+                .map_while(OnceLock::get)
+                .map(|(_, fs)| fs.len())
+                .sum::<usize>();
+        let mut functions = Vec::new();
+        for (file, parsed) in files.iter().zip(parsed) {
+            let Ok(parsed) = parsed else { continue };
+            let module = module_name(file, modules);
+            let path = file.to_string_lossy().into_owned();
+            for f in parsed.functions {
+                functions.push(js_function(&module, &path, f));
+            }
+        }
+        let slot = loaded.len();
+        loaded.push(dir.to_path_buf());
+        // The lock makes this the only writer of this slot.
+        let _ = self.packages[slot].set((start, functions));
+    }
+}
+
+/// A parsed function of `file` (module `module`), as the resolver lists it.
+fn js_function(module: &str, file: &str, f: ParsedFunction) -> JsFunction {
+    let name = format!("{module}.{}", f.qualname);
+    JsFunction {
+        colon_name: name.replace('.', "::"),
+        name,
+        qualname: f.qualname,
+        module: module.to_string(),
+        file: file.to_string(),
+        line: f.line,
+        is_async: f.is_async,
+        is_generator: f.is_generator,
+        parameters: f.parameters,
     }
 }
 
@@ -197,7 +291,12 @@ impl SymbolResolver for JavaScriptResolver {
     fn resolve_pattern(&self, pattern: &Pattern, _project_root: &Path) -> Resolution {
         let dotted = match pattern {
             Pattern::Glob { text, .. } => match dotted_pattern(text) {
-                Some(p) => Some(p),
+                Some(p) => {
+                    if let Some(dir) = named_package(text, &self.root) {
+                        self.load_package(&dir);
+                    }
+                    Some(p)
+                }
                 None => return Resolution::default(),
             },
             _ => None,
@@ -208,18 +307,18 @@ impl SymbolResolver for JavaScriptResolver {
             (Pattern::File(part), _) => f.file.contains(part.as_str()),
             (Pattern::Glob { .. }, None) => false,
         };
+        // `@usercode` is the project's own code, never a package's.
+        let user = self.functions.len();
         source_targets(
             &self.node,
-            self.functions
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| matches(f))
+            self.all()
+                .filter(|(i, f)| matches(f) && (*i < user || !matches!(pattern, Pattern::UserCode)))
                 .map(|(i, f)| (i, f.name.as_str())),
         )
     }
 
     fn function(&self, index: usize) -> Option<FunctionInfo<'_>> {
-        let f = self.functions.get(index)?;
+        let f = self.function_at(index)?;
         Some(FunctionInfo {
             name: &f.name,
             name_raw: Some(&f.qualname),
@@ -229,8 +328,7 @@ impl SymbolResolver for JavaScriptResolver {
     }
 
     fn parameters(&self, index: usize) -> Vec<String> {
-        self.functions
-            .get(index)
+        self.function_at(index)
             .map(|f| f.parameters.clone())
             .unwrap_or_default()
     }

@@ -21,13 +21,15 @@
 
 use oxc_allocator::Allocator;
 use oxc_ast::ast::{
-    ArrowFunctionExpression, AssignmentExpression, AssignmentTarget, BindingPattern, Class,
-    ExportDefaultDeclaration, ExportDefaultDeclarationKind, Expression, FormalParameters, Function,
-    MethodDefinition, MethodDefinitionKind, ObjectProperty, PropertyDefinition, PropertyKey,
-    PropertyKind, VariableDeclarator,
+    ArrowFunctionBody, ArrowFunctionExpression, AssignmentExpression, AssignmentTarget,
+    BindingPattern, CatchClause, Class, ExportDefaultDeclaration, ExportDefaultDeclarationKind,
+    Expression, FormalParameters, Function, FunctionBody, MethodDefinition, MethodDefinitionKind,
+    ObjectProperty, PropertyDefinition, PropertyKey, PropertyKind, ReturnStatement,
+    VariableDeclarator,
 };
 use oxc_ast_visit::{Visit, walk};
 use oxc_parser::Parser;
+use oxc_span::GetSpan;
 use oxc_span::{SourceType, Span};
 use oxc_syntax::scope::ScopeFlags;
 use std::path::Path;
@@ -39,6 +41,8 @@ pub struct ParsedFunction {
     pub qualname: String,
     /// 1-based line where it starts (for a method, its name's line).
     pub line: u32,
+    /// 1-based column there (bytes).
+    pub column: u32,
     /// `async`.
     pub is_async: bool,
     /// A generator (`function*`).
@@ -46,6 +50,52 @@ pub struct ParsedFunction {
     /// Its parameters' names (`{…}`/`[…]` for a destructured one, the
     /// rest parameter's name for `...rest`).
     pub parameters: Vec<String>,
+    /// Where a probe goes in its source (`instrument.rs`).
+    pub site: ProbeSite,
+}
+
+/// The places in a function's source a probe is written into: byte
+/// offsets into the file's text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProbeSite {
+    /// Where the body's code starts: after `{` and any directives (`"use
+    /// strict"` must stay first), or an arrow's expression body.
+    pub body_start: u32,
+    /// Where it ends: the closing `}`, or the end of the expression.
+    pub body_end: u32,
+    /// The body is an expression (`x => x + 1`).
+    pub expression_body: bool,
+    /// The `return` statements of this function (not of functions inside it).
+    pub returns: Vec<ReturnSite>,
+    /// A JavaScript array literal of the parameters' values as the body
+    /// sees them: `[a, {b, c}, rest]` (a destructured parameter as an
+    /// object or array of the names it binds).
+    pub arguments: String,
+}
+
+/// A `return` statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReturnSite {
+    /// The statement's span.
+    pub start: u32,
+    /// Its end (after the `;` when it has one).
+    pub end: u32,
+    /// The returned expression's span, when there is one.
+    pub argument: Option<(u32, u32)>,
+}
+
+/// A `catch` clause: where a thrown value is seen (`instrument.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatchSite {
+    /// Just after the `catch` keyword (where `catch {` gets a binding).
+    pub keyword_end: u32,
+    /// Just after the body's `{`.
+    pub body_start: u32,
+    /// The name the clause binds the thrown value to; `None` for `catch
+    /// {` and for a destructured binding.
+    pub binding: Option<String>,
+    /// The clause has a binding (`catch (e)` or `catch ({ message })`).
+    pub has_binding: bool,
 }
 
 /// What a file gave.
@@ -53,10 +103,14 @@ pub struct ParsedFunction {
 pub struct ParsedFile {
     /// Its named functions, in source order.
     pub functions: Vec<ParsedFunction>,
+    /// Its `catch` clauses, in source order.
+    pub catches: Vec<CatchSite>,
     /// The first syntax error (`line N: message`) and how many there were.
     pub syntax_error: Option<(String, usize)>,
     /// It ends with a `//# sourceMappingURL=` comment: compiled output.
     pub has_source_map: bool,
+    /// It is an ES module (`import`/`export` declarations).
+    pub is_module: bool,
 }
 
 /// Parses `text`, a file named `path` (its extension decides JavaScript
@@ -70,7 +124,9 @@ pub fn parse_source(path: &Path, text: &str) -> ParsedFile {
         lines: &lines,
         scopes: Vec::new(),
         pending: None,
+        frames: Vec::new(),
         out: Vec::new(),
+        catches: Vec::new(),
     };
     namer.visit_program(&ret.program);
     let errors: Vec<_> = ret.diagnostics.errors().collect();
@@ -80,7 +136,9 @@ pub fn parse_source(path: &Path, text: &str) -> ParsedFile {
         (format!("{place}{}", e.message), errors.len())
     });
     ParsedFile {
+        is_module: ret.module_record.has_module_syntax,
         functions: namer.out,
+        catches: namer.catches,
         syntax_error,
         has_source_map: text
             .trim_end()
@@ -110,6 +168,12 @@ impl LineIndex {
     fn line(&self, offset: u32) -> u32 {
         self.starts.partition_point(|s| *s <= offset) as u32
     }
+
+    /// Byte offset → 1-based column.
+    fn column(&self, offset: u32) -> u32 {
+        let line = self.line(offset) as usize;
+        offset - self.starts[line - 1] + 1
+    }
 }
 
 /// Walks a file keeping the chain of named scopes.
@@ -121,7 +185,12 @@ struct Namer<'l> {
     /// walk reaches next, from the binding, property or assignment that
     /// holds it.
     pending: Option<(String, Span)>,
+    /// The functions the walk is in, innermost last: the index in `out`
+    /// of a listed one, `None` for an anonymous one (its `return`s are
+    /// its own).
+    frames: Vec<Option<usize>>,
     out: Vec<ParsedFunction>,
+    catches: Vec<CatchSite>,
 }
 
 impl Namer<'_> {
@@ -134,6 +203,7 @@ impl Namer<'_> {
         q
     }
 
+    /// Lists a function; returns its index in `out`.
     fn add(
         &mut self,
         name: &str,
@@ -141,15 +211,22 @@ impl Namer<'_> {
         is_async: bool,
         is_generator: bool,
         params: &FormalParameters<'_>,
-    ) {
+        site: ProbeSite,
+    ) -> usize {
         let qualname = self.qualify(name);
         self.out.push(ParsedFunction {
             qualname,
             line: self.lines.line(at.start),
+            column: self.lines.column(at.start),
             is_async,
             is_generator,
             parameters: parameter_names(params),
+            site: ProbeSite {
+                arguments: argument_values(params),
+                ..site
+            },
         });
+        self.out.len() - 1
     }
 
     /// Names the function or class an expression is, if it is one.
@@ -178,6 +255,59 @@ fn key_name(key: &PropertyKey<'_>) -> Option<String> {
         PropertyKey::PrivateIdentifier(id) => Some(format!("#{}", id.name)),
         _ => key.static_name().map(|n| n.into_owned()),
     }
+}
+
+/// A block body's probe site (after its directives).
+fn block_site(body: &FunctionBody<'_>) -> ProbeSite {
+    let start = body
+        .directives
+        .last()
+        .map_or(body.span.start + 1, |d| d.span.end);
+    ProbeSite {
+        body_start: start,
+        body_end: body.span.end.saturating_sub(1),
+        ..ProbeSite::default()
+    }
+}
+
+/// An arrow function's probe site.
+fn arrow_site(it: &ArrowFunctionExpression<'_>) -> ProbeSite {
+    match &it.body {
+        ArrowFunctionBody::FunctionBody(body) => block_site(body),
+        e => ProbeSite {
+            body_start: e.span().start,
+            body_end: e.span().end,
+            expression_body: true,
+            ..ProbeSite::default()
+        },
+    }
+}
+
+/// See [`ProbeSite::arguments`].
+fn argument_values(params: &FormalParameters<'_>) -> String {
+    fn value(p: &BindingPattern<'_>) -> String {
+        match p {
+            BindingPattern::BindingIdentifier(id) => id.name.to_string(),
+            BindingPattern::AssignmentPattern(a) => value(&a.left),
+            BindingPattern::ObjectPattern(_) | BindingPattern::ArrayPattern(_) => {
+                let names: Vec<String> = p
+                    .get_binding_identifiers()
+                    .iter()
+                    .map(|id| id.name.to_string())
+                    .collect();
+                let (open, close) = match p {
+                    BindingPattern::ArrayPattern(_) => ('[', ']'),
+                    _ => ('{', '}'),
+                };
+                format!("{open}{}{close}", names.join(", "))
+            }
+        }
+    }
+    let mut values: Vec<String> = params.items.iter().map(|p| value(&p.pattern)).collect();
+    if let Some(rest) = &params.rest {
+        values.push(value(&rest.rest.argument));
+    }
+    format!("[{}]", values.join(", "))
 }
 
 fn parameter_names(params: &FormalParameters<'_>) -> Vec<String> {
@@ -239,27 +369,67 @@ impl<'a> Visit<'a> for Namer<'_> {
             .map(|(n, _)| n.clone())
             .or_else(|| it.id.as_ref().map(|id| id.name.to_string()));
         let Some(name) = name else {
+            self.frames.push(None);
             walk::walk_function(self, it, flags);
+            self.frames.pop();
             return;
         };
-        if it.body.is_some() {
+        let index = it.body.as_ref().map(|body| {
             let at = pending.map_or(it.span, |(_, s)| s);
-            self.add(&name, at, it.r#async, it.generator, &it.params);
-        }
+            self.add(
+                &name,
+                at,
+                it.r#async,
+                it.generator,
+                &it.params,
+                block_site(body),
+            )
+        });
         self.scopes.push(name);
+        self.frames.push(index);
         walk::walk_function(self, it, flags);
+        self.frames.pop();
         self.scopes.pop();
     }
 
     fn visit_arrow_function_expression(&mut self, it: &ArrowFunctionExpression<'a>) {
         let Some((name, at)) = self.pending.take() else {
+            self.frames.push(None);
             walk::walk_arrow_function_expression(self, it);
+            self.frames.pop();
             return;
         };
-        self.add(&name, at, it.r#async, false, &it.params);
+        let index = self.add(&name, at, it.r#async, false, &it.params, arrow_site(it));
         self.scopes.push(name);
+        self.frames.push(Some(index));
         walk::walk_arrow_function_expression(self, it);
+        self.frames.pop();
         self.scopes.pop();
+    }
+
+    fn visit_catch_clause(&mut self, it: &CatchClause<'a>) {
+        let binding = it.param.as_ref().and_then(|p| match &p.pattern {
+            BindingPattern::BindingIdentifier(id) => Some(id.name.to_string()),
+            _ => None,
+        });
+        self.catches.push(CatchSite {
+            keyword_end: it.span.start + "catch".len() as u32,
+            body_start: it.body.span.start + 1,
+            binding,
+            has_binding: it.param.is_some(),
+        });
+        walk::walk_catch_clause(self, it);
+    }
+
+    fn visit_return_statement(&mut self, it: &ReturnStatement<'a>) {
+        if let Some(Some(index)) = self.frames.last() {
+            self.out[*index].site.returns.push(ReturnSite {
+                start: it.span.start,
+                end: it.span.end,
+                argument: it.argument.as_ref().map(|a| (a.span().start, a.span().end)),
+            });
+        }
+        walk::walk_return_statement(self, it);
     }
 
     fn visit_class(&mut self, it: &Class<'a>) {
@@ -345,15 +515,5 @@ impl<'a> Visit<'a> for Namer<'_> {
             self.pending = Some(("default".into(), it.span));
         }
         walk::walk_export_default_declaration(self, it);
-    }
-}
-
-trait KeySpan {
-    fn span(&self) -> Span;
-}
-
-impl KeySpan for PropertyKey<'_> {
-    fn span(&self) -> Span {
-        oxc_span::GetSpan::span(self)
     }
 }

@@ -182,10 +182,291 @@ fn the_resolver_indexes_the_project_and_matches_dotted_patterns() {
     assert!(f.file.unwrap().ends_with("src/auth.ts"));
     assert_eq!(f.line, Some(1));
     assert_eq!(r.parameters(1), ["t"]);
+    // A package is indexed when a pattern names it, named from
+    // node_modules, numbered after the project's functions; `@usercode`
+    // still means the project's own code.
+    assert_eq!(resolve("dep.*"), ["dep.hidden"]);
+    let hidden = r.function(4).unwrap();
+    assert_eq!(hidden.name, "dep.hidden");
+    assert!(hidden.file.unwrap().ends_with("node_modules/dep/index.js"));
+    assert_eq!(resolve("@usercode").len(), 4);
+    assert_eq!(resolve("dep.hidden"), ["dep.hidden"], "indexed once");
+    assert!(resolve("nodep.*").is_empty());
     assert!(
         super::super::open(&image, None, None).iter().any(|o| o
             .as_ref()
             .is_ok_and(|r| r.language() == Language::JavaScript)),
         "registered"
     );
+}
+
+mod instrumentation {
+    use super::super::instrument::{MAX_PROBES, instrument};
+    use super::*;
+    use std::process::Command;
+
+    /// Every shape of function the namer lists, and the ways out of one.
+    const SHAPES: &str = r#"#!/usr/bin/env node
+"use strict";
+function add(a, b) { return a + b; }
+function early(x) { if (x) return; return "late" }
+function bare(x) {
+  if (x) return
+  ;(x)
+  return 'no'
+}
+function strictBody() { "use strict"; return typeof this; }
+const arrow = (x) => x * 2;
+const obj = ({ a, b: [c] }) => ({ a, c });
+const later = async (ms) => { await null; return ms + 1; };
+function* gen(n) { for (let i = 0; i < n; i++) yield i; return "done"; }
+class Shape {
+  constructor(n) { this.n = n; }
+  get twice() { return this.n * 2; }
+  static of(n) { return new Shape(n); }
+  area = () => this.n * this.n;
+}
+class Square extends Shape { constructor(n) { super(n); this.kind = "sq"; } }
+function thrower(m) { throw new Error(m); }
+function outer(v) {
+  const inner = (w) => { return w + 1; };
+  [1].forEach(function () { return 99; });
+  return inner(v);
+}
+function restArgs(first, ...more) { return more.length; }
+function withDefault(x = 4, { y } = { y: 5 }) { return x + y; }
+const api = { list() { return [1, 2]; }, get one() { return 1; } };
+function hoisted() { return helper(); function helper() { return "h"; } }
+function finallyOverride() { try { return 1; } finally { return 2; } }
+Shape.prototype.noop = function () {};
+const empty = () => {};
+async function main() {
+  const out = [add(1, 2), early(1), early(0), bare(1), bare(0), strictBody(), arrow(4),
+    obj({ a: 1, b: [3] }), await later(1), empty(), new Shape(1).noop(), [...gen(3)], Square.of(3).twice, new Square(2).area(),
+    outer(1), restArgs(1, 2, 3), withDefault(), api.list(), api.one, hoisted(), finallyOverride()];
+  try { thrower("boom"); } catch (e) { out.push(e.message); }
+  console.log(JSON.stringify(out));
+}
+main();
+"#;
+
+    /// A runtime that logs each probe's calls (the preload's stand-in).
+    const LOGGING_RUNTIME: &str = r#"
+let token = 0; const log = [];
+const T = {};
+globalThis.__strobe = { m: new Int32Array(8192).fill(-1), T,
+  e(i, a) { log.push(`> ${i} ${JSON.stringify(a)}`); return ++token; },
+  a(i, a) { log.push(`>> ${i}`); return ++token; },
+  f(i, t, v) { log.push(v === T ? `! ${i}` : `< ${i} ${typeof v === "object" ? JSON.stringify(v) : String(v)}`); },
+  fa(i, t, v) { this.f(i, t, v); },
+  xa(i, t, e) { log.push(`!! ${i} ${e.message}`); },
+  c(e) { log.push(`c ${e && e.message}`); } };
+process.on("exit", () => console.error(log.join("\n")));
+"#;
+
+    #[test]
+    fn instrumented_source_parses_and_keeps_every_line() {
+        let path = Path::new("/p/shapes.js");
+        let done = instrument(path, SHAPES, 7);
+        assert_eq!(done.skipped, None);
+        assert_eq!(
+            done.functions.len(),
+            26,
+            "{:#?}",
+            done.functions
+                .iter()
+                .map(|f| &f.qualname)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(done.text.lines().count(), SHAPES.lines().count());
+        let again = parse_source(path, &done.text);
+        assert_eq!(again.syntax_error, None, "{}", done.text);
+        assert!(
+            done.text
+                .starts_with("#!/usr/bin/env node\n\"use strict\";\n")
+        );
+        assert!(
+            done.text
+                .contains(r#"function strictBody() { "use strict";var __sc=__strobe.m[0]&"#)
+        );
+        assert!(
+            done.text.contains("const arrow = (x) => {var __sc"),
+            "{}",
+            done.text
+        );
+        assert!(done.text.contains("return __sv=(x * 2)"));
+        assert!(
+            done.text.contains("if (x) return __sv=void 0;\n  ;(x)"),
+            "{}",
+            done.text
+        );
+        // The anonymous callback's return is its own.
+        assert!(done.text.contains("function () { return 99; }"));
+    }
+
+    #[test]
+    fn a_file_with_a_syntax_error_or_too_many_probes_is_left_alone() {
+        let bad = instrument(Path::new("/p/bad.js"), "function f( {", 0);
+        assert_eq!(bad.text, "function f( {");
+        assert!(bad.skipped.unwrap().starts_with("syntax error"));
+        let full = instrument(Path::new("/p/ok.js"), "function f() {}", MAX_PROBES);
+        assert!(full.skipped.unwrap().contains("functions probed"));
+    }
+
+    /// The instrumented program prints what the original prints, and each
+    /// probe saw its call: run on the machine's Node.
+    #[test]
+    fn instrumented_program_behaves_like_the_original_under_node() {
+        let dir = std::env::temp_dir().join(format!("strobe-instrument-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (plain, probed, runtime) = (
+            dir.join("plain.js"),
+            dir.join("probed.js"),
+            dir.join("rt.js"),
+        );
+        let done = instrument(&probed, SHAPES, 0);
+        std::fs::write(&plain, SHAPES).unwrap();
+        std::fs::write(&probed, &done.text).unwrap();
+        std::fs::write(&runtime, LOGGING_RUNTIME).unwrap();
+        let run = |script: &Path| {
+            Command::new("node")
+                .arg("--require")
+                .arg(&runtime)
+                .arg(script)
+                .output()
+                .expect("node runs (the test set-up installs Node 20)")
+        };
+        let (a, b) = (run(&plain), run(&probed));
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            a.status.success() && b.status.success(),
+            "{}",
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&a.stdout),
+            String::from_utf8_lossy(&b.stdout)
+        );
+        let log = String::from_utf8_lossy(&b.stderr);
+        let index = |name: &str| {
+            done.functions
+                .iter()
+                .position(|f| f.qualname == name)
+                .unwrap()
+        };
+        for want in [
+            format!("> {} [1,2]", index("add")),
+            format!("< {} 3", index("add")),
+            format!("> {} [{{\"a\":1,\"c\":3}}]", index("obj")),
+            format!("< {} undefined", index("early")),
+            format!("< {} late", index("early")),
+            format!(">> {}", index("later")),
+            format!("< {} 2", index("later")),
+            format!("< {} done", index("gen")),
+            format!("! {}", index("thrower")),
+            "c boom".to_string(),
+            format!("< {} 2", index("finallyOverride")),
+            format!("< {} 4", index("Shape.area")),
+            format!("> {} [1,[2,3]]", index("restArgs")),
+            format!("> {} [4,{{\"y\":5}}]", index("withDefault")),
+            format!("< {} h", index("hoisted.helper")),
+        ] {
+            assert!(log.lines().any(|l| l == want), "no {want:?} in\n{log}");
+        }
+    }
+}
+
+mod probed_program {
+    use super::super::probes::{ProbedProgram, package_of, utf16_fnv};
+    use std::path::{Path, PathBuf};
+
+    fn project() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let w = |p: &str, text: &str| {
+            let f = root.join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        };
+        w("app.js", "function main(a) { return a; }\n");
+        w(
+            "src/util.mjs",
+            "export function twice(x) { return 2 * x; }\n",
+        );
+        w(
+            "src/types.ts",
+            "export function typed(x: number) { return x; }\n",
+        );
+        w("plain.js", "console.log('no functions, no catch');\n");
+        w(
+            "node_modules/pkg/index.js",
+            "function inside(v) { return v; }\nmodule.exports = inside;\n",
+        );
+        w(
+            "node_modules/pkg/node_modules/dep/index.js",
+            "function deeper() {}\n",
+        );
+        (dir, root)
+    }
+
+    #[test]
+    fn the_project_is_probed_with_a_manifest_and_packages_only_when_named() {
+        let (_dir, root) = project();
+        let out = root.join(".strobe-out");
+        let mut p = ProbedProgram::write(&out, &root, None, &out, &[]).unwrap();
+        let app = root.join("app.js").display().to_string();
+        let util = root.join("src/util.mjs").display().to_string();
+        assert_eq!(p.probe_of(&app, "main", 1), Some(0));
+        assert_eq!(p.probe_of(&util, "twice", 1), Some(1));
+        assert!(
+            !p.has_file(&root.join("src/types.ts").display().to_string()),
+            "Node cannot load .ts"
+        );
+        assert!(
+            !p.has_file(&root.join("plain.js").display().to_string()),
+            "nothing to probe"
+        );
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["esm"], true, "an ES module was probed");
+        let entry = &manifest["files"][&app];
+        let text = std::fs::read_to_string(root.join("app.js")).unwrap();
+        assert_eq!(entry["len"], text.encode_utf16().count());
+        assert_eq!(entry["hash"], utf16_fnv(&text));
+        assert_eq!(entry["names"], serde_json::json!([["a"]]));
+        let copy = std::fs::read_to_string(out.join(entry["probed"].as_str().unwrap())).unwrap();
+        assert!(copy.contains("__strobe.e(0,[a])"), "{copy}");
+
+        // A package: its own files, not its dependencies'; numbered after.
+        let pkg = root.join("node_modules/pkg");
+        assert!(!p.has_package(&pkg));
+        assert_eq!(p.add_package(&pkg).unwrap(), 1);
+        assert!(p.has_package(&pkg));
+        let inside = pkg.join("index.js").display().to_string();
+        assert_eq!(p.probe_of(&inside, "inside", 1), Some(2));
+        let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+        assert!(
+            manifest.contains(&inside) && !manifest.contains("deeper"),
+            "{manifest}"
+        );
+    }
+
+    #[test]
+    fn a_file_is_in_the_package_nearest_it() {
+        let p = |s: &str| package_of(Path::new(s));
+        assert_eq!(
+            p("/a/node_modules/ms/index.js"),
+            Some(PathBuf::from("/a/node_modules/ms"))
+        );
+        assert_eq!(
+            p("/a/node_modules/@scope/name/lib/x.js"),
+            Some(PathBuf::from("/a/node_modules/@scope/name"))
+        );
+        assert_eq!(
+            p("/a/node_modules/x/node_modules/y/i.js"),
+            Some(PathBuf::from("/a/node_modules/x/node_modules/y"))
+        );
+        assert_eq!(p("/a/src/app.js"), None);
+    }
 }
