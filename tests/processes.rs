@@ -176,10 +176,9 @@ async fn attaching_to_a_running_process_traces_it_and_stop_leaves_it_running() {
     let env = Env::new();
     let c = env.client().await;
     let exe = fixture("attachee");
-    let mut target = std::process::Command::new(&exe)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut target = support::Spawned::start(
+        std::process::Command::new(&exe).stdout(std::process::Stdio::piped()),
+    );
     let pid = target.id();
     let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
     let mut next_tick = move || -> (i64, i64) {
@@ -288,6 +287,59 @@ async fn attaching_to_a_running_process_traces_it_and_stop_leaves_it_running() {
     );
     target.kill().unwrap();
     target.wait().unwrap();
+}
+
+/// A process another tracer holds (here a Python helper that seized it
+/// with ptrace) cannot be attached to: Frida would fall back to an
+/// injection that can hang. The error names the tracer, after a wait long
+/// enough for a Frida that just detached to let go; the process runs on.
+#[tokio::test(flavor = "multi_thread")]
+async fn attaching_to_a_process_another_tracer_holds_names_that_tracer() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("attachee");
+    // Declared before its tracer, so dropped after it, panic or not: a
+    // traced process's exit goes to its tracer before its parent can
+    // collect it.
+    let mut target = support::Spawned::start(
+        std::process::Command::new(&exe).stdout(std::process::Stdio::null()),
+    );
+    let pid = target.id();
+    // PTRACE_SEIZE (0x4206) leaves the target running, traced.
+    let mut holder = support::Spawned::start(
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import ctypes, sys, time\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+                 if libc.ptrace(0x4206, {pid}, None, None) != 0: sys.exit(ctypes.get_errno())\n\
+                 print('held', flush=True)\ntime.sleep(120)\n"
+            ))
+            .stdout(std::process::Stdio::piped()),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held", "the helper seized the target");
+    let e = c
+        .reply(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    assert!(e.is_error, "{}", e.text);
+    let text = e.error_text();
+    assert!(
+        text.contains(&format!(
+            "process {pid} is being traced by pid {}",
+            holder.id()
+        )) && text.contains("python")
+            && text.contains("one tracer"),
+        "{text}"
+    );
+    assert!(target.try_wait().unwrap().is_none(), "it runs on");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -39,12 +39,12 @@ async fn attach_and_detach(python: &Path) {
     )
     .unwrap();
     // Started here, run from its directory with a relative script path.
-    let mut target = std::process::Command::new(python)
-        .arg("ticker.py")
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut target = support::Spawned::start(
+        std::process::Command::new(python)
+            .arg("ticker.py")
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped()),
+    );
     let pid = target.id();
     let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
     // (i, the tool ids sys.monitoring has given out; -1 before 3.12)
@@ -129,11 +129,11 @@ async fn repeated_attach_and_detach_leave_the_target_running() {
          print(i, flush=True)\n    i += 1\n    time.sleep(0.02)\n",
     )
     .unwrap();
-    let mut target = std::process::Command::new("/usr/bin/python3.11")
-        .arg(dir.join("loop.py"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut target = support::Spawned::start(
+        std::process::Command::new("/usr/bin/python3.11")
+            .arg(dir.join("loop.py"))
+            .stdout(std::process::Stdio::piped()),
+    );
     let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
     lines.next().unwrap().unwrap();
     for cycle in 0..20 {

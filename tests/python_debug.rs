@@ -334,12 +334,12 @@ async fn paused_then_detached(python: &Path) {
     let c = env.client().await;
     let dir = tempfile::tempdir().unwrap();
     let stop = dir.path().join("stop");
-    let mut target = std::process::Command::new(python)
-        .arg(debugee().join("stepper.py"))
-        .arg(&stop)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut target = support::Spawned::start(
+        std::process::Command::new(python)
+            .arg(debugee().join("stepper.py"))
+            .arg(&stop)
+            .stdout(std::process::Stdio::piped()),
+    );
     let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
     let mut next_line = move || lines.next().expect("the target still prints").unwrap();
     next_line();

@@ -282,6 +282,43 @@ impl Drop for Env {
     }
 }
 
+/// A target process the test started itself (an attach target), killed by
+/// its pid when the test ends, passing or failing, unless it has already
+/// exited. One left behind (a failed Frida attach can leave it spinning)
+/// would hold the test runner's stderr open and hang the whole run.
+pub struct Spawned(pub std::process::Child);
+
+impl Spawned {
+    /// Starts `cmd`; panics when it cannot be started.
+    pub fn start(cmd: &mut std::process::Command) -> Spawned {
+        Spawned(cmd.spawn().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
+    }
+}
+
+impl std::ops::Deref for Spawned {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Spawned {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        // try_wait reaps it if it has exited, so the pid cannot have been
+        // reused when kill(2) goes to it.
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;

@@ -109,6 +109,35 @@ pub fn all_threads_stopped(pid: u32) -> bool {
     any
 }
 
+/// The thread tracing `pid` (ptrace), from `/proc/PID/status`; `None`
+/// when nothing does or the file cannot be read.
+pub fn tracer(pid: u32) -> Option<u32> {
+    parse_tracer(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+fn parse_tracer(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&t| t != 0)
+}
+
+/// Waits up to `timeout` until nothing traces `pid`; the tracer when
+/// something still does. Linux allows one tracer per process, and a
+/// Frida that detached a moment ago may still be freeing its agent under
+/// ptrace.
+pub fn wait_untraced(pid: u32, timeout: std::time::Duration) -> Option<u32> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let t = tracer(pid)?;
+        if std::time::Instant::now() >= deadline {
+            return Some(t);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {
@@ -195,6 +224,20 @@ fn parse_mapping(line: &str) -> Option<Mapping> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tracer_comes_from_the_status_file() {
+        let status = "Name:\tloop\nState:\tS (sleeping)\nTracerPid:\t4242\nUid:\t0\n";
+        assert_eq!(parse_tracer(status), Some(4242));
+        assert_eq!(parse_tracer("TracerPid:\t0\n"), None);
+        assert_eq!(parse_tracer("Name:\tx\n"), None);
+        // This test process is not traced (or the check is moot under a debugger).
+        let me = std::process::id();
+        assert_eq!(
+            tracer(me),
+            parse_tracer(&std::fs::read_to_string("/proc/self/status").unwrap())
+        );
+    }
 
     #[test]
     fn stat_fields_are_numbered_as_proc5_does_whatever_the_command_holds() {

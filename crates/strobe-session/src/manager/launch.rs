@@ -138,6 +138,18 @@ impl SessionManager {
         let origin_ns = monotonic_ns();
         let (pid, output) = match req.attach_pid {
             Some(pid) => {
+                // One tracer at a time: a Frida that detached from it a
+                // moment ago may still be freeing its agent under ptrace,
+                // and Frida's fallback when ptrace is refused can hang.
+                if let Some(tracer) = crate::procfs::wait_untraced(pid, TRACED_WAIT) {
+                    bridge.terminate();
+                    return Err(fail(SessionError::attach(format!(
+                        "process {pid} is being traced by {}: Linux allows one tracer per process, and \
+                         attaching needs it. Detach that debugger (gdb, strace, another Strobe session) and \
+                         attach again",
+                        tracer_name(tracer)
+                    ))));
+                }
                 bridge
                     .attach(pid, &agent_js, req.follow_children, launch_timeout)
                     .map_err(|e| {
@@ -464,5 +476,16 @@ impl SessionManager {
         self.live.lock().expect("live lock").remove(&live.id);
         let _ = self.store.delete_session(live.key);
         cause.map(|_| format!("{reason}; the launch was abandoned and the process killed"))
+    }
+}
+
+/// How long an attach waits for another tracer to let the process go.
+const TRACED_WAIT: Duration = Duration::from_secs(5);
+
+/// `pid N (comm)` of a tracer thread, for an error.
+fn tracer_name(tid: u32) -> String {
+    match std::fs::read_to_string(format!("/proc/{tid}/comm")) {
+        Ok(comm) => format!("pid {tid} ({})", comm.trim()),
+        Err(_) => format!("pid {tid}"),
     }
 }

@@ -312,6 +312,12 @@ impl SessionManager {
             }
         }
         live.bridge.terminate();
+        if live.origin == processes::Origin::Attach {
+            // Frida may still be freeing its agent in the process under
+            // ptrace: the process is left alone only once that is done,
+            // so an attach right after this one finds it free.
+            let _ = crate::procfs::wait_untraced(live.pid, STOP_WAIT);
+        }
         if let Some(c) = live.capture.lock().expect("capture lock").take() {
             c.finish(OUTPUT_GRACE);
         }
