@@ -14,6 +14,10 @@
 //    the buffer's address from that call, writes the thread id, sets bits
 //    in the bitmap as patterns come and go, and moves the ring's records
 //    into its own (agent/src/tracers/javascript/).
+// 4. On the main thread, starts the debugger worker (debugger.cjs), which
+//    sets breakpoints and steps through the V8 inspector; it talks to the
+//    agent through the debug area at the end of the main thread's buffer
+//    (a SharedArrayBuffer, so the worker shares it).
 //
 // Buffer layout (little-endian u32 words of the first 64 bytes):
 //   [0,1] magic "STROBEJS" | [2] version | [3] request (1 register,
@@ -21,7 +25,8 @@
 //   buffer | [6] head: slots written (here) | [7] tail: slots consumed
 //   (agent) | [8] records dropped | [9] a dropped record's probe | [10]
 //   ring slots | [11] bitmap words | [12] the watch area's offset | [13]
-//   the watches' generation (agent)
+//   the watches' generation (agent) | [14] the debug area's offset (main
+//   thread only; 0: none)
 // then the bitmap (BITMAP_WORDS u32), the ring (RING_SLOTS x 32 bytes) and
 // the watch area (WATCH_BYTES).
 //
@@ -45,10 +50,13 @@ const RING_AT = CTRL_BYTES + BITMAP_WORDS * 4;
  *  ({exprs: [[id, label, source]], plans: {probe: [ids]}, depth}), a new
  *  generation in ctrl[13] each time. */
 const WATCH_BYTES = 65536;
+/** The main thread's debug area, after the watch area: the debugger
+ *  worker's mailboxes (layout in debugger.cjs). */
+const DEBUG_BYTES = 65536 + 262144;
 const KIND_ENTER = 1, KIND_EXIT = 2, KIND_PAD = 3, KIND_RAISED = 6, KIND_DETACHED = 0x400;
 const FULL_RING_WAIT_MS = 500;
 const PAYLOAD_MAX = 4096;
-const STRING_SHOWN = 200, ITEMS_SHOWN = 16;
+const STRING_SHOWN = 200, ITEMS_SHOWN = 16, LOCALS_SHOWN = 32;
 /** Levels of a value previewed: serializationDepth, from the agent with
  *  the watches. */
 let depthLimit = 3;
@@ -90,11 +98,26 @@ function useBuffer(ab, offset, slots) {
     ringBytes = new Uint8Array(ab, offset + RING_AT, slots * 32);
 }
 
+/** The main thread's debug area: its offset in `mainShared` (0: none). */
+let debugAt = 0, mainShared = null;
+
 /** The main thread's own buffer, and the workers' pool it shares. */
 function mainBuffers() {
-    const own = Buffer.allocUnsafeSlow(RING_AT + RING_SLOTS * 32 + WATCH_BYTES);
-    own.fill(0, 0, RING_AT);
-    useBuffer(own.buffer, own.byteOffset, RING_SLOTS);
+    const size = RING_AT + RING_SLOTS * 32 + WATCH_BYTES;
+    // STROBE_JS_DEBUGGER=0: no debugger worker (no breakpoints), ~13 ms
+    // less at start; the agent then finds no debug area.
+    try {
+        if (process.env.STROBE_JS_DEBUGGER === "0") throw new Error("no debugger");
+        // Shared, so the debugger worker reads and writes the debug area.
+        mainShared = new SharedArrayBuffer(size + DEBUG_BYTES);
+        debugAt = size;
+        useBuffer(mainShared, 0, RING_SLOTS);
+    } catch (_) {
+        // No SharedArrayBuffer (or no debugger wanted): traced, but no breakpoints.
+        const own = Buffer.allocUnsafeSlow(size);
+        own.fill(0, 0, RING_AT);
+        useBuffer(own.buffer, own.byteOffset, RING_SLOTS);
+    }
     try {
         const shared = new SharedArrayBuffer(64 + POOL_SLOTS * SLOT_BYTES);
         require("worker_threads").setEnvironmentData(POOL_KEY, shared);
@@ -595,6 +618,37 @@ const runtime = {
     c(e) {
         if (pendingProbe >= 0) raised(e);
     },
+    /** A paused frame, as the debugger worker reports it: a `what` 6
+     *  payload (base64) of `frames` ([function, file, line], innermost
+     *  first) and the locals the `[name, read]` pairs give. The worker
+     *  evaluates this in the paused frame; a read that throws (a `let`
+     *  not reached yet) leaves that local out. */
+    snap(frames, locals) {
+        begin(6);
+        u32(frames.length);
+        for (const [fn, file, line] of frames) {
+            name(fn);
+            name(file);
+            u32(line);
+        }
+        const got = [];
+        for (const [n, read] of locals) {
+            try {
+                got.push([n, read()]);
+            } catch (_) {
+                // Not initialized yet.
+            }
+        }
+        const shown = Math.min(got.length, LOCALS_SHOWN);
+        u8(T.Dict);
+        u32(got.length);
+        u32(shown);
+        for (let i = 0; i < shown; i++) {
+            str(got[i][0]);
+            value(got[i][1], 0);
+        }
+        return scratch.toString("base64", 0, finish());
+    },
 };
 
 // ---- Start-up ------------------------------------------------------------------
@@ -610,6 +664,7 @@ function register(request, view = buffer, slots = ringSlots) {
     c[10] = slots;
     c[11] = BITMAP_WORDS;
     c[12] = RING_AT + slots * 32;
+    c[14] = view === buffer && debugAt !== 0 ? debugAt : 0;
     let fd = -1;
     try {
         fd = fs.openSync("/dev/null", "w");
@@ -621,7 +676,29 @@ function register(request, view = buffer, slots = ringSlots) {
     }
 }
 
+/** The debugger worker: started with the agent attached, idle (a poll of
+ *  its mailbox every few ms) until breakpoints are set. It never keeps the
+ *  program alive, and nothing it does can fail the program. */
+function startDebugger() {
+    if (mainShared === null || ctrl[14] === 0) return;
+    try {
+        const { Worker } = require("worker_threads");
+        const w = new Worker(path.join(__dirname, "debugger.cjs"), {
+            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt },
+            stdout: true,
+            stderr: true,
+        });
+        w.on("error", () => {});
+        w.unref();
+    } catch (_) {
+        // No debugger: calls are still traced.
+    }
+}
+
 function start() {
+    const { workerData } = require("worker_threads");
+    // The debugger worker runs none of this (it is not the program's).
+    if (!isMainThread && workerData !== null && typeof workerData === "object" && workerData.strobeDebugger === true) return;
     const traced = dir !== "" && (isMainThread ? (mainBuffers(), true) : workerBuffer());
     if (!traced) useBuffer(new ArrayBuffer(RING_AT + 32 + WATCH_BYTES), 0, 1);
     runtime.m = bitmap;
@@ -635,6 +712,7 @@ function start() {
     // A throw nothing caught: its value, for the traced function it left
     // (the program's own reporting goes on as it would).
     process.on("uncaughtExceptionMonitor", (e) => runtime.c(e));
+    if (isMainThread) startDebugger();
     process.on("exit", () => {
         bitmap.fill(0);
         register(2);

@@ -57,9 +57,12 @@ function listen(): void {
                 case "exprs": tracerFor(msg.tracer).sync(msg); break;
                 case "breakpoints": updateBreakpoints(msg); break;
                 case "python-breakpoints":
-                case "python-memory":
-                    tracerFor("python").debug?.(msg);
+                case "python-memory": {
+                    // Source-level debugging: a Node.js program's, else Python's.
+                    const js = tracerFor("javascript");
+                    (js.handlesDebug?.() ? js : tracerFor("python")).debug?.(msg);
                     break;
+                }
                 case "module-base": {
                     const path = msg.path;
                     const m = Process.enumerateModules().find(x => x.path === path)

@@ -130,7 +130,8 @@ export type AgentMessage =
     | { type: "breakpoints_updated"; id: number; installed: string[]; failed: Array<[string, string]> }
     | { type: "step_failed"; tid: number; failed: string[] }
     /** A Python thread paused (GIL released) at a breakpoint or a step's
-     *  end: the payload (`what` 6) holds its frames and locals. */
+     *  end, or a Node.js main thread (the debugger worker reports it):
+     *  the payload (`what` 6) holds its frames and locals. */
     | { type: "python_paused"; tid: number; pid: number; ts: string; reason: "breakpoint" | "step";
         breakpoint: string | null; hits: number; payload: number[] }
     /** Per python-memory target: [payload (`what` 7), previous payload, error]. */

@@ -139,6 +139,10 @@ export interface Tracer {
      */
     debug?(req: DebugRequest): void;
 
+    /** Whether this tracer's `debug` serves this process (a Node.js
+     *  program's source-level breakpoints, which travel as Python's). */
+    handlesDebug?(): boolean;
+
     /**
      * The agent unloads from a process that lives on (the session stops
      * after an attach). After a final drain, the journalled code patches are

@@ -67,8 +67,9 @@ pub fn prepare(cache_root: &Path, frida_version: &str) -> io::Result<AgentBuild>
 /// Strobe's runtime inside a Node.js program, by file name: written next to
 /// a session's probed sources and loaded by Node with `--require` (see
 /// agent/node/preload.cjs; `sources.cjs` swaps in the probed copies,
-/// `hooks.mjs` are its ES module loader hooks).
-pub const NODE_RUNTIME: [(&str, &str); 3] = [
+/// `hooks.mjs` are its ES module loader hooks, `debugger.cjs` the worker
+/// that sets breakpoints through the V8 inspector).
+pub const NODE_RUNTIME: [(&str, &str); 4] = [
     (
         "preload.cjs",
         include_str!("../../../agent/node/preload.cjs"),
@@ -78,6 +79,10 @@ pub const NODE_RUNTIME: [(&str, &str); 3] = [
         include_str!("../../../agent/node/sources.cjs"),
     ),
     ("hooks.mjs", include_str!("../../../agent/node/hooks.mjs")),
+    (
+        "debugger.cjs",
+        include_str!("../../../agent/node/debugger.cjs"),
+    ),
 ];
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ import { JsTarget, send_ } from "../../protocol.js";
 import { addPump, CONFIG_BEFORE_RECORD, noteTracedIds, RING_WRITER_C, sharedRing } from "../ring.js";
 import { HookRequest, Tracer } from "../tracer.js";
 import { utf8 } from "../../native/memory.js";
+import { debugJavaScript, releaseJavaScriptDebugger } from "./debug.js";
 
 /** Probe indices (bits of a bitmap); the daemon's instrument.rs MAX_PROBES. */
 const MAX_PROBES = 1 << 18;
@@ -427,8 +428,13 @@ export const javascriptTracer: Tracer = {
     // drain before it ships.
     drain: () => { /* see above */ },
     ack: () => { /* acknowledgements go to the native tracer */ },
+    handlesDebug: () => rt !== null,
+    debug(req) {
+        if (rt !== null) debugJavaScript(req, rt.buffers, MAX_BUFFERS);
+    },
     detach() {
         if (rt === null) return;
+        releaseJavaScriptDebugger();
         if (rt.pump !== null) sharedRing().config.add(CONFIG_BEFORE_RECORD * 8).writePointer(NULL);
         rt.pump?.();
         rt.releaseAll();

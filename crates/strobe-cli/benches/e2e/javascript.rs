@@ -174,24 +174,38 @@ pub async fn javascript_launch(c: &support::Client, runs: usize) {
     let script = project.join("hello.js");
     std::fs::write(&script, "console.log('hello');\n").unwrap();
     let native = fixture("output");
-    let (mut js_times, mut native_times) = (Vec::new(), Vec::new());
+    let (mut js_times, mut bare_times, mut native_times) = (Vec::new(), Vec::new(), Vec::new());
+    // The node script with and without the debugger worker
+    // (STROBE_JS_DEBUGGER=0), and the native binary, interleaved.
+    let no_debugger = json!({"STROBE_JS_DEBUGGER": "0"});
     for _ in 0..runs {
-        for (exe, args, out) in [
+        for (exe, args, env, out) in [
             (
                 node.clone(),
                 vec![script.display().to_string()],
+                json!({}),
                 &mut js_times,
             ),
-            (native.clone(), Vec::new(), &mut native_times),
+            (
+                node.clone(),
+                vec![script.display().to_string()],
+                no_debugger.clone(),
+                &mut bare_times,
+            ),
+            (native.clone(), Vec::new(), json!({}), &mut native_times),
         ] {
-            let launch = json!({"command": exe, "args": args, "projectRoot": project});
+            let launch = json!({"command": exe, "args": args, "projectRoot": project, "env": env});
             out.push(launch_to_first_stdout(c, launch).await);
         }
     }
-    let (j, nat) = (median(js_times), median(native_times));
+    let (j, b, nat) = (median(js_times), median(bare_times), median(native_times));
     println!(
         "  launch -> first stdout event, node script:   {:>6.1} ms",
         j * 1e3
+    );
+    println!(
+        "    the same without the debugger worker:      {:>6.1} ms",
+        b * 1e3
     );
     println!(
         "  launch -> first stdout event, native binary: {:>6.1} ms",

@@ -463,7 +463,8 @@ pub struct PythonMemory {
 /// `[payload, previous payload (after a write), error]`.
 pub type PyMemoryResult = (Option<Vec<u8>>, Option<Vec<u8>>, Option<String>);
 
-/// `python_paused`.
+/// `python_paused`: a Python thread, or a Node.js program's main thread
+/// (its debugger worker, agent/node/debugger.cjs, reports the same way).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PythonPaused {
     /// The paused thread.

@@ -37,6 +37,7 @@ pub const CONTINUE_TIMEOUT_MS: (u64, u64) = (10_000, 120_000);
 const SHOWN_ARGUMENTS: usize = 8;
 
 mod events;
+mod javascript;
 mod locals;
 mod python;
 mod sites;
@@ -302,8 +303,16 @@ impl SessionManager {
                         st.next_id
                     )
                 };
-                if python::is_python_request(tracer, a) {
-                    let (sites, note) = python::resolve_python(tracer, a)?;
+                // Source-level breakpoints (Python's debugger, or the
+                // Node.js debugger worker, which speaks its protocol).
+                let source_level = if python::is_python_request(tracer, a) {
+                    Some(python::resolve_python(tracer, a)?)
+                } else if javascript::is_javascript_request(tracer, a) {
+                    Some(javascript::resolve_javascript(tracer, a)?)
+                } else {
+                    None
+                };
+                if let Some((sites, note)) = source_level {
                     let bp_id = next_id();
                     for (i, site) in sites.iter().enumerate() {
                         py_specs.push(site.spec(a, format!("{bp_id}@{i}")));

@@ -197,7 +197,8 @@ pub(in crate::manager) fn python_step(action: &str) -> ResumeOrder {
 }
 
 impl SessionManager {
-    /// A Python thread paused: its frames and locals are in the payload.
+    /// A Python thread paused (or a Node.js main thread, reported alike):
+    /// its frames and locals are in the payload.
     pub(in crate::manager) fn on_python_paused(&self, live: &Live, paused: &PythonPaused) {
         let (frames, locals) = strobe_values::python::paused(&paused.payload).unwrap_or_default();
         let top = frames.first().cloned().unwrap_or(Value::Null);
@@ -214,7 +215,8 @@ impl SessionManager {
             live.tracer.lock().expect("tracer lock").as_ref(),
         ) {
             (Some(f), Some(l), Some(tracer)) => Some(function_at(tracer, f, l))
-                .filter(|n| n != "<module>" && n.ends_with(top["function"].as_str().unwrap_or(""))),
+                .filter(|n| n != "<module>" && n.ends_with(top["function"].as_str().unwrap_or("")))
+                .or_else(|| super::javascript::function_at(tracer, f, l)),
             _ => None,
         }
         .or_else(|| top["function"].as_str().map(str::to_string));

@@ -1,0 +1,439 @@
+// Strobe's debugger inside a Node.js program: a worker thread the main
+// thread's runtime (preload.cjs) starts, which debugs the main thread
+// through the V8 inspector (`inspector.Session.connectToMainThread`).
+// Breakpoints pause the main thread inside V8; this worker's own event
+// loop goes on, so it can read the paused frame and wait for the daemon's
+// order. Workers the program starts are not debugged (only traced).
+//
+// It talks to Strobe's Frida agent (agent/src/tracers/javascript/debug.ts)
+// through the debug area of the main thread's buffer, two mailboxes of
+// little-endian i32 words and JSON:
+//
+//   inbox (the agent's orders), INBOX_BYTES:  [0] seq [1] ack [2] length, JSON array
+//   outbox (to the agent),      OUTBOX_BYTES: [0] seq [1] ack [2] length, JSON array
+//
+// The writer writes only when ack == seq (the reader took the last batch),
+// then bumps seq; the reader reads when seq != ack, then sets ack = seq.
+// The messages out are the agent's own (`breakpoints_updated`,
+// `python_paused`, `logpoint`, `breakpoint_error`): the daemon handles
+// JavaScript pauses as it handles Python ones, with the same payload
+// format (the runtime's `__strobe.snap`, evaluated in the paused frame).
+"use strict";
+
+const { workerData } = require("worker_threads");
+const inspector = require("inspector");
+const path = require("path");
+
+const INBOX_BYTES = 65536;
+const OUTBOX_BYTES = 262144;
+const POLL_MS = 5;
+const IDLE_POLL_MS = 50;
+/** Frames a pause reports. */
+const FRAMES_SHOWN = 24;
+/** Strobe's own files: never a frame of the program, never stepped into. */
+const OWN_FILES = ["preload.cjs", "sources.cjs", "hooks.mjs", "debugger.cjs"].map((f) => path.join(__dirname, f));
+/** The probes' own locals (instrument.rs). */
+const PROBE_LOCAL = /^__s(c|v|x|ce)$/;
+/** How the probe code written into a function starts: its entry, the end
+ *  of its body, its exit (in `finally`) and a catch clause's note. A pause
+ *  there is not the program's: it steps on to the program's next line. */
+const PROBE_CODE = [["var __sc=", "try{"], ["__sv=void 0", ";"], ["if(__sc)", "}"], ["__strobe.c(", ");"]];
+/** From a function's entry to its probe: the header's end, `{`, directives. */
+const FUNCTION_ENTRY = /^[^;{}]*\{\s*(("[^"]*"|'[^']*')\s*;?\s*)*$/;
+
+const { shared, at } = workerData;
+const inbox = new Int32Array(shared, at, 3);
+const inboxBytes = new Uint8Array(shared, at + 12, INBOX_BYTES - 12);
+const outbox = new Int32Array(shared, at + INBOX_BYTES, 3);
+const outboxBytes = new Uint8Array(shared, at + INBOX_BYTES + 12, OUTBOX_BYTES - 12);
+
+/** Messages waiting for the outbox. */
+const outgoing = [];
+let session = null;
+/** Our breakpoints by agent id: {v8, spec, hits, parts (logpoint)}. */
+const breakpoints = new Map();
+/** V8's breakpoint id → ours. */
+const byV8 = new Map();
+/** The main thread is paused, waiting for an order. */
+let paused = false;
+/** The last order was a step: the next pause without a breakpoint is its end. */
+let stepping = false;
+/** A stop that landed in probe code: reported where the step over it ends. */
+let carried = null;
+/** Sources of the scripts paused in, by script id (lines). */
+const sources = new Map();
+/** Script URLs by script id (a paused frame's own `url` is empty). */
+const urls = new Map();
+
+function post(method, params) {
+    return new Promise((resolve, reject) => {
+        session.post(method, params || {}, (err, result) => (err ? reject(err) : resolve(result)));
+    });
+}
+
+function nowNs() {
+    // process.hrtime is CLOCK_MONOTONIC on Linux: the clock of every record.
+    return process.hrtime.bigint().toString();
+}
+
+function send(msg) {
+    outgoing.push(msg);
+}
+
+function flush() {
+    if (outgoing.length === 0 || Atomics.load(outbox, 0) !== Atomics.load(outbox, 1)) return;
+    let batch = outgoing.splice(0, outgoing.length);
+    let bytes = Buffer.from(JSON.stringify(batch));
+    while (bytes.length > outboxBytes.length && batch.length > 1) {
+        // Too much at once: the rest goes next time.
+        outgoing.unshift(...batch.splice(Math.ceil(batch.length / 2)));
+        bytes = Buffer.from(JSON.stringify(batch));
+    }
+    if (bytes.length > outboxBytes.length) return; // one message too large: dropped
+    outboxBytes.set(bytes);
+    Atomics.store(outbox, 2, bytes.length);
+    Atomics.add(outbox, 0, 1);
+}
+
+function takeOrders() {
+    const seq = Atomics.load(inbox, 0);
+    if (seq === Atomics.load(inbox, 1)) return [];
+    const len = Atomics.load(inbox, 2);
+    let orders = [];
+    try {
+        orders = JSON.parse(Buffer.from(inboxBytes.subarray(0, len)).toString("utf8"));
+    } catch (_) {
+        // A torn write cannot happen (the agent writes before bumping seq).
+    }
+    Atomics.store(inbox, 1, seq);
+    return orders;
+}
+
+async function ensureSession() {
+    if (session !== null) return;
+    session = new inspector.Session();
+    session.connectToMainThread();
+    session.on("Debugger.scriptParsed", (m) => {
+        urls.set(m.params.scriptId, m.params.url);
+    });
+    session.on("Debugger.paused", (m) => {
+        onPaused(m.params).catch(() => resume("continue"));
+    });
+    await post("Debugger.enable");
+    // Stepping never goes into Strobe's runtime (the probes call it).
+    await post("Debugger.setBlackboxPatterns", { patterns: OWN_FILES.map(escapeRegex) });
+}
+
+function escapeRegex(s) {
+    return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** The script URLs of `file`: a CommonJS module's is its path, an ES
+ *  module's its file: URL. */
+function urlRegex(file) {
+    return `^(file://)?${escapeRegex(file)}$`;
+}
+
+/** A V8 syntax check of an expression, in this worker (the same parser). */
+function syntaxError(expr) {
+    try {
+        // Parsed, never run.
+        new Function(`return (${expr}\n);`);
+        return null;
+    } catch (e) {
+        return `${e.name}: ${e.message}`;
+    }
+}
+
+/** A logpoint message's parts: text and `{expression}`s. */
+function messageParts(message) {
+    const parts = [];
+    const re = /\{([^{}]+)\}/g;
+    let last = 0;
+    for (let m; (m = re.exec(message)) !== null; ) {
+        if (m.index > last) parts.push({ text: message.slice(last, m.index) });
+        parts.push({ expr: m[1] });
+        last = m.index + m[0].length;
+    }
+    if (last < message.length) parts.push({ text: message.slice(last) });
+    return parts;
+}
+
+async function setBreakpoints(order) {
+    const installed = [];
+    const failed = [];
+    await ensureSession();
+    for (const id of order.remove) {
+        const bp = breakpoints.get(id);
+        if (bp === undefined) continue;
+        breakpoints.delete(id);
+        byV8.delete(bp.v8);
+        await post("Debugger.removeBreakpoint", { breakpointId: bp.v8 }).catch(() => {});
+    }
+    for (const spec of order.set) {
+        const parts = spec.message != null ? messageParts(spec.message) : null;
+        const bad = [
+            spec.condition != null ? syntaxError(spec.condition) : null,
+            ...(parts || []).filter((p) => p.expr !== undefined).map((p) => syntaxError(p.expr)),
+        ].find((e) => e !== null);
+        if (bad !== undefined) {
+            failed.push([spec.id, spec.condition != null && syntaxError(spec.condition) !== null
+                ? `the condition does not parse: ${bad}`
+                : `the message does not parse: ${bad}`]);
+            continue;
+        }
+        // The id in a comment keeps two breakpoints on one line apart (V8
+        // refuses a second one with the same condition).
+        const condition = `${spec.condition != null ? `(${spec.condition}\n)` : "true"} /* ${spec.id} */`;
+        try {
+            const r = await post("Debugger.setBreakpointByUrl", {
+                urlRegex: urlRegex(spec.file),
+                lineNumber: spec.line - 1,
+                condition,
+            });
+            breakpoints.set(spec.id, { v8: r.breakpointId, spec, hits: 0, parts });
+            byV8.set(r.breakpointId, spec.id);
+            installed.push(spec.id);
+        } catch (e) {
+            failed.push([spec.id, String(e.message || e)]);
+        }
+    }
+    send({ type: "breakpoints_updated", id: order.id, installed, failed });
+}
+
+/** The file a frame runs (a path; Node's own modules keep their `node:` URL). */
+function fileOf(frame) {
+    const url = frame.url || urls.get(frame.location.scriptId) || "";
+    return url.startsWith("file://") ? decodeURIComponent(url.slice(7)) : url;
+}
+
+/** How a logpoint renders a value: as the console would, briefly. */
+function rendered(remote) {
+    if (remote === undefined) return "undefined";
+    if (remote.type === "string") return remote.value;
+    if ("unserializableValue" in remote) return remote.unserializableValue;
+    if ("value" in remote) return JSON.stringify(remote.value);
+    return remote.description || remote.type;
+}
+
+async function logpoint(bp, frame, tid) {
+    let text = "";
+    for (const p of bp.parts) {
+        if (p.text !== undefined) {
+            text += p.text;
+            continue;
+        }
+        const r = await post("Debugger.evaluateOnCallFrame", {
+            callFrameId: frame.callFrameId,
+            expression: p.expr,
+            silent: true,
+            generatePreview: false,
+        });
+        if (r.exceptionDetails !== undefined) {
+            const why = r.result && r.result.description ? r.result.description.split("\n")[0] : r.exceptionDetails.text;
+            send({ type: "breakpoint_error", id: bp.spec.id, error: `{${p.expr}} threw ${why}` });
+            text += `<error: ${why}>`;
+        } else {
+            text += rendered(r.result);
+        }
+    }
+    send({ type: "logpoint", id: bp.spec.id, tid, pid: process.pid, ts: nowNs(), message: text });
+}
+
+/** The locals of a paused frame: its local, block and catch scopes. */
+async function localNames(frame) {
+    const names = [];
+    for (const scope of frame.scopeChain) {
+        if (!["local", "block", "catch"].includes(scope.type) || scope.object.objectId === undefined) continue;
+        const r = await post("Runtime.getProperties", { objectId: scope.object.objectId, ownProperties: true });
+        for (const p of r.result) {
+            if (!PROBE_LOCAL.test(p.name) && !names.includes(p.name) && /^[\p{L}_$][\p{L}\p{N}_$]*$/u.test(p.name)) {
+                names.push(p.name);
+            }
+        }
+    }
+    return names;
+}
+
+/** Is `frame` paused at probe code (where the program's own code is not)? */
+async function atProbe(frame) {
+    const id = frame.location.scriptId;
+    let lines = sources.get(id);
+    if (lines === undefined) {
+        const r = await post("Debugger.getScriptSource", { scriptId: id });
+        lines = r.scriptSource.split("\n");
+        sources.set(id, lines);
+    }
+    const text = lines[frame.location.lineNumber] || "";
+    const col = frame.location.columnNumber || 0;
+    // Inside a piece of probe code (V8 may stop within one: a `var`'s
+    // stop is at its initializer).
+    for (const [start, end] of PROBE_CODE) {
+        for (let i = text.indexOf(start); i >= 0 && i <= col; i = text.indexOf(start, i + 1)) {
+            const stop = text.indexOf(end, i + start.length);
+            if (col < (stop < 0 ? text.length : stop + end.length)) return true;
+        }
+    }
+    // A function's entry (V8 stops at its `{` when stepping in): the
+    // probe comes right after it and any directives.
+    const entry = text.indexOf(PROBE_CODE[0][0], col);
+    return entry >= 0 && FUNCTION_ENTRY.test(text.slice(col, entry));
+}
+
+/** One-shot stops in the callers of the frame a step starts in, at every
+ *  place left in each caller's function: V8 loses a step that leaves a
+ *  function through `finally`, and every probed function has one. A stop
+ *  counts only at most `returnDepth` frames deep (not in a recursion). */
+let returnStops = [];
+let returnDepth = 0;
+/** Callers given return stops. */
+const RETURN_FRAMES = 8;
+
+async function armReturnStops(callFrames) {
+    returnDepth = callFrames.length - 1;
+    for (let k = 1; k < callFrames.length && k <= RETURN_FRAMES; k++) {
+        const f = callFrames[k];
+        const file = fileOf(f);
+        // Not in Strobe's runtime nor Node's own code (a callback's caller).
+        if (file === "" || file.startsWith("node:") || OWN_FILES.includes(file)) continue;
+        const r = await post("Debugger.getPossibleBreakpoints", { start: f.location, restrictToFunction: true }).catch(() => ({ locations: [] }));
+        for (const loc of r.locations) {
+            const b = await post("Debugger.setBreakpoint", { location: loc }).catch(() => null);
+            if (b !== null) returnStops.push(b.breakpointId);
+        }
+    }
+}
+
+async function clearReturnStops() {
+    const ids = returnStops;
+    returnStops = [];
+    for (const id of ids) await post("Debugger.removeBreakpoint", { breakpointId: id }).catch(() => {});
+}
+
+/** Steps on from a pause whose call frames are `callFrames`. */
+async function step(mode, callFrames) {
+    stepping = true;
+    await clearReturnStops();
+    await armReturnStops(callFrames);
+    // Out: to the first return stop.
+    const method = { over: "Debugger.stepOver", into: "Debugger.stepInto", out: "Debugger.resume" }[mode];
+    return post(method || "Debugger.stepOver").catch(() => {});
+}
+
+/** The raw call frames of the pause the daemon sees now. */
+let pausedFrames = null;
+
+async function onPaused(params) {
+    const frames = params.callFrames.filter((f) => !OWN_FILES.includes(fileOf(f)));
+    const top = frames[0];
+    const tid = process.pid; // the main thread's
+    const ids = params.hitBreakpoints || [];
+    if (ids.length > 0 && ids.every((v) => returnStops.includes(v)) && params.callFrames.length > returnDepth) {
+        // A return stop in a deeper call of the same function: not the
+        // step's end.
+        return post("Debugger.resume").catch(() => {});
+    }
+    const hit = ids.map((v) => breakpoints.get(byV8.get(v))).filter((b) => b !== undefined);
+    let stopAt = null;
+    for (const bp of hit) {
+        if (top !== undefined && bp.parts !== null) {
+            await logpoint(bp, top, tid);
+            continue;
+        }
+        bp.hits++;
+        if (bp.spec.hitCount != null && bp.hits < bp.spec.hitCount) continue;
+        if (stopAt === null) stopAt = bp;
+    }
+    if (stopAt === null && carried !== null) stopAt = carried.bp;
+    // While stepping, any pause ends the step (after its logpoints).
+    const isStep = stepping || carried !== null;
+    if (top === undefined || (stopAt === null && !isStep)) {
+        // Only logpoints, a hit count not reached, or a pause of nobody's.
+        carried = null;
+        return resume("continue");
+    }
+    if (await atProbe(top)) {
+        // On to the program's next line, as this stop.
+        carried = { bp: stopAt };
+        return step("over", params.callFrames);
+    }
+    await clearReturnStops();
+    carried = null;
+    stepping = false;
+    paused = true;
+    pausedFrames = params.callFrames;
+    const names = await localNames(top);
+    const shown = frames.slice(0, FRAMES_SHOWN).map((f) => [f.functionName || "<anonymous>", fileOf(f), f.location.lineNumber + 1]);
+    const expression = `__strobe.snap(${JSON.stringify(shown)}, [${names.map((n) => `[${JSON.stringify(n)}, () => ${n}]`).join(", ")}])`;
+    const r = await post("Debugger.evaluateOnCallFrame", {
+        callFrameId: top.callFrameId,
+        expression,
+        silent: true,
+        returnByValue: true,
+    });
+    const payload = r.exceptionDetails === undefined && typeof r.result.value === "string"
+        ? Array.from(Buffer.from(r.result.value, "base64"))
+        : [];
+    send({
+        type: "python_paused",
+        tid,
+        pid: process.pid,
+        ts: nowNs(),
+        reason: stopAt !== null ? "breakpoint" : "step",
+        breakpoint: stopAt !== null ? stopAt.spec.id : null,
+        hits: stopAt !== null ? stopAt.hits : 0,
+        payload,
+    });
+}
+
+/** The daemon's order for the paused main thread. */
+async function resume(mode) {
+    paused = false;
+    const frames = pausedFrames;
+    pausedFrames = null;
+    if (mode !== "continue" && frames !== null) return step(mode, frames);
+    stepping = false;
+    await clearReturnStops();
+    return post("Debugger.resume").catch(() => {});
+}
+
+async function release() {
+    for (const bp of breakpoints.values()) await post("Debugger.removeBreakpoint", { breakpointId: bp.v8 }).catch(() => {});
+    breakpoints.clear();
+    byV8.clear();
+    if (paused) await resume("continue");
+    stepping = false;
+}
+
+let busy = false;
+async function tick() {
+    if (busy) return;
+    busy = true;
+    try {
+        for (const order of takeOrders()) {
+            try {
+                if (order.op === "breakpoints") await setBreakpoints(order);
+                else if (order.op === "resume") await resume(order.mode);
+                else if (order.op === "release") await release();
+            } catch (e) {
+                if (order.op === "breakpoints") {
+                    send({ type: "breakpoints_updated", id: order.id, installed: [], failed: order.set.map((s) => [s.id, String(e.message || e)]) });
+                }
+            }
+        }
+    } finally {
+        flush();
+        busy = false;
+    }
+}
+
+// The interval keeps this worker alive (an inspector answer does not).
+// Idle, the mailbox is looked at every IDLE_POLL_MS; once breakpoints
+// were set, every POLL_MS.
+let poller = setInterval(() => {
+    tick();
+    if (session !== null) {
+        clearInterval(poller);
+        poller = setInterval(tick, POLL_MS);
+    }
+}, IDLE_POLL_MS);

@@ -1,0 +1,119 @@
+// The JavaScript debugger's agent side. The debugging itself is done in
+// the program by the debugger worker (agent/node/debugger.cjs) through
+// the V8 inspector; this side carries the daemon's orders to it and its
+// messages back, through the two mailboxes of the debug area at the end of
+// the main thread's buffer (layout in debugger.cjs). The messages are the
+// Python debugger's (breakpoints_updated, python_paused, logpoint,
+// breakpoint_error), so the daemon handles both alike.
+import { AgentMessage, receive, send_ } from "../../protocol.js";
+import { utf8 } from "../../native/memory.js";
+import type { DebugRequest } from "../tracer.js";
+
+const INBOX_BYTES = 65536;
+/** Control words of a runtime's buffer (preload.cjs). */
+const C_TID = 4, C_DEBUG_AT = 14;
+/** How often the mailboxes are looked at once the debugger is in use. */
+const POLL_MS = 5;
+
+/** Orders not yet taken by the worker. */
+const orders: object[] = [];
+let poller: ReturnType<typeof setInterval> | null = null;
+/** The debug area; found on first use. */
+let area: NativePointer | null = null;
+
+/** The main thread's debug area, among the buffers runtimes showed. */
+function findArea(buffers: NativePointer, count: number): NativePointer | null {
+    for (let i = 0; i < count; i++) {
+        const c = buffers.add(i * 8).readPointer();
+        if (c.isNull() || c.add(C_TID * 4).readU32() !== Process.id) continue;
+        const at = c.add(C_DEBUG_AT * 4).readU32();
+        return at === 0 ? null : c.add(at);
+    }
+    return null;
+}
+
+/** Hands the waiting orders over when the worker took the last ones. */
+function giveOrders(a: NativePointer): void {
+    if (orders.length === 0 || a.readS32() !== a.add(4).readS32()) return;
+    const bytes = utf8(JSON.stringify(orders));
+    if (bytes.length > INBOX_BYTES - 12) throw new Error(`the debugger's orders take ${bytes.length} bytes, over ${INBOX_BYTES - 12}`);
+    orders.length = 0;
+    a.add(12).writeByteArray(bytes);
+    a.add(8).writeS32(bytes.length);
+    a.writeS32(a.readS32() + 1);
+}
+
+/** Forwards the worker's messages to the daemon. */
+function takeMessages(a: NativePointer): void {
+    const o = a.add(INBOX_BYTES);
+    const seq = o.readS32();
+    if (seq === o.add(4).readS32()) return;
+    const text = o.add(12).readUtf8String(o.add(8).readS32()) ?? "[]";
+    o.add(4).writeS32(seq);
+    for (const m of JSON.parse(text) as AgentMessage[]) {
+        if (m.type === "python_paused") awaitOrder(m.tid);
+        send_(m);
+    }
+}
+
+/** The paused main thread's next order (`resume-<tid>`), for the worker. */
+function awaitOrder(tid: number): void {
+    receive(`resume-${tid}`, order => {
+        if (order.action === "py-set") {
+            send_({ type: "python_memory", id: order.id, results: [[null, null, "setting a JavaScript local is not supported yet"]] });
+            awaitOrder(tid);
+            return;
+        }
+        orders.push({ op: "resume", mode: order.action === "py-step" ? order.mode : "continue" });
+        poll();
+    });
+}
+
+function poll(): void {
+    if (area === null) return;
+    try {
+        giveOrders(area);
+        takeMessages(area);
+    } catch (e) {
+        // The program is ending and its memory going: nothing more to do.
+        if (poller !== null) clearInterval(poller);
+        poller = null;
+        area = null;
+    }
+}
+
+/**
+ * A breakpoints request for a Node.js program (`python-breakpoints`, the
+ * daemon's message for source-level breakpoints), or a memory request,
+ * which this debugger does not serve yet.
+ */
+export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count: number): void {
+    if (req.type === "python-memory") {
+        send_({ type: "python_memory", id: req.id, results: req.targets.map(() => [null, null, "reading a Node.js program's names is not supported yet"]) });
+        return;
+    }
+    area ??= findArea(buffers, count);
+    if (area === null) {
+        const why = "this Node.js program has no Strobe debugger: it was launched with STROBE_JS_DEBUGGER=0, "
+            + "or without SharedArrayBuffer, or not by Strobe; launch it with debug_launch (without that variable) to set breakpoints";
+        send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, why]) });
+        return;
+    }
+    orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });
+    poller ??= setInterval(poll, POLL_MS);
+    poll();
+}
+
+/** The agent goes: the worker removes every breakpoint and lets the main
+ *  thread run. */
+export function releaseJavaScriptDebugger(): void {
+    if (area === null) return;
+    if (poller !== null) clearInterval(poller);
+    poller = null;
+    orders.push({ op: "release" });
+    // The worker takes orders every few ms: wait (briefly) for the inbox.
+    for (let i = 0; i < 40 && orders.length > 0 && area !== null; i++) {
+        poll();
+        if (orders.length > 0) Thread.sleep(0.005);
+    }
+}
