@@ -417,26 +417,9 @@ async fn uncaught_errors_and_rejections_are_crashes_and_process_exit_is_an_exit(
 /// positions kept beside them.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_typescript_crash_is_reported_in_typescript_terms() {
-    let tsc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../agent/node_modules/.bin/tsc");
-    assert!(
-        tsc.exists(),
-        "{} is missing: `./dev test` installs the agent's npm packages (typescript among them)",
-        tsc.display()
-    );
     let work = tempfile::tempdir().unwrap();
     let root = work.path().canonicalize().unwrap();
-    let fixture =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/javascript/ts");
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    for f in ["tsconfig.json", "src/orders.ts"] {
-        std::fs::copy(fixture.join(f), root.join(f)).unwrap();
-    }
-    let built = std::process::Command::new(&tsc)
-        .arg("-p")
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "tsc: {built:?}");
+    support::build_typescript("ts", &["tsconfig.json", "src/orders.ts"], &root);
 
     let env = Env::new();
     let c = env.client().await;

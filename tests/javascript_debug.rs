@@ -3,14 +3,14 @@
 //! JavaScript conditions and hit counts, a condition that does not parse
 //! (V8's message), the paused frame's typed locals and backtrace, step
 //! over / into / out (never stopping in the probes written into the
-//! sources), logpoints, and a removed breakpoint that pauses no more.
+//! sources), logpoints, a removed breakpoint that pauses no more, and
+//! TypeScript lines through tsc's source maps.
 
 mod support;
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-use support::{Client, Env};
+use support::Env;
 
 fn debugee() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -19,9 +19,8 @@ fn debugee() -> PathBuf {
         .unwrap()
 }
 
-/// The line of `stepper.js` holding `@marker`.
-fn line_of(marker: &str) -> u64 {
-    let src = include_str!("fixtures/javascript/debugee/stepper.js");
+/// The line of `src` holding `@marker`.
+fn marker_line(src: &str, marker: &str) -> u64 {
     let tag = format!("@{marker}");
     src.lines()
         .position(|l| l.ends_with(&tag))
@@ -29,31 +28,12 @@ fn line_of(marker: &str) -> u64 {
         + 1
 }
 
-async fn wait_paused(c: &Client, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = c.status(id).await;
-        if let Some(p) = s["pausedThreads"].as_array().and_then(|a| a.first()) {
-            return p.clone();
-        }
-        assert!(Instant::now() < deadline, "no paused thread: {s}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn step(c: &Client, id: &str, action: &str) -> Value {
-    let v = c
-        .ok("debug_continue", json!({"sessionId": id, "action": action}))
-        .await;
-    assert_eq!(v["status"], "paused", "{action}: {v}");
-    v
-}
-
-fn local<'a>(p: &'a Value, name: &str) -> &'a Value {
-    p["locals"]
-        .as_array()
-        .and_then(|l| l.iter().find(|v| v["name"] == name))
-        .unwrap_or_else(|| panic!("no local {name}: {p}"))
+/// The line of `stepper.js` holding `@marker`.
+fn line_of(marker: &str) -> u64 {
+    marker_line(
+        include_str!("fixtures/javascript/debugee/stepper.js"),
+        marker,
+    )
 }
 
 fn has_local(p: &Value, name: &str) -> bool {
@@ -92,14 +72,18 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
         "{}",
         e.error_text()
     );
-    // TypeScript lines are refused with the way round.
+    // A TypeScript source the program does not have.
     let e = c
         .reply(
             "debug_breakpoint",
             json!({"sessionId": id, "add": [{"file": "stepper.ts", "line": 3}]}),
         )
         .await;
-    assert!(e.error_text().contains("TypeScript"), "{}", e.error_text());
+    assert!(
+        e.error_text().contains("no TypeScript source"),
+        "{}",
+        e.error_text()
+    );
 
     // A logpoint in the timer callback, and a conditional breakpoint.
     let v = c
@@ -116,17 +100,17 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
     assert_eq!(bp["function"], "stepper.Stepper.compute", "{v}");
     let bp_id = bp["id"].as_str().unwrap().to_string();
 
-    let p = wait_paused(&c, &id).await;
+    let p = c.wait_paused(&id).await;
     assert_eq!(p["breakpointId"], bp_id.as_str(), "{p}");
     assert_eq!(p["function"], "stepper.Stepper.compute", "{p}");
     assert_eq!(p["line"], line_of("compute-body"), "{p}");
-    let x = local(&p, "x");
+    let x = support::local(&p, "x");
     assert_eq!(x["type"], "number", "{p}");
     let x = x["value"].as_i64().unwrap();
     assert_eq!(x % 3, 2, "the condition held: {p}");
     assert!(!has_local(&p, "__sc"), "not the probe's locals: {p}");
     // A const not reached yet reads as undefined (V8 does not tell it apart).
-    assert_eq!(local(&p, "doubled")["type"], "undefined", "{p}");
+    assert_eq!(support::local(&p, "doubled")["type"], "undefined", "{p}");
     let frames: Vec<&str> = p["backtrace"]
         .as_array()
         .unwrap()
@@ -152,24 +136,24 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
         json!({"sessionId": id, "remove": [bp_id, lp["id"]]}),
     )
     .await;
-    let v = step(&c, &id, "step-over").await;
+    let v = c.step(&id, "step-over").await;
     assert_eq!(v["line"], line_of("compute-call"), "{v}");
-    assert_eq!(local(&v, "doubled")["value"], x * 2, "{v}");
-    let v = step(&c, &id, "step-into").await;
+    assert_eq!(support::local(&v, "doubled")["value"], x * 2, "{v}");
+    let v = c.step(&id, "step-into").await;
     assert_eq!(v["function"], "stepper.square", "{v}");
     assert_eq!(v["line"], line_of("square-body"), "{v}");
-    assert_eq!(local(&v, "n")["value"], x * 2, "{v}");
-    let v = step(&c, &id, "step-out").await;
+    assert_eq!(support::local(&v, "n")["value"], x * 2, "{v}");
+    let v = c.step(&id, "step-out").await;
     assert_eq!(v["function"], "stepper.Stepper.compute", "{v}");
     assert_eq!(
         v["line"],
         line_of("compute-return"),
         "the caller's next line: {v}"
     );
-    assert_eq!(local(&v, "sq")["value"], 4 * x * x, "{v}");
-    let v = step(&c, &id, "step-over").await;
+    assert_eq!(support::local(&v, "sq")["value"], 4 * x * x, "{v}");
+    let v = c.step(&id, "step-over").await;
     assert_eq!(v["line"], line_of("main-print"), "over the return: {v}");
-    assert_eq!(local(&v, "out")["value"], 4 * x * x + 7, "{v}");
+    assert_eq!(support::local(&v, "out")["value"], 4 * x * x + 7, "{v}");
 
     // A function breakpoint with a hit count: from its second hit on.
     c.ok("debug_continue", json!({"sessionId": id, "timeoutMs": 50}))
@@ -181,7 +165,7 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
         )
         .await;
     let fn_bp = v["breakpoints"][0]["id"].as_str().unwrap().to_string();
-    let p = wait_paused(&c, &id).await;
+    let p = c.wait_paused(&id).await;
     assert_eq!(p["function"], "stepper.square", "{p}");
     assert_eq!(p["line"], line_of("square-body"), "{p}");
     let s = c.status(&id).await;
@@ -234,4 +218,92 @@ async fn without_the_debugger_worker_a_breakpoint_says_why() {
     std::fs::write(&stop, "").unwrap();
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "{st}");
+}
+
+/// The line of the TypeScript debugee's `stepper.ts` holding `@marker`.
+fn ts_line_of(marker: &str) -> u64 {
+    marker_line(
+        include_str!("fixtures/javascript/debugee-ts/src/stepper.ts"),
+        marker,
+    )
+}
+
+/// TypeScript compiled by the real tsc with source maps: a breakpoint on a
+/// TypeScript line (and on a function by its TypeScript name) is set on
+/// the compiled JavaScript Node runs, and the pause is reported at the
+/// TypeScript line, the compiled one kept beside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_lines_take_breakpoints_through_source_maps() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().canonicalize().unwrap();
+    support::build_typescript("debugee-ts", &["tsconfig.json", "src/stepper.ts"], &root);
+    let js = std::fs::read_to_string(root.join("dist/stepper.js")).unwrap();
+    let js_line = js
+        .lines()
+        .position(|l| l.contains("@compute-body"))
+        .unwrap() as u64
+        + 1;
+    assert_ne!(js_line, ts_line_of("compute-body"), "the lines differ");
+
+    let env = Env::new();
+    let c = env.client().await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["dist/stepper.js"], "projectRoot": root, "cwd": root}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_stdout(&id).await;
+
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "src/stepper.ts", "line": ts_line_of("compute-body"),
+                   "condition": "x > 2"}]}),
+        )
+        .await;
+    let bp = &v["breakpoints"][0];
+    assert_eq!(bp["line"], ts_line_of("compute-body"), "{v}");
+    assert!(
+        bp["file"].as_str().unwrap().ends_with("src/stepper.ts"),
+        "{v}"
+    );
+    assert_eq!(bp["function"], "stepper.compute", "{v}");
+    assert!(
+        bp["addresses"][0]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("dist/stepper.js:{js_line}")),
+        "set on the compiled line: {v}"
+    );
+    let p = c.wait_paused(&id).await;
+    assert_eq!(p["function"], "stepper.compute", "{p}");
+    assert_eq!(p["line"], ts_line_of("compute-body"), "{p}");
+    assert!(
+        p["file"].as_str().unwrap().ends_with("src/stepper.ts"),
+        "{p}"
+    );
+    assert_eq!(
+        p["backtrace"][0]["generated"]["line"], js_line,
+        "the compiled place beside it: {p}"
+    );
+    assert!(
+        support::local(&p, "x")["value"].as_i64().unwrap() > 2,
+        "{p}"
+    );
+
+    // A function by its TypeScript name stops at its first statement.
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": [bp["id"]], "add": [{"function": "stepper.square"}]}),
+    )
+    .await;
+    c.ok("debug_continue", json!({"sessionId": id, "timeoutMs": 50}))
+        .await;
+    let p = c.wait_paused(&id).await;
+    assert_eq!(p["function"], "stepper.square", "{p}");
+    assert_eq!(p["line"], ts_line_of("square-body"), "{p}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
 }

@@ -29,33 +29,6 @@ fn line_of(marker: &str) -> u64 {
         + 1
 }
 
-async fn wait_paused(c: &Client, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = c.status(id).await;
-        if let Some(p) = s["pausedThreads"].as_array().and_then(|a| a.first()) {
-            return p.clone();
-        }
-        assert!(Instant::now() < deadline, "no paused thread: {s}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn step(c: &Client, id: &str, action: &str) -> Value {
-    let v = c
-        .ok("debug_continue", json!({"sessionId": id, "action": action}))
-        .await;
-    assert_eq!(v["status"], "paused", "{action}: {v}");
-    v
-}
-
-fn local<'a>(p: &'a Value, name: &str) -> &'a Value {
-    p["locals"]
-        .as_array()
-        .and_then(|l| l.iter().find(|v| v["name"] == name))
-        .unwrap_or_else(|| panic!("no local {name}: {p}"))
-}
-
 async fn logpoints(c: &Client, id: &str) -> Vec<Value> {
     c.events(id, Some("logpoint")).await
 }
@@ -130,11 +103,11 @@ async fn breakpoints_and_steps(python: &str) {
     assert_eq!(bp["function"], "stepper.compute", "{v}");
     let bp_id = bp["id"].as_str().unwrap().to_string();
 
-    let p = wait_paused(&c, &id).await;
+    let p = c.wait_paused(&id).await;
     assert_eq!(p["breakpointId"], bp_id.as_str(), "{p}");
     assert_eq!(p["function"], "stepper.compute", "{p}");
     assert_eq!(p["line"], line_of("compute-body"), "{p}");
-    let x = local(&p, "x");
+    let x = support::local(&p, "x");
     assert_eq!(x["type"], "int", "{p}");
     assert_eq!(
         x["value"].as_i64().unwrap() % 3,
@@ -229,20 +202,20 @@ async fn breakpoints_and_steps(python: &str) {
         json!({"sessionId": id, "remove": [bp_id, lp["id"]]}),
     )
     .await;
-    let v = step(&c, &id, "step-over").await;
+    let v = c.step(&id, "step-over").await;
     assert_eq!(v["line"], line_of("compute-call"), "{v}");
     assert_eq!(
-        local(&v, "doubled")["value"],
+        support::local(&v, "doubled")["value"],
         42,
         "computed from the x written: {v}"
     );
-    let v = step(&c, &id, "step-into").await;
+    let v = c.step(&id, "step-into").await;
     assert_eq!(v["function"], "stepper.square", "{v}");
     assert_eq!(v["line"], line_of("square-body"), "{v}");
-    let v = step(&c, &id, "step-out").await;
+    let v = c.step(&id, "step-out").await;
     assert_eq!(v["function"], "stepper.compute", "{v}");
     assert_eq!(v["line"], line_of("compute-return"), "{v}");
-    let v = step(&c, &id, "step-over").await;
+    let v = c.step(&id, "step-over").await;
     assert_eq!(v["function"], "stepper.main", "{v}");
     assert_eq!(v["line"], line_of("main-print"), "{v}");
 
@@ -256,7 +229,7 @@ async fn breakpoints_and_steps(python: &str) {
         )
         .await;
     assert_eq!(v["breakpoints"][0]["line"], line_of("square-body"), "{v}");
-    let p = wait_paused(&c, &id).await;
+    let p = c.wait_paused(&id).await;
     assert_eq!(p["function"], "stepper.square", "{p}");
     assert_eq!(p["line"], line_of("square-body"), "{p}");
     let s = c.status(&id).await;
@@ -356,9 +329,9 @@ async fn paused_then_detached(python: &Path) {
         json!({"sessionId": id, "add": [{"file": "stepper.py", "line": line_of("main-print")}]}),
     )
     .await;
-    let p = wait_paused(&c, &id).await;
+    let p = c.wait_paused(&id).await;
     assert_eq!(p["function"], "stepper.main", "{p}");
-    assert!(local(&p, "value")["value"].is_i64(), "{p}");
+    assert!(support::local(&p, "value")["value"].is_i64(), "{p}");
     // Detached while paused: the thread is let go and nothing stays installed.
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
@@ -435,7 +408,10 @@ async fn staged_and_stop_on_entry(python: &str) {
     let v = c.ok("debug_continue", json!({"sessionId": id})).await;
     assert_eq!(v["status"], "paused", "{v}");
     assert_eq!(v["line"], line_of("square-body"), "{v}");
-    assert!(local(&v, "n")["value"].as_i64().unwrap() > 4, "{v}");
+    assert!(
+        support::local(&v, "n")["value"].as_i64().unwrap() > 4,
+        "{v}"
+    );
     let s = c.status(&id).await;
     let bps: Vec<Value> = s["breakpoints"].as_array().unwrap().clone();
     let ids: Vec<Value> = bps.iter().map(|b| b["id"].clone()).collect();

@@ -319,6 +319,35 @@ impl Drop for Spawned {
     }
 }
 
+/// Copies `files` of `tests/fixtures/javascript/<fixture>` into `root` and
+/// compiles them with the real tsc (the agent's, `./dev test` installs it).
+pub fn build_typescript(fixture: &str, files: &[&str], root: &Path) {
+    let tsc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../agent/node_modules/.bin/tsc");
+    assert!(
+        tsc.exists(),
+        "{} is missing: `./dev test` installs the agent's npm packages (typescript among them)",
+        tsc.display()
+    );
+    let from = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/javascript")
+        .join(fixture);
+    for f in files {
+        let to = root.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(f), to).unwrap();
+    }
+    let built = Command::new(&tsc).arg("-p").arg(root).output().unwrap();
+    assert!(built.status.success(), "tsc: {built:?}");
+}
+
+/// The local `name` of a paused thread (`{name, type, value}`).
+pub fn local<'a>(paused: &'a Value, name: &str) -> &'a Value {
+    paused["locals"]
+        .as_array()
+        .and_then(|l| l.iter().find(|v| v["name"] == name))
+        .unwrap_or_else(|| panic!("no local {name}: {paused}"))
+}
+
 unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
@@ -471,6 +500,28 @@ impl Client {
             json!({ "action": "status", "sessionId": id }),
         )
         .await
+    }
+
+    /// Waits (up to 30 s) until a thread of the session is paused; returns it.
+    pub async fn wait_paused(&self, id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let s = self.status(id).await;
+            if let Some(p) = s["pausedThreads"].as_array().and_then(|a| a.first()) {
+                return p.clone();
+            }
+            assert!(Instant::now() < deadline, "no paused thread: {s}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `debug_continue` with a step `action`, which must end paused.
+    pub async fn step(&self, id: &str, action: &str) -> Value {
+        let v = self
+            .ok("debug_continue", json!({"sessionId": id, "action": action}))
+            .await;
+        assert_eq!(v["status"], "paused", "{action}: {v}");
+        v
     }
 
     /// Waits until the session is no longer running; returns its status.

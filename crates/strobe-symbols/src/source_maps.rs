@@ -49,6 +49,55 @@ impl SourceMaps {
     }
 }
 
+impl SourceMaps {
+    /// Where 1-based `line` of `source` runs in generated `file`, or the
+    /// first line after it that has code there: `(generated line, source
+    /// line)`, 1-based. `None` when the file's map (a regular one) does not
+    /// cover `source` from that line on.
+    pub fn generated(&mut self, file: &Path, source: &Path, line: u32) -> Option<(u32, u32)> {
+        let entry = self
+            .maps
+            .entry(file.to_path_buf())
+            .or_insert_with(|| load(file));
+        let (DecodedMap::Regular(map), dir) = entry.as_ref()? else {
+            return None;
+        };
+        let ours: Vec<bool> = (0..map.get_source_count())
+            .map(|i| {
+                map.get_source(i).is_some_and(|s| {
+                    let p = dir.join(Path::new(s.strip_prefix("file://").unwrap_or(s)));
+                    p.canonicalize().unwrap_or(p) == source
+                })
+            })
+            .collect();
+        let wanted = line.checked_sub(1)?;
+        // The earliest source line at or after `line`, then its earliest
+        // generated line.
+        map.tokens()
+            .filter(|t| ours.get(t.get_src_id() as usize) == Some(&true))
+            .filter(|t| t.get_src_line() >= wanted)
+            .map(|t| (t.get_src_line(), t.get_dst_line()))
+            .min()
+            .map(|(src, dst)| (dst + 1, src + 1))
+    }
+
+    /// The original of generated `file`'s 1-based `line` (its last mapped
+    /// position on that line); `None` when the map says nothing of it.
+    pub fn original_line(&mut self, file: &Path, line: u32) -> Option<Original> {
+        let entry = self
+            .maps
+            .entry(file.to_path_buf())
+            .or_insert_with(|| load(file));
+        let (map, _) = entry.as_ref()?;
+        let token = map.lookup_token(line.checked_sub(1)?, u32::MAX)?;
+        if token.get_dst_line() + 1 != line {
+            return None;
+        }
+        let column = token.get_dst_col() + 1;
+        self.original(file, line, column)
+    }
+}
+
 /// The map a generated file names, and the directory its sources are
 /// relative to.
 fn load(file: &Path) -> Option<(DecodedMap, PathBuf)> {
@@ -97,5 +146,17 @@ mod tests {
         assert_eq!((o.line, o.column), (2, 1));
         assert_eq!(maps.original(&root.join("dist/plain.js"), 1, 1), None);
         assert_eq!(maps.original(&root.join("dist/missing.js"), 1, 1), None);
+        // And the other way: a source line (or the next one with code) to
+        // where it runs; a whole line back to its source.
+        let (js, ts) = (
+            root.join("dist/a.js"),
+            root.join("src/a.ts").canonicalize().unwrap(),
+        );
+        assert_eq!(maps.generated(&js, &ts, 1), Some((1, 2)));
+        assert_eq!(maps.generated(&js, &ts, 2), Some((1, 2)));
+        assert_eq!(maps.generated(&js, &ts, 3), None);
+        assert_eq!(maps.generated(&js, &root.join("src/b.ts"), 1), None);
+        assert_eq!(maps.original_line(&js, 1).map(|o| o.line), Some(2));
+        assert_eq!(maps.original_line(&js, 2), None);
     }
 }

@@ -21,15 +21,20 @@ let poller: ReturnType<typeof setInterval> | null = null;
 /** The debug area; found on first use. */
 let area: NativePointer | null = null;
 
-/** The main thread's debug area, among the buffers runtimes showed. */
-function findArea(buffers: NativePointer, count: number): NativePointer | null {
+/** The main thread's debug area, among the buffers runtimes showed, or
+ *  why there is none. */
+function findArea(buffers: NativePointer, count: number): NativePointer | string {
     for (let i = 0; i < count; i++) {
         const c = buffers.add(i * 8).readPointer();
         if (c.isNull() || c.add(C_TID * 4).readU32() !== Process.id) continue;
         const at = c.add(C_DEBUG_AT * 4).readU32();
-        return at === 0 ? null : c.add(at);
+        if (at !== 0) return c.add(at);
+        return "this Node.js program has no Strobe debugger: it was launched with STROBE_JS_DEBUGGER=0, "
+            + "or without SharedArrayBuffer; launch it with debug_launch (without that variable) to set breakpoints";
     }
-    return null;
+    return "Strobe's runtime has not started in this Node.js program yet (breakpoints staged for a launch, "
+        + "and stopOnEntry, are not supported for Node.js yet; and an attached Node.js program has none): "
+        + "set the breakpoint once the program runs";
 }
 
 /** Hands the waiting orders over when the worker took the last ones. */
@@ -92,12 +97,13 @@ export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count
         send_({ type: "python_memory", id: req.id, results: req.targets.map(() => [null, null, "reading a Node.js program's names is not supported yet"]) });
         return;
     }
-    area ??= findArea(buffers, count);
     if (area === null) {
-        const why = "this Node.js program has no Strobe debugger: it was launched with STROBE_JS_DEBUGGER=0, "
-            + "or without SharedArrayBuffer, or not by Strobe; launch it with debug_launch (without that variable) to set breakpoints";
-        send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, why]) });
-        return;
+        const found = findArea(buffers, count);
+        if (typeof found === "string") {
+            send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, found]) });
+            return;
+        }
+        area = found;
     }
     orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });
     poller ??= setInterval(poll, POLL_MS);

@@ -5,10 +5,14 @@
 //! as the Python debugger's do (`python-breakpoints`, `python_paused`):
 //! a source line, a condition and a message in the program's language,
 //! and a paused frame's locals in the same payload format. V8 moves a
-//! line without code to the next one that has.
+//! line without code to the next one that has. A TypeScript line is set
+//! on the compiled JavaScript through tsc's source maps, and a pause's
+//! frames are shown back at their TypeScript lines.
 
-use super::python::PySite;
+use super::python::{PySite, modules_of, pattern_sites, source_file};
 use super::*;
+use std::path::Path;
+use strobe_symbols::source_maps::SourceMaps;
 use strobe_symbols::{Language, SymbolResolver};
 
 /// Extensions of the sources Node.js runs.
@@ -40,53 +44,79 @@ pub(in crate::manager) fn is_javascript_request(tracer: &Tracer, a: &BreakpointR
 }
 
 fn javascript_modules(tracer: &Tracer) -> impl Iterator<Item = &Arc<dyn SymbolResolver>> {
-    tracer
-        .modules
-        .iter()
-        .filter(|m| m.language() == Language::JavaScript)
+    modules_of(tracer, Language::JavaScript)
 }
 
-/// A TypeScript source cannot take a breakpoint yet: V8 runs the compiled
-/// JavaScript, and mapping lines back is still to come.
-fn not_typescript(file: &str) -> Result<(), SessionError> {
-    if TS_EXTENSIONS.contains(&extension(file)) {
-        return Err(err(format!(
-            "{file} is TypeScript: breakpoints in TypeScript lines are not supported yet; set it on the \
-             line of the JavaScript tsc compiled it to (the .js file beside it or in outDir)"
-        )));
-    }
-    Ok(())
+fn is_typescript(file: &str) -> bool {
+    TS_EXTENSIONS.contains(&extension(file))
 }
 
-/// The one source file `file` names: a path under the project (or an
-/// absolute one), or the tail of a file the resolver indexed.
-fn source_file(tracer: &Tracer, file: &str) -> Result<PathBuf, SessionError> {
+/// Where `line` of TypeScript source `ts` (or the next line with code)
+/// runs: a compiled file of the program and its line, through the source
+/// maps tsc wrote, and the source line it stops at.
+fn compiled_site(
+    tracer: &Tracer,
+    maps: &mut SourceMaps,
+    ts: &Path,
+    line: u32,
+) -> Result<(PathBuf, u32, u32), SessionError> {
+    let mut compiled: Vec<PathBuf> = javascript_modules(tracer)
+        .flat_map(|m| m.source_files())
+        .filter(|f| !is_typescript(&f.to_string_lossy()))
+        .collect();
+    compiled.sort();
+    compiled.dedup();
+    compiled
+        .into_iter()
+        .find_map(|js| {
+            let (at, source_line) = maps.generated(&js, ts, line)?;
+            Some((js, at, source_line))
+        })
+        .ok_or_else(|| {
+            err(format!(
+                "no compiled JavaScript of the program maps {}:{line} or a line after it: compile with source \
+                 maps (tsc's sourceMap) and run the compiled files, or set the breakpoint in the JavaScript",
+                ts.display()
+            ))
+        })
+}
+
+/// A TypeScript source the request names: under the project, absolute, or
+/// the tail of a source a compiled function came from.
+fn typescript_file(tracer: &Tracer, file: &str) -> Result<PathBuf, SessionError> {
     let direct = tracer.project_root.join(file);
     if direct.is_file() {
         return Ok(std::fs::canonicalize(&direct).unwrap_or(direct));
     }
     let tail = file.trim_start_matches("./");
-    let mut found: Vec<PathBuf> = javascript_modules(tracer)
-        .flat_map(|m| m.source_files())
-        .filter(|p| p.ends_with(tail))
-        .collect();
-    found.sort();
-    found.dedup();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => Err(err(format!(
-            "no JavaScript source {file:?} in the program (not under {}); give a path relative to projectRoot or an absolute one",
-            tracer.project_root.display()
-        ))),
-        n => Err(err(format!(
-            "{file:?} matches {n} files ({}); give more of its path",
-            found
-                .iter()
-                .take(5)
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+    javascript_modules(tracer)
+        .flat_map(|m| (0..).map_while(move |i| m.function(i)).filter_map(|f| f.file))
+        .map(PathBuf::from)
+        .find(|p| p.ends_with(tail))
+        .ok_or_else(|| {
+            err(format!(
+                "no TypeScript source {file:?} (not under {}); give a path relative to projectRoot or an absolute one",
+                tracer.project_root.display()
+            ))
+        })
+}
+
+/// A paused thread's frames in the program's own terms: a compiled
+/// file's line at its source's (the compiled place kept as `generated`).
+pub(in crate::manager) fn in_source_terms(frames: &mut [Value]) {
+    let mut maps = SourceMaps::default();
+    for f in frames {
+        let (Some(file), Some(line)) = (f["file"].as_str(), f["line"].as_u64()) else {
+            continue;
+        };
+        if !JS_EXTENSIONS.contains(&extension(file)) {
+            continue;
+        }
+        if let Some(o) = maps.original_line(Path::new(file), line as u32) {
+            f["generated"] = json!({"file": file, "line": line});
+            f["file"] = json!(o.file.to_string_lossy());
+            f["line"] = json!(o.line);
+        }
     }
 }
 
@@ -120,39 +150,59 @@ pub(in crate::manager) fn resolve_javascript(
         let pattern = strobe_symbols::Pattern::parse(f)
             .map_err(|e| err(format!("'function' {f:?} is not a valid pattern: {e}")))?;
         let mut sites = Vec::new();
+        let mut maps = SourceMaps::default();
         for m in javascript_modules(tracer) {
             for t in m.resolve_pattern(&pattern, &tracer.project_root).targets {
                 let Some(info) = m.function(t.function) else {
                     continue;
                 };
                 let file = info.file.unwrap_or_default().to_string();
-                not_typescript(&file)?;
+                let line = info.line.unwrap_or(1);
+                // A compiled function is named from its TypeScript source.
+                let (at_file, at_line, source) = if is_typescript(&file) {
+                    let (js, at, src) = compiled_site(tracer, &mut maps, Path::new(&file), line)?;
+                    (js.to_string_lossy().into_owned(), at, Some((file, src)))
+                } else {
+                    (file, line, None)
+                };
                 sites.push(PySite {
-                    file,
-                    line: info.line.unwrap_or(1),
+                    file: at_file,
+                    line: at_line,
                     qualname: None,
                     function: info.name.to_string(),
+                    source,
                 });
             }
         }
-        if sites.is_empty() {
-            return Err(err(format!(
+        return pattern_sites(
+            sites,
+            format!(
                 "no JavaScript function matches {f:?} (names are module.name, e.g. \"orders.Cart.total\"; \"orders.*\" lists a module's)"
-            )));
-        }
-        if sites.len() > frames::MAX_SITES {
-            return Err(err(format!(
-                "it matches {} functions (at most {}); narrow the pattern",
-                sites.len(),
-                frames::MAX_SITES
-            )));
-        }
-        return Ok((sites, None));
+            ),
+        );
     }
     let file = a.file.as_deref().expect("validated");
     let line = a.line.expect("validated");
-    not_typescript(file)?;
-    let path = source_file(tracer, file)?;
+    if is_typescript(file) {
+        let ts = typescript_file(tracer, file)?;
+        let (js, at, source_line) = compiled_site(tracer, &mut SourceMaps::default(), &ts, line)?;
+        let ts_text = ts.to_string_lossy().into_owned();
+        let note = (source_line != line).then(|| {
+            format!("line {line} has no code; moved to line {source_line}, the next line that has")
+        });
+        return Ok((
+            vec![PySite {
+                function: function_at(tracer, &ts_text, source_line)
+                    .unwrap_or_else(|| "<top level>".into()),
+                file: js.to_string_lossy().into_owned(),
+                line: at,
+                qualname: None,
+                source: Some((ts_text, source_line)),
+            }],
+            note,
+        ));
+    }
+    let path = source_file(tracer, file, Language::JavaScript)?;
     let lines = std::fs::read_to_string(&path)
         .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?
         .lines()
@@ -169,6 +219,7 @@ pub(in crate::manager) fn resolve_javascript(
             file: file_text,
             line,
             qualname: None,
+            source: None,
         }],
         None,
     ))
@@ -179,10 +230,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn typescript_sources_are_refused_with_the_way_round() {
-        let e = not_typescript("src/router.ts").unwrap_err().to_string();
-        assert!(e.contains("TypeScript") && e.contains(".js"), "{e}");
-        assert!(not_typescript("src/router.js").is_ok());
-        assert!(not_typescript("src/router.mjs").is_ok());
+    fn compiled_frames_are_shown_at_their_source_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("dist")).unwrap();
+        std::fs::write(root.join("src/a.ts"), "// one\nexport function f() {}\n").unwrap();
+        std::fs::write(
+            root.join("dist/a.js"),
+            "function f() {}\n//# sourceMappingURL=a.js.map\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("dist/a.js.map"),
+            r#"{"version":3,"file":"a.js","sources":["../src/a.ts"],"names":["f"],"mappings":"AACA"}"#,
+        )
+        .unwrap();
+        let js = root.join("dist/a.js").to_string_lossy().into_owned();
+        let mut frames = vec![
+            json!({"function": "f", "file": js, "line": 1}),
+            json!({"function": "g", "file": "node:internal/timers", "line": 5}),
+        ];
+        in_source_terms(&mut frames);
+        assert_eq!(
+            frames[0]["file"],
+            json!(root.join("src/a.ts").to_string_lossy())
+        );
+        assert_eq!(frames[0]["line"], 2);
+        assert_eq!(frames[0]["generated"], json!({"file": js, "line": 1}));
+        assert_eq!(frames[1]["line"], 5, "Node's own code is left as it is");
     }
 }

@@ -34,6 +34,9 @@ pub(in crate::manager) struct PySite {
     pub(in crate::manager) qualname: Option<String>,
     /// The function it is in, as patterns name it.
     pub(in crate::manager) function: String,
+    /// Where it is in the program's own terms when that is not where it is
+    /// set: a TypeScript line, for JavaScript compiled from it.
+    pub(in crate::manager) source: Option<(String, u32)>,
 }
 
 impl PySite {
@@ -58,13 +61,28 @@ impl PySite {
     pub(in crate::manager) fn place(&self) -> String {
         format!("{}:{}", self.file, self.line)
     }
+
+    /// The file and line it is reported at.
+    pub(in crate::manager) fn shown(&self) -> (String, u32) {
+        self.source
+            .clone()
+            .unwrap_or_else(|| (self.file.clone(), self.line))
+    }
 }
 
 fn python_modules(tracer: &Tracer) -> impl Iterator<Item = &Arc<dyn SymbolResolver>> {
+    modules_of(tracer, Language::Python)
+}
+
+/// The resolvers of one language's sources.
+pub(super) fn modules_of(
+    tracer: &Tracer,
+    language: Language,
+) -> impl Iterator<Item = &Arc<dyn SymbolResolver>> {
     tracer
         .modules
         .iter()
-        .filter(|m| m.language() == Language::Python)
+        .filter(move |m| m.language() == language)
 }
 
 /// Does `path` end with the path components of `tail`?
@@ -73,13 +91,17 @@ fn ends_with_components(path: &std::path::Path, tail: &str) -> bool {
 }
 
 /// The one source file `file` names: an absolute path, a path under the
-/// project, or the tail of a file the resolver indexed.
-fn source_file(tracer: &Tracer, file: &str) -> Result<PathBuf, SessionError> {
+/// project, or the tail of a file a resolver of `language` indexed.
+pub(super) fn source_file(
+    tracer: &Tracer,
+    file: &str,
+    language: Language,
+) -> Result<PathBuf, SessionError> {
     let direct = tracer.project_root.join(file);
     if direct.is_file() {
         return Ok(std::fs::canonicalize(&direct).unwrap_or(direct));
     }
-    let mut found: Vec<PathBuf> = python_modules(tracer)
+    let mut found: Vec<PathBuf> = modules_of(tracer, language)
         .flat_map(|m| m.source_files())
         .filter(|p| ends_with_components(p, file))
         .collect();
@@ -88,7 +110,12 @@ fn source_file(tracer: &Tracer, file: &str) -> Result<PathBuf, SessionError> {
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(err(format!(
-            "no Python source {file:?} in the program (not under {} and not a module it loaded); give a path relative to projectRoot or an absolute one",
+            "no {} source {file:?} in the program (not under {} and not a module it loaded); give a path relative to projectRoot or an absolute one",
+            if language == Language::Python {
+                "Python"
+            } else {
+                "JavaScript"
+            },
             tracer.project_root.display()
         ))),
         n => Err(err(format!(
@@ -101,6 +128,25 @@ fn source_file(tracer: &Tracer, file: &str) -> Result<PathBuf, SessionError> {
                 .join(", ")
         ))),
     }
+}
+
+/// A function pattern's sites, or why there are none or too many
+/// (`none` says how the language names functions).
+pub(super) fn pattern_sites(
+    sites: Vec<PySite>,
+    none: String,
+) -> Result<(Vec<PySite>, Option<String>), SessionError> {
+    if sites.is_empty() {
+        return Err(err(none));
+    }
+    if sites.len() > frames::MAX_SITES {
+        return Err(err(format!(
+            "it matches {} functions (at most {}); narrow the pattern",
+            sites.len(),
+            frames::MAX_SITES
+        )));
+    }
+    Ok((sites, None))
 }
 
 /// The function of `file` whose code holds `line`, as patterns name it
@@ -142,26 +188,20 @@ pub(in crate::manager) fn resolve_python(
                     line: body,
                     qualname: Some(info.name_raw.unwrap_or(info.name).to_string()),
                     function: info.name.to_string(),
+                    source: None,
                 });
             }
         }
-        if sites.is_empty() {
-            return Err(err(format!(
+        return pattern_sites(
+            sites,
+            format!(
                 "no Python function matches {f:?} (names are module.qualname, e.g. \"shop.Cart.total\"; \"shop.*\" lists a module's)"
-            )));
-        }
-        if sites.len() > frames::MAX_SITES {
-            return Err(err(format!(
-                "it matches {} functions (at most {}); narrow the pattern",
-                sites.len(),
-                frames::MAX_SITES
-            )));
-        }
-        return Ok((sites, None));
+            ),
+        );
     }
     let file = a.file.as_deref().expect("validated");
     let line = a.line.expect("validated");
-    let path = source_file(tracer, file)?;
+    let path = source_file(tracer, file, Language::Python)?;
     let lines = python_modules(tracer)
         .find_map(|m| m.statement_lines(&path))
         .ok_or_else(|| err(format!("cannot read {}", path.display())))?;
@@ -180,6 +220,7 @@ pub(in crate::manager) fn resolve_python(
             file: file_text,
             line: at,
             qualname: None,
+            source: None,
         }],
         note,
     ))
@@ -200,7 +241,10 @@ impl SessionManager {
     /// A Python thread paused (or a Node.js main thread, reported alike):
     /// its frames and locals are in the payload.
     pub(in crate::manager) fn on_python_paused(&self, live: &Live, paused: &PythonPaused) {
-        let (frames, locals) = strobe_values::python::paused(&paused.payload).unwrap_or_default();
+        let (mut frames, locals) =
+            strobe_values::python::paused(&paused.payload).unwrap_or_default();
+        // Compiled JavaScript's frames at their TypeScript lines.
+        super::javascript::in_source_terms(&mut frames);
         let top = frames.first().cloned().unwrap_or(Value::Null);
         let breakpoint = paused
             .breakpoint

@@ -96,6 +96,9 @@ pub struct JavaScriptResolver {
     root: PathBuf,
     functions: Vec<JsFunction>,
     files: Vec<PathBuf>,
+    /// Compiled files with a source map (their functions are named from
+    /// their sources, so they are not in `files`).
+    compiled: Vec<PathBuf>,
     warnings: Vec<String>,
     /// Packages a pattern named, loaded then: append-only (a slot, once
     /// set, never changes), so `function` can hand out borrows while
@@ -143,6 +146,7 @@ impl JavaScriptResolver {
             .collect();
         let mut functions = Vec::new();
         let mut kept = Vec::new();
+        let mut compiled = Vec::new();
         for (file, parsed) in files.into_iter().zip(parsed) {
             let parsed = match parsed {
                 Ok(p) => p,
@@ -152,6 +156,8 @@ impl JavaScriptResolver {
                 }
             };
             if parsed.has_source_map && is_compiled(&file) {
+                // Named from its sources; kept for breakpoints on them.
+                compiled.push(file);
                 continue;
             }
             if let Some((first, count)) = &parsed.syntax_error {
@@ -181,6 +187,7 @@ impl JavaScriptResolver {
             root,
             functions,
             files: kept,
+            compiled,
             warnings,
             packages: (0..MAX_PACKAGES).map(|_| OnceLock::new()).collect(),
             loaded: Mutex::new(Vec::new()),
@@ -337,8 +344,10 @@ impl SymbolResolver for JavaScriptResolver {
         self.warnings.clone()
     }
 
+    /// The sources indexed, then the compiled files (with a source map)
+    /// Node runs in their stead.
     fn source_files(&self) -> Vec<PathBuf> {
-        self.files.clone()
+        self.files.iter().chain(&self.compiled).cloned().collect()
     }
 }
 
