@@ -438,14 +438,17 @@ impl Bridge {
     }
 
     /// Stops the bridge: asks it to shut down (it kills a target it launched),
-    /// then makes sure the process is gone. Idempotent.
+    /// then makes sure the process is gone. Idempotent; every call returns
+    /// only once the process is gone.
     pub fn terminate(&self) {
-        if self.inner.terminated.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        if self.gone_reason().is_none() {
+        let first = !self.inner.terminated.swap(true, Ordering::SeqCst);
+        if first && self.gone_reason().is_none() {
             let _ = self.request("shutdown", json!({}), Duration::from_secs(3));
         }
+        // Every caller returns only once the bridge is gone: a later one
+        // waits here while the first holds the lock. (A bridge that just
+        // detached may still be freeing its agent in the target under
+        // ptrace; whoever attaches next must find it done.)
         let mut child = self.inner.child.lock().expect("child lock");
         for _ in 0..100 {
             if matches!(child.try_wait(), Ok(Some(_))) {

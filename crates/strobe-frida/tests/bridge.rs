@@ -234,3 +234,28 @@ fn dying_bridge_is_reported_gone() {
         Err(strobe_frida::BridgeError::Gone(_))
     ));
 }
+
+/// A second `terminate`, made while the first is still waiting for the
+/// bridge to exit, returns only once it has: the session layer calls it
+/// from two places (the session winding down, then a stop), and a stop
+/// that returned early let the next attach meet the old bridge still
+/// freeing its agent in the target under ptrace.
+#[test]
+fn every_terminate_returns_once_the_bridge_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bridge = std::sync::Arc::new(
+        Bridge::start(&python(), tmp.path(), &tmp.path().join("bridge.log"), T).unwrap(),
+    );
+    let pid = bridge.process_id();
+    let first = {
+        let b = bridge.clone();
+        std::thread::spawn(move || b.terminate())
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    bridge.terminate();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the bridge (pid {pid}) is gone when terminate returns"
+    );
+    first.join().unwrap();
+}
