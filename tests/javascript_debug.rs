@@ -128,6 +128,38 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
     assert!(last.contains(&format!("i={x}")), "{logs:?}");
     assert!(last.contains("tick "), "{logs:?}");
 
+    // Memory: a paused local (from the pause's copy), the module's binding
+    // the frame sees, a path from `this`, a getter (never run) and a name
+    // nobody has.
+    let r = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "x"}, {"variable": "ticks"},
+                   {"variable": "this.base"}, {"variable": "globalThis.stepperLazy"}, {"variable": "nope"}]}),
+        )
+        .await;
+    let r = r["results"].as_array().unwrap();
+    assert_eq!(r[0]["value"], x, "{r:?}");
+    assert_eq!(r[0]["local"], true, "{r:?}");
+    assert_eq!(r[1]["type"], "number", "{r:?}");
+    assert!(r[1]["value"].as_i64().unwrap() > x, "{r:?}");
+    assert_eq!(r[2]["value"], 7, "{r:?}");
+    assert!(r[3]["error"].as_str().unwrap().contains("getter"), "{r:?}");
+    assert!(
+        r[4]["error"].as_str().unwrap().contains("not defined"),
+        "{r:?}"
+    );
+    // A local set in the paused frame; the next line computes with it.
+    let w = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"variable": "x", "value": 21}]}),
+        )
+        .await;
+    assert_eq!(w["results"][0]["newValue"], 21, "{w}");
+    assert_eq!(w["results"][0]["previousValue"], x, "{w}");
+    let x = 21;
+
     // Stepping: over, into the callee (past the probe at its entry), out
     // to the caller's next line, and over the return into the callback's
     // next line.
@@ -138,7 +170,11 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
     .await;
     let v = c.step(&id, "step-over").await;
     assert_eq!(v["line"], line_of("compute-call"), "{v}");
-    assert_eq!(support::local(&v, "doubled")["value"], x * 2, "{v}");
+    assert_eq!(
+        support::local(&v, "doubled")["value"],
+        x * 2,
+        "computed from the x written: {v}"
+    );
     let v = c.step(&id, "step-into").await;
     assert_eq!(v["function"], "stepper.square", "{v}");
     assert_eq!(v["line"], line_of("square-body"), "{v}");
@@ -180,6 +216,21 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
     .await;
     c.ok("debug_continue", json!({"sessionId": id, "timeoutMs": 50}))
         .await;
+    // Running: its globals can be read; a module binding says how to see it.
+    let r = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "targets": [{"variable": "stepperRuns"}, {"variable": "ticks"}]}),
+        )
+        .await;
+    assert!(r["results"][0]["value"].as_i64().unwrap() > 0, "{r}");
+    assert!(
+        r["results"][1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("pause it at a breakpoint"),
+        "{r}"
+    );
     std::fs::write(&stop, "").unwrap();
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "ran to its end, unpaused: {st}");

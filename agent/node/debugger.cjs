@@ -397,6 +397,83 @@ async function resume(mode) {
     return post("Debugger.resume").catch(() => {});
 }
 
+/** A `debug_memory` target (`cart.items[0].sku`) as a path of keys; null
+ *  when it is not one. */
+function pathOf(target) {
+    const m = /^([\p{L}_$][\p{L}\p{N}_$]*)((?:\.[\p{L}_$][\p{L}\p{N}_$]*|\[\d+\]|\["[^"]*"\]|\['[^']*'\])*)$/u.exec(target);
+    if (m === null) return null;
+    const path = [m[1]];
+    for (const part of m[2].match(/\.[^.[]+|\[[^\]]+\]/g) || []) {
+        path.push(part.startsWith(".") ? part.slice(1) : part.slice(1, -1).replace(/^["']|["']$/g, ""));
+    }
+    return path;
+}
+
+/** Evaluates `expression` in the paused top frame, or on the main thread
+ *  (its globals) while it runs; the value (by value) or a thrown error. */
+async function evaluate(expression) {
+    const r = pausedFrames !== null
+        ? await post("Debugger.evaluateOnCallFrame", { callFrameId: pausedFrames[0].callFrameId, expression, silent: true, returnByValue: true })
+        : await post("Runtime.evaluate", { expression, silent: true, returnByValue: true });
+    if (r.exceptionDetails !== undefined) {
+        const e = r.result && r.result.description ? r.result.description.split("\n")[0] : r.exceptionDetails.text;
+        throw new Error(e);
+    }
+    return r.result.value;
+}
+
+/** `[payload, previous payload, error]` of one debug_memory target:
+ *  `[name, depth, write, value]`. */
+async function memoryTarget([target, depth, write, value]) {
+    const path = pathOf(target);
+    if (path === null) {
+        return [null, null, `${JSON.stringify(target)} is not a name or a path of names (like cart.items[0].sku)`];
+    }
+    // A name the paused frame binds is read by its own scope; anything else
+    // (and everything while the program runs) is a property of the global
+    // object, read by descriptor like the rest of the path, so even a
+    // global getter is not run.
+    const bound = path[0] === "this" || (pausedFrames !== null && (await frameBinds(path[0])));
+    const full = bound ? path : ["globalThis", ...path];
+    const args = `${JSON.stringify(full)}, () => ${full[0]}`;
+    try {
+        if (!write) {
+            const b64 = await evaluate(`__strobe.peek(${args}, ${Number(depth)})`);
+            return [Array.from(Buffer.from(b64, "base64")), null, null];
+        }
+        const [before, now] = await evaluate(
+            `__strobe.poke(${args}, (__strobe_v) => { ${full[0]} = __strobe_v; }, ${JSON.stringify(value)}, ${Number(depth)})`);
+        return [Array.from(Buffer.from(now, "base64")), Array.from(Buffer.from(before, "base64")), null];
+    } catch (e) {
+        // The runtime's errors without V8's "Error: ", and the global
+        // object's name where Strobe added it.
+        let why = String(e.message || e).replace(/^Error: /, "");
+        if (!bound) why = why.replace(/^globalThis\./, "");
+        if (!bound && why.startsWith(`${path[0]} does not exist`)) {
+            why = pausedFrames === null
+                ? `${path[0]} is not a global (while the program runs only its globals can be read; pause it at a breakpoint to read a frame's locals and its module's bindings)`
+                : `${path[0]} is not defined in the paused frame (not a local, a closure's, its module's or a global)`;
+        }
+        return [null, null, why];
+    }
+}
+
+/** Whether the paused top frame's scopes (not the global one) bind `name`. */
+async function frameBinds(name) {
+    for (const scope of pausedFrames[0].scopeChain) {
+        if (scope.type === "global" || scope.object.objectId === undefined) continue;
+        const r = await post("Runtime.getProperties", { objectId: scope.object.objectId, ownProperties: true });
+        if (r.result.some((p) => p.name === name)) return true;
+    }
+    return false;
+}
+
+async function memory(order) {
+    const results = [];
+    for (const t of order.targets) results.push(await memoryTarget(t));
+    send({ type: "python_memory", id: order.id, results });
+}
+
 async function release() {
     for (const bp of breakpoints.values()) await post("Debugger.removeBreakpoint", { breakpointId: bp.v8 }).catch(() => {});
     breakpoints.clear();
@@ -415,9 +492,12 @@ async function tick() {
                 if (order.op === "breakpoints") await setBreakpoints(order);
                 else if (order.op === "resume") await resume(order.mode);
                 else if (order.op === "release") await release();
+                else if (order.op === "memory") await memory(order);
             } catch (e) {
                 if (order.op === "breakpoints") {
                     send({ type: "breakpoints_updated", id: order.id, installed: [], failed: order.set.map((s) => [s.id, String(e.message || e)]) });
+                } else if (order.op === "memory") {
+                    send({ type: "python_memory", id: order.id, results: order.targets.map(() => [null, null, String(e.message || e)]) });
                 }
             }
         }

@@ -589,6 +589,60 @@ function exit(probe, kind, t, v) {
     put(probe, kind, kind & KIND_DETACHED ? t : 0, finish());
 }
 
+/** The property `key` of `o` (own, else inherited) without running
+ *  anything: undefined when there is none; a getter is an error. */
+function descriptor(o, key, where) {
+    for (let p = o; p !== null && p !== undefined; p = Object.getPrototypeOf(p)) {
+        if (types.isProxy(p)) throw new Error(`${where} is behind a Proxy, which Strobe does not run`);
+        const d = Object.getOwnPropertyDescriptor(p, key);
+        if (d === undefined) continue;
+        if (!("value" in d)) throw new Error(`${where} is a getter, which Strobe does not run`);
+        return d;
+    }
+    return undefined;
+}
+
+/** `v` walked along `path`'s rest (path[0] is the name `v` is). */
+function walk(path, v) {
+    for (let i = 1; i < path.length; i++) {
+        const where = path.slice(0, i + 1).join(".");
+        if (v === null || (typeof v !== "object" && typeof v !== "function")) {
+            throw new Error(`${path.slice(0, i).join(".")} is ${v === null ? "null" : typeof v}: it has no ${path[i]}`);
+        }
+        const d = descriptor(v, path[i], where);
+        if (d === undefined) throw new Error(`${where} does not exist`);
+        v = d.value;
+    }
+    return v;
+}
+
+/** Runs `encode` on the encoder and puts back what it was doing: the
+ *  inspector may run these in the middle of a probe's own encoding (a
+ *  Runtime.evaluate interrupts the running thread). */
+function aside(encode) {
+    const saved = { at, cut, depthLimit, bytes: Buffer.from(scratch.subarray(0, Math.min(at, scratch.length))) };
+    try {
+        return encode();
+    } finally {
+        saved.bytes.copy(scratch, 0);
+        at = saved.at;
+        cut = saved.cut;
+        depthLimit = saved.depthLimit;
+    }
+}
+
+/** A `what` 7 payload (base64): status 0, the name, the value. */
+function named(path, v, depth) {
+    return aside(() => {
+        depthLimit = depth;
+        begin(7);
+        u8(0);
+        name(path.join("."));
+        value(v, 0);
+        return scratch.toString("base64", 0, finish());
+    });
+}
+
 const runtime = {
     /** The enabled bitmap: probe P is traced when bit P is set (set at
      *  start, once this thread has its buffer). */
@@ -618,38 +672,70 @@ const runtime = {
     c(e) {
         if (pendingProbe >= 0) raised(e);
     },
+    /** A name `debug_memory` reads (the debugger worker evaluates this in
+     *  a paused frame, or on the main thread): a `what` 7 payload (base64)
+     *  of the value `read` gives, walked along `path`'s rest by property
+     *  descriptors (a getter is never run), previewed `depth` levels. */
+    peek(path, read, depth) {
+        return named(path, walk(path, read()), depth);
+    },
+    /** Sets what `path` names to `v` (`assign` sets a bare name) and
+     *  returns [its previous value's payload, its new one's]. */
+    poke(path, read, assign, v, depth) {
+        let before;
+        if (path.length === 1) {
+            before = read();
+            assign(v);
+        } else {
+            const owner = walk(path.slice(0, -1), read());
+            const key = path[path.length - 1];
+            const d = descriptor(owner, key, path.join("."));
+            if (d === undefined || !("value" in d) || d.writable === false) {
+                throw new Error(`${path.join(".")} is not a writable data property`);
+            }
+            before = d.value;
+            owner[key] = v;
+        }
+        const previous = named(path, before, depth);
+        return [previous, named(path, walk(path, read()), depth)];
+    },
     /** A paused frame, as the debugger worker reports it: a `what` 6
      *  payload (base64) of `frames` ([function, file, line], innermost
      *  first) and the locals the `[name, read]` pairs give. The worker
      *  evaluates this in the paused frame; a read that throws (a `let`
      *  not reached yet) leaves that local out. */
     snap(frames, locals) {
-        begin(6);
-        u32(frames.length);
-        for (const [fn, file, line] of frames) {
-            name(fn);
-            name(file);
-            u32(line);
-        }
-        const got = [];
-        for (const [n, read] of locals) {
-            try {
-                got.push([n, read()]);
-            } catch (_) {
-                // Not initialized yet.
-            }
-        }
-        const shown = Math.min(got.length, LOCALS_SHOWN);
-        u8(T.Dict);
-        u32(got.length);
-        u32(shown);
-        for (let i = 0; i < shown; i++) {
-            str(got[i][0]);
-            value(got[i][1], 0);
-        }
-        return scratch.toString("base64", 0, finish());
+        return aside(() => snapNow(frames, locals));
     },
 };
+
+/** `runtime.snap`'s payload. */
+function snapNow(frames, locals) {
+    begin(6);
+    u32(frames.length);
+    for (const [fn, file, line] of frames) {
+        name(fn);
+        name(file);
+        u32(line);
+    }
+    const got = [];
+    for (const [n, read] of locals) {
+        try {
+            got.push([n, read()]);
+        } catch (_) {
+            // Not initialized yet.
+        }
+    }
+    const shown = Math.min(got.length, LOCALS_SHOWN);
+    u8(T.Dict);
+    u32(got.length);
+    u32(shown);
+    for (let i = 0; i < shown; i++) {
+        str(got[i][0]);
+        value(got[i][1], 0);
+    }
+    return scratch.toString("base64", 0, finish());
+}
 
 // ---- Start-up ------------------------------------------------------------------
 

@@ -65,7 +65,9 @@ function takeMessages(a: NativePointer): void {
 function awaitOrder(tid: number): void {
     receive(`resume-${tid}`, order => {
         if (order.action === "py-set") {
-            send_({ type: "python_memory", id: order.id, results: [[null, null, "setting a JavaScript local is not supported yet"]] });
+            // Set by the worker in the paused frame; the thread stays paused.
+            orders.push({ op: "memory", id: order.id, targets: [[order.name, 3, true, order.value]] });
+            poll();
             awaitOrder(tid);
             return;
         }
@@ -88,24 +90,25 @@ function poll(): void {
 }
 
 /**
- * A breakpoints request for a Node.js program (`python-breakpoints`, the
- * daemon's message for source-level breakpoints), or a memory request,
- * which this debugger does not serve yet.
+ * A request of the daemon's source-level debugger for a Node.js program:
+ * breakpoints (`python-breakpoints`) or names to read and set
+ * (`python-memory`), both done by the worker.
  */
 export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count: number): void {
-    if (req.type === "python-memory") {
-        send_({ type: "python_memory", id: req.id, results: req.targets.map(() => [null, null, "reading a Node.js program's names is not supported yet"]) });
-        return;
-    }
     if (area === null) {
         const found = findArea(buffers, count);
         if (typeof found === "string") {
-            send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, found]) });
+            if (req.type === "python-memory") {
+                send_({ type: "python_memory", id: req.id, results: req.targets.map(() => [null, null, found]) });
+            } else {
+                send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, found]) });
+            }
             return;
         }
         area = found;
     }
-    orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });
+    if (req.type === "python-memory") orders.push({ op: "memory", id: req.id, targets: req.targets });
+    else orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });
     poller ??= setInterval(poll, POLL_MS);
     poll();
 }

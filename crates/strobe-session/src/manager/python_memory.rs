@@ -1,9 +1,14 @@
-//! `debug_memory` on a Python program: names are Python's. A name that is
-//! a local of a paused Python frame is read from the pause (its typed
-//! locals came with it); anything else is a module global by dotted name
-//! (`inventory.STOCK`, `app.config.limit`), read and set by the agent's
-//! Python debugger holding the GIL (agent/src/tracers/python/debugger.ts),
-//! through dicts only: no property or `__getattr__` runs.
+//! `debug_memory` on a Python or Node.js program: names are the
+//! program's. A name that is a local of a paused frame is read from the
+//! pause (its typed locals came with it). In Python anything else is a
+//! module global by dotted name (`inventory.STOCK`, `app.config.limit`),
+//! read and set by the agent's Python debugger holding the GIL
+//! (agent/src/tracers/python/debugger.ts), through dicts only: no property
+//! or `__getattr__` runs. In JavaScript it is a name the paused frame sees
+//! (its module's bindings, closures, globals) or, while the program runs, a
+//! global, with a path (`cart.items[0].sku`), read and set by the debugger
+//! worker in the program (agent/node/debugger.cjs) through property
+//! descriptors: no getter runs.
 
 use super::memory::MemoryTarget;
 use super::{Live, SessionManager};
@@ -57,9 +62,9 @@ impl SessionManager {
         if guard.is_none() {
             *guard = Some(self.new_tracer(live)?);
         }
-        Ok(guard
-            .as_ref()
-            .is_some_and(|t| t.has_language(Language::Python)))
+        Ok(guard.as_ref().is_some_and(|t| {
+            t.has_language(Language::Python) || t.has_language(Language::JavaScript)
+        }))
     }
 
     /// Reads (`write` false) or sets Python names; per-target errors in place.
@@ -75,7 +80,15 @@ impl SessionManager {
             .paused_frame(live, thread)
             .map_err(SessionError::validation)?
             .filter(|p| p.locals.is_some());
-        let main = main_module(live);
+        let javascript = live
+            .tracer
+            .lock()
+            .expect("tracer lock")
+            .as_ref()
+            .is_some_and(|t| t.has_language(Language::JavaScript));
+        let language = if javascript { "JavaScript" } else { "Python" };
+        // A Python script's own module runs as __main__.
+        let main = if javascript { None } else { main_module(live) };
         let mut out: Vec<Option<Value>> = vec![None; targets.len()];
         let mut asks = Vec::new();
         for (i, t) in targets.iter().enumerate() {
@@ -88,7 +101,7 @@ impl SessionManager {
                     .and_then(|l| l.iter().find(|v| v["name"] == head))
             {
                 out[i] = Some(if write {
-                    self.set_paused_local(live, p.thread_id, name, head, t.value.clone())
+                    self.set_paused_local(live, p.thread_id, name, head, t.value.clone(), language)
                 } else {
                     match walk(&local["value"], &name[head.len()..]) {
                         Some(v) => {
@@ -102,7 +115,6 @@ impl SessionManager {
                 });
                 continue;
             }
-            // The script's own module runs as __main__.
             let dotted = match &main {
                 Some(m) if name == m || name.starts_with(&format!("{m}.")) => {
                     format!("__main__{}", &name[m.len()..])
@@ -111,9 +123,7 @@ impl SessionManager {
             };
             let value = t.value.clone().unwrap_or(Value::Null);
             if write && !is_scalar(&value) {
-                out[i] = Some(
-                    json!({"target": name, "error": "a Python global can be set to an int, float, string, boolean or null (None)"}),
-                );
+                out[i] = Some(json!({"target": name, "error": scalar_only(language, "global")}));
                 continue;
             }
             asks.push((i, (dotted, depth, write, value)));
@@ -151,6 +161,7 @@ impl SessionManager {
         name: &str,
         head: &str,
         value: Option<Value>,
+        language: &str,
     ) -> Value {
         if name != head {
             return json!({"target": name, "error": format!(
@@ -159,7 +170,7 @@ impl SessionManager {
         }
         let value = value.unwrap_or(Value::Null);
         if !is_scalar(&value) {
-            return json!({"target": name, "error": "a Python local can be set to an int, float, string, boolean or null (None)"});
+            return json!({"target": name, "error": scalar_only(language, "local")});
         }
         let answer: Result<PythonMemory, SessionError> = self.agent_request(
             live,
@@ -193,7 +204,16 @@ impl SessionManager {
     }
 }
 
-/// What a Python name can be set to: an int, float, string, bool or None.
+/// Why a value other than a scalar cannot be set.
+fn scalar_only(language: &str, what: &str) -> String {
+    if language == "Python" {
+        format!("a Python {what} can be set to an int, float, string, boolean or null (None)")
+    } else {
+        format!("a JavaScript {what} can be set to a number, string, boolean or null")
+    }
+}
+
+/// What a name can be set to: a number, string, boolean or null.
 fn is_scalar(v: &Value) -> bool {
     matches!(
         v,
