@@ -358,3 +358,53 @@ async fn typescript_lines_take_breakpoints_through_source_maps() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+/// A script that ends at once: a breakpoint staged before the launch, and
+/// `stopOnEntry`, are set before its first line runs (the runtime waits for
+/// the worker), so both stop it.
+#[tokio::test(flavor = "multi_thread")]
+async fn staged_breakpoints_and_stop_on_entry_stop_a_script_that_ends_at_once() {
+    let quick = |marker| marker_line(include_str!("fixtures/javascript/debugee/quick.js"), marker);
+    let env = Env::new();
+    let c = env.client().await;
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"add": [{"file": "quick.js", "line": quick("total-add"), "condition": "n === 3"}]}),
+        )
+        .await;
+    assert_eq!(v["mode"], "staged", "{v}");
+    let r = c
+        .reply(
+            "debug_launch",
+            json!({"command": "node", "args": ["quick.js"], "projectRoot": debugee(), "cwd": debugee(),
+                   "stopOnEntry": true}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let v = &r.value;
+    assert_eq!(v["pendingBreakpointsApplied"], 1, "{v}");
+    assert_eq!(
+        v["paused"]["line"],
+        quick("quick-first"),
+        "its first statement that runs, not a function's body above it: {v}"
+    );
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert!(c.stdout_lines(&id).await.is_empty(), "nothing ran yet");
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": [v["paused"]["breakpointId"]]}),
+    )
+    .await;
+    // On: the staged breakpoint, where its condition holds.
+    let v = c.ok("debug_continue", json!({"sessionId": id})).await;
+    assert_eq!(v["status"], "paused", "{v}");
+    assert_eq!(v["line"], quick("total-add"), "{v}");
+    assert_eq!(support::local(&v, "n")["value"], 3, "{v}");
+    assert_eq!(support::local(&v, "sum")["value"], 3, "{v}");
+    c.ok("debug_continue", json!({"sessionId": id, "timeoutMs": 50}))
+        .await;
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    assert_eq!(c.stdout_lines(&id).await, ["total 10"]);
+}

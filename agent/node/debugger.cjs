@@ -42,6 +42,9 @@ const PROBE_CODE = [["var __sc=", "try{"], ["__sv=void 0", ";"], ["if(__sc)", "}
 const FUNCTION_ENTRY = /^[^;{}]*\{\s*(("[^"]*"|'[^']*')\s*;?\s*)*$/;
 
 const { shared, at } = workerData;
+/** The main thread's control words: [15] is 1 while it waits for the
+ *  breakpoints set before it started (preload.cjs). */
+const ctrl = new Int32Array(shared, 0, 16);
 const inbox = new Int32Array(shared, at, 3);
 const inboxBytes = new Uint8Array(shared, at + 12, INBOX_BYTES - 12);
 const outbox = new Int32Array(shared, at + INBOX_BYTES, 3);
@@ -489,7 +492,10 @@ async function tick() {
     try {
         for (const order of takeOrders()) {
             try {
-                if (order.op === "breakpoints") await setBreakpoints(order);
+                if (order.op === "breakpoints") {
+                    await setBreakpoints(order);
+                    if (Atomics.compareExchange(ctrl, 15, 1, 2) === 1) Atomics.notify(ctrl, 15);
+                }
                 else if (order.op === "resume") await resume(order.mode);
                 else if (order.op === "release") await release();
                 else if (order.op === "memory") await memory(order);
@@ -510,10 +516,14 @@ async function tick() {
 // The interval keeps this worker alive (an inspector answer does not).
 // Idle, the mailbox is looked at every IDLE_POLL_MS; once breakpoints
 // were set, every POLL_MS.
+// Breakpoints that wait for the program to start are looked for at once
+// and every POLL_MS.
+const waited = Atomics.load(ctrl, 15) === 1;
 let poller = setInterval(() => {
     tick();
-    if (session !== null) {
+    if (session !== null && !waited) {
         clearInterval(poller);
         poller = setInterval(tick, POLL_MS);
     }
-}, IDLE_POLL_MS);
+}, waited ? POLL_MS : IDLE_POLL_MS);
+if (waited) tick();

@@ -26,7 +26,8 @@
 //   (agent) | [8] records dropped | [9] a dropped record's probe | [10]
 //   ring slots | [11] bitmap words | [12] the watch area's offset | [13]
 //   the watches' generation (agent) | [14] the debug area's offset (main
-//   thread only; 0: none)
+//   thread only; 0: none) | [15] 1 (agent) when breakpoints wait for the
+//   program to start, 2 (debugger worker) once they are set
 // then the bitmap (BITMAP_WORDS u32), the ring (RING_SLOTS x 32 bytes) and
 // the watch area (WATCH_BYTES).
 //
@@ -53,6 +54,8 @@ const WATCH_BYTES = 65536;
 /** The main thread's debug area, after the watch area: the debugger
  *  worker's mailboxes (layout in debugger.cjs). */
 const DEBUG_BYTES = 65536 + 262144;
+/** Longest the program waits at start for breakpoints set before it ran. */
+const DEBUG_START_WAIT_MS = 5000;
 const KIND_ENTER = 1, KIND_EXIT = 2, KIND_PAD = 3, KIND_RAISED = 6, KIND_DETACHED = 0x400;
 const FULL_RING_WAIT_MS = 500;
 const PAYLOAD_MAX = 4096;
@@ -798,7 +801,12 @@ function start() {
     // A throw nothing caught: its value, for the traced function it left
     // (the program's own reporting goes on as it would).
     process.on("uncaughtExceptionMonitor", (e) => runtime.c(e));
-    if (isMainThread) startDebugger();
+    if (isMainThread) {
+        startDebugger();
+        // Breakpoints set before the program started (staged, stopOnEntry)
+        // wait for the worker: the program's code runs once they are set.
+        if (mainShared !== null && Atomics.load(ctrl, 15) === 1) Atomics.wait(ctrl, 15, 1, DEBUG_START_WAIT_MS);
+    }
     process.on("exit", () => {
         bitmap.fill(0);
         register(2);

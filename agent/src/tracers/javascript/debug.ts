@@ -21,6 +21,15 @@ let poller: ReturnType<typeof setInterval> | null = null;
 /** The debug area; found on first use. */
 let area: NativePointer | null = null;
 
+/** Why there is no debug area while the main thread's runtime has not
+ *  shown its buffer yet (the program has not started). */
+const NOT_STARTED = "not started";
+
+/** Orders given before the program started (breakpoints staged for a
+ *  launch, stopOnEntry): handed over as the runtime shows its buffer,
+ *  which waits for the worker to set them before the program's code runs. */
+let early: { buffers: NativePointer; count: number } | null = null;
+
 /** The main thread's debug area, among the buffers runtimes showed, or
  *  why there is none. */
 function findArea(buffers: NativePointer, count: number): NativePointer | string {
@@ -32,9 +41,19 @@ function findArea(buffers: NativePointer, count: number): NativePointer | string
         return "this Node.js program has no Strobe debugger: it was launched with STROBE_JS_DEBUGGER=0, "
             + "or without SharedArrayBuffer; launch it with debug_launch (without that variable) to set breakpoints";
     }
-    return "Strobe's runtime has not started in this Node.js program yet (breakpoints staged for a launch, "
-        + "and stopOnEntry, are not supported for Node.js yet; and an attached Node.js program has none): "
-        + "set the breakpoint once the program runs";
+    return NOT_STARTED;
+}
+
+/** A condition's or a message part's syntax error, checked here (the
+ *  worker checks again in V8) for orders that are answered before the
+ *  worker runs. */
+function syntaxError(expr: string): string | null {
+    try {
+        new Function(`return (${expr}\n);`);
+        return null;
+    } catch (e) {
+        return `${(e as Error).name}: ${(e as Error).message}`;
+    }
 }
 
 /** Hands the waiting orders over when the worker took the last ones. */
@@ -77,6 +96,19 @@ function awaitOrder(tid: number): void {
 }
 
 function poll(): void {
+    if (area === null && early !== null) {
+        const found = findArea(early.buffers, early.count);
+        if (found === NOT_STARTED) return;
+        early = null;
+        if (typeof found === "string") {
+            // It started without a debugger: what was kept cannot be set.
+            for (const o of orders.splice(0) as Array<{ set?: Array<{ id: string }> }>) {
+                for (const b of o.set ?? []) send_({ type: "breakpoint_error", id: b.id, error: found });
+            }
+            return;
+        }
+        area = found;
+    }
     if (area === null) return;
     try {
         giveOrders(area);
@@ -94,18 +126,49 @@ function poll(): void {
  * breakpoints (`python-breakpoints`) or names to read and set
  * (`python-memory`), both done by the worker.
  */
-export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count: number): void {
-    if (area === null) {
+export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count: number, state: NativePointer): void {
+    if (area === null && early === null) {
         const found = findArea(buffers, count);
+        if (found === NOT_STARTED && req.type === "python-breakpoints") {
+            // Before the program runs: kept for the runtime, which waits
+            // for them (state word 5 → its control word 15).
+            const failed: Array<[string, string]> = [];
+            const set = req.set.filter(b => {
+                const parts = b.message == null ? [] : Array.from(b.message.matchAll(/\{([^{}]+)\}/g), m => m[1]);
+                const bad = [b.condition, ...parts].map(e => (e == null ? null : syntaxError(e))).find(e => e !== null);
+                if (bad !== undefined && bad !== null) failed.push([b.id, `${b.condition != null && syntaxError(b.condition) !== null ? "the condition" : "the message"} does not parse: ${bad}`]);
+                return bad === undefined || bad === null;
+            });
+            orders.push({ op: "breakpoints", id: req.id, set, remove: req.remove });
+            state.add(20).writeU32(1);
+            early = { buffers, count };
+            poller ??= setInterval(poll, POLL_MS);
+            send_({ type: "breakpoints_updated", id: req.id, installed: set.map(b => b.id), failed });
+            return;
+        }
         if (typeof found === "string") {
+            const why = found === NOT_STARTED
+                ? "Strobe's runtime has not started in this Node.js program (an attached Node.js program has none); "
+                    + "names can be read once it runs"
+                : found;
             if (req.type === "python-memory") {
-                send_({ type: "python_memory", id: req.id, results: req.targets.map(() => [null, null, found]) });
+                send_({ type: "python_memory", id: req.id, results: req.targets.map(() => [null, null, why]) });
             } else {
-                send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, found]) });
+                send_({ type: "breakpoints_updated", id: req.id, installed: [], failed: req.set.map(b => [b.id, why]) });
             }
             return;
         }
         area = found;
+    }
+    if (area === null && req.type === "python-breakpoints") {
+        // More before the program started: they go with the first.
+        orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });
+        send_({ type: "breakpoints_updated", id: req.id, installed: req.set.map(b => b.id), failed: [] });
+        return;
+    }
+    if (area === null) {
+        send_({ type: "python_memory", id: req.id, results: (req.type === "python-memory" ? req.targets : []).map(() => [null, null, "the program has not started yet"]) });
+        return;
     }
     if (req.type === "python-memory") orders.push({ op: "memory", id: req.id, targets: req.targets });
     else orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });

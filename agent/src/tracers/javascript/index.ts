@@ -44,7 +44,8 @@ extern volatile guint64 buffers[];
 /* The watches every buffer gets (u32 length + JSON), WATCH_BYTES. */
 extern volatile guint8 watches[];
 /* [0] the lock; [2,3] the pump (a function pointer, 0 until the pump
-   module exists); [4] buffers shown so far. */
+   module exists); [4] buffers shown so far; [5] 1 when breakpoints wait
+   for the program to start (copied to a buffer's C_DEBUG_WAIT). */
 extern volatile guint32 state[];
 extern int sched_yield(void);
 
@@ -63,6 +64,7 @@ extern int sched_yield(void);
 #define C_WORDS 11
 #define C_WATCH_AT 12
 #define C_WATCH_GEN 13
+#define C_DEBUG_WAIT 15
 #define CTRL_WORDS 16
 #define WATCH_BYTES ${WATCH_BYTES}u
 
@@ -158,6 +160,7 @@ void on_write(GumInvocationContext *ic) {
             c[C_TID] = (guint32)gettid();
             for (guint32 w = 0; w < BITMAP_WORDS; w++) c[CTRL_WORDS + w] = master[w];
             give_watches(c);
+            c[C_DEBUG_WAIT] = state[5];
             c[C_ATTACHED] = 1;
             buffers[i] = (guint64)(gsize)c;
             state[4]++;
@@ -430,7 +433,7 @@ export const javascriptTracer: Tracer = {
     ack: () => { /* acknowledgements go to the native tracer */ },
     handlesDebug: () => rt !== null,
     debug(req) {
-        if (rt !== null) debugJavaScript(req, rt.buffers, MAX_BUFFERS);
+        if (rt !== null) debugJavaScript(req, rt.buffers, MAX_BUFFERS, rt.state);
     },
     detach() {
         if (rt === null) return;

@@ -361,7 +361,7 @@ impl SessionManager {
             let p = self.wait_for_first_pause(&live, staged::ENTRY_WAIT);
             if p.is_none() {
                 warnings.push(format!(
-                    "stopOnEntry: no thread paused in main within {} s (it may have ended or not reached it)",
+                    "stopOnEntry: no thread paused at the start (main, or a script's first statement) within {} s (it may have ended or not reached it)",
                     staged::ENTRY_WAIT.as_secs()
                 ));
             }

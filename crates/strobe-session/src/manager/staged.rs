@@ -157,15 +157,16 @@ impl SessionManager {
             out.applied = Some(set);
         }
         if stop_on_entry {
-            // A Python script stops at its first statement; native code at main.
-            let main = self.python_script(id).map_or_else(
+            // A Python or Node.js script stops at its first statement (the
+            // first line with code); native code at main.
+            let main = self.script(id).map_or_else(
                 || BreakpointRequest {
                     function: Some("main".to_string()),
                     ..Default::default()
                 },
-                |script| BreakpointRequest {
+                |(script, line)| BreakpointRequest {
                     file: Some(script.to_string_lossy().into_owned()),
-                    line: Some(1),
+                    line: Some(line),
                     ..Default::default()
                 },
             );
@@ -180,20 +181,32 @@ impl SessionManager {
         out
     }
 
-    /// The script a Python session runs (`python app.py`), if it is one.
-    fn python_script(&self, id: &str) -> Option<std::path::PathBuf> {
+    /// The script a Python or Node.js session runs (`python app.py`,
+    /// `node app.js`), if it is one, and where it starts: line 1 (a Python
+    /// breakpoint moves to the first line with code) or, in JavaScript, its
+    /// first top-level statement that runs (V8 would move line 1 into the
+    /// body of a function declared above it).
+    fn script(&self, id: &str) -> Option<(std::path::PathBuf, u32)> {
         let live = self.live(id)?;
         let mut guard = live.tracer.lock().expect("tracer lock");
         if guard.is_none() {
             *guard = Some(self.new_tracer(&live).ok()?);
         }
         let tracer = guard.as_ref()?;
+        if tracer.has_language(strobe_symbols::Language::JavaScript) {
+            let script = strobe_symbols::resolvers::javascript::script_of(&live.program_args)?;
+            let path = tracer.project_root.join(script);
+            let text = std::fs::read_to_string(&path).ok()?;
+            let line = strobe_symbols::resolvers::javascript::parse_source(&path, &text)
+                .first_statement_line?;
+            return Some((path, line));
+        }
         if !tracer.has_language(strobe_symbols::Language::Python) {
             return None;
         }
         match strobe_symbols::resolvers::python::parse_args(&live.program_args).0 {
             strobe_symbols::resolvers::python::Program::Script(p) => {
-                Some(tracer.project_root.join(p))
+                Some((tracer.project_root.join(p), 1))
             }
             _ => None,
         }

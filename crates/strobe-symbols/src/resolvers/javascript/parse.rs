@@ -24,7 +24,7 @@ use oxc_ast::ast::{
     ArrowFunctionBody, ArrowFunctionExpression, AssignmentExpression, AssignmentTarget,
     BindingPattern, CatchClause, Class, ExportDefaultDeclaration, ExportDefaultDeclarationKind,
     Expression, FormalParameters, Function, FunctionBody, MethodDefinition, MethodDefinitionKind,
-    ObjectProperty, PropertyDefinition, PropertyKey, PropertyKind, ReturnStatement,
+    ObjectProperty, PropertyDefinition, PropertyKey, PropertyKind, ReturnStatement, Statement,
     VariableDeclarator,
 };
 use oxc_ast_visit::{Visit, walk};
@@ -111,6 +111,9 @@ pub struct ParsedFile {
     pub has_source_map: bool,
     /// It is an ES module (`import`/`export` declarations).
     pub is_module: bool,
+    /// The 1-based line of its first top-level statement that runs (not a
+    /// function declaration, an import or a type): where it starts.
+    pub first_statement_line: Option<u32>,
 }
 
 /// Parses `text`, a file named `path` (its extension decides JavaScript
@@ -135,7 +138,23 @@ pub fn parse_source(path: &Path, text: &str) -> ParsedFile {
         let place = at.map_or(String::new(), |l| format!("line {l}: "));
         (format!("{place}{}", e.message), errors.len())
     });
+    let first_statement_line = ret
+        .program
+        .body
+        .iter()
+        .find(|st| {
+            !matches!(
+                st,
+                Statement::FunctionDeclaration(_)
+                    | Statement::ImportDeclaration(_)
+                    | Statement::EmptyStatement(_)
+                    | Statement::TSInterfaceDeclaration(_)
+                    | Statement::TSTypeAliasDeclaration(_)
+            )
+        })
+        .map(|st| lines.line(st.span().start));
     ParsedFile {
+        first_statement_line,
         is_module: ret.module_record.has_module_syntax,
         functions: namer.out,
         catches: namer.catches,

@@ -470,3 +470,28 @@ mod probed_program {
         assert_eq!(p("/a/src/app.js"), None);
     }
 }
+
+#[test]
+fn a_script_starts_at_its_first_statement_that_runs() {
+    let first = |text: &str, name: &str| parse_source(Path::new(name), text).first_statement_line;
+    // Directives, function declarations and imports do not run there.
+    assert_eq!(
+        first(
+            "\"use strict\";\nfunction f() {\n  return 1;\n}\nconst x = f();\n",
+            "a.js"
+        ),
+        Some(5)
+    );
+    assert_eq!(
+        first("import fs from \"fs\";\n\nexport const n = 1;\n", "a.mjs"),
+        Some(3)
+    );
+    assert_eq!(
+        first(
+            "interface A { n: number }\ntype B = A;\nclass C {}\n",
+            "a.ts"
+        ),
+        Some(3)
+    );
+    assert_eq!(first("function only() {}\n", "a.js"), None);
+}
