@@ -91,11 +91,16 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
             "debug_breakpoint",
             json!({"sessionId": id, "add": [
                 {"file": "stepper.js", "line": line_of("main-call"), "message": "tick {ticks} i={i}"},
+                {"file": "stepper.js", "line": line_of("main-print"), "message": "bad {nope.x}"},
                 {"file": "stepper.js", "line": line_of("compute-body"), "condition": "x % 3 == 2"}]}),
         )
         .await;
     let bps = v["breakpoints"].as_array().unwrap();
-    let lp = bps.iter().find(|b| b["kind"] == "logpoint").unwrap();
+    let lps: Vec<Value> = bps
+        .iter()
+        .filter(|b| b["kind"] == "logpoint")
+        .map(|b| b["id"].clone())
+        .collect();
     let bp = bps.iter().find(|b| b["kind"] == "breakpoint").unwrap();
     assert_eq!(bp["function"], "stepper.Stepper.compute", "{v}");
     let bp_id = bp["id"].as_str().unwrap().to_string();
@@ -122,8 +127,25 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
         !p["backtrace"].to_string().contains("preload.cjs"),
         "Strobe's runtime is not a frame of the program: {p}"
     );
-    // The logpoint fired before the pause, with the values of its time.
+    // The logpoints fired before the pause (never pausing), with the values
+    // of their time; a part that throws shows the error in the message and
+    // is noted once on its logpoint.
     let logs = c.events(&id, Some("logpoint")).await;
+    let bad = logs
+        .iter()
+        .map(Value::to_string)
+        .find(|l| l.contains("bad "))
+        .unwrap_or_default();
+    assert!(bad.contains("<error: ReferenceError"), "{logs:?}");
+    let listed = c.status(&id).await;
+    assert!(
+        listed.to_string().contains("threw ReferenceError"),
+        "{listed}"
+    );
+    let logs: Vec<Value> = logs
+        .into_iter()
+        .filter(|l| !l.to_string().contains("bad "))
+        .collect();
     let last = logs.last().map(Value::to_string).unwrap_or_default();
     assert!(last.contains(&format!("i={x}")), "{logs:?}");
     assert!(last.contains("tick "), "{logs:?}");
@@ -165,7 +187,7 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
     // next line.
     c.ok(
         "debug_breakpoint",
-        json!({"sessionId": id, "remove": [bp_id, lp["id"]]}),
+        json!({"sessionId": id, "remove": [bp_id, lps[0], lps[1]]}),
     )
     .await;
     let v = c.step(&id, "step-over").await;

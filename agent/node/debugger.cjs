@@ -12,6 +12,9 @@
 //   inbox (the agent's orders), INBOX_BYTES:  [0] seq [1] ack [2] length, JSON array
 //   outbox (to the agent),      OUTBOX_BYTES: [0] seq [1] ack [2] length, JSON array
 //
+// then the logbox, where the main thread's runtime writes logpoint messages
+// (preload.cjs `lp`: a logpoint never pauses) for the agent, alike.
+//
 // The writer writes only when ack == seq (the reader took the last batch),
 // then bumps seq; the reader reads when seq != ack, then sets ack = seq.
 // The messages out are the agent's own (`breakpoints_updated`,
@@ -162,6 +165,22 @@ function messageParts(message) {
     return parts;
 }
 
+/** `__strobe.lp`'s arguments for a message's parts: its id, the texts
+ *  around the expressions, and a function reading each. */
+function logpointArgs(id, parts) {
+    const texts = [""];
+    const reads = [];
+    for (const p of parts) {
+        if (p.text !== undefined) {
+            texts[texts.length - 1] += p.text;
+        } else {
+            reads.push(`() => (${p.expr}\n)`);
+            texts.push("");
+        }
+    }
+    return `${JSON.stringify(id)}, ${JSON.stringify(texts)}, [${reads.join(", ")}]`;
+}
+
 async function setBreakpoints(order) {
     const installed = [];
     const failed = [];
@@ -186,8 +205,13 @@ async function setBreakpoints(order) {
             continue;
         }
         // The id in a comment keeps two breakpoints on one line apart (V8
-        // refuses a second one with the same condition).
-        const condition = `${spec.condition != null ? `(${spec.condition}\n)` : "true"} /* ${spec.id} */`;
+        // refuses a second one with the same condition). A logpoint's
+        // condition makes its message where it is hit and is false: the
+        // thread never pauses for it (preload.cjs `lp`).
+        const when = spec.condition != null ? `(${spec.condition}\n)` : "true";
+        const condition = parts === null
+            ? `${when} /* ${spec.id} */`
+            : `${when} && __strobe.lp(${logpointArgs(spec.id, parts)}) /* ${spec.id} */`;
         try {
             const r = await post("Debugger.setBreakpointByUrl", {
                 urlRegex: urlRegex(spec.file),
@@ -208,39 +232,6 @@ async function setBreakpoints(order) {
 function fileOf(frame) {
     const url = frame.url || urls.get(frame.location.scriptId) || "";
     return url.startsWith("file://") ? decodeURIComponent(url.slice(7)) : url;
-}
-
-/** How a logpoint renders a value: as the console would, briefly. */
-function rendered(remote) {
-    if (remote === undefined) return "undefined";
-    if (remote.type === "string") return remote.value;
-    if ("unserializableValue" in remote) return remote.unserializableValue;
-    if ("value" in remote) return JSON.stringify(remote.value);
-    return remote.description || remote.type;
-}
-
-async function logpoint(bp, frame, tid) {
-    let text = "";
-    for (const p of bp.parts) {
-        if (p.text !== undefined) {
-            text += p.text;
-            continue;
-        }
-        const r = await post("Debugger.evaluateOnCallFrame", {
-            callFrameId: frame.callFrameId,
-            expression: p.expr,
-            silent: true,
-            generatePreview: false,
-        });
-        if (r.exceptionDetails !== undefined) {
-            const why = r.result && r.result.description ? r.result.description.split("\n")[0] : r.exceptionDetails.text;
-            send({ type: "breakpoint_error", id: bp.spec.id, error: `{${p.expr}} threw ${why}` });
-            text += `<error: ${why}>`;
-        } else {
-            text += rendered(r.result);
-        }
-    }
-    send({ type: "logpoint", id: bp.spec.id, tid, pid: process.pid, ts: nowNs(), message: text });
 }
 
 /** The locals of a paused frame: its local, block and catch scopes. */
@@ -339,10 +330,8 @@ async function onPaused(params) {
     const hit = ids.map((v) => breakpoints.get(byV8.get(v))).filter((b) => b !== undefined);
     let stopAt = null;
     for (const bp of hit) {
-        if (top !== undefined && bp.parts !== null) {
-            await logpoint(bp, top, tid);
-            continue;
-        }
+        // A logpoint never pauses (its condition is false).
+        if (bp.parts !== null) continue;
         bp.hits++;
         if (bp.spec.hitCount != null && bp.hits < bp.spec.hitCount) continue;
         if (stopAt === null) stopAt = bp;

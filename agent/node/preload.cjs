@@ -40,7 +40,7 @@
 const fs = require("fs");
 const path = require("path");
 const { isMainThread } = require("worker_threads");
-const { types } = require("util");
+const { types, inspect } = require("util");
 
 const VERSION = 1;
 const BITMAP_WORDS = (1 << 18) / 32;
@@ -53,7 +53,12 @@ const RING_AT = CTRL_BYTES + BITMAP_WORDS * 4;
 const WATCH_BYTES = 65536;
 /** The main thread's debug area, after the watch area: the debugger
  *  worker's mailboxes (layout in debugger.cjs). */
-const DEBUG_BYTES = 65536 + 262144;
+const DEBUG_BYTES = 65536 + 262144 + 65536;
+/** Where the logbox is in the debug area (after the worker's two
+ *  mailboxes): logpoint messages this thread writes, the agent reads. */
+const LOGBOX_AT = 65536 + 262144, LOGBOX_BYTES = 65536;
+/** Logpoint messages kept while the agent has not taken the last batch. */
+const LOGS_KEPT = 4096;
 /** Longest the program waits at start for breakpoints set before it ran. */
 const DEBUG_START_WAIT_MS = 5000;
 const KIND_ENTER = 1, KIND_EXIT = 2, KIND_PAD = 3, KIND_RAISED = 6, KIND_DETACHED = 0x400;
@@ -115,6 +120,8 @@ function mainBuffers() {
         mainShared = new SharedArrayBuffer(size + DEBUG_BYTES);
         debugAt = size;
         useBuffer(mainShared, 0, RING_SLOTS);
+        logbox = new Int32Array(mainShared, debugAt + LOGBOX_AT, 3);
+        logboxBytes = new Uint8Array(mainShared, debugAt + LOGBOX_AT + 12, LOGBOX_BYTES - 12);
     } catch (_) {
         // No SharedArrayBuffer (or no debugger wanted): traced, but no breakpoints.
         const own = Buffer.allocUnsafeSlow(size);
@@ -634,6 +641,83 @@ function aside(encode) {
     }
 }
 
+// ---- Logpoints ----------------------------------------------------------------
+// A logpoint is a breakpoint whose condition (the debugger worker writes
+// it) calls `__strobe.lp` and is false: the message is made on the thread
+// that hit it, with no pause, and goes to the agent through the logbox
+// (u32 seq, ack, length, then a JSON array of messages), written when the
+// agent took the last batch.
+
+let logbox = null, logboxBytes = null;
+const pendingLogs = [];
+let logsDropped = new Map(), logFlush = null;
+const logErrors = new Set();
+
+/** A value as a logpoint shows it, without running the program's code. */
+function shown(v) {
+    if (typeof v === "string") return v;
+    if (v === null || (typeof v !== "object" && typeof v !== "function")) return String(v);
+    return inspect(v, { depth: 1, getters: false, customInspect: false, showProxy: true, breakLength: Infinity });
+}
+
+function flushLogs() {
+    if (logbox === null || pendingLogs.length === 0) return true;
+    if (Atomics.load(logbox, 0) !== Atomics.load(logbox, 1)) return false;
+    for (const [id, n] of logsDropped) {
+        pendingLogs.push({ type: "breakpoint_error", id, error: `${n} messages of this logpoint were dropped: the agent fell behind` });
+    }
+    logsDropped = new Map();
+    let batch = pendingLogs.splice(0, pendingLogs.length);
+    let bytes = Buffer.from(JSON.stringify(batch));
+    while (bytes.length > logboxBytes.length && batch.length > 1) {
+        pendingLogs.unshift(...batch.splice(Math.ceil(batch.length / 2)));
+        bytes = Buffer.from(JSON.stringify(batch));
+    }
+    if (bytes.length <= logboxBytes.length) {
+        logboxBytes.set(bytes);
+        Atomics.store(logbox, 2, bytes.length);
+        Atomics.add(logbox, 0, 1);
+    }
+    return pendingLogs.length === 0;
+}
+
+/** Retries until the agent took them (it looks every few ms). */
+function scheduleLogFlush() {
+    if (logFlush !== null) return;
+    logFlush = setTimeout(() => {
+        logFlush = null;
+        if (!flushLogs()) scheduleLogFlush();
+    }, 5);
+    logFlush.unref();
+}
+
+/** A logpoint hit: its message from `texts` and what `reads` give. */
+function logpointHit(id, texts, reads) {
+    let message = "";
+    for (let i = 0; i < texts.length; i++) {
+        message += texts[i];
+        if (i >= reads.length) continue;
+        try {
+            message += shown(reads[i]());
+        } catch (e) {
+            const why = e instanceof Error ? `${e.name}: ${e.message}` : shown(e);
+            message += `<error: ${why}>`;
+            // Said once per logpoint; each message shows it too.
+            if (!logErrors.has(id)) {
+                logErrors.add(id);
+                pendingLogs.push({ type: "breakpoint_error", id, error: `a part of the message threw ${why}` });
+            }
+        }
+    }
+    if (pendingLogs.length >= LOGS_KEPT) {
+        logsDropped.set(id, (logsDropped.get(id) || 0) + 1);
+        return;
+    }
+    const ts = process.hrtime.bigint().toString();
+    pendingLogs.push({ type: "logpoint", id, tid: tid || process.pid, pid: process.pid, ts, message });
+    if (!flushLogs()) scheduleLogFlush();
+}
+
 /** A `what` 7 payload (base64): status 0, the name, the value. */
 function named(path, v, depth) {
     return aside(() => {
@@ -674,6 +758,17 @@ const runtime = {
     /** A catch clause of a probed file caught `e`. */
     c(e) {
         if (pendingProbe >= 0) raised(e);
+    },
+    /** A logpoint's message, made where it was hit (the condition the
+     *  debugger worker gives V8 calls this and is false: no pause):
+     *  `texts` around what each of `reads` gives. Never throws. */
+    lp(id, texts, reads) {
+        try {
+            logpointHit(id, texts, reads);
+        } catch (_) {
+            // A logpoint never changes what the program does.
+        }
+        return false;
     },
     /** A name `debug_memory` reads (the debugger worker evaluates this in
      *  a paused frame, or on the main thread): a `what` 7 payload (base64)
@@ -808,6 +903,11 @@ function start() {
         if (mainShared !== null && Atomics.load(ctrl, 15) === 1) Atomics.wait(ctrl, 15, 1, DEBUG_START_WAIT_MS);
     }
     process.on("exit", () => {
+        // The last logpoint messages: written, and taken by the agent
+        // (it looks every few ms) before the memory goes.
+        for (let i = 0; i < 250 && logbox !== null && !(flushLogs() && Atomics.load(logbox, 0) === Atomics.load(logbox, 1)); i++) {
+            Atomics.wait(ctrl, 15, Atomics.load(ctrl, 15), 2);
+        }
         bitmap.fill(0);
         register(2);
         if (isMainThread) {

@@ -10,6 +10,9 @@ import { utf8 } from "../../native/memory.js";
 import type { DebugRequest } from "../tracer.js";
 
 const INBOX_BYTES = 65536;
+/** The runtime's logpoint messages (preload.cjs LOGBOX_AT), read like the
+ *  outbox. */
+const LOGBOX_AT = 65536 + 262144;
 /** Control words of a runtime's buffer (preload.cjs). */
 const C_TID = 4, C_DEBUG_AT = 14;
 /** How often the mailboxes are looked at once the debugger is in use. */
@@ -67,9 +70,15 @@ function giveOrders(a: NativePointer): void {
     a.writeS32(a.readS32() + 1);
 }
 
-/** Forwards the worker's messages to the daemon. */
+/** Forwards the worker's messages, and the runtime's logpoint messages, to
+ *  the daemon. */
 function takeMessages(a: NativePointer): void {
-    const o = a.add(INBOX_BYTES);
+    takeFrom(a.add(INBOX_BYTES));
+    takeFrom(a.add(LOGBOX_AT));
+}
+
+/** The batch in the mailbox at `o` (seq, ack, length, JSON array), if new. */
+function takeFrom(o: NativePointer): void {
     const seq = o.readS32();
     if (seq === o.add(4).readS32()) return;
     const text = o.add(12).readUtf8String(o.add(8).readS32()) ?? "[]";

@@ -1,7 +1,8 @@
 //! JavaScript tracing: the cost per traced call beside a hand-written
 //! wrapper (the floor for a tracer in JavaScript) and inspector logpoints
 //! (the easy route) on the same loop and Node, the cost of untraced code
-//! with the probes loaded, and launch → first output of a script.
+//! with the probes loaded, launch → first output of a script, and a
+//! logpoint's cost per hit.
 //! `STROBE_BENCH_ONLY=javascript` runs only this. Node is `STROBE_BENCH_NODE`
 //! (default: `node` on PATH).
 
@@ -26,8 +27,18 @@ fn loop_ns(text: &str) -> f64 {
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
-/// Runs `node work.js kind n` without Strobe.
-fn direct(node: &Path, kind: &str, n: u64) -> f64 {
+/// The loop's wall ns from the same line (a logpoint's cost is mostly the
+/// loop's thread waiting for the inspector, which CPU time does not count).
+fn loop_wall_ns(text: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().count() == 3 && l.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("no loop line from work.js: {text}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Runs `node work.js kind n` without Strobe; its whole output.
+fn direct_output(node: &Path, kind: &str, n: u64) -> String {
     let out = Command::new(node)
         .arg(workload())
         .arg(kind)
@@ -36,7 +47,75 @@ fn direct(node: &Path, kind: &str, n: u64) -> f64 {
         .stderr(Stdio::null())
         .output()
         .unwrap();
-    loop_ns(&String::from_utf8_lossy(&out.stdout))
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Per logpoint hit, wall time (`STROBE_BENCH_ONLY=javascript-logpoint`):
+/// Strobe's logpoint on `leaf`'s body (its condition makes the message on
+/// the thread that hit it, no pause; every hit stored) beside an inspector
+/// logpoint in the same process (a condition that records the arguments
+/// and is false), on the same loop.
+pub async fn javascript_logpoint(c: &support::Client, runs: usize) {
+    let node = std::env::var_os("STROBE_BENCH_NODE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("node"));
+    let n: u64 = 2_000;
+    let work = workload();
+    let body = std::fs::read_to_string(&work)
+        .unwrap()
+        .lines()
+        .position(|l| l.trim() == "return a + b;")
+        .unwrap() as u64
+        + 1;
+    let dir = work.parent().unwrap().to_path_buf();
+    let (mut base, mut inspector, mut strobe) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs.clamp(1, 5) {
+        base.push(loop_wall_ns(&direct_output(&node, "leaf", n)));
+        inspector.push(loop_wall_ns(&direct_output(&node, "logpoint", n)));
+        // Staged, so it is set before the loop runs.
+        let staged = c
+            .ok(
+                "debug_breakpoint",
+                json!({"add": [{"file": work, "line": body, "message": "a={a} b={b}"}]}),
+            )
+            .await;
+        let staged_id = staged["staged"][0]["id"].clone();
+        let v = c
+            .ok(
+                "debug_launch",
+                json!({"command": node, "args": [work, "leaf", n.to_string()],
+                       "projectRoot": dir, "cwd": dir}),
+            )
+            .await;
+        let id = v["sessionId"].as_str().unwrap().to_string();
+        c.wait_ended(&id).await;
+        c.ok("debug_breakpoint", json!({"remove": [staged_id]}))
+            .await;
+        let logged = c.events(&id, Some("logpoint")).await.len() as u64;
+        assert_eq!(logged, n, "every hit logged");
+        let out = c.events(&id, Some("stdout")).await;
+        strobe.push(loop_wall_ns(out[0]["text"].as_str().unwrap()));
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+    }
+    let b = median(base);
+    let per = |t: f64| (t - b) / n as f64;
+    let (i, s) = (per(median(inspector)), per(median(strobe)));
+    println!("javascript logpoints, {n} hits in leaf(a, b) (wall time, median)");
+    println!(
+        "  uninstrumented loop:                 {:>9.1} ns/call",
+        b / n as f64
+    );
+    println!("  inspector logpoint in the process:   {i:>9.1} ns/hit added (no pause)");
+    println!(
+        "  strobe logpoint (made where hit, every hit stored): {s:>9.1} ns/hit added ({:.1}x the inspector's)",
+        s / i
+    );
+}
+
+/// Runs `node work.js kind n` without Strobe: the loop's CPU ns.
+fn direct(node: &Path, kind: &str, n: u64) -> f64 {
+    loop_ns(&direct_output(node, kind, n))
 }
 
 /// Runs work.js under Strobe with `patterns` staged; returns its loop ns
@@ -159,6 +238,7 @@ pub async fn javascript_tracing(c: &support::Client, runs: usize) {
     );
 
     javascript_launch(c, runs).await;
+    javascript_logpoint(c, runs).await;
 }
 
 /// Launch → first stdout event of a script, beside the native fixture

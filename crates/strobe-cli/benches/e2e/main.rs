@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch` or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint` or `=overhead` (native tracing per call) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -150,6 +150,10 @@ async fn main() {
         }
         Ok("javascript") => {
             javascript::javascript_tracing(&c, runs).await;
+            return;
+        }
+        Ok("javascript-logpoint") => {
+            javascript::javascript_logpoint(&c, runs).await;
             return;
         }
         Ok("javascript-launch") => {
