@@ -91,7 +91,7 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
             "debug_breakpoint",
             json!({"sessionId": id, "add": [
                 {"file": "stepper.js", "line": line_of("main-call"), "message": "tick {ticks} i={i}"},
-                {"file": "stepper.js", "line": line_of("main-print"), "message": "bad {nope.x}"},
+                {"file": "stepper.js", "line": line_of("main-call"), "message": "bad {nope.x}"},
                 {"file": "stepper.js", "line": line_of("compute-body"), "condition": "x % 3 == 2"}]}),
         )
         .await;

@@ -165,6 +165,9 @@ function messageParts(message) {
     return parts;
 }
 
+/** Breakpoints set so far (each gets its own URL pattern). */
+let distinct = 0;
+
 /** `__strobe.lp`'s arguments for a message's parts: its id, the texts
  *  around the expressions, and a function reading each. */
 function logpointArgs(id, parts) {
@@ -204,17 +207,17 @@ async function setBreakpoints(order) {
                 : `the message does not parse: ${bad}`]);
             continue;
         }
-        // The id in a comment keeps two breakpoints on one line apart (V8
-        // refuses a second one with the same condition). A logpoint's
-        // condition makes its message where it is hit and is false: the
-        // thread never pauses for it (preload.cjs `lp`).
+        // A logpoint's condition makes its message where it is hit and is
+        // false: the thread never pauses for it (preload.cjs `lp`).
         const when = spec.condition != null ? `(${spec.condition}\n)` : "true";
-        const condition = parts === null
-            ? `${when} /* ${spec.id} */`
-            : `${when} && __strobe.lp(${logpointArgs(spec.id, parts)}) /* ${spec.id} */`;
+        const condition = parts === null ? when : `${when} && __strobe.lp(${logpointArgs(spec.id, parts)})`;
+        // V8 names a breakpoint by its URL pattern and place, and refuses a
+        // second one of the same name: a group matched zero times, with a
+        // number of its own, keeps two on one line apart.
+        distinct += 1;
         try {
             const r = await post("Debugger.setBreakpointByUrl", {
-                urlRegex: urlRegex(spec.file),
+                urlRegex: `${urlRegex(spec.file)}(?:${distinct}){0}`,
                 lineNumber: spec.line - 1,
                 condition,
             });

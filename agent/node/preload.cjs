@@ -57,8 +57,6 @@ const DEBUG_BYTES = 65536 + 262144 + 65536;
 /** Where the logbox is in the debug area (after the worker's two
  *  mailboxes): logpoint messages this thread writes, the agent reads. */
 const LOGBOX_AT = 65536 + 262144, LOGBOX_BYTES = 65536;
-/** Logpoint messages kept while the agent has not taken the last batch. */
-const LOGS_KEPT = 4096;
 /** Longest the program waits at start for breakpoints set before it ran. */
 const DEBUG_START_WAIT_MS = 5000;
 const KIND_ENTER = 1, KIND_EXIT = 2, KIND_PAD = 3, KIND_RAISED = 6, KIND_DETACHED = 0x400;
@@ -120,8 +118,8 @@ function mainBuffers() {
         mainShared = new SharedArrayBuffer(size + DEBUG_BYTES);
         debugAt = size;
         useBuffer(mainShared, 0, RING_SLOTS);
-        logbox = new Int32Array(mainShared, debugAt + LOGBOX_AT, 3);
-        logboxBytes = new Uint8Array(mainShared, debugAt + LOGBOX_AT + 12, LOGBOX_BYTES - 12);
+        logbox = new Int32Array(mainShared, debugAt + LOGBOX_AT, 2);
+        logboxBytes = new Uint8Array(mainShared, debugAt + LOGBOX_AT + 8, LOGBOX_BYTES - 8);
     } catch (_) {
         // No SharedArrayBuffer (or no debugger wanted): traced, but no breakpoints.
         const own = Buffer.allocUnsafeSlow(size);
@@ -644,13 +642,14 @@ function aside(encode) {
 // ---- Logpoints ----------------------------------------------------------------
 // A logpoint is a breakpoint whose condition (the debugger worker writes
 // it) calls `__strobe.lp` and is false: the message is made on the thread
-// that hit it, with no pause, and goes to the agent through the logbox
-// (u32 seq, ack, length, then a JSON array of messages), written when the
-// agent took the last batch.
+// that hit it, with no pause, and goes to the agent through the logbox, a
+// ring of bytes: u32 head (written here), u32 tail (the agent), then
+// LOGBOX_BYTES - 8 bytes of messages, one JSON object and a newline each.
+// Only the main thread writes it (the inspector debugs only that thread).
 
 let logbox = null, logboxBytes = null;
-const pendingLogs = [];
-let logsDropped = new Map(), logFlush = null;
+/** Messages that found no room, by logpoint: said once there is room. */
+let logsDropped = new Map();
 const logErrors = new Set();
 
 /** A value as a logpoint shows it, without running the program's code. */
@@ -660,35 +659,26 @@ function shown(v) {
     return inspect(v, { depth: 1, getters: false, customInspect: false, showProxy: true, breakLength: Infinity });
 }
 
-function flushLogs() {
-    if (logbox === null || pendingLogs.length === 0) return true;
-    if (Atomics.load(logbox, 0) !== Atomics.load(logbox, 1)) return false;
-    for (const [id, n] of logsDropped) {
-        pendingLogs.push({ type: "breakpoint_error", id, error: `${n} messages of this logpoint were dropped: the agent fell behind` });
-    }
-    logsDropped = new Map();
-    let batch = pendingLogs.splice(0, pendingLogs.length);
-    let bytes = Buffer.from(JSON.stringify(batch));
-    while (bytes.length > logboxBytes.length && batch.length > 1) {
-        pendingLogs.unshift(...batch.splice(Math.ceil(batch.length / 2)));
-        bytes = Buffer.from(JSON.stringify(batch));
-    }
-    if (bytes.length <= logboxBytes.length) {
-        logboxBytes.set(bytes);
-        Atomics.store(logbox, 2, bytes.length);
-        Atomics.add(logbox, 0, 1);
-    }
-    return pendingLogs.length === 0;
+/** Appends `msg` to the logbox; false when there is no room. */
+function putLog(msg) {
+    const bytes = Buffer.from(JSON.stringify(msg) + "\n");
+    const size = logboxBytes.length;
+    const head = Atomics.load(logbox, 0) >>> 0, tail = Atomics.load(logbox, 1) >>> 0;
+    if (((head - tail) >>> 0) + bytes.length > size) return false;
+    const at = head % size, first = Math.min(bytes.length, size - at);
+    logboxBytes.set(bytes.subarray(0, first), at);
+    if (first < bytes.length) logboxBytes.set(bytes.subarray(first), 0);
+    Atomics.store(logbox, 0, (head + bytes.length) | 0);
+    return true;
 }
 
-/** Retries until the agent took them (it looks every few ms). */
-function scheduleLogFlush() {
-    if (logFlush !== null) return;
-    logFlush = setTimeout(() => {
-        logFlush = null;
-        if (!flushLogs()) scheduleLogFlush();
-    }, 5);
-    logFlush.unref();
+function log(msg) {
+    if (logbox === null) return;
+    for (const [id, n] of logsDropped) {
+        if (!putLog({ type: "breakpoint_error", id, error: `${n} messages of this logpoint were dropped: the agent fell behind` })) break;
+        logsDropped.delete(id);
+    }
+    if (!putLog(msg) && msg.type === "logpoint") logsDropped.set(msg.id, (logsDropped.get(msg.id) || 0) + 1);
 }
 
 /** A logpoint hit: its message from `texts` and what `reads` give. */
@@ -705,17 +695,12 @@ function logpointHit(id, texts, reads) {
             // Said once per logpoint; each message shows it too.
             if (!logErrors.has(id)) {
                 logErrors.add(id);
-                pendingLogs.push({ type: "breakpoint_error", id, error: `a part of the message threw ${why}` });
+                log({ type: "breakpoint_error", id, error: `a part of the message threw ${why}` });
             }
         }
     }
-    if (pendingLogs.length >= LOGS_KEPT) {
-        logsDropped.set(id, (logsDropped.get(id) || 0) + 1);
-        return;
-    }
     const ts = process.hrtime.bigint().toString();
-    pendingLogs.push({ type: "logpoint", id, tid: tid || process.pid, pid: process.pid, ts, message });
-    if (!flushLogs()) scheduleLogFlush();
+    log({ type: "logpoint", id, tid: tid || process.pid, pid: process.pid, ts, message });
 }
 
 /** A `what` 7 payload (base64): status 0, the name, the value. */
@@ -905,7 +890,7 @@ function start() {
     process.on("exit", () => {
         // The last logpoint messages: written, and taken by the agent
         // (it looks every few ms) before the memory goes.
-        for (let i = 0; i < 250 && logbox !== null && !(flushLogs() && Atomics.load(logbox, 0) === Atomics.load(logbox, 1)); i++) {
+        for (let i = 0; i < 250 && logbox !== null && Atomics.load(logbox, 0) !== Atomics.load(logbox, 1); i++) {
             Atomics.wait(ctrl, 15, Atomics.load(ctrl, 15), 2);
         }
         bitmap.fill(0);

@@ -10,9 +10,9 @@ import { utf8 } from "../../native/memory.js";
 import type { DebugRequest } from "../tracer.js";
 
 const INBOX_BYTES = 65536;
-/** The runtime's logpoint messages (preload.cjs LOGBOX_AT), read like the
- *  outbox. */
-const LOGBOX_AT = 65536 + 262144;
+/** The runtime's logpoint messages (preload.cjs LOGBOX_AT): a ring of
+ *  bytes, u32 head (the runtime) and tail (here), then newline-ended JSON. */
+const LOGBOX_AT = 65536 + 262144, LOGBOX_BYTES = 65536;
 /** Control words of a runtime's buffer (preload.cjs). */
 const C_TID = 4, C_DEBUG_AT = 14;
 /** How often the mailboxes are looked at once the debugger is in use. */
@@ -74,7 +74,27 @@ function giveOrders(a: NativePointer): void {
  *  the daemon. */
 function takeMessages(a: NativePointer): void {
     takeFrom(a.add(INBOX_BYTES));
-    takeFrom(a.add(LOGBOX_AT));
+    takeLogs(a.add(LOGBOX_AT));
+}
+
+/** The logpoint messages written since the last look. */
+function takeLogs(box: NativePointer): void {
+    const size = LOGBOX_BYTES - 8;
+    const head = box.readU32(), tail = box.add(4).readU32();
+    const used = (head - tail) >>> 0;
+    if (used === 0) return;
+    const at = tail % size, first = Math.min(used, size - at);
+    const bytes = new Uint8Array(used);
+    bytes.set(new Uint8Array(box.add(8 + at).readByteArray(first)!), 0);
+    if (first < used) bytes.set(new Uint8Array(box.add(8).readByteArray(used - first)!), first);
+    box.add(4).writeU32(head);
+    // Whole again (the ring may have split a character), then as text.
+    const whole = Memory.alloc(used);
+    whole.writeByteArray(bytes.buffer as ArrayBuffer);
+    const text = whole.readUtf8String(used) ?? "";
+    for (const l of text.split("\n")) {
+        if (l !== "") send_(JSON.parse(l) as AgentMessage);
+    }
 }
 
 /** The batch in the mailbox at `o` (seq, ack, length, JSON array), if new. */

@@ -156,12 +156,17 @@ impl SessionManager {
     /// A condition or message failed to evaluate in the target.
     pub(in crate::manager) fn on_breakpoint_error(&self, live: &Live, error: &BreakpointError) {
         let id = error.id.split('@').next().unwrap_or(&error.id);
+        let note = format!(
+            "the condition or message failed in the target (the hit does not pause): {}",
+            error.error
+        );
         let mut st = live.debug.lock().expect("debug lock");
-        if let Some(b) = st.breakpoints.iter_mut().find(|b| b.id == id) {
-            b.note = Some(format!(
-                "the condition or message failed in the target (the hit does not pause): {}",
-                error.error
-            ));
+        match st.breakpoints.iter_mut().find(|b| b.id == id) {
+            Some(b) => b.note = Some(note),
+            // Hit before the call that set it returned: noted as it is listed.
+            None => {
+                st.early_notes.insert(id.to_string(), note);
+            }
         }
     }
 

@@ -175,6 +175,9 @@ pub(super) struct DebugState {
     settling: HashSet<u32>,
     /// Image bases by path.
     bases: HashMap<PathBuf, u64>,
+    /// Notes the agent sent for breakpoints not listed yet (a logpoint can
+    /// fail on its first hit before its `debug_breakpoint` call returns).
+    early_notes: HashMap<String, String>,
 }
 
 impl DebugState {
@@ -431,7 +434,12 @@ impl SessionManager {
         }
         let mut st = live.debug.lock().expect("debug lock");
         st.breakpoints.retain(|b| !remove.contains(&b.id));
-        st.breakpoints.extend(created);
+        for mut b in created {
+            if let Some(note) = st.early_notes.remove(&b.id) {
+                b.note = Some(note);
+            }
+            st.breakpoints.push(b);
+        }
         Ok(st.breakpoints.clone())
     }
 
