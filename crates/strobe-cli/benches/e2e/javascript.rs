@@ -16,25 +16,25 @@ fn workload() -> PathBuf {
         .unwrap()
 }
 
-/// The loop's thread CPU ns from work.js's `calls loop_ns cpu_ns` line
-/// (CPU time: the machine's other work, the daemon's among it, is not
-/// counted against the loop).
-fn loop_ns(text: &str) -> f64 {
+/// Field `n` of work.js's `calls loop_ns cpu_ns` line.
+fn loop_field(text: &str, n: usize) -> f64 {
     let line = text
         .lines()
         .find(|l| l.split_whitespace().count() == 3 && l.starts_with(|c: char| c.is_ascii_digit()))
         .unwrap_or_else(|| panic!("no loop line from work.js: {text}"));
-    line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    line.split_whitespace().nth(n).unwrap().parse().unwrap()
 }
 
-/// The loop's wall ns from the same line (a logpoint's cost is mostly the
-/// loop's thread waiting for the inspector, which CPU time does not count).
+/// The loop's thread CPU ns (the machine's other work, the daemon's among
+/// it, is not counted against the loop).
+fn loop_ns(text: &str) -> f64 {
+    loop_field(text, 2)
+}
+
+/// The loop's wall ns (a logpoint's cost is partly the loop's thread
+/// waiting, which CPU time does not count).
 fn loop_wall_ns(text: &str) -> f64 {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().count() == 3 && l.starts_with(|c: char| c.is_ascii_digit()))
-        .unwrap_or_else(|| panic!("no loop line from work.js: {text}"));
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    loop_field(text, 1)
 }
 
 /// Runs `node work.js kind n` without Strobe; its whole output.
