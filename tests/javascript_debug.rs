@@ -107,6 +107,7 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
 
     let p = c.wait_paused(&id).await;
     assert_eq!(p["breakpointId"], bp_id.as_str(), "{p}");
+    assert_eq!(p["address"], "javascript", "{p}");
     assert_eq!(p["function"], "stepper.Stepper.compute", "{p}");
     assert_eq!(p["line"], line_of("compute-body"), "{p}");
     let x = support::local(&p, "x");

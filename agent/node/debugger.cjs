@@ -482,12 +482,10 @@ async function tick() {
     if (busy) return;
     busy = true;
     try {
-        for (const order of takeOrders()) {
+        const orders = takeOrders();
+        for (const order of orders) {
             try {
-                if (order.op === "breakpoints") {
-                    await setBreakpoints(order);
-                    if (Atomics.compareExchange(ctrl, 15, 1, 2) === 1) Atomics.notify(ctrl, 15);
-                }
+                if (order.op === "breakpoints") await setBreakpoints(order);
                 else if (order.op === "resume") await resume(order.mode);
                 else if (order.op === "release") await release();
                 else if (order.op === "memory") await memory(order);
@@ -499,6 +497,9 @@ async function tick() {
                 }
             }
         }
+        // The main thread waiting for the breakpoints set before it started
+        // goes on once all of them (one batch) are set.
+        if (orders.length > 0 && Atomics.compareExchange(ctrl, 15, 1, 2) === 1) Atomics.notify(ctrl, 15);
     } finally {
         flush();
         busy = false;

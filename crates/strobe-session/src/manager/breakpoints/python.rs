@@ -264,6 +264,13 @@ impl SessionManager {
             _ => None,
         }
         .or_else(|| top["function"].as_str().map(str::to_string));
+        // No instruction address: the language it is paused in.
+        let javascript = live
+            .tracer
+            .lock()
+            .expect("tracer lock")
+            .as_ref()
+            .is_some_and(|t| t.has_language(strobe_symbols::Language::JavaScript));
         let p = PausedThread {
             thread_id: paused.tid,
             reason: paused.reason.as_str().to_string(),
@@ -271,7 +278,7 @@ impl SessionManager {
             function,
             file,
             line,
-            address: "python".into(),
+            address: if javascript { "javascript" } else { "python" }.into(),
             arguments: Vec::new(),
             locals: Some(locals),
             backtrace: Value::Array(frames),
