@@ -60,8 +60,6 @@ let session = null;
 const breakpoints = new Map();
 /** V8's breakpoint id → ours. */
 const byV8 = new Map();
-/** The main thread is paused, waiting for an order. */
-let paused = false;
 /** The last order was a step: the next pause without a breakpoint is its end. */
 let stepping = false;
 /** A stop that landed in probe code: reported where the step over it ends. */
@@ -151,6 +149,18 @@ function syntaxError(expr) {
     }
 }
 
+/** Why a breakpoint cannot be set (its condition or a message part does
+ *  not parse), or null. */
+function unparsed(condition, parts) {
+    const c = condition != null ? syntaxError(condition) : null;
+    if (c !== null) return `the condition does not parse: ${c}`;
+    for (const p of parts || []) {
+        const e = p.expr !== undefined ? syntaxError(p.expr) : null;
+        if (e !== null) return `the message does not parse: ${e}`;
+    }
+    return null;
+}
+
 /** A logpoint message's parts: text and `{expression}`s. */
 function messageParts(message) {
     const parts = [];
@@ -197,14 +207,9 @@ async function setBreakpoints(order) {
     }
     for (const spec of order.set) {
         const parts = spec.message != null ? messageParts(spec.message) : null;
-        const bad = [
-            spec.condition != null ? syntaxError(spec.condition) : null,
-            ...(parts || []).filter((p) => p.expr !== undefined).map((p) => syntaxError(p.expr)),
-        ].find((e) => e !== null);
-        if (bad !== undefined) {
-            failed.push([spec.id, spec.condition != null && syntaxError(spec.condition) !== null
-                ? `the condition does not parse: ${bad}`
-                : `the message does not parse: ${bad}`]);
+        const why = unparsed(spec.condition, parts);
+        if (why !== null) {
+            failed.push([spec.id, why]);
             continue;
         }
         // A logpoint's condition makes its message where it is hit and is
@@ -355,7 +360,6 @@ async function onPaused(params) {
     await clearReturnStops();
     carried = null;
     stepping = false;
-    paused = true;
     pausedFrames = params.callFrames;
     const names = await localNames(top);
     const shown = frames.slice(0, FRAMES_SHOWN).map((f) => [f.functionName || "<anonymous>", fileOf(f), f.location.lineNumber + 1]);
@@ -383,7 +387,6 @@ async function onPaused(params) {
 
 /** The daemon's order for the paused main thread. */
 async function resume(mode) {
-    paused = false;
     const frames = pausedFrames;
     pausedFrames = null;
     if (mode !== "continue" && frames !== null) return step(mode, frames);
@@ -473,7 +476,7 @@ async function release() {
     for (const bp of breakpoints.values()) await post("Debugger.removeBreakpoint", { breakpointId: bp.v8 }).catch(() => {});
     breakpoints.clear();
     byV8.clear();
-    if (paused) await resume("continue");
+    if (pausedFrames !== null) await resume("continue");
     stepping = false;
 }
 

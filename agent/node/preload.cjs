@@ -849,7 +849,7 @@ function register(request, view = buffer, slots = ringSlots) {
  *  its mailbox every few ms) until breakpoints are set. It never keeps the
  *  program alive, and nothing it does can fail the program. */
 function startDebugger() {
-    if (mainShared === null || ctrl[14] === 0) return;
+    if (mainShared === null) return;
     try {
         const { Worker } = require("worker_threads");
         const w = new Worker(path.join(__dirname, "debugger.cjs"), {

@@ -59,6 +59,31 @@ function syntaxError(expr: string): string | null {
     }
 }
 
+/** Why breakpoint `b` cannot be set (its condition or a message part does
+ *  not parse), or null. */
+function unparsed(b: { condition?: string | null; message?: string | null }): string | null {
+    const c = b.condition == null ? null : syntaxError(b.condition);
+    if (c !== null) return `the condition does not parse: ${c}`;
+    for (const m of (b.message ?? "").matchAll(/\{([^{}]+)\}/g)) {
+        const e = syntaxError(m[1]);
+        if (e !== null) return `the message does not parse: ${e}`;
+    }
+    return null;
+}
+
+/** Breakpoints given before the program started: kept for the worker and
+ *  answered now, those that do not parse refused. */
+function keepForStart(req: DebugRequest & { type: "python-breakpoints" }): void {
+    const failed: Array<[string, string]> = [];
+    const set = req.set.filter(b => {
+        const why = unparsed(b);
+        if (why !== null) failed.push([b.id, why]);
+        return why === null;
+    });
+    orders.push({ op: "breakpoints", id: req.id, set, remove: req.remove });
+    send_({ type: "breakpoints_updated", id: req.id, installed: set.map(b => b.id), failed });
+}
+
 /** Hands the waiting orders over when the worker took the last ones. */
 function giveOrders(a: NativePointer): void {
     if (orders.length === 0 || a.readS32() !== a.add(4).readS32()) return;
@@ -161,18 +186,10 @@ export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count
         if (found === NOT_STARTED && req.type === "python-breakpoints") {
             // Before the program runs: kept for the runtime, which waits
             // for them (state word 5 → its control word 15).
-            const failed: Array<[string, string]> = [];
-            const set = req.set.filter(b => {
-                const parts = b.message == null ? [] : Array.from(b.message.matchAll(/\{([^{}]+)\}/g), m => m[1]);
-                const bad = [b.condition, ...parts].map(e => (e == null ? null : syntaxError(e))).find(e => e !== null);
-                if (bad !== undefined && bad !== null) failed.push([b.id, `${b.condition != null && syntaxError(b.condition) !== null ? "the condition" : "the message"} does not parse: ${bad}`]);
-                return bad === undefined || bad === null;
-            });
-            orders.push({ op: "breakpoints", id: req.id, set, remove: req.remove });
             state.add(20).writeU32(1);
             early = { buffers, count };
             poller ??= setInterval(poll, POLL_MS);
-            send_({ type: "breakpoints_updated", id: req.id, installed: set.map(b => b.id), failed });
+            keepForStart(req);
             return;
         }
         if (typeof found === "string") {
@@ -191,8 +208,7 @@ export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count
     }
     if (area === null && req.type === "python-breakpoints") {
         // More before the program started: they go with the first.
-        orders.push({ op: "breakpoints", id: req.id, set: req.set, remove: req.remove });
-        send_({ type: "breakpoints_updated", id: req.id, installed: req.set.map(b => b.id), failed: [] });
+        keepForStart(req);
         return;
     }
     if (area === null) {

@@ -252,12 +252,9 @@ impl SessionManager {
             .map(|s| s.split('@').next().unwrap_or(s).to_string());
         let file = top["file"].as_str().map(str::to_string);
         let line = top["line"].as_u64().map(|l| l as u32);
+        let guard = live.tracer.lock().expect("tracer lock");
         // Named as patterns name it (module.qualname) when the source is indexed.
-        let function = match (
-            &file,
-            line,
-            live.tracer.lock().expect("tracer lock").as_ref(),
-        ) {
+        let function = match (&file, line, guard.as_ref()) {
             (Some(f), Some(l), Some(tracer)) => Some(function_at(tracer, f, l))
                 .filter(|n| n != "<module>" && n.ends_with(top["function"].as_str().unwrap_or("")))
                 .or_else(|| super::javascript::function_at(tracer, f, l)),
@@ -265,12 +262,10 @@ impl SessionManager {
         }
         .or_else(|| top["function"].as_str().map(str::to_string));
         // No instruction address: the language it is paused in.
-        let javascript = live
-            .tracer
-            .lock()
-            .expect("tracer lock")
+        let javascript = guard
             .as_ref()
-            .is_some_and(|t| t.has_language(strobe_symbols::Language::JavaScript));
+            .is_some_and(|t| t.has_language(Language::JavaScript));
+        drop(guard);
         let p = PausedThread {
             thread_id: paused.tid,
             reason: paused.reason.as_str().to_string(),
