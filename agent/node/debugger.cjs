@@ -34,7 +34,7 @@ const IDLE_POLL_MS = 50;
 /** Frames a pause reports. */
 const FRAMES_SHOWN = 24;
 /** Strobe's own files: never a frame of the program, never stepped into. */
-const OWN_FILES = ["preload.cjs", "sources.cjs", "hooks.mjs", "debugger.cjs"].map((f) => path.join(__dirname, f));
+const OWN_FILES = ["preload.cjs", "sources.cjs", "hooks.mjs", "debugger.cjs", "liveprobe.cjs"].map((f) => path.join(__dirname, f));
 /** The probes' own locals (instrument.rs). */
 const PROBE_LOCAL = /^__s(c|v|x|ce)$/;
 /** How the probe code written into a function starts: its entry, the end
@@ -44,7 +44,7 @@ const PROBE_CODE = [["var __sc=", "try{"], ["__sv=void 0", ";"], ["if(__sc)", "}
 /** From a function's entry to its probe: the header's end, `{`, directives. */
 const FUNCTION_ENTRY = /^[^;{}]*\{\s*(("[^"]*"|'[^']*')\s*;?\s*)*$/;
 
-const { shared, at } = workerData;
+const { shared, at, stop } = workerData;
 /** The main thread's control words: [15] is 1 while it waits for the
  *  breakpoints set before it started (preload.cjs). */
 const ctrl = new Int32Array(shared, 0, 16);
@@ -472,6 +472,18 @@ async function memory(order) {
     send({ type: "python_memory", id: order.id, results });
 }
 
+/** The live probing of scripts loaded before an attach (liveprobe.cjs),
+ *  made on first use. */
+let live = null;
+
+/** Makes the order's probes live in scripts the program loaded before
+ *  Strobe attached; answers with those that could not be. */
+async function probe(order) {
+    await ensureSession();
+    live ??= require("./liveprobe.cjs")(__dirname, post, urls);
+    send({ type: "probes_live", id: order.id, failed: await live.probe(order.probes) });
+}
+
 async function release() {
     for (const bp of breakpoints.values()) await post("Debugger.removeBreakpoint", { breakpointId: bp.v8 }).catch(() => {});
     breakpoints.clear();
@@ -480,21 +492,53 @@ async function release() {
     stepping = false;
 }
 
+/** The agent went (a detach: it let go of the main thread's buffer, or
+ *  said "release"), or a newer worker replaced this one: every breakpoint
+ *  goes, the main thread runs on, and this worker ends, leaving the
+ *  program as it was. */
+let ended = false;
+async function end() {
+    ended = true;
+    if (session !== null) {
+        await release().catch(() => {});
+        // The scripts swapped for their probed copies get their own text
+        // back (one that cannot stays probed, its probes off).
+        if (live !== null) await live.restore().catch(() => {});
+        session.disconnect();
+        session = null;
+    }
+    // Only now: the poller is what keeps this worker alive while it waits
+    // for the inspector's answers above.
+    clearInterval(poller);
+}
+
+function agentGone() {
+    return Atomics.load(ctrl, 5) !== 1 || (stop !== undefined && Atomics.load(stop, 0) === 1);
+}
+
 let busy = false;
 async function tick() {
-    if (busy) return;
+    if (busy || ended) return;
     busy = true;
     try {
+        if (agentGone()) {
+            await end();
+            return;
+        }
         const orders = takeOrders();
         for (const order of orders) {
             try {
                 if (order.op === "breakpoints") await setBreakpoints(order);
                 else if (order.op === "resume") await resume(order.mode);
-                else if (order.op === "release") await release();
+                else if (order.op === "release") await end();
                 else if (order.op === "memory") await memory(order);
+                else if (order.op === "probe") await probe(order);
+                if (ended) break;
             } catch (e) {
                 if (order.op === "breakpoints") {
                     send({ type: "breakpoints_updated", id: order.id, installed: [], failed: order.set.map((s) => [s.id, String(e.message || e)]) });
+                } else if (order.op === "probe") {
+                    send({ type: "probes_live", id: order.id, failed: order.probes.map((p) => [p, String(e.message || e)]) });
                 } else if (order.op === "memory") {
                     send({ type: "python_memory", id: order.id, results: order.targets.map(() => [null, null, String(e.message || e)]) });
                 }
@@ -504,7 +548,7 @@ async function tick() {
         // goes on once all of them (one batch) are set.
         if (orders.length > 0 && Atomics.compareExchange(ctrl, 15, 1, 2) === 1) Atomics.notify(ctrl, 15);
     } finally {
-        flush();
+        if (!ended) flush();
         busy = false;
     }
 }
@@ -517,7 +561,7 @@ async function tick() {
 const waited = Atomics.load(ctrl, 15) === 1;
 let poller = setInterval(() => {
     tick();
-    if (session !== null && !waited) {
+    if (session !== null && !waited && !ended) {
         clearInterval(poller);
         poller = setInterval(tick, POLL_MS);
     }

@@ -74,6 +74,9 @@ const T = {
 };
 
 const dir = process.env.STROBE_JS_DIR || "";
+/** Loaded into a running program by the agent (an attach,
+ *  agent/src/tracers/javascript/attach.ts), not at start. */
+const attaching = process.env.STROBE_JS_ATTACH === "1";
 // Worker threads: a worker's own memory is freed when it ends, however it
 // ends (`terminate()` runs none of its code), and the agent would go on
 // reading it. So the main thread makes one SharedArrayBuffer of slots for
@@ -845,48 +848,53 @@ function register(request, view = buffer, slots = ringSlots) {
     }
 }
 
+/** The directory debugger.cjs is started from: this file's, or the last
+ *  attached session's (`runtime.attached`). */
+let runtimeDir = __dirname;
+/** Points sources.cjs at another session's probed copies. */
+let retargetSources = null;
+/** The running debugger worker's stop word (1: exit now), or null. */
+let debuggerStop = null;
+
 /** The debugger worker: started with the agent attached, idle (a poll of
  *  its mailbox every few ms) until breakpoints are set. It never keeps the
- *  program alive, and nothing it does can fail the program. */
+ *  program alive, and nothing it does can fail the program. It ends when
+ *  the agent goes (a detach). */
 function startDebugger() {
     if (mainShared === null) return;
     try {
         const { Worker } = require("worker_threads");
-        const w = new Worker(path.join(__dirname, "debugger.cjs"), {
-            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt },
+        const stop = new Int32Array(new SharedArrayBuffer(4));
+        const w = new Worker(path.join(runtimeDir, "debugger.cjs"), {
+            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt, stop },
             stdout: true,
             stderr: true,
         });
         w.on("error", () => {});
         w.unref();
+        debuggerStop = stop;
     } catch (_) {
         // No debugger: calls are still traced.
     }
 }
 
-function start() {
-    const { workerData } = require("worker_threads");
-    // The debugger worker runs none of this (it is not the program's).
-    if (!isMainThread && workerData !== null && typeof workerData === "object" && workerData.strobeDebugger === true) return;
-    const traced = dir !== "" && (isMainThread ? (mainBuffers(), true) : workerBuffer());
-    if (!traced) useBuffer(new ArrayBuffer(RING_AT + 32 + WATCH_BYTES), 0, 1);
-    runtime.m = bitmap;
-    Object.defineProperty(globalThis, "__strobe", { value: runtime, enumerable: false, writable: false, configurable: false });
-    if (dir === "") return;
-    require(path.join(__dirname, "sources.cjs"))(dir, names);
-    if (!traced) return;
-    register(1);
-    tid = ctrl[4];
-    if (ctrl[5] !== 1) return;
+/** Empties the debug area's mailboxes and logbox for a new agent (what
+ *  they held was for the one that left). */
+function resetDebugArea() {
+    if (mainShared === null) return;
+    for (const box of [0, 65536]) new Int32Array(mainShared, debugAt + box, 3).fill(0);
+    Atomics.store(logbox, 1, Atomics.load(logbox, 0));
+}
+
+/** What is set up once the agent took this thread's buffer: handlers
+ *  added once (an attach after a detach finds them there). */
+let handlersAdded = false;
+function addHandlers() {
+    if (handlersAdded) return;
+    handlersAdded = true;
     // A throw nothing caught: its value, for the traced function it left
     // (the program's own reporting goes on as it would).
     process.on("uncaughtExceptionMonitor", (e) => runtime.c(e));
-    if (isMainThread) {
-        startDebugger();
-        // Breakpoints set before the program started (staged, stopOnEntry)
-        // wait for the worker: the program's code runs once they are set.
-        if (mainShared !== null && Atomics.load(ctrl, 15) === 1) Atomics.wait(ctrl, 15, 1, DEBUG_START_WAIT_MS);
-    }
     process.on("exit", () => {
         // The last logpoint messages: written, and taken by the agent
         // (it looks every few ms) before the memory goes.
@@ -912,9 +920,61 @@ function start() {
     });
 }
 
+/** A Strobe session attached to this process after an earlier one
+ *  detached (the runtime stays loaded): the main thread shows its buffer
+ *  to the new agent and starts a debugger worker from `dir`, the new
+ *  session's copy of the runtime. Workers started before keep running
+ *  untraced. */
+runtime.attached = function attached(dir) {
+    if (!isMainThread) return;
+    runtimeDir = dir;
+    if (retargetSources !== null) retargetSources(dir);
+    if (debuggerStop !== null) Atomics.store(debuggerStop, 0, 1);
+    debuggerStop = null;
+    resetDebugArea();
+    register(1);
+    tid = ctrl[4];
+    if (ctrl[5] !== 1) throw new Error("the agent did not take the runtime's buffer");
+    startDebugger();
+};
+
+function start() {
+    const { workerData } = require("worker_threads");
+    // The debugger worker runs none of this (it is not the program's).
+    if (!isMainThread && workerData !== null && typeof workerData === "object" && workerData.strobeDebugger === true) return;
+    const traced = dir !== "" && (isMainThread ? (mainBuffers(), true) : workerBuffer());
+    if (!traced) useBuffer(new ArrayBuffer(RING_AT + 32 + WATCH_BYTES), 0, 1);
+    runtime.m = bitmap;
+    Object.defineProperty(globalThis, "__strobe", { value: runtime, enumerable: false, writable: false, configurable: false });
+    if (dir === "") return;
+    // An attached program's agent may leave: the probed copies are served
+    // while it is there.
+    retargetSources = require(path.join(__dirname, "sources.cjs")).serveProbedSources(dir, names, {
+        serving: attaching ? () => ctrl[5] === 1 : undefined,
+        hooks: !attaching,
+    });
+    if (!traced) return;
+    register(1);
+    tid = ctrl[4];
+    if (ctrl[5] !== 1) {
+        if (attaching) throw new Error("the agent did not take the runtime's buffer");
+        return;
+    }
+    addHandlers();
+    if (isMainThread) {
+        startDebugger();
+        // Breakpoints set before the program started (staged, stopOnEntry)
+        // wait for the worker: the program's code runs once they are set.
+        if (mainShared !== null && Atomics.load(ctrl, 15) === 1) Atomics.wait(ctrl, 15, 1, DEBUG_START_WAIT_MS);
+    }
+}
+
 try {
     start();
-} catch (_) {
+} catch (e) {
     // Whatever went wrong here, the program must run as it would: unprobed
     // (the probed copies are only loaded once start has set everything up).
+    // Loaded into a running program (an attach), the error is the agent's
+    // to report.
+    if (attaching) throw e;
 }

@@ -21,10 +21,14 @@ function fnv(text) {
 /**
  * Starts serving the probed copies in `dir`, filling `names` (parameter
  * names by probe index) from its manifest, now and whenever it is read
- * again.
+ * again, while `serving()` says so (an attached program's agent may
+ * leave). ES modules are served by loader hooks unless `hooks` is false
+ * (an attached program: the hooks' thread would outlive the session).
+ * Returns `retarget(dir)`: a later attach's session serves its own copies
+ * from then on.
  */
-module.exports = function serveProbedSources(dir, names) {
-    const manifest = path.join(dir, "manifest.json");
+function serveProbedSources(dir, names, { serving = () => true, hooks = true } = {}) {
+    let manifest = path.join(dir, "manifest.json");
     let files = Object.create(null);
     /** An ES module was probed: the loader hooks are needed. */
     let esm = false;
@@ -64,7 +68,7 @@ module.exports = function serveProbedSources(dir, names) {
             read();
             e = files[file];
         }
-        if (e === undefined || text.length !== e.len || fnv(text) !== e.hash) return text;
+        if (e === undefined || !serving() || text.length !== e.len || fnv(text) !== e.hash) return text;
         try {
             return fs.readFileSync(path.join(dir, e.probed), "utf8");
         } catch (_) {
@@ -73,20 +77,29 @@ module.exports = function serveProbedSources(dir, names) {
     }
 
     read();
+    const retarget = (next) => {
+        dir = next;
+        manifest = path.join(dir, "manifest.json");
+        files = Object.create(null);
+        read();
+    };
     const Module = require("module");
     const compile = Module.prototype._compile;
     Module.prototype._compile = function (content, filename) {
         return compile.call(this, probed(content, filename), filename);
     };
-    const hooks = path.join(__dirname, "hooks.mjs");
+    const hooksFile = path.join(__dirname, "hooks.mjs");
     // The hooks start a loader thread (~30 ms): only when an ES module was
     // probed. A hooks module that fails to load ends the program (on that
     // thread, where no try here can catch it): only one that is there.
-    if (esm && typeof Module.register === "function" && fs.existsSync(hooks)) {
+    if (hooks && esm && typeof Module.register === "function" && fs.existsSync(hooksFile)) {
         try {
-            Module.register(require("url").pathToFileURL(hooks), { data: { dir } });
+            Module.register(require("url").pathToFileURL(hooksFile), { data: { dir } });
         } catch (_) {
             // ES modules then load unprobed.
         }
     }
-};
+    return retarget;
+}
+
+module.exports = { serveProbedSources, fnv };

@@ -38,6 +38,7 @@ function failure(msg: DaemonMessage, e: unknown): AgentMessage | null {
         case "python-breakpoints":
             return { type: "breakpoints_updated", id: msg.id, installed: [], failed: (msg.set ?? []).map(b => [b.id, error]) };
         case "python-memory": return { type: "python_memory", id: msg.id, results: msg.targets.map(() => [null, null, error]) };
+        case "load-runtime": return { type: "runtime_loaded", id: msg.id, how: null, error };
         default: return null;
     }
 }
@@ -88,6 +89,15 @@ function listen(): void {
                     markFollowing();
                     answer(() => ({ type: "forks_guarded", id, slots: guardForks(), error: null }),
                         { type: "forks_guarded", id, slots: 0, error: null });
+                    break;
+                }
+                case "load-runtime": {
+                    const tracer = tracerFor(msg.tracer);
+                    if (tracer.loadRuntime === undefined) {
+                        send_({ type: "runtime_loaded", id: msg.id, how: null, error: `the ${msg.tracer} tracer has no runtime to load` });
+                    } else {
+                        tracer.loadRuntime(msg);
+                    }
                     break;
                 }
                 case "inherit": {

@@ -112,6 +112,9 @@ export type AgentMessage =
     | { type: "module_base"; id: number; base: string | null }
     | { type: "exprs_updated"; id: number; errors: Array<[string, string]> }
     | { type: "inherited"; id: number; undone: number; error: string | null }
+    /** The language runtime loaded into an attached process (`how` it got
+     *  in), or why it was not. */
+    | { type: "runtime_loaded"; id: number; how: string | null; error: string | null }
     | { type: "forks_guarded"; id: number; slots: number; error: string | null }
     | { type: "output_owned"; id: number; readFds: Record<string, number>; error: string | null }
     | { type: "fds_closed"; id: number; closed: number; error: string | null }
@@ -187,6 +190,8 @@ export type DaemonMessage =
     | { type: "close-fds"; id: number; fds: number[] }
     | { type: "guard-forks"; id: number }
     | { type: "inherit"; id: number; journal: string }
+    /** Load the language runtime in `dir` into this (attached) process. */
+    | { type: "load-runtime"; id: number; tracer: string; dir: string }
     | { type: "exit-ack" }
     | { type: "crash-ack" }
     | { type: "fork-barrier-ack" }

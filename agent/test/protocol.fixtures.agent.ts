@@ -126,6 +126,18 @@ export const agentMessages = [
         "error": null
     },
     {
+        "type": "runtime_loaded",
+        "id": 8,
+        "how": "event loop",
+        "error": null
+    },
+    {
+        "type": "runtime_loaded",
+        "id": 8,
+        "how": null,
+        "error": "the main thread did not run JavaScript"
+    },
+    {
         "type": "forks_guarded",
         "id": 9,
         "slots": 2,

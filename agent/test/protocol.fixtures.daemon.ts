@@ -385,6 +385,12 @@ export const daemonMessages = [
         "journal": "0x7f0000100000"
     },
     {
+        "type": "load-runtime",
+        "id": 11,
+        "tracer": "javascript",
+        "dir": "/home/u/.strobe/sessions/s/js"
+    },
+    {
         "type": "exit-ack"
     },
     {

@@ -139,6 +139,13 @@ export interface Tracer {
      */
     debug?(req: DebugRequest): void;
 
+    /**
+     * "load-runtime": an attached process gets the tracer's runtime (the
+     * JavaScript tracer's: agent/node/preload.cjs, from `dir`), which a
+     * launch would have loaded at start. Answered with `runtime_loaded`.
+     */
+    loadRuntime?(req: { id: number; dir: string }): void;
+
     /** Whether this tracer's `debug` serves this process (a Node.js
      *  program's source-level breakpoints, which travel as Python's). */
     handlesDebug?(): boolean;

@@ -68,8 +68,9 @@ pub fn prepare(cache_root: &Path, frida_version: &str) -> io::Result<AgentBuild>
 /// a session's probed sources and loaded by Node with `--require` (see
 /// agent/node/preload.cjs; `sources.cjs` swaps in the probed copies,
 /// `hooks.mjs` are its ES module loader hooks, `debugger.cjs` the worker
-/// that sets breakpoints through the V8 inspector).
-pub const NODE_RUNTIME: [(&str, &str); 4] = [
+/// that sets breakpoints through the V8 inspector, `liveprobe.cjs` its
+/// probing of scripts an attached program loaded before Strobe came).
+pub const NODE_RUNTIME: [(&str, &str); 5] = [
     (
         "preload.cjs",
         include_str!("../../../agent/node/preload.cjs"),
@@ -82,6 +83,10 @@ pub const NODE_RUNTIME: [(&str, &str); 4] = [
     (
         "debugger.cjs",
         include_str!("../../../agent/node/debugger.cjs"),
+    ),
+    (
+        "liveprobe.cjs",
+        include_str!("../../../agent/node/liveprobe.cjs"),
     ),
 ];
 

@@ -217,7 +217,7 @@ fn node_program(
 /// A process being attached to: its executable, and for an interpreter
 /// its arguments from `/proc/PID/cmdline` (a relative script path made
 /// absolute against the process's working directory), which the Python
-/// resolver needs to name the script's module.
+/// and JavaScript resolvers need to name the script's module.
 pub fn attached(pid: u32, exe: &Path) -> Program {
     let native = Program {
         command: exe.to_path_buf(),
@@ -225,9 +225,13 @@ pub fn attached(pid: u32, exe: &Path) -> Program {
         language: Language::Native,
         note: None,
     };
-    if !is_interpreter(exe) {
+    let language = if is_interpreter(exe) {
+        Language::Python
+    } else if is_node(exe) {
+        Language::JavaScript
+    } else {
         return native;
-    }
+    };
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
     let args = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|raw| {
@@ -248,7 +252,7 @@ pub fn attached(pid: u32, exe: &Path) -> Program {
         .unwrap_or_default();
     Program {
         args,
-        language: Language::Python,
+        language,
         ..native
     }
 }

@@ -128,10 +128,60 @@ function takeFrom(o: NativePointer): void {
     if (seq === o.add(4).readS32()) return;
     const text = o.add(12).readUtf8String(o.add(8).readS32()) ?? "[]";
     o.add(4).writeS32(seq);
-    for (const m of JSON.parse(text) as AgentMessage[]) {
+    for (const m of JSON.parse(text) as Array<AgentMessage | ProbesLive>) {
+        if (m.type === "probes_live") {
+            // The worker's answer to this agent (probeLive), not the daemon's.
+            const done = probing.get(m.id);
+            probing.delete(m.id);
+            done?.(m.failed);
+            continue;
+        }
         if (m.type === "python_paused") awaitOrder(m.tid);
         send_(m);
     }
+}
+
+/** The worker's answer to a `probe` order: the probes it could not make
+ *  live, with why. */
+interface ProbesLive { type: "probes_live"; id: number; failed: Array<[number, string]> }
+
+/** `probe` orders waiting for the worker's answer, by order id. */
+const probing = new Map<number, (failed: Array<[number, string]>) => void>();
+let probeOrders = 0;
+/** Longest wait for the worker to probe: a swap waits out a running
+ *  function for at most ~0.5 s a file. */
+const PROBE_WAIT_MS = 20000;
+
+/**
+ * Makes `probes` live in an attached program: the worker swaps each one's
+ * script, if the program loaded it before the attach, for its probed copy
+ * (agent/node/liveprobe.cjs). `done` gets those that could not be, with
+ * why (every one, when the program has no debugger worker).
+ */
+export function probeLive(probes: number[], buffers: NativePointer, count: number, missing: string | null,
+    done: (failed: Array<[number, string]>) => void): void {
+    if (area === null) {
+        const located = findArea(buffers, count);
+        const found = located === NOT_STARTED && missing !== null ? missing : located;
+        if (typeof found === "string") {
+            const why = found === NOT_STARTED ? "Strobe's runtime has not started in this Node.js program" : found;
+            done(probes.map(p => [p, why]));
+            return;
+        }
+        area = found;
+    }
+    const id = ++probeOrders;
+    const timer = setTimeout(() => {
+        if (!probing.delete(id)) return;
+        done(probes.map(p => [p, `Strobe's debugger worker in the program did not answer within ${PROBE_WAIT_MS / 1000} s`]));
+    }, PROBE_WAIT_MS);
+    probing.set(id, failed => {
+        clearTimeout(timer);
+        done(failed);
+    });
+    orders.push({ op: "probe", id, probes });
+    poller ??= setInterval(poll, POLL_MS);
+    poll();
 }
 
 /** The paused main thread's next order (`resume-<tid>`), for the worker. */
@@ -178,11 +228,15 @@ function poll(): void {
 /**
  * A request of the daemon's source-level debugger for a Node.js program:
  * breakpoints (`python-breakpoints`) or names to read and set
- * (`python-memory`), both done by the worker.
+ * (`python-memory`), both done by the worker. `missing` says why an
+ * attached program has no runtime (its loading failed), else null.
  */
-export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count: number, state: NativePointer): void {
+export function debugJavaScript(req: DebugRequest, buffers: NativePointer, count: number, state: NativePointer,
+    missing: string | null): void {
     if (area === null && early === null) {
-        const found = findArea(buffers, count);
+        // An attached program whose runtime could not be loaded has none.
+        const located = findArea(buffers, count);
+        const found = located === NOT_STARTED && missing !== null ? missing : located;
         if (found === NOT_STARTED && req.type === "python-breakpoints") {
             // Before the program runs: kept for the runtime, which waits
             // for them (state word 5 → its control word 15).

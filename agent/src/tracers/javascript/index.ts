@@ -22,7 +22,8 @@ import { JsTarget, send_ } from "../../protocol.js";
 import { addPump, CONFIG_BEFORE_RECORD, noteTracedIds, RING_WRITER_C, sharedRing } from "../ring.js";
 import { HookRequest, Tracer } from "../tracer.js";
 import { utf8 } from "../../native/memory.js";
-import { debugJavaScript, releaseJavaScriptDebugger } from "./debug.js";
+import { debugJavaScript, probeLive, releaseJavaScriptDebugger } from "./debug.js";
+import { forgetNodeRuntimeLoading, loadNodeRuntime, nodeRuntimeAttached, nodeRuntimeMissing } from "./attach.js";
 
 /** Probe indices (bits of a bitmap); the daemon's instrument.rs MAX_PROBES. */
 const MAX_PROBES = 1 << 18;
@@ -353,19 +354,42 @@ function answer(req: HookRequest, started: number, installed: number[], failed: 
 function install(req: HookRequest): void {
     const started = Date.now();
     const targets = req.functions as JsTarget[];
-    if (rt === null) {
+    const r = rt;
+    if (r === null) {
         answer(req, started, [], targets.map(([id]) => [id, "this process is not Node.js"]));
         return;
     }
-    const installed: number[] = [];
     const failed: Array<[number, string]> = [];
+    const valid = targets.filter(([id, probe]) => {
+        const ok = Number.isInteger(probe) && probe >= 0 && probe < MAX_PROBES;
+        if (!ok) failed.push([id, `probe index ${probe} is out of range`]);
+        return ok;
+    });
+    if (!nodeRuntimeAttached() || valid.length === 0) {
+        enable(req, started, r, valid, failed);
+        return;
+    }
+    // An attached program compiled its functions before the probes
+    // existed: their scripts get their probed copies first.
+    const probes = [...new Set(valid.map(([, probe]) => probe))];
+    probeLive(probes, r.buffers, MAX_BUFFERS, nodeRuntimeMissing(), notLive => {
+        const why = new Map(notLive);
+        const live = valid.filter(([id, probe]) => {
+            const w = why.get(probe);
+            if (w !== undefined) failed.push([id, w]);
+            return w === undefined;
+        });
+        enable(req, started, r, live, failed);
+    });
+}
+
+/** Turns on the probes of `targets` (valid), answering for them and for
+ *  those that `failed` already. */
+function enable(req: HookRequest, started: number, r: JsRuntime, targets: JsTarget[], failed: Array<[number, string]>): void {
+    const installed: number[] = [];
     for (const [id, probe] of targets) {
-        if (!Number.isInteger(probe) || probe < 0 || probe >= MAX_PROBES) {
-            failed.push([id, `probe index ${probe} is out of range`]);
-            continue;
-        }
-        startPumping(rt);
-        rt.funcs.add(probe * 4).writeU32(id);
+        startPumping(r);
+        r.funcs.add(probe * 4).writeU32(id);
         traced.set(id, probe);
         installed.push(id);
     }
@@ -374,7 +398,7 @@ function install(req: HookRequest): void {
     const depthChanged = req.depth !== undefined && req.depth !== previewDepth;
     if (req.depth !== undefined) previewDepth = req.depth;
     if (depthChanged || installed.some(id => watchPlans.has(id))) publishWatches();
-    for (const id of installed) rt.set(traced.get(id)!, 1);
+    for (const id of installed) r.set(traced.get(id)!, 1);
     noteTracedIds(installed);
     answer(req, started, installed, failed);
 }
@@ -432,12 +456,22 @@ export const javascriptTracer: Tracer = {
     drain: () => { /* see above */ },
     ack: () => { /* acknowledgements go to the native tracer */ },
     handlesDebug: () => rt !== null,
+    loadRuntime(req) {
+        const r = rt;
+        if (r === null) {
+            send_({ type: "runtime_loaded", id: req.id, how: null, error: "this process is not Node.js" });
+            return;
+        }
+        loadNodeRuntime(req.dir, () => r.state.add(16).readU32(),
+            (how, error) => send_({ type: "runtime_loaded", id: req.id, how, error }));
+    },
     debug(req) {
-        if (rt !== null) debugJavaScript(req, rt.buffers, MAX_BUFFERS, rt.state);
+        if (rt !== null) debugJavaScript(req, rt.buffers, MAX_BUFFERS, rt.state, nodeRuntimeMissing());
     },
     detach() {
         if (rt === null) return;
         releaseJavaScriptDebugger();
+        forgetNodeRuntimeLoading();
         if (rt.pump !== null) sharedRing().config.add(CONFIG_BEFORE_RECORD * 8).writePointer(NULL);
         rt.pump?.();
         rt.releaseAll();

@@ -42,6 +42,9 @@ pub enum AgentMessage {
     /// Answer to [`super::DaemonMessage::Inherit`].
     #[serde(rename = "inherited")]
     Inherited(Inherited),
+    /// Answer to [`super::DaemonMessage::LoadRuntime`].
+    #[serde(rename = "runtime_loaded")]
+    RuntimeLoaded(RuntimeLoaded),
     /// Answer to [`super::DaemonMessage::GuardForks`].
     #[serde(rename = "forks_guarded")]
     ForksGuarded(ForksGuarded),
@@ -261,6 +264,19 @@ pub struct Inherited {
     /// Patches put back.
     pub undone: u64,
     /// Why undoing failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `runtime_loaded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeLoaded {
+    /// The request's id.
+    pub id: u64,
+    /// How the runtime got in ("event loop", "interrupt"), when it did.
+    #[serde(deserialize_with = "nullable")]
+    pub how: Option<String>,
+    /// Why it did not.
     #[serde(deserialize_with = "nullable")]
     pub error: Option<String>,
 }
@@ -512,6 +528,7 @@ impl AgentMessage {
             AgentMessage::ModuleBase(_) => "module_base",
             AgentMessage::ExprsUpdated(_) => "exprs_updated",
             AgentMessage::Inherited(_) => "inherited",
+            AgentMessage::RuntimeLoaded(_) => "runtime_loaded",
             AgentMessage::ForksGuarded(_) => "forks_guarded",
             AgentMessage::OutputOwned(_) => "output_owned",
             AgentMessage::FdsClosed(_) => "fds_closed",
@@ -541,6 +558,7 @@ impl AgentMessage {
             AgentMessage::ModuleBase(m) => m.id,
             AgentMessage::ExprsUpdated(m) => m.id,
             AgentMessage::Inherited(m) => m.id,
+            AgentMessage::RuntimeLoaded(m) => m.id,
             AgentMessage::ForksGuarded(m) => m.id,
             AgentMessage::OutputOwned(m) => m.id,
             AgentMessage::FdsClosed(m) => m.id,
@@ -590,6 +608,7 @@ answers!(
     ModuleBase(ModuleBaseAnswer),
     ExprsUpdated(ExprsUpdated),
     Inherited(Inherited),
+    RuntimeLoaded(RuntimeLoaded),
     ForksGuarded(ForksGuarded),
     OutputOwned(OutputOwned),
     FdsClosed(FdsClosed),

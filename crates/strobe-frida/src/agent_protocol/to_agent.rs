@@ -96,6 +96,18 @@ pub enum DaemonMessage {
         /// The parent agent's patch journal (`agent_loaded`'s `journal`).
         journal: String,
     },
+    /// Load a tracer's runtime into this attached process (the JavaScript
+    /// tracer's: Strobe's Node.js runtime from `dir`); answered by
+    /// `runtime_loaded`.
+    #[serde(rename = "load-runtime")]
+    LoadRuntime {
+        /// Request id.
+        id: u64,
+        /// The tracer whose runtime it is.
+        tracer: String,
+        /// The directory the runtime's files are in.
+        dir: String,
+    },
     /// The exit is stored: the exiting thread may go on.
     #[serde(rename = "exit-ack")]
     ExitAck,
@@ -538,6 +550,7 @@ impl DaemonMessage {
             DaemonMessage::CloseFds { .. } => "close-fds",
             DaemonMessage::GuardForks { .. } => "guard-forks",
             DaemonMessage::Inherit { .. } => "inherit",
+            DaemonMessage::LoadRuntime { .. } => "load-runtime",
             DaemonMessage::ExitAck => "exit-ack",
             DaemonMessage::CrashAck => "crash-ack",
             DaemonMessage::ForkBarrierAck => "fork-barrier-ack",

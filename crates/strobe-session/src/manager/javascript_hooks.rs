@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strobe_core::Settings;
 use strobe_frida::agent::NODE_RUNTIME;
-use strobe_frida::agent_protocol::{HookChange, HookFunctions, JsTarget};
+use strobe_frida::agent_protocol::{
+    DaemonMessage, HookChange, HookFunctions, JsTarget, RuntimeLoaded,
+};
 use strobe_symbols::resolvers::javascript::probes::ProbedProgram;
 use strobe_symbols::resolvers::javascript::{named_package, script_of};
 
@@ -56,11 +58,7 @@ impl NodeLaunch {
                     dir.display()
                 ))
             })?;
-        for (name, text) in NODE_RUNTIME {
-            std::fs::write(dir.join(name), text).map_err(|e| {
-                SessionError::internal(format!("could not write {}: {e}", dir.join(name).display()))
-            })?;
-        }
+        write_runtime(dir)?;
         let preload = dir.join("preload.cjs");
         let require = format!("--require \"{}\"", preload.display());
         let before = launch_env
@@ -86,6 +84,18 @@ impl NodeLaunch {
             env,
         })
     }
+}
+
+/// Writes Strobe's Node.js runtime (agent/node/) into `dir`.
+fn write_runtime(dir: &Path) -> Result<(), SessionError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| SessionError::internal(format!("could not create {}: {e}", dir.display())))?;
+    for (name, text) in NODE_RUNTIME {
+        std::fs::write(dir.join(name), text).map_err(|e| {
+            SessionError::internal(format!("could not write {}: {e}", dir.join(name).display()))
+        })?;
+    }
+    Ok(())
 }
 
 /// One warning for the JavaScript files that could not be probed (they run,
@@ -119,8 +129,8 @@ pub(super) fn js_target(
     let Some(probed) = probed else {
         return Err((
             id,
-            "this process was not launched by Strobe with its sources probed (an attached Node.js \
-             process cannot be traced yet): launch it with debug_launch"
+            "this Node.js process has no probed sources (it was not started by debug_launch, nor \
+             attached with attachPid): launch it with debug_launch to trace its functions"
                 .into(),
         ));
     };
@@ -158,6 +168,50 @@ pub(super) fn javascript_failures(
 }
 
 impl SessionManager {
+    /// Loads Strobe's Node.js runtime, written into `dir`, into the attached
+    /// process of `live` (agent/src/tracers/javascript/attach.ts), for its
+    /// breakpoints, logpoints and debug_memory; the warning to give when
+    /// it could not be loaded.
+    pub(super) fn load_node_runtime(
+        &self,
+        live: &Live,
+        dir: &Path,
+        timeout: Duration,
+    ) -> Option<String> {
+        let unavailable = |why: &str| {
+            format!(
+                "breakpoints, logpoints and debug_memory are not available in this Node.js process: {why}"
+            )
+        };
+        if let Err(e) = write_runtime(dir) {
+            return Some(unavailable(&e.to_string()));
+        }
+        let _ = std::fs::remove_file(dir.join("attach-error.txt"));
+        match self.agent_request::<RuntimeLoaded>(
+            live,
+            |id| DaemonMessage::LoadRuntime {
+                id,
+                tracer: JAVASCRIPT_TRACER.into(),
+                dir: dir.display().to_string(),
+            },
+            timeout,
+        ) {
+            Ok(RuntimeLoaded {
+                error: None, how, ..
+            }) => {
+                tracing::info!(
+                    "session {}: Strobe's Node.js runtime loaded into pid {} (through its {})",
+                    live.id,
+                    live.pid,
+                    how.as_deref().unwrap_or("?")
+                );
+                None
+            }
+            Ok(RuntimeLoaded { error: Some(e), .. }) => Some(unavailable(&e)),
+            Err(e) => Some(unavailable(&e.message())),
+        }
+    }
+
     /// Tells the JavaScript tracer which expression watches each traced
     /// JavaScript function (and each of `about_to_hook`, sent before they
     /// are traced so their first calls read them) reads; every one listed,

@@ -110,10 +110,10 @@ impl SessionManager {
             .take_output()
             .expect("a fresh bridge has its output pipes");
         // A Node.js program loads its sources with probes written in
-        // (javascript_hooks.rs); an attached one runs what it loaded.
-        let node = if program.language == strobe_symbols::Language::JavaScript
-            && req.attach_pid.is_none()
-        {
+        // (javascript_hooks.rs); an attached one gets them for what it
+        // loads from now on, and its scripts already loaded are swapped for
+        // their probed copies when a pattern names them.
+        let node = if program.language == strobe_symbols::Language::JavaScript {
             let pending = self.pending.lock().expect("pending lock").clone();
             let patterns: Vec<_> = pending.iter().chain(&launch_patterns).collect();
             let dir = self.home.session_dir(&id).join("js");
@@ -300,6 +300,10 @@ impl SessionManager {
             .update(&pending, &[], &pending_options);
         let mut warnings: Vec<String> = program.note.iter().cloned().collect();
         warnings.extend(node.and_then(|n| n.warning));
+        if attached && program.language == strobe_symbols::Language::JavaScript {
+            let dir = self.home.session_dir(&id).join("js");
+            warnings.extend(self.load_node_runtime(&live, &dir, launch_timeout));
+        }
         let pending_applied = if pending.is_empty() && pending_options.watch_add.is_empty() {
             // Node's own symbols (a 100 MB binary) are not what a first
             // pattern names; indexing them would take the CPU the

@@ -116,6 +116,7 @@ impl SessionManager {
             | AgentMessage::ModuleBase(_)
             | AgentMessage::ExprsUpdated(_)
             | AgentMessage::Inherited(_)
+            | AgentMessage::RuntimeLoaded(_)
             | AgentMessage::ForksGuarded(_)
             | AgentMessage::OutputOwned(_)
             | AgentMessage::FdsClosed(_)

@@ -1,0 +1,146 @@
+// Probes for the functions a Node.js program compiled before Strobe
+// attached to it (agent/src/tracers/javascript/attach.ts loads the runtime
+// into a running program; a launch probes every file as Node loads it).
+// The debugger worker (debugger.cjs) swaps a loaded script's text for its
+// probed copy through V8's live edit (`Debugger.setScriptSource`): V8
+// recompiles the script and gives every function already made from it,
+// closures and methods included, the new code. Only the files whose
+// functions a pattern names are swapped, when it names them; a detach
+// puts each one's own text back.
+//
+// V8 refuses the swap while a function of the script is running or
+// suspended (an `await`, a generator): the file then stays untraced, and
+// the reason reaches the pattern's reply.
+"use strict";
+
+const fs = require("fs");
+const path = require("path");
+const { pathToFileURL } = require("url");
+const { fnv } = require("./sources.cjs");
+
+/** Why V8 refused a swap, by its status. */
+const REFUSED = {
+    BlockedByActiveFunction: "one of its functions is running on the main thread",
+    BlockedByActiveGenerator: "one of its async functions or generators is suspended (awaiting or yielded)",
+    BlockedByTopLevelEsModuleChange: "its probes would change the ES module's top-level code",
+    CompileError: "V8 did not compile its probed copy",
+};
+/** A function that is running now may return a moment later: the swap is
+ *  tried again this often, this many ms apart. */
+const TRIES = 25;
+const RETRY_MS = 20;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The live probing of one session whose probed copies and manifest are in
+ * `dir`. `post` sends an inspector command to the main thread's V8 (the
+ * debugger must be enabled); `urls` maps script ids to URLs (from
+ * `Debugger.scriptParsed`).
+ */
+module.exports = function liveProbes(dir, post, urls) {
+    /** Scripts swapped: script id → {file, original text, probed text}. */
+    const swapped = new Map();
+    /** Files whose loaded scripts are probed (or that were not loaded). */
+    const settled = new Map();
+
+    function manifest() {
+        try {
+            return JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8")).files || {};
+        } catch (_) {
+            return {};
+        }
+    }
+
+    /** The loaded scripts of `file` (a CommonJS module's URL is its path,
+     *  an ES module's its file: URL). */
+    function scriptsOf(file) {
+        const href = pathToFileURL(file).href;
+        return [...urls].filter(([, u]) => u === file || u === href).map(([id]) => id);
+    }
+
+    /** Swaps script `id` of `file` (manifest entry `e`) for its probed
+     *  copy; null, or why not. */
+    async function swap(id, file, e) {
+        const { scriptSource } = await post("Debugger.getScriptSource", { scriptId: id });
+        const probed = fs.readFileSync(path.join(dir, e.probed), "utf8");
+        // Loaded after the attach: served probed by sources.cjs already.
+        if (scriptSource === probed) return null;
+        if (scriptSource.length !== e.len || fnv(scriptSource) !== e.hash) {
+            return "the program loaded another text of it (the file changed since, or an earlier session left it probed)";
+        }
+        for (let i = 0; ; i++) {
+            const r = await post("Debugger.setScriptSource", { scriptId: id, scriptSource: probed });
+            if (r.exceptionDetails !== undefined) return `${REFUSED.CompileError}: ${r.exceptionDetails.text}`;
+            const status = r.status || "Ok";
+            if (status === "Ok") {
+                swapped.set(id, { file, original: scriptSource, probed });
+                return null;
+            }
+            if (status !== "BlockedByActiveFunction" || i + 1 >= TRIES) return REFUSED[status] || status;
+            await sleep(RETRY_MS);
+        }
+    }
+
+    async function settle(file, e) {
+        for (const id of scriptsOf(file)) {
+            if (swapped.has(id)) continue;
+            const why = await swap(id, file, e).catch((err) => String(err.message || err));
+            if (why !== null) return why;
+        }
+        // Not loaded (yet): sources.cjs serves the probed copy when it is.
+        return null;
+    }
+
+    return {
+        /**
+         * Makes probes `probes` (indices) live: each one's file is swapped
+         * for its probed copy if it was loaded before the attach. Returns
+         * `[probe, why]` for those that cannot be.
+         */
+        async probe(probes) {
+            const files = manifest();
+            const failed = [];
+            /** Files that could not be swapped in this request: tried
+             *  once each, and again by a later request. */
+            const refused = new Map();
+            for (const p of probes) {
+                const hit = Object.entries(files).find(([, e]) => p >= e.first && p < e.first + (e.names || []).length);
+                if (hit === undefined) {
+                    failed.push([p, `probe ${p} is in no probed file of this session`]);
+                    continue;
+                }
+                const [file, e] = hit;
+                if (!settled.has(file) && !refused.has(file)) {
+                    const why = await settle(file, e);
+                    if (why === null) settled.set(file, null);
+                    else refused.set(file, why);
+                }
+                const why = refused.get(file);
+                if (why !== undefined) {
+                    failed.push([p, `${path.basename(file)} was loaded before Strobe attached and cannot be probed now: ${why}; `
+                        + "add the pattern again later, or launch the program with debug_launch to trace it from the start"]);
+                }
+            }
+            return failed;
+        },
+
+        /** Puts back each swapped script's own text (a detach); the
+         *  scripts that stay probed, by file. */
+        async restore() {
+            const left = [];
+            for (const [id, s] of swapped) {
+                let done = false;
+                for (let i = 0; i < TRIES && !done; i++) {
+                    const r = await post("Debugger.setScriptSource", { scriptId: id, scriptSource: s.original }).catch(() => null);
+                    done = r !== null && r.exceptionDetails === undefined && (r.status || "Ok") === "Ok";
+                    if (!done) await sleep(RETRY_MS);
+                }
+                if (!done) left.push(s.file);
+            }
+            swapped.clear();
+            settled.clear();
+            return left;
+        },
+    };
+};

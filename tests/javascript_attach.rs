@@ -1,0 +1,325 @@
+//! Attaching to running Node.js programs and detaching from them, end to
+//! end on real Node.js 20 under Frida, through MCP: Strobe's runtime is
+//! loaded into a program idle in its event loop and into one that never
+//! leaves JavaScript; breakpoints pause it, memory reads, and a detach
+//! leaves it running with no thread of Strobe's left, ready for the next
+//! attach. Functions it compiled before the attach are traced once a
+//! pattern names them (their script swapped for its probed copy), and the
+//! detach gives them their own code back. A program whose main thread is
+//! blocked gets a clear warning, and runs on unharmed once it unblocks.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Lines};
+use std::path::PathBuf;
+use std::process::{ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{Client, Env, Spawned};
+
+fn attachee() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/javascript/attachee")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The line of fixture `file` holding `@marker`.
+fn line_of(file: &str, marker: &str) -> u64 {
+    let src = std::fs::read_to_string(attachee().join(file)).unwrap();
+    let tag = format!("@{marker}");
+    src.lines()
+        .position(|l| l.ends_with(&tag))
+        .unwrap_or_else(|| panic!("no marker {marker}")) as u64
+        + 1
+}
+
+/// `node <script> <args>` started in the fixture directory.
+fn node(script: &str, args: &[&str], stdout: Stdio) -> Spawned {
+    Spawned::start(
+        Command::new("node")
+            .arg(script)
+            .args(args)
+            .current_dir(attachee())
+            .stdout(stdout),
+    )
+}
+
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Waits until `pid` has `count` threads again (Strobe's are gone).
+async fn wait_threads(pid: u32, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads_of(pid) != count {
+        assert!(
+            Instant::now() < deadline,
+            "pid {pid} kept {} threads after the detach, {count} before the attach",
+            threads_of(pid)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Attaches; asserts no warning says the runtime could not be loaded.
+async fn attach(c: &Client, pid: u32) -> String {
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": attachee()}),
+        )
+        .await;
+    assert!(
+        !v["warnings"].to_string().contains("not available"),
+        "the runtime loaded: {v}"
+    );
+    v["sessionId"].as_str().unwrap().to_string()
+}
+
+/// Sets a breakpoint at `file`'s `marker`, waits for the pause, removes
+/// the breakpoint and returns the pause.
+async fn pause_at(c: &Client, id: &str, file: &str, marker: &str) -> Value {
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": file, "line": line_of(file, marker)}]}),
+        )
+        .await;
+    let bp = v["breakpoints"][0]["id"].as_str().unwrap().to_string();
+    let p = c.wait_paused(id).await;
+    assert_eq!(p["breakpointId"], bp.as_str(), "{p}");
+    assert_eq!(p["line"], line_of(file, marker), "{p}");
+    c.ok("debug_breakpoint", json!({"sessionId": id, "remove": [bp]}))
+        .await;
+    p
+}
+
+fn tick_number(lines: &mut Lines<BufReader<ChildStdout>>) -> i64 {
+    let line = lines.next().expect("the program still prints").unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a tick: {line}"))
+}
+
+/// Asks ticker.js (SIGUSR2) whether `tick` runs probed code, reading past
+/// the ticks printed meanwhile (the pipe holds those printed while the
+/// test waited) to the answer to this signal: ticker.js numbers them, and
+/// `asked` counts the signals sent.
+fn tick_is_probed(pid: u32, asked: &mut u32, lines: &mut Lines<BufReader<ChildStdout>>) -> bool {
+    *asked += 1;
+    support::signal(pid, libc::SIGUSR2);
+    let prefix = format!("probed {asked} ");
+    for line in lines.by_ref() {
+        if let Some(answer) = line.unwrap().strip_prefix(&prefix) {
+            return answer == "true";
+        }
+    }
+    panic!("ticker.js ended without answering SIGUSR2")
+}
+
+/// Waits (up to 30 s) for `count` exits of `function`.
+async fn wait_exits(c: &Client, id: &str, function: &str, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let seen = c.calls_of(id, "function_exit", function).await;
+        if seen.len() >= count {
+            return seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{function} was not traced: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn functions_compiled_before_the_attach_are_traced_and_the_detach_restores_them() {
+    let env = Env::new();
+    let c = env.client().await;
+    let mut target = node("ticker.js", &[], Stdio::piped());
+    let pid = target.id();
+    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    tick_number(&mut lines);
+    let mut asked = 0;
+    assert!(!tick_is_probed(pid, &mut asked, &mut lines));
+
+    // Twice: the second session probes the script the first one gave back.
+    for round in 0..2 {
+        let id = attach(&c, pid).await;
+        let added = c
+            .ok(
+                "debug_trace",
+                json!({"sessionId": id, "add": ["ticker.tick"]}),
+            )
+            .await;
+        assert_eq!(added["hookedFunctions"], 1, "round {round}: {added}");
+        let exits = wait_exits(&c, &id, "ticker.tick", 3).await;
+        let enters = c.calls_of(&id, "function_enter", "ticker.tick").await;
+        let arg = &enters[0]["arguments"][0];
+        assert_eq!(arg["name"], "n", "round {round}: {enters:?}");
+        assert_eq!(arg["type"], "number", "round {round}: {enters:?}");
+        assert_eq!(exits[0]["returnType"], "undefined", "{exits:?}");
+        assert!(tick_is_probed(pid, &mut asked, &mut lines), "round {round}");
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+        // The detach put tick's own code back, and it runs on.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tick_is_probed(pid, &mut asked, &mut lines) {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: still probed after the detach"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(target.0.try_wait().unwrap().is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_function_running_when_its_pattern_comes_is_refused_with_the_reason() {
+    let env = Env::new();
+    let c = env.client().await;
+    let mut target = node("spinner.js", &[], Stdio::piped());
+    let pid = target.id();
+    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "spinning");
+    let id = attach(&c, pid).await;
+    // spinner.js's top-level loop never returns: V8 cannot swap its script.
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["spinner.work"]}),
+        )
+        .await;
+    assert!(
+        r.text.contains("running on the main thread") && r.text.contains("spinner.js"),
+        "{}",
+        r.text
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    assert!(target.0.try_wait().unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attaching_to_an_idle_node_program_pauses_it_and_detach_leaves_it_as_it_was() {
+    let env = Env::new();
+    let c = env.client().await;
+    let mut target = node("ticker.js", &[], Stdio::piped());
+    let pid = target.id();
+    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    tick_number(&mut lines);
+    let threads = threads_of(pid);
+
+    // Twice: a second attach finds the runtime the first one loaded.
+    for round in 0..2 {
+        let id = attach(&c, pid).await;
+        let p = pause_at(&c, &id, "ticker.js", "tick-body").await;
+        assert_eq!(p["function"], "ticker.tick", "{p}");
+        let n = support::local(&p, "n");
+        assert_eq!(n["type"], "number", "{p}");
+        // The module's binding, seen from the paused frame.
+        let r = c
+            .ok(
+                "debug_memory",
+                json!({"sessionId": id, "targets": [{"variable": "ticks"}]}),
+            )
+            .await;
+        assert_eq!(r["results"][0]["value"], n["value"], "round {round}: {r}");
+        c.ok("debug_continue", json!({"sessionId": id})).await;
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+        // Running on, unpaused, with no thread of Strobe's (its agent's nor
+        // the debugger worker's).
+        wait_threads(pid, threads).await;
+        let before = tick_number(&mut lines);
+        let after = (0..5).map(|_| tick_number(&mut lines)).last().unwrap();
+        assert!(after > before, "round {round}: still ticking");
+        assert!(target.0.try_wait().unwrap().is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attaching_to_a_node_program_busy_in_javascript_reaches_it_there() {
+    let env = Env::new();
+    let c = env.client().await;
+    let mut target = node("spinner.js", &[], Stdio::piped());
+    let pid = target.id();
+    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "spinning");
+
+    let id = attach(&c, pid).await;
+    let p = pause_at(&c, &id, "spinner.js", "work-body").await;
+    assert_eq!(p["function"], "spinner.work", "{p}");
+    assert_eq!(support::local(&p, "i")["type"], "number", "{p}");
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    // Still computing: its CPU time goes on growing.
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<u64> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .map(|f| f.parse().unwrap())
+            .collect();
+        fields[0] + fields[1]
+    };
+    let first = cpu();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(cpu() > first, "the loop runs on after the detach");
+    assert!(target.0.try_wait().unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_program_whose_main_thread_is_blocked_gets_a_warning_and_runs_on_unharmed() {
+    let env = Env::new();
+    let c = env.client().await;
+    let mut target = node("blocked.js", &["9"], Stdio::piped());
+    let pid = target.id();
+    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "blocking");
+
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": attachee()}),
+        )
+        .await;
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("not available") && warnings.contains("did not run JavaScript"),
+        "{v}"
+    );
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // Breakpoints say why they cannot be set.
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "blocked.js", "line": 9}]}),
+        )
+        .await;
+    assert!(
+        e.is_error && e.error_text().contains("did not run JavaScript"),
+        "{}",
+        e.text
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    // The interrupt V8 still holds for the main thread does nothing once
+    // the agent is gone: the program wakes and ticks.
+    assert_eq!(lines.next().unwrap().unwrap(), "woke");
+    for _ in 0..5 {
+        assert!(lines.next().unwrap().unwrap().starts_with("tick "));
+    }
+    assert!(target.0.try_wait().unwrap().is_none());
+}
