@@ -4,12 +4,19 @@
 // UTF-16 length and FNV-1a hash; a file edited since runs as it is).
 // CommonJS goes through Module.prototype._compile; ES modules through the
 // loader hooks in hooks.mjs, registered only when an ES module was probed.
+// Test runners that load modules themselves are served where they read
+// them (`serveRunners`).
 // The manifest (crates/strobe-symbols/src/resolvers/javascript/probes.rs)
 // also gives each probe's parameter names, which the payloads carry.
 "use strict";
 
 const fs = require("fs");
 const path = require("path");
+const vm = require("vm");
+
+/** fs's own, before `serveRunners` wraps it. */
+const readFileSync = fs.readFileSync;
+const readFileAsync = fs.promises.readFile;
 
 /** FNV-1a over UTF-16 units: the daemon's hash of the text it probed. */
 function fnv(text) {
@@ -47,7 +54,7 @@ function serveProbedSources(dir, names, { serving = () => true, hooks = true } =
     function read() {
         try {
             mtime = fs.statSync(manifest).mtimeMs;
-            const m = JSON.parse(fs.readFileSync(manifest, "utf8"));
+            const m = JSON.parse(readFileSync(manifest, "utf8"));
             files = m.files || files;
             esm = m.esm === true;
             for (const file of Object.keys(files)) {
@@ -70,7 +77,7 @@ function serveProbedSources(dir, names, { serving = () => true, hooks = true } =
         }
         if (e === undefined || !serving() || text.length !== e.len || fnv(text) !== e.hash) return text;
         try {
-            return fs.readFileSync(path.join(dir, e.probed), "utf8");
+            return readFileSync(path.join(dir, e.probed), "utf8");
         } catch (_) {
             return text;
         }
@@ -99,7 +106,55 @@ function serveProbedSources(dir, names, { serving = () => true, hooks = true } =
             // ES modules then load unprobed.
         }
     }
+    serveRunners(probed, (file) => files[file] !== undefined);
     return retarget;
+}
+
+/**
+ * Jest and Vitest read each module's file themselves, transform it, and
+ * run the result: Jest (jest-runtime's file cache, a Buffer read) in a vm
+ * context of its own, Vitest (Vite's `loadAndTransform`) in the test
+ * worker. Each gets the probed copy of a probed file when that read comes
+ * from them, found by the caller's frames: other reads of the same file
+ * (a snapshot writer that reads, edits and writes a test file back) get
+ * the file as it is, so the probes never reach the disk. Every vm context
+ * made from now on gets `__strobe`, which the probes call.
+ */
+function serveRunners(probed, listed) {
+    const from = (marker) => {
+        const limit = Error.stackTraceLimit;
+        Error.stackTraceLimit = 12;
+        const stack = new Error().stack || "";
+        Error.stackTraceLimit = limit;
+        return stack.includes(marker);
+    };
+    fs.readFileSync = function (file, options) {
+        const out = readFileSync.apply(this, arguments);
+        if (options === undefined && typeof file === "string" && Buffer.isBuffer(out) && listed(file)
+            && from("/jest-runtime/build/")) {
+            const text = out.toString("utf8");
+            const served = probed(text, file);
+            if (served !== text) return Buffer.from(served, "utf8");
+        }
+        return out;
+    };
+    fs.promises.readFile = async function (file, options) {
+        const wanted = typeof file === "string" && listed(file) && (options === "utf-8" || options === "utf8")
+            && from("loadAndTransform");
+        const out = await readFileAsync.apply(this, arguments);
+        return wanted && typeof out === "string" ? probed(out, file) : out;
+    };
+    const createContext = vm.createContext;
+    vm.createContext = function () {
+        const context = createContext.apply(this, arguments);
+        try {
+            Object.defineProperty(context, "__strobe", { value: globalThis.__strobe, configurable: true });
+        } catch (_) {
+            // A context that refuses it: probed code run there fails, as
+            // it would without Strobe's runtime.
+        }
+        return context;
+    };
 }
 
 module.exports = { serveProbedSources, fnv };

@@ -136,3 +136,80 @@ async fn jest_results_are_structured_and_single_tests_rerun() {
     )
     .await;
 }
+
+/// `debug_test` with `tracePatterns` on Jest: the project's functions are
+/// traced inside Jest's own module sandbox (a vm context per test file,
+/// modules read and transformed by Jest itself), the counts are those of
+/// the plain run, and the test files on disk stay as they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_jest_run_traces_the_project_inside_jests_sandbox() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("jest_project", &FILES, work.path());
+    // The plain run suggests tracing the file parse('x') threw in; the
+    // instrumented run takes that suggestion.
+    let plain = run(&c, json!({"action": "run", "projectRoot": project})).await;
+    let thrown = plain["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "tests/unit/calc.test.js › calc › parses numbers")
+        .unwrap_or_else(|| panic!("{plain}"));
+    assert_eq!(
+        thrown["suggestedTraces"],
+        json!(["@file:calc.js"]),
+        "{thrown}"
+    );
+    let patterns: Vec<String> = serde_json::from_value(thrown["suggestedTraces"].clone()).unwrap();
+    instrumented_calc_run(&c, &project, "jest_project", &FILES, &patterns).await;
+}
+
+/// An instrumented run of the calc fixture `fixture` (copied to `project`)
+/// with `patterns` naming its calc.js: the plain run's counts, calc.js traced with typed arguments, return
+/// values and the throw, and the project's files on disk unchanged.
+pub(crate) async fn instrumented_calc_run(
+    c: &Client,
+    project: &std::path::Path,
+    fixture: &str,
+    files: &[&str],
+    patterns: &[String],
+) {
+    let r = run(
+        c,
+        json!({"action": "run", "projectRoot": project, "tracePatterns": patterns}),
+    )
+    .await;
+    assert_eq!(counts(&r), (3, 2, 1), "the plain run's counts: {r}");
+    let session = r["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an instrumented run names its session: {r}"))
+        .to_string();
+    let adds = c.calls_of(&session, "function_enter", "calc.add").await;
+    assert!(!adds.is_empty(), "calc.add traced: {r}");
+    let add = adds
+        .iter()
+        .find(|e| e["arguments"][0]["value"] == 2)
+        .unwrap_or_else(|| panic!("add(2, 3): {adds:?}"));
+    assert_eq!(add["arguments"][1]["name"], "b", "{add}");
+    assert_eq!(add["arguments"][1]["value"], 3, "{add}");
+    let subs = c.calls_of(&session, "function_exit", "calc.sub").await;
+    assert!(
+        subs.iter().any(|e| e["returnValue"] == 7),
+        "sub(5, 2) returned 7: {subs:?}"
+    );
+    // parse('x') threw: its exit says so.
+    let parses = c.calls_of(&session, "function_exit", "calc.parse").await;
+    assert!(
+        parses.iter().any(|e| e["exception"].is_object()),
+        "{parses:?}"
+    );
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    for f in files {
+        assert_eq!(
+            std::fs::read_to_string(project.join(f)).unwrap(),
+            std::fs::read_to_string(fixtures.join(fixture).join(f)).unwrap(),
+            "{f} unchanged"
+        );
+    }
+}

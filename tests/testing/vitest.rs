@@ -3,7 +3,7 @@
 //! project has no node_modules; its tests import from 'vitest' all the
 //! same).
 
-use crate::jest::failures_stream_past_a_hang;
+use crate::jest::{failures_stream_past_a_hang, instrumented_calc_run};
 use crate::support::Env;
 use crate::{copy_fixture, run};
 use serde_json::{Value, json};
@@ -90,6 +90,26 @@ async fn vitest_results_are_structured_and_single_tests_rerun() {
         &c,
         root,
         "tests/unit/calc.test.js > calc > hangs when asked",
+    )
+    .await;
+}
+
+/// `debug_test` with `tracePatterns` on Vitest: Vite reads and transforms
+/// the project's files in Vitest's own process and the tests run in a
+/// forked worker; the project's functions are traced there, the counts are
+/// those of the plain run, and the files on disk stay as they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_vitest_run_traces_the_project_in_its_workers() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("vitest_project", &FILES, work.path());
+    instrumented_calc_run(
+        &c,
+        &project,
+        "vitest_project",
+        &FILES,
+        &["calc.*".to_string()],
     )
     .await;
 }

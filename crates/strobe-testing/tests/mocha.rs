@@ -59,6 +59,7 @@ fn a_mixed_run_is_counted_and_its_failures_located() {
     );
     assert_eq!(thrown.message, "TypeError: not a number: x");
     assert_eq!(thrown.frames, ["parse", "Context.<anonymous>"]);
+    assert_eq!(MochaAdapter.suggest_traces(thrown), ["@file:calc.js"]);
 }
 
 #[test]

@@ -81,9 +81,26 @@ impl TestAdapter for JestAdapter {
         Box::new(JsParser::new("jest", SEPARATOR, false))
     }
 
-    fn suggest_traces(&self, _failure: &TestFailure) -> Vec<String> {
-        // Strobe's tracer hooks native functions; JavaScript functions run
-        // in V8's JIT and are no patterns it can resolve.
-        Vec::new()
+    /// An instrumented run runs every test file in Jest's own process
+    /// (`--runInBand`): one process under the tracer, its calls on one
+    /// timeline, instead of a Frida injection into each worker.
+    fn test_program(
+        &self,
+        target: &TestTarget,
+        level: Option<TestLevel>,
+        test: Option<&str>,
+    ) -> Result<TestCommand, String> {
+        let mut command = match test {
+            Some(t) => self.single_test_command(target, t),
+            None => self.suite_command(target, level),
+        };
+        command.args.push("--runInBand".to_string());
+        Ok(command)
+    }
+
+    fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {
+        // The parser names the project files the failure's error passed
+        // through (`@file:` patterns).
+        failure.suggested_traces.clone()
     }
 }

@@ -212,10 +212,10 @@ impl TestAdapter for MochaAdapter {
         Box::new(JsParser::new("mocha", SEPARATOR, true))
     }
 
-    fn suggest_traces(&self, _failure: &TestFailure) -> Vec<String> {
-        // Strobe's tracer hooks native functions; JavaScript functions run
-        // in V8's JIT and are no patterns it can resolve.
-        Vec::new()
+    fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {
+        // The parser names the project files the failure's error passed
+        // through (`@file:` patterns).
+        failure.suggested_traces.clone()
     }
 }
 

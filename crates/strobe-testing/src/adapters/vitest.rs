@@ -85,9 +85,28 @@ impl TestAdapter for VitestAdapter {
         Box::new(JsParser::new("vitest", SEPARATOR, false))
     }
 
-    fn suggest_traces(&self, _failure: &TestFailure) -> Vec<String> {
-        // Strobe's tracer hooks native functions; JavaScript functions run
-        // in V8's JIT and are no patterns it can resolve.
-        Vec::new()
+    /// An instrumented run runs the test files one at a time
+    /// (`--no-file-parallelism`), in one worker at a time, each followed
+    /// into under the tracer (Vite reads and transforms the project's
+    /// files in Vitest's own process; sources.cjs serves it the probed
+    /// copies).
+    fn test_program(
+        &self,
+        target: &TestTarget,
+        level: Option<TestLevel>,
+        test: Option<&str>,
+    ) -> Result<TestCommand, String> {
+        let mut command = match test {
+            Some(t) => self.single_test_command(target, t),
+            None => self.suite_command(target, level),
+        };
+        command.args.push("--no-file-parallelism".to_string());
+        Ok(command)
+    }
+
+    fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {
+        // The parser names the project files the failure's error passed
+        // through (`@file:` patterns).
+        failure.suggested_traces.clone()
     }
 }

@@ -182,6 +182,7 @@ impl JsParser {
                 .map(|fr| fr.function.clone())
                 .filter(|n| !n.is_empty())
                 .collect();
+            f.suggested_traces = file_patterns(&own, test_file, root);
         }
         if let Some(out) = output {
             f.output.push_str(out);
@@ -451,6 +452,27 @@ impl OutputParser for JsParser {
             error,
         }
     }
+}
+
+/// Trace patterns for an instrumented rerun of a failure: `@file:` the
+/// project files (not the test's own) its error passed through, innermost
+/// first, at most three.
+fn file_patterns(own: &[&Frame], test_file: Option<&str>, root: Option<&str>) -> Vec<String> {
+    let test = test_file.map(|t| relative(t, root));
+    let mut patterns: Vec<String> = Vec::new();
+    for fr in own {
+        if test.as_deref() == Some(relative(&fr.file, root).as_str()) {
+            continue;
+        }
+        let Some(name) = std::path::Path::new(&fr.file).file_name() else {
+            continue;
+        };
+        let pattern = format!("@file:{}", name.to_string_lossy());
+        if !patterns.contains(&pattern) && patterns.len() < 3 {
+            patterns.push(pattern);
+        }
+    }
+    patterns
 }
 
 #[cfg(test)]
