@@ -667,3 +667,36 @@ async fn a_file_that_cannot_be_probed_is_named_at_launch() {
     c.wait_ended(&id).await;
     assert_eq!(c.stdout_lines(&id).await, ["hi"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_under_nodes_permission_model_runs_untraced_and_is_told_why() {
+    // Node's permission model refuses to read any file it was not given,
+    // Strobe's runtime included: with it, Node would exit at once
+    // (ERR_ACCESS_DENIED) before the program started.
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().canonicalize().unwrap();
+    std::fs::write(
+        root.join("ok.js"),
+        "function hi() { return 'hi'; }\nconsole.log(hi());\n",
+    )
+    .unwrap();
+    let env = Env::new();
+    let c = env.client().await;
+    let allow = format!("--allow-fs-read={}", root.display());
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["--experimental-permission", allow, "ok.js"],
+                   "projectRoot": root, "cwd": root}),
+        )
+        .await;
+    let said = v["warnings"].to_string();
+    assert!(
+        said.contains("permission model") && said.contains("--experimental-permission"),
+        "{v}"
+    );
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let end = c.wait_ended(&id).await;
+    assert_eq!(end["exitCode"], 0, "{end}");
+    assert_eq!(c.stdout_lines(&id).await, ["hi"]);
+}

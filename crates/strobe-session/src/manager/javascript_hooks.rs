@@ -86,6 +86,29 @@ impl NodeLaunch {
     }
 }
 
+/// Why Node would refuse to load Strobe's runtime with these arguments
+/// (node's own, before the script) and `NODE_OPTIONS`, or None: its
+/// permission model (`--experimental-permission` on Node 20, `--permission`
+/// from 22) denies reading any file it was not given, the runtime's
+/// included, and Node then exits before the program starts.
+pub(super) fn runtime_refused(args: &[String], node_options: Option<&str>) -> Option<String> {
+    let script = script_of(args);
+    let own = args
+        .iter()
+        .take_while(|a| Some(a.as_str()) != script)
+        .map(String::as_str);
+    let from_env = node_options.unwrap_or("").split_whitespace();
+    let flag = own
+        .chain(from_env)
+        .find(|a| matches!(*a, "--experimental-permission" | "--permission"))?;
+    Some(format!(
+        "this Node.js program runs under Node's permission model ({flag}), which refuses to load \
+         Strobe's runtime: it runs as it is, with its output, exit and native code recorded, but its \
+         JavaScript is not traced and takes no breakpoints. Launch it without {flag} to debug its \
+         JavaScript"
+    ))
+}
+
 /// Writes Strobe's Node.js runtime (agent/node/) into `dir`.
 fn write_runtime(dir: &Path) -> Result<(), SessionError> {
     std::fs::create_dir_all(dir)
@@ -129,8 +152,8 @@ pub(super) fn js_target(
     let Some(probed) = probed else {
         return Err((
             id,
-            "this Node.js process has no probed sources (it was not started by debug_launch, nor \
-             attached with attachPid): launch it with debug_launch to trace its functions"
+            "this Node.js process runs without Strobe's runtime (the launch's warnings say why), \
+             so its JavaScript functions cannot be traced"
                 .into(),
         ));
     };
@@ -302,4 +325,39 @@ fn named_packages<'a>(
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runtime_refused;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_permission_model_refuses_the_runtime_from_nodes_flags_or_node_options() {
+        let flagged = args(&[
+            "--experimental-permission",
+            "--allow-fs-read=/app",
+            "app.js",
+        ]);
+        let why = runtime_refused(&flagged, None).unwrap();
+        assert!(
+            why.contains("--experimental-permission") && why.contains("without"),
+            "{why}"
+        );
+        assert!(
+            runtime_refused(&args(&["app.js"]), Some("--permission --allow-fs-read=*")).is_some()
+        );
+        // The script's own arguments are not node's.
+        assert!(runtime_refused(&args(&["app.js", "--permission"]), None).is_none());
+        assert!(
+            runtime_refused(
+                &args(&["--inspect", "app.js"]),
+                Some("--max-old-space-size=64")
+            )
+            .is_none()
+        );
+    }
 }

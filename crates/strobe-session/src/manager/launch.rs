@@ -113,28 +113,38 @@ impl SessionManager {
         // (javascript_hooks.rs); an attached one gets them for what it
         // loads from now on, and its scripts already loaded are swapped for
         // their probed copies when a pattern names them.
-        let node = if program.language == strobe_symbols::Language::JavaScript {
-            let pending = self.pending.lock().expect("pending lock").clone();
-            let patterns: Vec<_> = pending.iter().chain(&launch_patterns).collect();
-            let dir = self.home.session_dir(&id).join("js");
-            Some(
-                javascript_hooks::NodeLaunch::prepare(
-                    &dir,
-                    self.home.root(),
-                    &patterns,
-                    &project_root,
-                    &cwd,
-                    &program.args,
-                    &req.env,
+        let node_options = req
+            .env
+            .get("NODE_OPTIONS")
+            .cloned()
+            .or_else(|| std::env::var("NODE_OPTIONS").ok());
+        let node_refused = (program.language == strobe_symbols::Language::JavaScript
+            && req.attach_pid.is_none())
+        .then(|| javascript_hooks::runtime_refused(&program.args, node_options.as_deref()))
+        .flatten();
+        let node =
+            if program.language == strobe_symbols::Language::JavaScript && node_refused.is_none() {
+                let pending = self.pending.lock().expect("pending lock").clone();
+                let patterns: Vec<_> = pending.iter().chain(&launch_patterns).collect();
+                let dir = self.home.session_dir(&id).join("js");
+                Some(
+                    javascript_hooks::NodeLaunch::prepare(
+                        &dir,
+                        self.home.root(),
+                        &patterns,
+                        &project_root,
+                        &cwd,
+                        &program.args,
+                        &req.env,
+                    )
+                    .map_err(|e| {
+                        bridge.terminate();
+                        fail(e)
+                    })?,
                 )
-                .map_err(|e| {
-                    bridge.terminate();
-                    fail(e)
-                })?,
-            )
-        } else {
-            None
-        };
+            } else {
+                None
+            };
         let origin_ns = monotonic_ns();
         let (pid, output) = match req.attach_pid {
             Some(pid) => {
@@ -300,6 +310,7 @@ impl SessionManager {
             .update(&pending, &[], &pending_options);
         let mut warnings: Vec<String> = program.note.iter().cloned().collect();
         warnings.extend(node.and_then(|n| n.warning));
+        warnings.extend(node_refused);
         if attached && program.language == strobe_symbols::Language::JavaScript {
             let dir = self.home.session_dir(&id).join("js");
             warnings.extend(self.load_node_runtime(&live, &dir, launch_timeout));
