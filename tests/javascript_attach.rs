@@ -34,15 +34,19 @@ fn line_of(file: &str, marker: &str) -> u64 {
         + 1
 }
 
-/// `node <script> <args>` started in the fixture directory.
-fn node(script: &str, args: &[&str], stdout: Stdio) -> Spawned {
-    Spawned::start(
+/// `node <script> <args>` started in the fixture directory: the child,
+/// its pid and its stdout's lines.
+fn node(script: &str, args: &[&str]) -> (Spawned, u32, Lines<BufReader<ChildStdout>>) {
+    let mut target = Spawned::start(
         Command::new("node")
             .arg(script)
             .args(args)
             .current_dir(attachee())
-            .stdout(stdout),
-    )
+            .stdout(Stdio::piped()),
+    );
+    let pid = target.id();
+    let lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    (target, pid, lines)
 }
 
 fn threads_of(pid: u32) -> usize {
@@ -141,9 +145,7 @@ async fn wait_exits(c: &Client, id: &str, function: &str, count: usize) -> Vec<V
 async fn functions_compiled_before_the_attach_are_traced_and_the_detach_restores_them() {
     let env = Env::new();
     let c = env.client().await;
-    let mut target = node("ticker.js", &[], Stdio::piped());
-    let pid = target.id();
-    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    let (mut target, pid, mut lines) = node("ticker.js", &[]);
     tick_number(&mut lines);
     let mut asked = 0;
     assert!(!tick_is_probed(pid, &mut asked, &mut lines));
@@ -181,38 +183,10 @@ async fn functions_compiled_before_the_attach_are_traced_and_the_detach_restores
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_function_running_when_its_pattern_comes_is_refused_with_the_reason() {
-    let env = Env::new();
-    let c = env.client().await;
-    let mut target = node("spinner.js", &[], Stdio::piped());
-    let pid = target.id();
-    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "spinning");
-    let id = attach(&c, pid).await;
-    // spinner.js's top-level loop never returns: V8 cannot swap its script.
-    let r = c
-        .reply(
-            "debug_trace",
-            json!({"sessionId": id, "add": ["spinner.work"]}),
-        )
-        .await;
-    assert!(
-        r.text.contains("running on the main thread") && r.text.contains("spinner.js"),
-        "{}",
-        r.text
-    );
-    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
-        .await;
-    assert!(target.0.try_wait().unwrap().is_none());
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn attaching_to_an_idle_node_program_pauses_it_and_detach_leaves_it_as_it_was() {
     let env = Env::new();
     let c = env.client().await;
-    let mut target = node("ticker.js", &[], Stdio::piped());
-    let pid = target.id();
-    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    let (mut target, pid, mut lines) = node("ticker.js", &[]);
     tick_number(&mut lines);
     let threads = threads_of(pid);
 
@@ -246,11 +220,11 @@ async fn attaching_to_an_idle_node_program_pauses_it_and_detach_leaves_it_as_it_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn attaching_to_a_node_program_busy_in_javascript_reaches_it_there() {
+    // Its breakpoints work; a trace pattern on a function of the script
+    // that is running is refused, with the reason.
     let env = Env::new();
     let c = env.client().await;
-    let mut target = node("spinner.js", &[], Stdio::piped());
-    let pid = target.id();
-    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    let (mut target, pid, mut lines) = node("spinner.js", &[]);
     assert_eq!(lines.next().unwrap().unwrap(), "spinning");
 
     let id = attach(&c, pid).await;
@@ -258,6 +232,18 @@ async fn attaching_to_a_node_program_busy_in_javascript_reaches_it_there() {
     assert_eq!(p["function"], "spinner.work", "{p}");
     assert_eq!(support::local(&p, "i")["type"], "number", "{p}");
     c.ok("debug_continue", json!({"sessionId": id})).await;
+    // spinner.js's top-level loop never returns: V8 cannot swap its script.
+    let r = c
+        .reply(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["spinner.work"]}),
+        )
+        .await;
+    assert!(
+        r.text.contains("running on the main thread") && r.text.contains("spinner.js"),
+        "{}",
+        r.text
+    );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     // Still computing: its CPU time goes on growing.
@@ -284,9 +270,7 @@ async fn attaching_to_a_node_program_busy_in_javascript_reaches_it_there() {
 async fn a_node_program_whose_main_thread_is_blocked_gets_a_warning_and_runs_on_unharmed() {
     let env = Env::new();
     let c = env.client().await;
-    let mut target = node("blocked.js", &["9"], Stdio::piped());
-    let pid = target.id();
-    let mut lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
+    let (mut target, pid, mut lines) = node("blocked.js", &["9"]);
     assert_eq!(lines.next().unwrap().unwrap(), "blocking");
 
     let v = c

@@ -90,12 +90,7 @@ impl TestAdapter for JestAdapter {
         level: Option<TestLevel>,
         test: Option<&str>,
     ) -> Result<TestCommand, String> {
-        let mut command = match test {
-            Some(t) => self.single_test_command(target, t),
-            None => self.suite_command(target, level),
-        };
-        command.args.push("--runInBand".to_string());
-        Ok(command)
+        Ok(js::with_flag(self, target, level, test, "--runInBand"))
     }
 
     fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {

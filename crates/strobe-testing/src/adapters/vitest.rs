@@ -96,12 +96,7 @@ impl TestAdapter for VitestAdapter {
         level: Option<TestLevel>,
         test: Option<&str>,
     ) -> Result<TestCommand, String> {
-        let mut command = match test {
-            Some(t) => self.single_test_command(target, t),
-            None => self.suite_command(target, level),
-        };
-        command.args.push("--no-file-parallelism".to_string());
-        Ok(command)
+        Ok(js::with_flag(self, target, level, test, "--no-file-parallelism"))
     }
 
     fn suggest_traces(&self, failure: &TestFailure) -> Vec<String> {

@@ -162,6 +162,24 @@ pub fn command(root: &Path, tool: &str, args: Vec<String>) -> TestCommand {
     }
 }
 
+/// `adapter`'s single-test or suite command (what `test_program` runs by
+/// default) with `flag` added: how an instrumented run of a JavaScript
+/// runner keeps its tests in fewer processes.
+pub fn with_flag(
+    adapter: &dyn crate::TestAdapter,
+    target: &crate::TestTarget,
+    level: Option<crate::TestLevel>,
+    test: Option<&str>,
+    flag: &str,
+) -> TestCommand {
+    let mut command = match test {
+        Some(t) => adapter.single_test_command(target, t),
+        None => adapter.suite_command(target, level),
+    };
+    command.args.push(flag.to_string());
+    command
+}
+
 /// The project's `package.json`, parsed.
 pub fn package_json(root: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(root.join("package.json")).ok()?;
