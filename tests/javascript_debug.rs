@@ -431,3 +431,63 @@ async fn staged_breakpoints_and_stop_on_entry_stop_a_script_that_ends_at_once() 
     assert_eq!(st["exitCode"], 0, "{st}");
     assert_eq!(c.stdout_lines(&id).await, ["total 10"]);
 }
+
+/// A program run with `--disallow-code-generation-from-strings` (no
+/// `eval`, no `new Function`): Strobe checks conditions and compiles watches
+/// through Node's vm, which the flag allows, so both work there.
+#[tokio::test(flavor = "multi_thread")]
+async fn conditions_and_watches_work_without_code_generation_from_strings() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node",
+                   "args": ["--disallow-code-generation-from-strings", "stepper.js", &stop],
+                   "projectRoot": debugee(), "cwd": debugee()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_stdout(&id).await;
+    c.ok(
+        "debug_trace",
+        json!({"sessionId": id, "add": ["stepper.square"], "watches": {"add": [
+            {"expr": "n * 10", "label": "tens", "on": ["stepper.square"]}]}}),
+    )
+    .await;
+    let v = c
+        .ok(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "stepper.js", "line": line_of("compute-body"),
+                   "condition": "x >= 3"}]}),
+        )
+        .await;
+    let bp = v["breakpoints"][0]["id"].as_str().unwrap().to_string();
+    let p = c.wait_paused(&id).await;
+    assert_eq!(p["breakpointId"], bp.as_str(), "{p}");
+    assert!(
+        support::local(&p, "x")["value"].as_i64().unwrap() >= 3,
+        "{p}"
+    );
+    c.ok("debug_breakpoint", json!({"sessionId": id, "remove": [bp]}))
+        .await;
+    c.ok("debug_continue", json!({"sessionId": id})).await;
+    let enters = c.calls_of(&id, "function_enter", "stepper.square").await;
+    let watched = enters
+        .iter()
+        .find_map(|e| {
+            e["watchValues"]["tens"]
+                .as_i64()
+                .map(|t| (t, &e["arguments"][0]["value"]))
+        })
+        .unwrap_or_else(|| panic!("the watch's value: {enters:?}"));
+    assert_eq!(
+        json!(watched.0),
+        json!(watched.1.as_i64().unwrap() * 10),
+        "{enters:?}"
+    );
+    std::fs::write(&stop, "").unwrap();
+    c.wait_ended(&id).await;
+}

@@ -38,6 +38,7 @@
 "use strict";
 
 const fs = require("fs");
+const vm = require("vm");
 const path = require("path");
 const { isMainThread } = require("worker_threads");
 const { types, inspect } = require("util");
@@ -473,7 +474,10 @@ function loadWatches() {
             if (w === undefined) continue;
             let fn;
             try {
-                fn = new Function(...params, "retval", `return (${w.source}\n);`);
+                // Compiled as `new Function` would, but through Node's vm, so
+                // a program run with --disallow-code-generation-from-strings
+                // still gets its watches.
+                fn = vm.compileFunction(`return (${w.source}\n);`, [...params, "retval"]);
             } catch (e) {
                 const why = `<does not compile here: ${e && e.message}>`;
                 fn = () => why;
