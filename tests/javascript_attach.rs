@@ -50,19 +50,38 @@ fn node(script: &str, args: &[&str]) -> (Spawned, u32, Lines<BufReader<ChildStdo
 }
 
 fn threads_of(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+    thread_names(pid).len()
 }
 
-/// Waits until `pid` has `count` threads again (Strobe's are gone).
+/// The names (`comm`) of `pid`'s threads, sorted.
+fn thread_names(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Waits until `pid` has `count` threads again (Strobe's are gone). Once
+/// in about ten runs of this file one thread was still there after 10 s
+/// (its name not recorded then; the message now names them all): the
+/// wait is 20 s.
 async fn wait_threads(pid: u32, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while threads_of(pid) != count {
         assert!(
             Instant::now() < deadline,
-            "pid {pid} kept {} threads after the detach, {count} before the attach",
-            threads_of(pid)
+            "pid {pid} kept {} threads after the detach, {count} before the attach: {:?}",
+            threads_of(pid),
+            thread_names(pid)
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
