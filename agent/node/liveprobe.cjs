@@ -39,7 +39,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * `Debugger.scriptParsed`).
  */
 module.exports = function liveProbes(dir, post, urls) {
-    /** Scripts swapped: script id → {file, original text, probed text}. */
+    /** Scripts swapped: script id → {file, original text}. */
     const swapped = new Map();
     /** Files whose loaded scripts are probed (or that were not loaded). */
     const settled = new Map();
@@ -74,7 +74,7 @@ module.exports = function liveProbes(dir, post, urls) {
             if (r.exceptionDetails !== undefined) return `${REFUSED.CompileError}: ${r.exceptionDetails.text}`;
             const status = r.status || "Ok";
             if (status === "Ok") {
-                swapped.set(id, { file, original: scriptSource, probed });
+                swapped.set(id, { file, original: scriptSource });
                 return null;
             }
             if (status !== "BlockedByActiveFunction" || i + 1 >= TRIES) return REFUSED[status] || status;
@@ -125,10 +125,9 @@ module.exports = function liveProbes(dir, post, urls) {
             return failed;
         },
 
-        /** Puts back each swapped script's own text (a detach); the
-         *  scripts that stay probed, by file. */
+        /** Puts back each swapped script's own text (a detach); one V8
+         *  keeps refusing stays probed, its probes off. */
         async restore() {
-            const left = [];
             for (const [id, s] of swapped) {
                 let done = false;
                 for (let i = 0; i < TRIES && !done; i++) {
@@ -136,11 +135,9 @@ module.exports = function liveProbes(dir, post, urls) {
                     done = r !== null && r.exceptionDetails === undefined && (r.status || "Ok") === "Ok";
                     if (!done) await sleep(RETRY_MS);
                 }
-                if (!done) left.push(s.file);
             }
             swapped.clear();
             settled.clear();
-            return left;
         },
     };
 };
