@@ -141,7 +141,27 @@ fn tick_is_probed(pid: u32, asked: &mut u32, lines: &mut Lines<BufReader<ChildSt
             return answer == "true";
         }
     }
-    panic!("ticker.js ended without answering SIGUSR2")
+    panic!(
+        "ticker.js ended without answering SIGUSR2: {}",
+        how_it_ended(pid)
+    )
+}
+
+/// How the test's child `pid` ended (its wait status), once it has.
+fn how_it_ended(pid: u32) -> String {
+    let mut status = 0;
+    for _ in 0..50 {
+        // SAFETY: pid is this test's own child; WNOHANG never blocks.
+        if unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) } == pid as i32 {
+            return if libc::WIFSIGNALED(status) {
+                format!("killed by signal {}", libc::WTERMSIG(status))
+            } else {
+                format!("exit code {}", libc::WEXITSTATUS(status))
+            };
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    "still running (its stdout closed)".into()
 }
 
 /// Waits (up to 30 s) for `count` exits of `function`.

@@ -239,21 +239,55 @@ async fn javascript_breakpoints_pause_the_main_thread_and_step_over_into_and_out
     .await;
     c.ok("debug_continue", json!({"sessionId": id, "timeoutMs": 50}))
         .await;
-    // Running: its globals can be read; a module binding says how to see it.
+    // Running: its globals and its modules' top-level bindings (named by
+    // module, as patterns name functions) are read and set; a bare
+    // binding's name says which module has it; a const is not set.
     let r = c
         .ok(
             "debug_memory",
-            json!({"sessionId": id, "targets": [{"variable": "stepperRuns"}, {"variable": "ticks"}]}),
+            json!({"sessionId": id, "targets": [{"variable": "stepperRuns"}, {"variable": "stepper.ticks"},
+                   {"variable": "ticks"}, {"variable": "stepper.Stepper"}]}),
         )
         .await;
-    assert!(r["results"][0]["value"].as_i64().unwrap() > 0, "{r}");
+    let r = r["results"].as_array().unwrap();
+    assert!(r[0]["value"].as_i64().unwrap() > 0, "{r:?}");
+    assert_eq!(r[1]["type"], "number", "{r:?}");
+    assert!(r[1]["value"].as_i64().unwrap() > 0, "{r:?}");
     assert!(
-        r["results"][1]["error"]
-            .as_str()
-            .unwrap()
-            .contains("pause it at a breakpoint"),
-        "{r}"
+        r[2]["error"].as_str().unwrap().contains("stepper.ticks"),
+        "{r:?}"
     );
+    assert!(r[3].get("error").is_none(), "a class is read: {r:?}");
+    let w = c
+        .ok(
+            "debug_memory",
+            json!({"sessionId": id, "action": "write", "targets": [{"variable": "stepper.ticks", "value": 1000},
+                   {"variable": "stepper.fs", "value": 1}]}),
+        )
+        .await;
+    let w = w["results"].as_array().unwrap();
+    assert_eq!(w[0]["newValue"], 1000, "{w:?}");
+    assert!(w[0]["previousValue"].as_i64().unwrap() > 0, "{w:?}");
+    assert!(
+        w[1]["error"].as_str().unwrap().contains("cannot be set"),
+        "{w:?}"
+    );
+    // The program's next tick counts on from the value written.
+    let mut runs = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let r = c
+            .ok(
+                "debug_memory",
+                json!({"sessionId": id, "targets": [{"variable": "stepperRuns"}]}),
+            )
+            .await;
+        runs = r["results"][0]["value"].as_i64().unwrap();
+        if runs > 1000 {
+            break;
+        }
+    }
+    assert!(runs > 1000, "{runs}");
     std::fs::write(&stop, "").unwrap();
     let st = c.wait_ended(&id).await;
     assert_eq!(st["exitCode"], 0, "ran to its end, unpaused: {st}");

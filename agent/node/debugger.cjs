@@ -35,7 +35,7 @@ const IDLE_POLL_MS = 50;
 /** Frames a pause reports. */
 const FRAMES_SHOWN = 24;
 /** Strobe's own files: never a frame of the program, never stepped into. */
-const OWN_FILES = ["preload.cjs", "sources.cjs", "hooks.mjs", "debugger.cjs", "liveprobe.cjs"].map((f) => path.join(__dirname, f));
+const OWN_FILES = ["preload.cjs", "bindings.cjs", "sources.cjs", "hooks.mjs", "debugger.cjs", "liveprobe.cjs"].map((f) => path.join(__dirname, f));
 /** The probes' own locals (instrument.rs). */
 const PROBE_LOCAL = /^__s(c|v|x|ce)$/;
 /** How the probe code written into a function starts: its entry, the end
@@ -429,30 +429,34 @@ async function memoryTarget([target, depth, write, value]) {
     if (path === null) {
         return [null, null, `${JSON.stringify(target)} is not a name or a path of names (like cart.items[0].sku)`];
     }
-    // A name the paused frame binds is read by its own scope; anything else
-    // (and everything while the program runs) is a property of the global
-    // object, read by descriptor like the rest of the path, so even a
+    // A name the paused frame binds is read by its own scope; anything
+    // else (and everything while the program runs) is a module's
+    // top-level binding (`orders.cart`) or a global, read by the runtime
+    // (bindings.cjs) by descriptor like the rest of the path, so even a
     // global getter is not run.
     const bound = path[0] === "this" || (pausedFrames !== null && (await frameBinds(path[0])));
-    const full = bound ? path : ["globalThis", ...path];
-    const args = `${JSON.stringify(full)}, () => ${full[0]}`;
     try {
+        if (!bound) {
+            const args = `${JSON.stringify(path)}, ${!write ? "" : `${JSON.stringify(value)}, `}${Number(depth)}`;
+            if (!write) return [Array.from(Buffer.from(await evaluate(`__strobe.peekm(${args})`), "base64")), null, null];
+            const [before, now] = await evaluate(`__strobe.pokem(${args})`);
+            return [Array.from(Buffer.from(now, "base64")), Array.from(Buffer.from(before, "base64")), null];
+        }
+        const args = `${JSON.stringify(path)}, () => ${path[0]}`;
         if (!write) {
             const b64 = await evaluate(`__strobe.peek(${args}, ${Number(depth)})`);
             return [Array.from(Buffer.from(b64, "base64")), null, null];
         }
         const [before, now] = await evaluate(
-            `__strobe.poke(${args}, (__strobe_v) => { ${full[0]} = __strobe_v; }, ${JSON.stringify(value)}, ${Number(depth)})`);
+            `__strobe.poke(${args}, (__strobe_v) => { ${path[0]} = __strobe_v; }, ${JSON.stringify(value)}, ${Number(depth)})`);
         return [Array.from(Buffer.from(now, "base64")), Array.from(Buffer.from(before, "base64")), null];
     } catch (e) {
         // The runtime's errors without V8's "Error: ", and the global
-        // object's name where Strobe added it.
+        // object's name where the runtime added it.
         let why = String(e.message || e).replace(/^Error: /, "");
         if (!bound) why = why.replace(/^globalThis\./, "");
-        if (!bound && why.startsWith(`${path[0]} does not exist`)) {
-            why = pausedFrames === null
-                ? `${path[0]} is not a global (while the program runs only its globals can be read; pause it at a breakpoint to read a frame's locals and its module's bindings)`
-                : `${path[0]} is not defined in the paused frame (not a local, a closure's, its module's or a global)`;
+        if (!bound && pausedFrames !== null && why.startsWith(`${path[0]} is not a global`)) {
+            why = `${path[0]} is not defined in the paused frame (not a local, a closure's, its module's or a global)${why.slice(why.indexOf(";"))}`;
         }
         return [null, null, why];
     }

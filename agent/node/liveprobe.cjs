@@ -32,6 +32,17 @@ const RETRY_MS = 20;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** A probed copy without the statement that gives the runtime its
+ *  module's bindings (bindings.cjs): it only runs at load, which is past,
+ *  and it would change an ES module's top-level code, which V8 refuses to
+ *  swap. It is one line, `;__strobe.b(…,function(__sb,__sbv){…}});`. */
+function withoutBindings(text) {
+    const start = text.indexOf(";__strobe.b(");
+    const writer = start < 0 ? -1 : text.indexOf("},function(__sb,__sbv){switch(__sb){", start);
+    const end = writer < 0 ? -1 : text.indexOf("}});", writer);
+    return end < 0 ? text : text.slice(0, start) + text.slice(end + 4);
+}
+
 /**
  * The live probing of one session whose probed copies and manifest are in
  * `dir`. `post` sends an inspector command to the main thread's V8 (the
@@ -64,13 +75,15 @@ module.exports = function liveProbes(dir, post, urls) {
     async function swap(id, file, e) {
         const { scriptSource } = await post("Debugger.getScriptSource", { scriptId: id });
         const probed = fs.readFileSync(path.join(dir, e.probed), "utf8");
-        // Loaded after the attach: served probed by sources.cjs already.
-        if (scriptSource === probed) return null;
+        const swapIn = withoutBindings(probed);
+        // Loaded after the attach: served probed by sources.cjs already; or
+        // a clone V8 keeps of a script an earlier session swapped.
+        if (scriptSource === probed || scriptSource === swapIn) return null;
         if (scriptSource.length !== e.len || fnv(scriptSource) !== e.hash) {
             return "the program loaded another text of it (the file changed since, or an earlier session left it probed)";
         }
         for (let i = 0; ; i++) {
-            const r = await post("Debugger.setScriptSource", { scriptId: id, scriptSource: probed });
+            const r = await post("Debugger.setScriptSource", { scriptId: id, scriptSource: swapIn });
             if (r.exceptionDetails !== undefined) return `${REFUSED.CompileError}: ${r.exceptionDetails.text}`;
             const status = r.status || "Ok";
             if (status === "Ok") {

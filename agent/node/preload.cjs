@@ -798,6 +798,8 @@ const runtime = {
         return aside(() => snapNow(frames, locals));
     },
 };
+// Modules' top-level bindings, read while the program runs (`peekm`).
+require(path.join(__dirname, "bindings.cjs"))(runtime, { walk, named, poke: runtime.poke });
 
 /** `runtime.snap`'s payload. */
 function snapNow(frames, locals) {

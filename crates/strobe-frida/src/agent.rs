@@ -66,14 +66,19 @@ pub fn prepare(cache_root: &Path, frida_version: &str) -> io::Result<AgentBuild>
 
 /// Strobe's runtime inside a Node.js program, by file name: written next to
 /// a session's probed sources and loaded by Node with `--require` (see
-/// agent/node/preload.cjs; `sources.cjs` swaps in the probed copies,
+/// agent/node/preload.cjs; `bindings.cjs` reads modules' top-level
+/// bindings for `debug_memory`, `sources.cjs` swaps in the probed copies,
 /// `hooks.mjs` are its ES module loader hooks, `debugger.cjs` the worker
 /// that sets breakpoints through the V8 inspector, `liveprobe.cjs` its
 /// probing of scripts an attached program loaded before Strobe came).
-pub const NODE_RUNTIME: [(&str, &str); 5] = [
+pub const NODE_RUNTIME: [(&str, &str); 6] = [
     (
         "preload.cjs",
         include_str!("../../../agent/node/preload.cjs"),
+    ),
+    (
+        "bindings.cjs",
+        include_str!("../../../agent/node/bindings.cjs"),
     ),
     (
         "sources.cjs",

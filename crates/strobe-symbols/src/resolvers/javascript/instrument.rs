@@ -35,6 +35,7 @@
 //! - The probe goes after a body's directives (`"use strict"` must stay
 //!   first) and turns an expression body into a block.
 
+use super::bindings::TopBinding;
 use super::parse::{ParsedFile, ParsedFunction, ProbeSite, parse_source};
 use std::path::Path;
 
@@ -69,11 +70,18 @@ struct Insert {
 /// syntax error, or whose probes would pass [`MAX_PROBES`], is left as it
 /// is.
 pub fn instrument(path: &Path, text: &str, first: u32) -> Instrumented {
-    probe_text(parse_source(path, text), text, first)
+    probe_text(parse_source(path, text), text, first, None)
 }
 
-/// [`instrument`] on a file already parsed (`parsed` is `text`'s).
-pub fn probe_text(parsed: ParsedFile, text: &str, first: u32) -> Instrumented {
+/// [`instrument`] on a file already parsed (`parsed` is `text`'s); with
+/// `module`, the file also tells the runtime its top-level bindings under
+/// that module name ([`bindings_reader`]).
+pub fn probe_text(
+    parsed: ParsedFile,
+    text: &str,
+    first: u32,
+    module: Option<&str>,
+) -> Instrumented {
     let left = |why: String| Instrumented {
         text: text.to_string(),
         functions: Vec::new(),
@@ -113,6 +121,16 @@ pub fn probe_text(parsed: ParsedFile, text: &str, first: u32) -> Instrumented {
             text: format!("{RUNTIME_GLOBAL}.c({name});"),
         });
     }
+    if let (Some(module), Some(at)) = (module, parsed.bindings_at)
+        && !parsed.bindings.is_empty()
+    {
+        inserts.push(Insert {
+            at,
+            opens: true,
+            len: 0,
+            text: bindings_reader(module, &parsed.bindings),
+        });
+    }
     // At one offset: what closes there (innermost first), then what is
     // empty there (an empty body `{}`: its own opening before its closing,
     // as pushed; the sort is stable), then what opens there (outermost
@@ -146,6 +164,38 @@ pub fn probe_text(parsed: ParsedFile, text: &str, first: u32) -> Instrumented {
         functions: parsed.functions,
         skipped: None,
     }
+}
+
+/// The statement that gives the runtime a module's top-level bindings:
+///
+/// ```js
+/// ;__strobe.b("orders",["a","b"],function(__sb){switch(__sb){case 0:return a;case 1:return b}},
+///   function(__sb,__sbv){switch(__sb){case 0:a=__sbv;return}});
+/// ```
+///
+/// `debug_memory` reads `orders.a` while the program runs through the
+/// reader (a `let` not reached yet throws V8's ReferenceError, which the
+/// runtime reports as such); the writer sets only the writable ones. The
+/// closures keep the bindings alive (V8 allocates them in the module's
+/// context rather than on the stack): that is what makes them readable
+/// after the module's code returned, and all it costs.
+fn bindings_reader(module: &str, bindings: &[TopBinding]) -> String {
+    let g = RUNTIME_GLOBAL;
+    let quote = |s: &str| serde_json::to_string(s).expect("a string serializes");
+    let names: Vec<String> = bindings.iter().map(|b| quote(&b.name)).collect();
+    let mut read = String::new();
+    let mut write = String::new();
+    for (i, b) in bindings.iter().enumerate() {
+        read.push_str(&format!("case {i}:return {};", b.name));
+        if b.writable {
+            write.push_str(&format!("case {i}:{}=__sbv;return;", b.name));
+        }
+    }
+    format!(
+        ";{g}.b({},[{}],function(__sb){{switch(__sb){{{read}}}}},function(__sb,__sbv){{switch(__sb){{{write}}}}});",
+        quote(module),
+        names.join(",")
+    )
 }
 
 /// The insertions of one function's probe.

@@ -25,6 +25,7 @@
 //! Its functions are traced through probes written into the sources
 //! (`instrument.rs`, `probes.rs`).
 
+mod bindings;
 pub mod instrument;
 mod parse;
 pub mod probes;

@@ -19,6 +19,7 @@
 //! names of the functions inside them. Overload signatures and other
 //! declarations without a body are left out.
 
+use super::bindings::{TopBinding, top_level};
 use oxc_allocator::Allocator;
 use oxc_ast::ast::{
     ArrowFunctionBody, ArrowFunctionExpression, AssignmentExpression, AssignmentTarget,
@@ -114,6 +115,10 @@ pub struct ParsedFile {
     /// The 1-based line of its first top-level statement that runs (not a
     /// function declaration, an import or a type): where it starts.
     pub first_statement_line: Option<u32>,
+    /// Its top-level bindings (`bindings.rs`).
+    pub bindings: Vec<TopBinding>,
+    /// Where a statement goes that runs before the rest of the file.
+    pub bindings_at: Option<u32>,
 }
 
 /// Parses `text`, a file named `path` (its extension decides JavaScript
@@ -138,6 +143,7 @@ pub fn parse_source(path: &Path, text: &str) -> ParsedFile {
         let place = at.map_or(String::new(), |l| format!("line {l}: "));
         (format!("{place}{}", e.message), errors.len())
     });
+    let (bindings, bindings_at) = top_level(&ret.program);
     let first_statement_line = ret
         .program
         .body
@@ -155,6 +161,8 @@ pub fn parse_source(path: &Path, text: &str) -> ParsedFile {
         .map(|st| lines.line(st.span().start));
     ParsedFile {
         first_statement_line,
+        bindings,
+        bindings_at,
         is_module: ret.module_record.has_module_syntax,
         functions: namer.out,
         catches: namer.catches,

@@ -20,7 +20,7 @@
 
 use super::instrument::{MAX_PROBES, probe_text};
 use super::parse::parse_source;
-use super::program::walk_sources;
+use super::program::{module_name, walk_sources};
 use crate::source_maps::SourceMaps;
 use rayon::prelude::*;
 use serde_json::{Value, json};
@@ -36,6 +36,8 @@ const LOADABLE: [&str; 3] = ["js", "mjs", "cjs"];
 pub struct ProbedProgram {
     /// The directory the copies and the manifest are in.
     pub dir: PathBuf,
+    /// The project root (module names of its files are from it).
+    root: PathBuf,
     /// Probe index by (file, qualname, line).
     index: HashMap<(String, String, u32), u32>,
     /// The files probed (absolute paths), and the sources (TypeScript) of
@@ -113,6 +115,7 @@ impl ProbedProgram {
         std::fs::create_dir_all(dir)?;
         let mut out = ProbedProgram {
             dir: dir.to_path_buf(),
+            root: root.clone(),
             ..ProbedProgram::default()
         };
         out.add_files(sources)?;
@@ -180,7 +183,10 @@ impl ProbedProgram {
                 ));
                 continue;
             }
-            if parsed.functions.is_empty() && parsed.catches.is_empty() {
+            if parsed.functions.is_empty()
+                && parsed.catches.is_empty()
+                && parsed.bindings.is_empty()
+            {
                 continue;
             }
             if self.next as usize + parsed.functions.len() > MAX_PROBES as usize {
@@ -200,7 +206,11 @@ impl ProbedProgram {
             .into_par_iter()
             .map(|(n, file, text, parsed, first)| {
                 let compiled = parsed.has_source_map;
-                let done = probe_text(parsed, &text, first);
+                let module = match package_of(file) {
+                    Some(p) => module_name(file, p.parent().unwrap_or(&p)),
+                    None => module_name(file, &self.root),
+                };
+                let done = probe_text(parsed, &text, first, Some(&module));
                 (n, file, text, done, first, compiled)
             })
             .collect();

@@ -495,3 +495,102 @@ fn a_script_starts_at_its_first_statement_that_runs() {
     );
     assert_eq!(first("function only() {}\n", "a.js"), None);
 }
+
+mod module_bindings {
+    use super::super::instrument::probe_text;
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn top_level_bindings_are_listed_with_whether_they_can_be_set() {
+        let listed = |text: &str, name: &str| {
+            let p = parse_source(Path::new(name), text);
+            let names: Vec<(String, bool)> = p
+                .bindings
+                .into_iter()
+                .map(|b| (b.name, b.writable))
+                .collect();
+            (names, p.bindings_at)
+        };
+        let src = "\"use strict\";\nvar a = 1, { b, c: [d] } = {};\nlet e;\nconst f = 2;\nfunction g() { let inner; }\nclass H {}\nif (a) { let nested; }\nvar a;\n";
+        let (names, at) = listed(src, "a.js");
+        let want: Vec<(String, bool)> = [
+            ("a", true),
+            ("b", true),
+            ("d", true),
+            ("e", true),
+            ("f", false),
+            ("g", true),
+            ("H", false),
+        ]
+        .iter()
+        .map(|(n, w)| (n.to_string(), *w))
+        .collect();
+        assert_eq!(names, want);
+        assert_eq!(
+            at,
+            Some("\"use strict\";".len() as u32),
+            "after the directive"
+        );
+        let (names, at) = listed(
+            "import fs, { join as j } from \"x\";\nimport * as ns from \"y\";\nexport let n = 1;\nexport default class K {}\n",
+            "m.mjs",
+        );
+        let names: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["fs", "j", "ns", "n", "K"]);
+        assert_eq!(at, Some(0));
+        assert_eq!(listed("// only a comment\n", "e.js"), (vec![], None));
+    }
+
+    /// A module's bindings are read and set through the reader written into
+    /// its probed copy, after its code ran, on the machine's Node; a `let`
+    /// not reached yet throws V8's ReferenceError.
+    #[test]
+    fn the_bindings_reader_reads_and_sets_a_modules_bindings_under_node() {
+        let src = "\"use strict\";\nlet count = 1;\nconst limit = 5;\nfunction bump() { count++; }\nbump();\nglobalThis.early = globalThis.__strobe.read(\"late\");\nlet late = 3;\n";
+        let done = probe_text(
+            parse_source(Path::new("/p/counter.js"), src),
+            src,
+            0,
+            Some("api.counter"),
+        );
+        assert_eq!(done.text.lines().count(), src.lines().count());
+        let dir = tempfile::tempdir().unwrap();
+        let (probed, runtime) = (dir.path().join("probed.js"), dir.path().join("rt.js"));
+        std::fs::write(&probed, &done.text).unwrap();
+        std::fs::write(
+        &runtime,
+        r#"const mods = {};
+globalThis.__strobe = { m: new Int32Array(8), T: {}, e() { return 0; }, f() {},
+  b(module, names, read, write) { mods[module] = { names, read, write }; },
+  read(name) { const m = mods["api.counter"]; try { return m.read(m.names.indexOf(name)); } catch (e) { return e.name; } } };
+process.on("exit", () => {
+  const m = mods["api.counter"];
+  const at = (n) => m.names.indexOf(n);
+  const before = m.read(at("count"));
+  m.write(at("count"), 41);
+  m.write(at("limit"), 9);
+  console.log(JSON.stringify([m.names, before, m.read(at("count")), m.read(at("limit")), m.read(at("late")), globalThis.early]));
+});
+"#,
+    )
+    .unwrap();
+        let out = Command::new("node")
+            .arg("--require")
+            .arg(&runtime)
+            .arg(&probed)
+            .output()
+            .expect("node runs (the test set-up installs Node 20)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            r#"[["count","limit","bump","late"],2,41,5,3,"ReferenceError"]"#,
+            "{}",
+            done.text
+        );
+    }
+}
