@@ -95,6 +95,76 @@ async fn uncaught_errors_and_rejections_are_crashes_and_process_exit_is_an_exit(
     assert!(c.events(&id, Some("crash")).await.is_empty());
 }
 
+/// With STROBE_JS_CRASH_LOCALS=1 the crash carries the throwing frame's
+/// locals (read by the debugger worker where V8 paused on the throw): a
+/// synchronous throw's and an async function's rejection's. Without it
+/// (the test above, and the first run here) it has none.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_carries_the_throwing_frames_locals_when_asked() {
+    let env = Env::new();
+    let c = env.client().await;
+    let crash_of = |script: &'static str, locals: bool| {
+        let c = &c;
+        async move {
+            let mut launch =
+                json!({"command": "node", "args": [script], "projectRoot": shop(), "cwd": shop()});
+            if locals {
+                launch["env"] = json!({"STROBE_JS_CRASH_LOCALS": "1"});
+            }
+            let v = c.ok("debug_launch", launch).await;
+            let id = v["sessionId"].as_str().unwrap().to_string();
+            let st = c.wait_ended(&id).await;
+            let stderr = c.events(&id, Some("stderr")).await;
+            assert_eq!(st["state"], "crashed", "{st} {stderr:?}");
+            c.events(&id, Some("crash")).await[0]["exception"].clone()
+        }
+    };
+    let plain = crash_of("boom.js", false).await;
+    assert!(plain.get("locals").is_none(), "{plain}");
+    assert!(
+        plain["localsHint"]
+            .as_str()
+            .unwrap()
+            .contains("STROBE_JS_CRASH_LOCALS=1"),
+        "{plain}"
+    );
+
+    let e = crash_of("boom.js", true).await;
+    // Nothing else printed: the debugger's session ended before Node's
+    // report (Node would add that it waits for the debugger).
+    assert_eq!(e["stderrEventIds"], plain["stderrEventIds"], "{e}");
+    assert_eq!(e["message"], "bad quantity: many", "{e}");
+    let local = |e: &Value, name: &str| {
+        e["locals"]
+            .as_array()
+            .and_then(|l| l.iter().find(|v| v["name"] == name).cloned())
+            .unwrap_or_else(|| panic!("no local {name}: {e}"))
+    };
+    assert_eq!(local(&e, "text")["value"], "many", "{e}");
+    assert_eq!(local(&e, "e")["type"], "TypeError", "{e}");
+
+    let e = crash_of("reject.mjs", true).await;
+    assert_eq!(e["type"], "RangeError", "{e}");
+    assert_eq!(local(&e, "sku")["value"], "gadget", "{e}");
+
+    // process.exit with the debugger's session open: the session ends
+    // first, so Node does not print that it waits for the debugger.
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["quits.js"], "projectRoot": shop(), "cwd": shop(),
+                   "env": {"STROBE_JS_CRASH_LOCALS": "1"}}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 3);
+    let stderr = c.events(&id, Some("stderr")).await;
+    assert!(
+        !format!("{stderr:?}").contains("Waiting for the debugger"),
+        "{stderr:?}"
+    );
+}
+
 /// A TypeScript project compiled by the real `tsc` (npm, pinned in
 /// agent/package.json; `./dev test` installs it) with source maps: the
 /// crash's stack and throw site are in TypeScript terms, the compiled

@@ -24,6 +24,7 @@
 "use strict";
 
 const { workerData } = require("worker_threads");
+const fs = require("fs");
 const inspector = require("inspector");
 const path = require("path");
 const vm = require("vm");
@@ -45,7 +46,7 @@ const PROBE_CODE = [["var __sc=", "try{"], ["__sv=void 0", ";"], ["if(__sc)", "}
 /** From a function's entry to its probe: the header's end, `{`, directives. */
 const FUNCTION_ENTRY = /^[^;{}]*\{\s*(("[^"]*"|'[^']*')\s*;?\s*)*$/;
 
-const { shared, at, stop } = workerData;
+const { shared, at, stop, crashLocals, ready } = workerData;
 /** The main thread's control words: [15] is 1 while it waits for the
  *  breakpoints set before it started (preload.cjs). */
 const ctrl = new Int32Array(shared, 0, 16);
@@ -124,6 +125,10 @@ async function ensureSession() {
     session.on("Debugger.paused", (m) => {
         onPaused(m.params).catch(() => resume("continue"));
     });
+    // Word 1 of `stop`: a session is connected (the main thread's exit
+    // waits for its end: Node prints "Waiting for the debugger to
+    // disconnect..." when one outlives the program).
+    Atomics.store(stop, 1, 1);
     await post("Debugger.enable");
     // Stepping never goes into Strobe's runtime (the probes call it).
     await post("Debugger.setBlackboxPatterns", { patterns: OWN_FILES.map(escapeRegex) });
@@ -200,6 +205,7 @@ async function setBreakpoints(order) {
     const installed = [];
     const failed = [];
     await ensureSession();
+    await armUncaught();
     for (const id of order.remove) {
         const bp = breakpoints.get(id);
         if (bp === undefined) continue;
@@ -327,7 +333,82 @@ async function step(mode, callFrames) {
 /** The raw call frames of the pause the daemon sees now. */
 let pausedFrames = null;
 
+/** The paused thread's `frames` (the program's, innermost first) and
+ *  the top one's locals: the runtime's `what` 6 payload (base64), made in
+ *  that frame by `__strobe.snap`, or null. */
+async function snapshot(frames) {
+    const top = frames[0];
+    const names = await localNames(top);
+    const shown = frames.slice(0, FRAMES_SHOWN).map((f) => [f.functionName || "<anonymous>", fileOf(f), f.location.lineNumber + 1]);
+    const expression = `__strobe.snap(${JSON.stringify(shown)}, [${names.map((n) => `[${JSON.stringify(n)}, () => ${n}]`).join(", ")}])`;
+    const r = await post("Debugger.evaluateOnCallFrame", {
+        callFrameId: top.callFrameId,
+        expression,
+        silent: true,
+        returnByValue: true,
+    });
+    return r.exceptionDetails === undefined && typeof r.result.value === "string" ? r.result.value : null;
+}
+
+/** Pausing where an exception nothing catches is thrown, for its frame's
+ *  locals (`uncaught`): on from the start with STROBE_JS_CRASH_LOCALS=1,
+ *  and once the program is being debugged (a breakpoint was set). V8
+ *  then predicts at every throw whether a handler catches it, which makes
+ *  a throw dearer (docs/BENCHMARKS.md). */
+let uncaughtArmed = false;
+async function armUncaught() {
+    if (uncaughtArmed) return;
+    uncaughtArmed = true;
+    await post("Debugger.setPauseOnExceptions", { state: "uncaught" });
+}
+
+/** The main thread is about to throw (or reject with) what nothing
+ *  catches: the throwing frame and its locals go to
+ *  `uncaught-<pid>.json` beside this file, which the daemon reads if the
+ *  process then ends on it (Node reports the error and exits; a handler of
+ *  the program's may keep it running, and the next one replaces the
+ *  file). Written before the main thread goes on, so it is there when
+ *  the process is gone. */
+async function uncaught(params) {
+    let ending = false;
+    try {
+        const frames = params.callFrames.filter((f) => !OWN_FILES.includes(fileOf(f)));
+        if (frames.length === 0) return;
+        const snap = await snapshot(frames);
+        if (snap === null) return;
+        // Nothing will catch it (no handler of the program's): the process
+        // ends on it, without this session.
+        ending = params.reason === "exception" && (await evaluateOn(frames[0],
+            "process.listenerCount('uncaughtException') === 0 && !process.hasUncaughtExceptionCaptureCallback()")) === true;
+        const description = String((params.data && params.data.description) || "").split("\n")[0];
+        const file = path.join(__dirname, `uncaught-${process.pid}.json`);
+        fs.writeFileSync(`${file}.tmp`, JSON.stringify({ description, payload: Array.from(Buffer.from(snap, "base64")) }));
+        fs.renameSync(`${file}.tmp`, file);
+    } finally {
+        if (ending) disconnect();
+        else await post("Debugger.resume").catch(() => {});
+    }
+}
+
+/** A value (by value) `expression` gives in `frame`; undefined if it threw. */
+async function evaluateOn(frame, expression) {
+    const r = await post("Debugger.evaluateOnCallFrame", { callFrameId: frame.callFrameId, expression, silent: true, returnByValue: true });
+    return r.exceptionDetails === undefined ? r.result.value : undefined;
+}
+
+/** Ends the inspector session (a paused main thread runs on); the next
+ *  order starts another. */
+function disconnect() {
+    if (session === null) return;
+    session.disconnect();
+    session = null;
+    uncaughtArmed = false;
+    Atomics.store(stop, 1, 0);
+    Atomics.notify(stop, 1);
+}
+
 async function onPaused(params) {
+    if (params.reason === "exception" || params.reason === "promiseRejection") return uncaught(params);
     const frames = params.callFrames.filter((f) => !OWN_FILES.includes(fileOf(f)));
     const top = frames[0];
     const tid = process.pid; // the main thread's
@@ -363,18 +444,8 @@ async function onPaused(params) {
     carried = null;
     stepping = false;
     pausedFrames = params.callFrames;
-    const names = await localNames(top);
-    const shown = frames.slice(0, FRAMES_SHOWN).map((f) => [f.functionName || "<anonymous>", fileOf(f), f.location.lineNumber + 1]);
-    const expression = `__strobe.snap(${JSON.stringify(shown)}, [${names.map((n) => `[${JSON.stringify(n)}, () => ${n}]`).join(", ")}])`;
-    const r = await post("Debugger.evaluateOnCallFrame", {
-        callFrameId: top.callFrameId,
-        expression,
-        silent: true,
-        returnByValue: true,
-    });
-    const payload = r.exceptionDetails === undefined && typeof r.result.value === "string"
-        ? Array.from(Buffer.from(r.result.value, "base64"))
-        : [];
+    const snap = await snapshot(frames);
+    const payload = snap !== null ? Array.from(Buffer.from(snap, "base64")) : [];
     send({
         type: "python_paused",
         tid,
@@ -510,8 +581,7 @@ async function end() {
         // The scripts swapped for their probed copies get their own text
         // back (one that cannot stays probed, its probes off).
         if (live !== null) await live.restore().catch(() => {});
-        session.disconnect();
-        session = null;
+        disconnect();
     }
     // Only now: the poller is what keeps this worker alive while it waits
     // for the inspector's answers above.
@@ -522,8 +592,16 @@ function agentGone() {
     return Atomics.load(ctrl, 5) !== 1 || (stop !== undefined && Atomics.load(stop, 0) === 1);
 }
 
+/** `stop` word 0 when the program exits (preload.cjs): the session ends
+ *  at once. */
+const EXITING = 2;
+
 let busy = false;
 async function tick() {
+    if (Atomics.load(stop, 0) === EXITING) {
+        disconnect();
+        return;
+    }
     if (busy || ended) return;
     busy = true;
     try {
@@ -564,6 +642,17 @@ async function tick() {
 // were set, every POLL_MS.
 // Breakpoints that wait for the program to start are looked for at once
 // and every POLL_MS.
+// Crash locals from the start: armed before the main thread, which waits
+// on `ready` (preload.cjs), runs the program.
+if (crashLocals === true) {
+    (async () => {
+        await ensureSession();
+        await armUncaught();
+    })().catch(() => {}).finally(() => {
+        Atomics.store(ready, 0, 1);
+        Atomics.notify(ready, 0);
+    });
+}
 const waited = Atomics.load(ctrl, 15) === 1;
 let poller = setInterval(() => {
     tick();

@@ -870,15 +870,23 @@ function startDebugger() {
     if (mainShared === null) return;
     try {
         const { Worker } = require("worker_threads");
-        const stop = new Int32Array(new SharedArrayBuffer(4));
+        // [0]: 1 the agent left, 2 the program exits; [1]: 1 while the
+        // worker has an inspector session (debugger.cjs).
+        const stop = new Int32Array(new SharedArrayBuffer(8));
+        // The throwing frame's locals in a crash report: the worker arms
+        // V8's pause on uncaught exceptions before the program runs (a
+        // launch waits for it, at most DEBUG_START_WAIT_MS).
+        const crashLocals = process.env.STROBE_JS_CRASH_LOCALS === "1";
+        const ready = new Int32Array(new SharedArrayBuffer(4));
         const w = new Worker(path.join(runtimeDir, "debugger.cjs"), {
-            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt, stop },
+            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt, stop, crashLocals, ready },
             stdout: true,
             stderr: true,
         });
         w.on("error", () => {});
         w.unref();
         debuggerStop = stop;
+        if (crashLocals && !attaching) Atomics.wait(ready, 0, 0, DEBUG_START_WAIT_MS);
     } catch (_) {
         // No debugger: calls are still traced.
     }
@@ -902,6 +910,13 @@ function addHandlers() {
     // (the program's own reporting goes on as it would).
     process.on("uncaughtExceptionMonitor", (e) => runtime.c(e));
     process.on("exit", () => {
+        // The debugger worker's inspector session ends before the program
+        // does (else Node prints that it waits for the debugger).
+        const stop = debuggerStop;
+        if (isMainThread && stop !== null && Atomics.load(stop, 1) === 1) {
+            Atomics.store(stop, 0, 2);
+            for (let i = 0; i < 100 && Atomics.load(stop, 1) === 1; i++) Atomics.wait(stop, 1, 1, 5);
+        }
         // The last logpoint messages: written, and taken by the agent
         // (it looks every few ms) before the memory goes.
         for (let i = 0; i < 250 && logbox !== null && Atomics.load(logbox, 0) !== Atomics.load(logbox, 1); i++) {

@@ -28,7 +28,11 @@ use strobe_symbols::source_maps::SourceMaps;
 /// thrownAt?: {file, line}, frames: [{function?, file, line, column}],
 /// properties?: {name: value as printed}, stderrEventIds}`.
 pub fn node_uncaught(lines: &[StderrLine]) -> Option<Value> {
-    let end = lines.iter().rposition(|l| !l.text.trim().is_empty())?;
+    // Node prints this last when an inspector session (Strobe's debugger
+    // worker) is still connected as it exits.
+    let end = lines.iter().rposition(|l| {
+        !l.text.trim().is_empty() && l.text != "Waiting for the debugger to disconnect..."
+    })?;
     if !lines[end].text.starts_with("Node.js v") {
         return None;
     }
@@ -219,6 +223,15 @@ mod tests {
             (&v["type"], &v["message"]),
             (&json!("(thrown value)"), &json!("plain string"))
         );
+    }
+
+    #[test]
+    fn the_debuggers_goodbye_after_the_version_line_is_not_output() {
+        let r = node_uncaught(&lines(
+            "/app/boom.js:4\n  throw e;\n  ^\n\nTypeError: bad\n    at parse (/app/boom.js:2:13)\n\nNode.js v20.20.2\nWaiting for the debugger to disconnect...\n",
+        ))
+        .expect("a report");
+        assert_eq!(r["type"], "TypeError");
     }
 
     #[test]

@@ -320,9 +320,18 @@ impl SessionManager {
         mut report: Value,
         headline: Option<String>,
     ) {
+        let locals = self.javascript_uncaught_locals(live, &report);
         crate::diagnosis::map_to_sources(&mut report);
         let mut exception =
             json!({"type": report["type"], "stderrEventIds": report["stderrEventIds"]});
+        match locals {
+            Some(locals) => exception["locals"] = json!(locals),
+            None => {
+                exception["localsHint"] = json!(
+                    "the throwing frame's locals come with a crash when the program is launched with                      env STROBE_JS_CRASH_LOCALS=1 (or once a breakpoint was set)"
+                )
+            }
+        }
         for key in ["message", "properties", "thrownAt"] {
             if !report[key].is_null() {
                 exception[key] = report[key].clone();
@@ -343,6 +352,36 @@ impl SessionManager {
         let mut life = live.life.lock().expect("lifecycle lock");
         life.crash_seen = true;
         life.crash_summary = headline;
+    }
+
+    /// The locals of the frame that threw what ended the Node program, when
+    /// its debugger worker saw the throw (`STROBE_JS_CRASH_LOCALS=1`, or a
+    /// breakpoint was set): `uncaught-<pid>.json` in the session's runtime
+    /// directory (agent/node/debugger.cjs `uncaught`), taken only when its
+    /// frame is where `report` (Node's, not yet source-mapped) says the
+    /// error was thrown, or the function its stack starts in, so an
+    /// earlier throw a handler survived is not shown for this one. An
+    /// async function's are its parameters and `var`s: V8 pauses where its
+    /// probe rethrows, outside the block its `let`s and `const`s live in.
+    fn javascript_uncaught_locals(&self, live: &Live, report: &Value) -> Option<Vec<Value>> {
+        let dir = live.probed.as_ref()?.lock().ok()?.dir.clone();
+        let text = std::fs::read_to_string(dir.join(format!("uncaught-{}.json", live.pid))).ok()?;
+        let seen: Value = serde_json::from_str(&text).ok()?;
+        let payload: Vec<u8> = serde_json::from_value(seen["payload"].clone()).ok()?;
+        let (frames, locals) = strobe_values::python::paused(&payload)?;
+        let top = frames.first()?;
+        let here = |at: &Value| at["file"] == top["file"] && at["line"] == top["line"];
+        // An async function's rejection pauses where its probe rethrows
+        // (the end of its body), in the function the stack names.
+        let same_function = |at: &Value| {
+            let (Some(named), Some(paused)) = (at["function"].as_str(), top["function"].as_str())
+            else {
+                return false;
+            };
+            at["file"] == top["file"] && (named == paused || named.ends_with(&format!(".{paused}")))
+        };
+        let innermost = &report["frames"][0];
+        (here(&report["thrownAt"]) || here(innermost) || same_function(innermost)).then_some(locals)
     }
 
     /// Stores what the target's pipes hold now (a crashing process is held,
