@@ -131,8 +131,8 @@ module.exports = function liveProbes(dir, post, urls) {
                 }
                 const why = refused.get(file);
                 if (why !== undefined) {
-                    failed.push([p, `${path.basename(file)} was loaded before Strobe attached and cannot be probed now: ${why}; `
-                        + "add the pattern again later, or launch the program with debug_launch to trace it from the start"]);
+                    failed.push([p, `${path.basename(file)} was loaded before its probes existed (before Strobe attached, or before a pattern named its package) and cannot be probed now: ${why}; `
+                        + "add the pattern again later, or name it before debug_launch to trace it from the start"]);
                 }
             }
             return failed;

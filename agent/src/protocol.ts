@@ -23,9 +23,9 @@ export type HookTarget = [number, number, number[] | null, number, number];
 /** A Python function to trace: [id, source file, co_qualname]
  *  (crates/strobe-frida/src/agent_protocol/to_agent.rs, PyTarget). */
 export type PyTarget = [number, string, string];
-/** A JavaScript function to trace: [id, probe index]
- *  (crates/strobe-frida/src/agent_protocol/to_agent.rs, JsTarget). */
-export type JsTarget = [number, number];
+/** A JavaScript function to trace: [id, probe index, its file was probed
+ *  after the program started] (crates/strobe-frida/src/agent_protocol/to_agent.rs, JsTarget). */
+export type JsTarget = [number, number, boolean];
 
 /** The Python tracer's run-time matching (to_agent.rs, PyRuntimeMatch). */
 export interface PyRuntimeMatch { patterns: string[]; mainModule: string; firstId: number; maxIds: number }

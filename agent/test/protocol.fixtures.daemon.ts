@@ -81,7 +81,13 @@ export const daemonMessages = [
         "functions": [
             [
                 8,
-                41
+                41,
+                false
+            ],
+            [
+                9,
+                42,
+                true
             ]
         ],
         "sampling": false,

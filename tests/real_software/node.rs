@@ -171,7 +171,9 @@ async fn url_join_traced_under_debug_test_keeps_mochas_counts() {
 /// Functions inside packages nobody here wrote, in `node_modules`, while a
 /// script uses them: `ms` named before the launch (probed with the
 /// project), `minimatch` named while the program runs and before it loads
-/// it (probed then). Both pinned by url-join's fixture lock.
+/// it (probed then), `he` named after the program loaded it (probed then,
+/// and its loaded script swapped for the probed copy). All pinned by
+/// url-join's fixture lock.
 #[tokio::test(flavor = "multi_thread")]
 async fn functions_inside_node_modules_packages_are_traced_when_a_pattern_names_them() {
     let work = tempfile::tempdir().unwrap();
@@ -182,12 +184,14 @@ async fn functions_inside_node_modules_packages_are_traced_when_a_pattern_names_
         root.join("uses_packages.js"),
         format!(
             r#"const fs = require("fs");
+const he = require("he");
 console.log(require("ms")("2 days"));
 const wait = setInterval(() => {{
   if (!fs.existsSync({go:?})) return;
   clearInterval(wait);
   const minimatch = require("minimatch");
   console.log(minimatch("lib/url-join.js", "lib/*.js"));
+  console.log(he.encode("<b>"));
 }}, 20);
 "#
         ),
@@ -215,11 +219,22 @@ const wait = setInterval(() => {{
     assert!(added["hookedFunctions"].as_u64().unwrap() > 10, "{added}");
     let said = added["warnings"].to_string();
     assert!(said.contains("was probed now"), "{added}");
+    let added = c
+        .ok("debug_trace", json!({"sessionId": id, "add": ["he.**"]}))
+        .await;
+    assert!(added["hookedFunctions"].as_u64().unwrap() > 3, "{added}");
+    assert!(
+        !added["warnings"].to_string().contains("cannot be probed"),
+        "{added}"
+    );
     std::fs::write(&go, "").unwrap();
     let st = c.wait_ended(&id).await;
     let stderr = c.events(&id, Some("stderr")).await;
     assert_eq!(st["exitCode"], 0, "{st} {stderr:?}");
-    assert_eq!(c.stdout_lines(&id).await, ["172800000", "true"]);
+    assert_eq!(
+        c.stdout_lines(&id).await,
+        ["172800000", "true", "&#x3C;b&#x3E;"]
+    );
 
     let parse = c.calls_of(&id, "function_enter", "ms.parse").await;
     assert_eq!(parse[0]["arguments"][0]["value"], "2 days", "{parse:?}");
@@ -247,6 +262,9 @@ const wait = setInterval(() => {{
         .calls_of(&id, "function_exit", "minimatch.minimatch.minimatch")
         .await;
     assert_eq!(exits[0]["returnValue"], true, "{exits:?}");
+    // `he` was loaded before its pattern: traced all the same.
+    let encode = c.calls_of(&id, "function_enter", "he.he.encode").await;
+    assert_eq!(encode[0]["arguments"][0]["value"], "<b>", "{encode:?}");
     // Its methods too, named under their class.
     let methods = c
         .calls_of(&id, "function_enter", "minimatch.minimatch.Minimatch.match")

@@ -365,13 +365,15 @@ function install(req: HookRequest): void {
         if (!ok) failed.push([id, `probe index ${probe} is out of range`]);
         return ok;
     });
-    if (!nodeRuntimeAttached() || valid.length === 0) {
+    // An attached program compiled its functions before the probes
+    // existed, and a launched one may have loaded a package before a
+    // pattern named it: those scripts get their probed copies first.
+    const late = nodeRuntimeAttached() ? valid : valid.filter(([, , probedLate]) => probedLate === true);
+    if (late.length === 0) {
         enable(req, started, r, valid, failed);
         return;
     }
-    // An attached program compiled its functions before the probes
-    // existed: their scripts get their probed copies first.
-    const probes = [...new Set(valid.map(([, probe]) => probe))];
+    const probes = [...new Set(late.map(([, probe]) => probe))];
     probeLive(probes, r.buffers, MAX_BUFFERS, nodeRuntimeMissing(), notLive => {
         const why = new Map(notLive);
         const live = valid.filter(([id, probe]) => {

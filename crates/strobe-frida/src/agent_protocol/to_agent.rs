@@ -245,10 +245,13 @@ pub enum HookFunctions {
 }
 
 /// One JavaScript function to trace (agent/src/tracers/javascript/): `[id,
-/// probe index]`, the probe the daemon wrote into its source as Node loaded
-/// it (strobe_symbols::resolvers::javascript::instrument).
+/// probe index, late]`, the probe the daemon wrote into its source as Node
+/// loaded it (strobe_symbols::resolvers::javascript::instrument). `late`:
+/// its file was probed after the program started (a package a pattern
+/// named while it ran), so Node may have loaded it without the probe and
+/// the agent makes it live first, as in an attached program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JsTarget(pub u32, pub u32);
+pub struct JsTarget(pub u32, pub u32, pub bool);
 
 /// One Python function to trace (agent/src/tracers/python/): `[id, source
 /// file, co_qualname]`. The agent traces every code object with that file

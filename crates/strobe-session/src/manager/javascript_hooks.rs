@@ -159,7 +159,7 @@ pub(super) fn js_target(
     };
     let probed = probed.lock().unwrap_or_else(|e| e.into_inner());
     match probed.probe_of(file, qualname, f.line.unwrap_or(0)) {
-        Some(probe) => Ok(JsTarget(id, probe)),
+        Some(probe) => Ok(JsTarget(id, probe, probed.probed_late(probe))),
         None if !probed.has_file(file) => Err((
             id,
             format!(
@@ -303,9 +303,10 @@ pub(super) fn probe_named_packages(
         }
         match probed.add_package(&dir) {
             Ok(n) => warnings.push(format!(
-                "{} ({n} files) was probed now: its files Node loads from now on are traced; any it \
-                 loaded before run unprobed until the program restarts (a pattern staged before \
-                 debug_launch probes a package from the start)",
+                "{} ({n} files) was probed now: its files Node loads from now on are traced, and \
+                 those the main thread loaded already are swapped for their probed copies (V8's \
+                 live edit, which turns the debugger on; a file V8 refuses is named with why). A \
+                 pattern staged before debug_launch probes a package from the start",
                 dir.display()
             )),
             Err(e) => warnings.push(format!("could not probe {}: {e}", dir.display())),

@@ -55,6 +55,9 @@ pub struct ProbedProgram {
     copies: usize,
     /// An ES module was probed.
     esm: bool,
+    /// The probes from this index on are in files probed after the program
+    /// started (`add_package` while it runs).
+    late_from: u32,
     /// The packages (`node_modules/<name>`) files were probed in.
     packages: HashSet<PathBuf>,
 }
@@ -122,6 +125,7 @@ impl ProbedProgram {
         for p in packages {
             out.add_package(p)?;
         }
+        out.late_from = out.next;
         Ok(out)
     }
 
@@ -289,6 +293,12 @@ impl ProbedProgram {
             .iter()
             .min_by_key(|(l, _)| l.abs_diff(line))
             .map(|(_, p)| *p)
+    }
+
+    /// Is `probe` in a file probed after the program started (which Node
+    /// may have loaded before it was probed)?
+    pub fn probed_late(&self, probe: u32) -> bool {
+        probe >= self.late_from
     }
 
     /// Was `file` probed?
