@@ -37,8 +37,18 @@ fn line_of(file: &str, marker: &str) -> u64 {
 /// `node <script> <args>` started in the fixture directory: the child,
 /// its pid and its stdout's lines.
 fn node(script: &str, args: &[&str]) -> (Spawned, u32, Lines<BufReader<ChildStdout>>) {
+    node_with(&[], script, args)
+}
+
+/// [`node`] with node's own options `options` before the script.
+fn node_with(
+    options: &[&str],
+    script: &str,
+    args: &[&str],
+) -> (Spawned, u32, Lines<BufReader<ChildStdout>>) {
     let mut target = Spawned::start(
         Command::new("node")
+            .args(options)
             .arg(script)
             .args(args)
             .current_dir(attachee())
@@ -344,5 +354,46 @@ async fn a_node_program_whose_main_thread_is_blocked_gets_a_warning_and_runs_on_
     for _ in 0..5 {
         assert!(lines.next().unwrap().unwrap().starts_with("tick "));
     }
+    assert!(target.0.try_wait().unwrap().is_none());
+}
+
+/// A program started under Node's permission model would refuse Strobe's
+/// runtime: the attach says so at once, naming the flag, instead of
+/// waiting for a load that cannot happen; the program runs on.
+#[tokio::test(flavor = "multi_thread")]
+async fn attaching_to_a_node_program_under_the_permission_model_says_why_at_once() {
+    let env = Env::new();
+    let c = env.client().await;
+    let read = format!("--allow-fs-read={}", attachee().display());
+    let (mut target, pid, mut lines) =
+        node_with(&["--experimental-permission", &read], "ticker.js", &[]);
+    tick_number(&mut lines);
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": attachee()}),
+        )
+        .await;
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("permission model (--experimental-permission)")
+            && !warnings.contains("did not run JavaScript"),
+        "{v}"
+    );
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let e = c
+        .reply(
+            "debug_breakpoint",
+            json!({"sessionId": id, "add": [{"file": "ticker.js", "line": line_of("ticker.js", "tick-body")}]}),
+        )
+        .await;
+    assert!(
+        e.is_error && e.error_text().contains("permission model"),
+        "{}",
+        e.text
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    tick_number(&mut lines);
     assert!(target.0.try_wait().unwrap().is_none());
 }

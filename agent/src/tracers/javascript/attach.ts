@@ -247,6 +247,16 @@ export function loadNodeRuntime(dir: string, shown: () => number,
         done(null, "the runtime was loaded already by this agent");
         return;
     }
+    const flag = permissionFlag();
+    if (flag !== null) {
+        // Node would refuse the runtime's files (and its worker): said now,
+        // not after a load that fails inside the program, unseen.
+        missing = `this Node.js program runs under Node's permission model (${flag}), which refuses Strobe's runtime; `
+            + `its output, exit and native code are recorded, but its JavaScript is not traced and takes no breakpoints. `
+            + `Start it without ${flag} to debug its JavaScript`;
+        done(null, missing);
+        return;
+    }
     const before = shown();
     const status = Memory.alloc(64);
     const isolateSlot = Memory.alloc(16);
@@ -313,6 +323,32 @@ export function loadNodeRuntime(dir: string, shown: () => number,
         }
         done(null, missing);
     }, 5);
+}
+
+/** The permission-model flag this Node.js process was started with
+ *  (`--experimental-permission` on Node 20, `--permission` from 22), in
+ *  its arguments before the script or in NODE_OPTIONS, or null (the
+ *  daemon's javascript_hooks::runtime_refused is the launch's check). */
+function permissionFlag(): string | null {
+    // Bytes: the words are NUL-separated (a text read stops at the first).
+    const words = (path: string) => {
+        try {
+            const bytes = new Uint8Array(File.readAllBytes(path));
+            let text = "";
+            for (const b of bytes) text += String.fromCharCode(b);
+            return text.split("\0");
+        } catch (_) {
+            return [];
+        }
+    };
+    const args = words("/proc/self/cmdline").slice(1);
+    // Node's own options come before the script (the first word that is
+    // not an option; the flags in question take no value).
+    const script = args.findIndex(a => !a.startsWith("-"));
+    const own = script < 0 ? args : args.slice(0, script);
+    const options = words("/proc/self/environ").find(e => e.startsWith("NODE_OPTIONS="));
+    const all = own.concat(options === undefined ? [] : options.slice("NODE_OPTIONS=".length).split(/\s+/));
+    return all.find(a => a === "--experimental-permission" || a === "--permission") ?? null;
 }
 
 /** Takes away what only the loading needed (the stub stays, pointing at
