@@ -316,3 +316,24 @@ async fn a_program_under_nodes_permission_model_runs_untraced_and_is_told_why() 
     assert_eq!(end["exitCode"], 0, "{end}");
     assert_eq!(c.stdout_lines(&id).await, ["hi"]);
 }
+
+/// Strobe's read and vm wrappers (for Jest's and Vitest's own module
+/// loading) are only in a test runner's process: any other program keeps
+/// Node's own `fs.readFileSync` and `vm.createContext`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_that_is_not_a_test_runner_keeps_nodes_own_reads() {
+    let env = Env::new();
+    let c = env.client().await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["own_reads.js"], "projectRoot": shop(), "cwd": shop()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    assert_eq!(
+        c.stdout_lines(&id).await,
+        ["readFileSync own", "createContext own"]
+    );
+}

@@ -18,6 +18,11 @@ const vm = require("vm");
 const readFileSync = fs.readFileSync;
 const readFileAsync = fs.promises.readFile;
 
+/** A script path of Jest's or Vitest's: their commands (`.bin/jest`,
+ *  `jest-cli`, `vitest.mjs`) and their workers' entry points
+ *  (`jest-worker/…/processChild.js`, `vitest/dist/workers/…`). */
+const RUNNER_COMMAND = /(^|[\\/])(jest|vitest)[^\\/]*([\\/]|$)/;
+
 /** FNV-1a over UTF-16 units: the daemon's hash of the text it probed. */
 function fnv(text) {
     let h = 0x811c9dc5;
@@ -90,9 +95,21 @@ function serveProbedSources(dir, names, { serving = () => true, hooks = true } =
         files = Object.create(null);
         read();
     };
+    // Only a test runner's process gets the read and vm wrappers
+    // (`serveRunners`): one run by Jest or Vitest (its command, or a
+    // worker of theirs), or one that loads jest-runtime; any other
+    // program's reads stay Node's own.
+    let runners = false;
+    const serveRunnersOnce = () => {
+        if (runners) return;
+        runners = true;
+        serveRunners(probed, (file) => files[file] !== undefined);
+    };
+    if (RUNNER_COMMAND.test(process.argv[1] || "")) serveRunnersOnce();
     const Module = require("module");
     const compile = Module.prototype._compile;
     Module.prototype._compile = function (content, filename) {
+        if (!runners && filename.includes("/jest-runtime/")) serveRunnersOnce();
         return compile.call(this, probed(content, filename), filename);
     };
     const hooksFile = path.join(__dirname, "hooks.mjs");
@@ -106,7 +123,6 @@ function serveProbedSources(dir, names, { serving = () => true, hooks = true } =
             // ES modules then load unprobed.
         }
     }
-    serveRunners(probed, (file) => files[file] !== undefined);
     return retarget;
 }
 
