@@ -397,3 +397,34 @@ async fn attaching_to_a_node_program_under_the_permission_model_says_why_at_once
     tick_number(&mut lines);
     assert!(target.0.try_wait().unwrap().is_none());
 }
+
+/// An ES module the program imports after the attach would load unprobed
+/// (an attached program has no loader hooks, whose thread would outlive
+/// the session, and V8 refuses to swap an ES module's code): a pattern on
+/// it says so instead of tracing nothing; the program runs on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pattern_on_an_es_module_not_loaded_in_an_attached_program_says_why() {
+    let env = Env::new();
+    let c = env.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let (_target, pid, mut lines) = node("esm_later.js", &[go.to_str().unwrap()]);
+    assert_eq!(lines.next().unwrap().unwrap(), "waiting");
+    let id = attach(&c, pid).await;
+    let added = c
+        .ok(
+            "debug_trace",
+            json!({"sessionId": id, "add": ["late.shout"]}),
+        )
+        .await;
+    assert_eq!(added["hookedFunctions"], 0, "{added}");
+    let said = added["warnings"].to_string();
+    assert!(
+        said.contains("late.mjs cannot be probed: it is an ES module"),
+        "{added}"
+    );
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), "late 1");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

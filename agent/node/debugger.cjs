@@ -46,7 +46,7 @@ const PROBE_CODE = [["var __sc=", "try{"], ["__sv=void 0", ";"], ["if(__sc)", "}
 /** From a function's entry to its probe: the header's end, `{`, directives. */
 const FUNCTION_ENTRY = /^[^;{}]*\{\s*(("[^"]*"|'[^']*')\s*;?\s*)*$/;
 
-const { shared, at, stop, crashLocals, ready } = workerData;
+const { shared, at, stop, crashLocals, ready, attached } = workerData;
 /** The main thread's control words: [15] is 1 while it waits for the
  *  breakpoints set before it started (preload.cjs). */
 const ctrl = new Int32Array(shared, 0, 16);
@@ -557,7 +557,7 @@ let live = null;
  *  Strobe attached; answers with those that could not be. */
 async function probe(order) {
     await ensureSession();
-    live ??= require("./liveprobe.cjs")(__dirname, post, urls);
+    live ??= require("./liveprobe.cjs")(__dirname, post, urls, attached === true);
     send({ type: "probes_live", id: order.id, failed: await live.probe(order.probes) });
 }
 

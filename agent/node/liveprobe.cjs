@@ -25,6 +25,10 @@ const REFUSED = {
     BlockedByTopLevelEsModuleChange: "its probes would change the ES module's top-level code",
     CompileError: "V8 did not compile its probed copy",
 };
+/** Why an ES module not loaded yet cannot be traced in an attached program. */
+const NOT_LOADED_ESM = "it is an ES module Node has not loaded yet, and in an attached program ES modules load unprobed "
+    + "(Node's loader hooks would leave a thread behind after the detach; V8 cannot swap an ES module's code once loaded)";
+
 /** A function that is running now may return a moment later: the swap is
  *  tried again this often, this many ms apart. */
 const TRIES = 25;
@@ -47,9 +51,10 @@ function withoutBindings(text) {
  * The live probing of one session whose probed copies and manifest are in
  * `dir`. `post` sends an inspector command to the main thread's V8 (the
  * debugger must be enabled); `urls` maps script ids to URLs (from
- * `Debugger.scriptParsed`).
+ * `Debugger.scriptParsed`); `attached`: the runtime was loaded into the
+ * running program (it has no ES module loader hooks).
  */
-module.exports = function liveProbes(dir, post, urls) {
+module.exports = function liveProbes(dir, post, urls, attached) {
     /** Scripts swapped: script id → {file, original text}. */
     const swapped = new Map();
     /** Files whose loaded scripts are probed (or that were not loaded). */
@@ -96,12 +101,17 @@ module.exports = function liveProbes(dir, post, urls) {
     }
 
     async function settle(file, e) {
-        for (const id of scriptsOf(file)) {
+        const ids = scriptsOf(file);
+        for (const id of ids) {
             if (swapped.has(id)) continue;
             const why = await swap(id, file, e).catch((err) => String(err.message || err));
             if (why !== null) return why;
         }
-        // Not loaded (yet): sources.cjs serves the probed copy when it is.
+        // Not loaded (yet): sources.cjs serves a CommonJS module's probed
+        // copy when it is. An ES module would load unprobed: an attached
+        // program has no loader hooks (their thread would outlive the
+        // session), and V8 refuses to swap an ES module's code once loaded.
+        if (ids.length === 0 && e.module === true && attached) return NOT_LOADED_ESM;
         return null;
     }
 
@@ -131,7 +141,9 @@ module.exports = function liveProbes(dir, post, urls) {
                 }
                 const why = refused.get(file);
                 if (why !== undefined) {
-                    failed.push([p, `${path.basename(file)} was loaded before its probes existed (before Strobe attached, or before a pattern named its package) and cannot be probed now: ${why}; `
+                    const when = why === NOT_LOADED_ESM ? "cannot be probed"
+                        : "was loaded before its probes existed (before Strobe attached, or before a pattern named its package) and cannot be probed now";
+                    failed.push([p, `${path.basename(file)} ${when}: ${why}; `
                         + "add the pattern again later, or name it before debug_launch to trace it from the start"]);
                 }
             }

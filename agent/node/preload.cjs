@@ -879,7 +879,7 @@ function startDebugger() {
         const crashLocals = process.env.STROBE_JS_CRASH_LOCALS === "1";
         const ready = new Int32Array(new SharedArrayBuffer(4));
         const w = new Worker(path.join(runtimeDir, "debugger.cjs"), {
-            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt, stop, crashLocals, ready },
+            workerData: { strobeDebugger: true, shared: mainShared, at: debugAt, stop, crashLocals, ready, attached: attaching },
             stdout: true,
             stderr: true,
         });

@@ -8,7 +8,7 @@
 //! "files": {"<absolute path>": {"probed":
 //! "<n>.js", "len": <UTF-16 length>, "hash": <FNV-1a of the UTF-16 units>,
 //! "first": <probe index of its first function>, "names": [[parameter
-//! names] per function]}}}`. The runtime uses a probed copy only when the
+//! names] per function], "module": <an ES module>}}}`. The runtime uses a probed copy only when the
 //! text Node loads has that length and hash: a file edited since is loaded
 //! as it is.
 //!
@@ -202,25 +202,26 @@ impl ProbedProgram {
             }
             let first = self.next;
             self.next += parsed.functions.len() as u32;
-            self.esm |= parsed.is_module || file.extension().is_some_and(|e| e == "mjs");
-            numbered.push((self.copies, file, text, parsed, first));
+            let module = parsed.is_module || file.extension().is_some_and(|e| e == "mjs");
+            self.esm |= module;
+            numbered.push((self.copies, file, text, parsed, first, module));
             self.copies += 1;
         }
         let written: Vec<_> = numbered
             .into_par_iter()
-            .map(|(n, file, text, parsed, first)| {
+            .map(|(n, file, text, parsed, first, module)| {
                 let compiled = parsed.has_source_map;
-                let module = match package_of(file) {
+                let module_name = match package_of(file) {
                     Some(p) => module_name(file, p.parent().unwrap_or(&p)),
                     None => module_name(file, &self.root),
                 };
-                let done = probe_text(parsed, &text, first, Some(&module));
-                (n, file, text, done, first, compiled)
+                let done = probe_text(parsed, &text, first, Some(&module_name));
+                (n, file, text, done, first, compiled, module)
             })
             .collect();
         let added = written.len();
         let mut maps = SourceMaps::default();
-        for (n, file, text, done, first, compiled) in written {
+        for (n, file, text, done, first, compiled, module) in written {
             let probed = format!("{n}.js");
             std::fs::write(self.dir.join(&probed), &done.text)?;
             let path = file.to_string_lossy().into_owned();
@@ -233,6 +234,7 @@ impl ProbedProgram {
                     "hash": utf16_fnv(&text),
                     "first": first,
                     "names": names,
+                    "module": module,
                 }),
             );
             for (i, f) in done.functions.iter().enumerate() {
