@@ -40,20 +40,24 @@ fn node(script: &str, args: &[&str]) -> (Spawned, u32, Lines<BufReader<ChildStdo
     node_with(&[], script, args)
 }
 
-/// [`node`] with node's own options `options` before the script.
+/// [`node`] with node's own options `options` before the script. Its
+/// stderr goes to a file a failure shows ([`how_it_ended`]).
 fn node_with(
     options: &[&str],
     script: &str,
     args: &[&str],
 ) -> (Spawned, u32, Lines<BufReader<ChildStdout>>) {
+    let stderr = std::fs::File::create(stderr_file_of(script)).unwrap();
     let mut target = Spawned::start(
         Command::new("node")
             .args(options)
             .arg(script)
             .args(args)
             .current_dir(attachee())
-            .stdout(Stdio::piped()),
+            .stdout(Stdio::piped())
+            .stderr(stderr),
     );
+    std::fs::rename(stderr_file_of(script), stderr_file(target.id())).unwrap();
     let pid = target.id();
     let lines = BufReader::new(target.0.stdout.take().unwrap()).lines();
     (target, pid, lines)
@@ -157,21 +161,42 @@ fn tick_is_probed(pid: u32, asked: &mut u32, lines: &mut Lines<BufReader<ChildSt
     )
 }
 
-/// How the test's child `pid` ended (its wait status), once it has.
+/// Where the stderr of the test's child `pid` goes (cargo's scratch
+/// directory for integration tests, under target/).
+fn stderr_file(pid: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("strobe-attachee-{pid}.stderr"))
+}
+
+/// Where a child's stderr goes until it has a pid.
+fn stderr_file_of(script: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "strobe-attachee-{}-{script}-{:?}.stderr",
+        std::process::id(),
+        std::thread::current().id()
+    ))
+}
+
+/// How the test's child `pid` ended (its wait status), once it has, and
+/// what it printed on stderr.
 fn how_it_ended(pid: u32) -> String {
     let mut status = 0;
+    let printed = || std::fs::read_to_string(stderr_file(pid)).unwrap_or_default();
     for _ in 0..50 {
         // SAFETY: pid is this test's own child; WNOHANG never blocks.
         if unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) } == pid as i32 {
-            return if libc::WIFSIGNALED(status) {
+            let how = if libc::WIFSIGNALED(status) {
                 format!("killed by signal {}", libc::WTERMSIG(status))
             } else {
                 format!("exit code {}", libc::WEXITSTATUS(status))
             };
+            return format!("{how}; its stderr: {}", printed());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    "still running (its stdout closed)".into()
+    format!(
+        "still running (its stdout closed); its stderr: {}",
+        printed()
+    )
 }
 
 /// Waits (up to 30 s) for `count` exits of `function`.
@@ -310,8 +335,18 @@ async fn attaching_to_a_node_program_busy_in_javascript_reaches_it_there() {
         fields[0] + fields[1]
     };
     let first = cpu();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(cpu() > first, "the loop runs on after the detach");
+    // (Frida may still be unloading its agent, the process stopped under
+    // ptrace, a moment after the detach: the loop gets up to 5 s.)
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while cpu() == first {
+        assert!(
+            Instant::now() < deadline,
+            "the loop runs on after the detach: {} (state {:?})",
+            how_it_ended(pid),
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(target.0.try_wait().unwrap().is_none());
 }
 
