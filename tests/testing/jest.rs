@@ -162,11 +162,32 @@ async fn an_instrumented_jest_run_traces_the_project_inside_jests_sandbox() {
         "{thrown}"
     );
     let patterns: Vec<String> = serde_json::from_value(thrown["suggestedTraces"].clone()).unwrap();
-    instrumented_calc_run(&c, &project, "jest_project", &FILES, &patterns).await;
+    instrumented_calc_run(&c, &project, "jest_project", &FILES, &patterns, json!({})).await;
+}
+
+/// The same with Jest's native ES modules (`--experimental-vm-modules`,
+/// no transform): Jest reads each module's text through the same loader
+/// and links it as a `vm.SourceTextModule` in its sandbox.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_jest_run_traces_es_modules_in_jests_sandbox() {
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("jest_esm_project", &FILES, work.path());
+    instrumented_calc_run(
+        &c,
+        &project,
+        "jest_esm_project",
+        &FILES,
+        &["calc.*".to_string()],
+        json!({"NODE_OPTIONS": "--experimental-vm-modules"}),
+    )
+    .await;
 }
 
 /// An instrumented run of the calc fixture `fixture` (copied to `project`)
-/// with `patterns` naming its calc.js: the plain run's counts, calc.js traced with typed arguments, return
+/// with `patterns` naming its calc.js, and the environment `env` (an
+/// object): the plain run's counts, calc.js traced with typed arguments, return
 /// values and the throw, and the project's files on disk unchanged.
 pub(crate) async fn instrumented_calc_run(
     c: &Client,
@@ -174,10 +195,11 @@ pub(crate) async fn instrumented_calc_run(
     fixture: &str,
     files: &[&str],
     patterns: &[String],
+    env: Value,
 ) {
     let r = run(
         c,
-        json!({"action": "run", "projectRoot": project, "tracePatterns": patterns}),
+        json!({"action": "run", "projectRoot": project, "tracePatterns": patterns, "env": env}),
     )
     .await;
     assert_eq!(counts(&r), (3, 2, 1), "the plain run's counts: {r}");

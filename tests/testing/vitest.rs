@@ -110,6 +110,35 @@ async fn an_instrumented_vitest_run_traces_the_project_in_its_workers() {
         "vitest_project",
         &FILES,
         &["calc.*".to_string()],
+        json!({}),
+    )
+    .await;
+}
+
+/// The same on a TypeScript project Vite compiles itself (no tsc, no
+/// source map on disk): the `.ts` sources get probed copies as they are,
+/// the functions are named and traced in TypeScript's terms, and an import
+/// of a type only (which the compiler drops) still links.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instrumented_vitest_run_traces_typescript_sources() {
+    const TS_FILES: [&str; 5] = [
+        "package.json",
+        "src/calc.ts",
+        "src/pair.ts",
+        "tests/unit/calc.test.ts",
+        "tests/integration/report.test.ts",
+    ];
+    let env = Env::new();
+    let c = env.client().await;
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture("vitest_ts_project", &TS_FILES, work.path());
+    instrumented_calc_run(
+        &c,
+        &project,
+        "vitest_ts_project",
+        &TS_FILES,
+        &["calc.*".to_string()],
+        json!({}),
     )
     .await;
 }

@@ -51,13 +51,21 @@ impl NodeLaunch {
         let started = std::time::Instant::now();
         let script = script_of(args).map(|s| cwd.join(s));
         let packages = named_packages(patterns.iter().copied(), project_root);
-        let probed = ProbedProgram::write(dir, project_root, script.as_deref(), home, &packages)
-            .map_err(|e| {
-                SessionError::internal(format!(
-                    "could not write the probed sources to {}: {e}",
-                    dir.display()
-                ))
-            })?;
+        let typescript = script.as_deref().is_some_and(compiles_typescript_itself);
+        let probed = ProbedProgram::write(
+            dir,
+            project_root,
+            script.as_deref(),
+            home,
+            &packages,
+            typescript,
+        )
+        .map_err(|e| {
+            SessionError::internal(format!(
+                "could not write the probed sources to {}: {e}",
+                dir.display()
+            ))
+        })?;
         write_runtime(dir)?;
         let preload = dir.join("preload.cjs");
         let require = format!("--require \"{}\"", preload.display());
@@ -84,6 +92,15 @@ impl NodeLaunch {
             env,
         })
     }
+}
+
+/// Whether `script` is Vitest's (its command or a worker of its), which
+/// reads the project's TypeScript and compiles it itself (Vite), so the
+/// TypeScript sources get probed copies as they are.
+fn compiles_typescript_itself(script: &Path) -> bool {
+    script
+        .components()
+        .any(|c| c.as_os_str().to_string_lossy().starts_with("vitest"))
 }
 
 /// Why Node would refuse to load Strobe's runtime with these arguments

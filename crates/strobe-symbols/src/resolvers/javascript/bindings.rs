@@ -6,7 +6,10 @@
 //! function and class declarations, `export`ed ones alike, and the local
 //! names of `import`s. Not listed: a `var` inside a top-level block (it is
 //! hoisted, but rare enough not to be worth a walk), TypeScript-only
-//! declarations (only JavaScript is probed).
+//! declarations and `declare`d ones (nothing at run time), and in
+//! TypeScript the imports: one may name only a type, which the compiler
+//! drops, and a reader that named it would keep the import and fail to
+//! link.
 
 use oxc_ast::ast::{
     Declaration, ExportDefaultDeclarationKind, Program, Statement, VariableDeclaration,
@@ -38,32 +41,33 @@ pub fn top_level(program: &Program<'_>) -> (Vec<TopBinding>, Option<u32>) {
             });
         }
     };
+    let typescript = program.source_type.is_typescript();
     for st in &program.body {
         match st {
-            Statement::VariableDeclaration(v) => variables(v, &mut add),
-            Statement::FunctionDeclaration(f) => {
+            Statement::VariableDeclaration(v) if !v.declare => variables(v, &mut add),
+            Statement::FunctionDeclaration(f) if !f.declare => {
                 if let Some(id) = &f.id {
                     add(&id.name, true);
                 }
             }
-            Statement::ClassDeclaration(c) => {
+            Statement::ClassDeclaration(c) if !c.declare => {
                 if let Some(id) = &c.id {
                     add(&id.name, false);
                 }
             }
-            Statement::ImportDeclaration(i) => {
+            Statement::ImportDeclaration(i) if !typescript => {
                 for s in i.specifiers.iter().flatten() {
                     add(&s.local().name, false);
                 }
             }
             Statement::ExportDeclaration(e) => match &e.declaration {
-                Declaration::VariableDeclaration(v) => variables(v, &mut add),
-                Declaration::FunctionDeclaration(f) => {
+                Declaration::VariableDeclaration(v) if !v.declare => variables(v, &mut add),
+                Declaration::FunctionDeclaration(f) if !f.declare => {
                     if let Some(id) = &f.id {
                         add(&id.name, true);
                     }
                 }
-                Declaration::ClassDeclaration(c) => {
+                Declaration::ClassDeclaration(c) if !c.declare => {
                     if let Some(id) = &c.id {
                         add(&id.name, false);
                     }

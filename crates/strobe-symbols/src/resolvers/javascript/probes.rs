@@ -30,6 +30,10 @@ use std::path::{Path, PathBuf};
 /// Extensions Node loads as JavaScript (TypeScript and JSX need a loader
 /// that compiles them first; their compiled output is probed instead).
 const LOADABLE: [&str; 3] = ["js", "mjs", "cjs"];
+/// TypeScript sources, probed as they are for a runner that reads and
+/// compiles them itself (Vitest's Vite: the probes are JavaScript, which
+/// its compiler keeps).
+const TYPESCRIPT: [&str; 4] = ["ts", "mts", "cts", "tsx"];
 
 /// The probed files of a program, and which function has which probe.
 #[derive(Debug, Default)]
@@ -60,6 +64,8 @@ pub struct ProbedProgram {
     late_from: u32,
     /// The packages (`node_modules/<name>`) files were probed in.
     packages: HashSet<PathBuf>,
+    /// TypeScript sources are probed too ([`TYPESCRIPT`]).
+    typescript: bool,
 }
 
 /// The package directory (`…/node_modules/<name>`, or
@@ -92,13 +98,15 @@ impl ProbedProgram {
     /// probed copies are), `script` wherever it is, and the packages in
     /// `packages` (directories under `node_modules` a pattern named), into
     /// `dir` (created; emptied first). Files are read and probed in
-    /// parallel.
+    /// parallel. With `typescript`, TypeScript sources are probed as they
+    /// are, for a runner that compiles them itself (Vitest).
     pub fn write(
         dir: &Path,
         root: &Path,
         script: Option<&Path>,
         exclude: &Path,
         packages: &[PathBuf],
+        typescript: bool,
     ) -> std::io::Result<ProbedProgram> {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let exclude = exclude
@@ -119,6 +127,7 @@ impl ProbedProgram {
         let mut out = ProbedProgram {
             dir: dir.to_path_buf(),
             root: root.clone(),
+            typescript,
             ..ProbedProgram::default()
         };
         out.add_files(sources)?;
@@ -153,10 +162,11 @@ impl ProbedProgram {
 
     /// Probes `sources` (the loadable ones) and rewrites the manifest.
     fn add_files(&mut self, mut sources: Vec<PathBuf>) -> std::io::Result<usize> {
+        let typescript = self.typescript;
         sources.retain(|f| {
             f.extension()
                 .and_then(|e| e.to_str())
-                .is_some_and(|e| LOADABLE.contains(&e))
+                .is_some_and(|e| LOADABLE.contains(&e) || (typescript && TYPESCRIPT.contains(&e)))
         });
         sources.sort();
         // Parsing is the cost, done in parallel; numbering needs each

@@ -413,7 +413,7 @@ mod probed_program {
     fn the_project_is_probed_with_a_manifest_and_packages_only_when_named() {
         let (_dir, root) = project();
         let out = root.join(".strobe-out");
-        let mut p = ProbedProgram::write(&out, &root, None, &out, &[]).unwrap();
+        let mut p = ProbedProgram::write(&out, &root, None, &out, &[], false).unwrap();
         let app = root.join("app.js").display().to_string();
         let util = root.join("src/util.mjs").display().to_string();
         assert_eq!(p.probe_of(&app, "main", 1), Some(0));
@@ -540,6 +540,14 @@ mod module_bindings {
         assert_eq!(names, ["fs", "j", "ns", "n", "K"]);
         assert_eq!(at, Some(0));
         assert_eq!(listed("// only a comment\n", "e.js"), (vec![], None));
+        // TypeScript: no imports (one may name only a type the compiler
+        // drops), nothing `declare`d, no types.
+        let (names, _) = listed(
+            "import { Pair } from './pair';\ndeclare const g: number;\ninterface I {}\ntype T = I;\nexport const n: number = 1;\nenum E { A }\n",
+            "m.ts",
+        );
+        let names: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["n"]);
     }
 
     /// A module's bindings are read and set through the reader written into
