@@ -116,6 +116,20 @@ async fn attach(c: &Client, pid: u32) -> String {
     v["sessionId"].as_str().unwrap().to_string()
 }
 
+/// Attaches to a program Strobe's runtime cannot be loaded into: the
+/// session id and the warnings, which say the debugger is not available.
+async fn attach_without_runtime(c: &Client, pid: u32) -> (String, String) {
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": attachee()}),
+        )
+        .await;
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("not available"), "{v}");
+    (v["sessionId"].as_str().unwrap().to_string(), warnings)
+}
+
 /// Sets a breakpoint at `file`'s `marker`, waits for the pause, removes
 /// the breakpoint and returns the pause.
 async fn pause_at(c: &Client, id: &str, file: &str, marker: &str) -> Value {
@@ -357,18 +371,8 @@ async fn a_node_program_whose_main_thread_is_blocked_gets_a_warning_and_runs_on_
     let (mut target, pid, mut lines) = node("blocked.js", &["9"]);
     assert_eq!(lines.next().unwrap().unwrap(), "blocking");
 
-    let v = c
-        .ok(
-            "debug_launch",
-            json!({"attachPid": pid, "projectRoot": attachee()}),
-        )
-        .await;
-    let warnings = v["warnings"].to_string();
-    assert!(
-        warnings.contains("not available") && warnings.contains("did not run JavaScript"),
-        "{v}"
-    );
-    let id = v["sessionId"].as_str().unwrap().to_string();
+    let (id, warnings) = attach_without_runtime(&c, pid).await;
+    assert!(warnings.contains("did not run JavaScript"), "{warnings}");
     // Breakpoints say why they cannot be set.
     let e = c
         .reply(
@@ -403,19 +407,12 @@ async fn attaching_to_a_node_program_under_the_permission_model_says_why_at_once
     let (mut target, pid, mut lines) =
         node_with(&["--experimental-permission", &read], "ticker.js", &[]);
     tick_number(&mut lines);
-    let v = c
-        .ok(
-            "debug_launch",
-            json!({"attachPid": pid, "projectRoot": attachee()}),
-        )
-        .await;
-    let warnings = v["warnings"].to_string();
+    let (id, warnings) = attach_without_runtime(&c, pid).await;
     assert!(
         warnings.contains("permission model (--experimental-permission)")
             && !warnings.contains("did not run JavaScript"),
-        "{v}"
+        "{warnings}"
     );
-    let id = v["sessionId"].as_str().unwrap().to_string();
     let e = c
         .reply(
             "debug_breakpoint",

@@ -155,7 +155,7 @@ pub struct MemoryParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryTargetParam {
     /// Global/static; steps .field, ->field (≤4), [i], last [a:b]: "g->items[2].x", "main::calls"; or a
-    /// paused thread's local (Python: "module.NAME" too).
+    /// paused thread's local (Python, JS: "module.NAME" too).
     pub variable: Option<String>,
     /// Hex, with type.
     pub address: Option<String>,
