@@ -22,7 +22,7 @@ const { fnv } = require("./sources.cjs");
 const REFUSED = {
     BlockedByActiveFunction: "one of its functions is running on the main thread",
     BlockedByActiveGenerator: "one of its async functions or generators is suspended (awaiting or yielded)",
-    BlockedByTopLevelEsModuleChange: "its probes would change the ES module's top-level code",
+    BlockedByTopLevelEsModuleChange: "V8 does not swap an ES module's code (Node 20's V8 counts any edit of one as a change of its top level)",
     CompileError: "V8 did not compile its probed copy",
 };
 /** Why an ES module not loaded yet cannot be traced in an attached program. */

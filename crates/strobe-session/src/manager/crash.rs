@@ -328,7 +328,7 @@ impl SessionManager {
             Some(locals) => exception["locals"] = json!(locals),
             None => {
                 exception["localsHint"] = json!(
-                    "the throwing frame's locals come with a crash when the program is launched with                      env STROBE_JS_CRASH_LOCALS=1 (or once a breakpoint was set)"
+                    "the throwing frame's locals come with a crash when the program is launched with env STROBE_JS_CRASH_LOCALS=1 (or once a breakpoint was set)"
                 )
             }
         }
