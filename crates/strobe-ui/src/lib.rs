@@ -10,8 +10,9 @@
 //! (AT-SPI over D-Bus for the tree and actions, X11 for windows and
 //! capture); a macOS backend (AXUIElement, CoreGraphics) would be
 //! `backends/macos.rs` behind `cfg(target_os = "macos")`, written only once
-//! it can be tested. Stable ids, compact rendering, the vision merge and the
-//! `ui_snapshot` events are platform-independent and sit above this trait.
+//! it can be tested. Stable ids (`ids.rs`), the compact rendering
+//! (`render.rs`), the vision merge and the `ui_snapshot` events are
+//! platform-independent and sit above this trait.
 //!
 //! Invariants: this crate depends on no GUI toolkit and no display server
 //! library (backends bring their own, behind their file), so the core
@@ -20,6 +21,8 @@
 //! session's own or that the user allowed it.
 
 pub mod backends;
+pub mod ids;
+pub mod render;
 
 use std::fmt;
 
