@@ -14,10 +14,7 @@ use std::path::PathBuf;
 use support::Env;
 
 fn shop() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/javascript/shop")
-        .canonicalize()
-        .unwrap()
+    support::javascript_fixture("shop")
 }
 
 /// The exits of function `name` in `events` (a verbose query's), in order.

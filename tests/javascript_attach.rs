@@ -18,10 +18,7 @@ use std::time::{Duration, Instant};
 use support::{Client, Env, Spawned};
 
 fn attachee() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/javascript/attachee")
-        .canonicalize()
-        .unwrap()
+    support::javascript_fixture("attachee")
 }
 
 /// The line of fixture `file` holding `@marker`.

@@ -13,10 +13,7 @@ use std::path::PathBuf;
 use support::Env;
 
 fn debugee() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/javascript/debugee")
-        .canonicalize()
-        .unwrap()
+    support::javascript_fixture("debugee")
 }
 
 /// The line of `src` holding `@marker`.

@@ -13,30 +13,28 @@ use std::path::PathBuf;
 use support::Env;
 
 fn shop() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/javascript/shop")
-        .canonicalize()
-        .unwrap()
+    support::javascript_fixture("shop")
+}
+
+/// Launches `node <script>` in the shop fixture with the environment
+/// `env` (an object) and waits for its end: the session id and its status.
+async fn run_shop(c: &support::Client, script: &str, env: Value) -> (String, Value) {
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": [script], "projectRoot": shop(), "cwd": shop(), "env": env}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    (id, st)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn uncaught_errors_and_rejections_are_crashes_and_process_exit_is_an_exit() {
     let env = Env::new();
     let c = env.client().await;
-    let run = |script: &'static str| {
-        let c = &c;
-        async move {
-            let v = c
-                .ok(
-                    "debug_launch",
-                    json!({"command": "node", "args": [script], "projectRoot": shop(), "cwd": shop()}),
-                )
-                .await;
-            let id = v["sessionId"].as_str().unwrap().to_string();
-            let st = c.wait_ended(&id).await;
-            (id, st)
-        }
-    };
+    let run = |script: &'static str| run_shop(&c, script, json!({}));
 
     // A thrown error: its type, message and own properties, where it was
     // thrown, the stack innermost first, and the stderr lines Node printed.
@@ -106,14 +104,12 @@ async fn a_crash_carries_the_throwing_frames_locals_when_asked() {
     let crash_of = |script: &'static str, locals: bool| {
         let c = &c;
         async move {
-            let mut launch =
-                json!({"command": "node", "args": [script], "projectRoot": shop(), "cwd": shop()});
-            if locals {
-                launch["env"] = json!({"STROBE_JS_CRASH_LOCALS": "1"});
-            }
-            let v = c.ok("debug_launch", launch).await;
-            let id = v["sessionId"].as_str().unwrap().to_string();
-            let st = c.wait_ended(&id).await;
+            let env = if locals {
+                json!({"STROBE_JS_CRASH_LOCALS": "1"})
+            } else {
+                json!({})
+            };
+            let (id, st) = run_shop(c, script, env).await;
             let stderr = c.events(&id, Some("stderr")).await;
             assert_eq!(st["state"], "crashed", "{st} {stderr:?}");
             c.events(&id, Some("crash")).await[0]["exception"].clone()
@@ -149,15 +145,8 @@ async fn a_crash_carries_the_throwing_frames_locals_when_asked() {
 
     // process.exit with the debugger's session open: the session ends
     // first, so Node does not print that it waits for the debugger.
-    let v = c
-        .ok(
-            "debug_launch",
-            json!({"command": "node", "args": ["quits.js"], "projectRoot": shop(), "cwd": shop(),
-                   "env": {"STROBE_JS_CRASH_LOCALS": "1"}}),
-        )
-        .await;
-    let id = v["sessionId"].as_str().unwrap().to_string();
-    assert_eq!(c.wait_ended(&id).await["exitCode"], 3);
+    let (id, st) = run_shop(&c, "quits.js", json!({"STROBE_JS_CRASH_LOCALS": "1"})).await;
+    assert_eq!(st["exitCode"], 3);
     let stderr = c.events(&id, Some("stderr")).await;
     assert!(
         !format!("{stderr:?}").contains("Waiting for the debugger"),
@@ -324,14 +313,8 @@ async fn a_program_under_nodes_permission_model_runs_untraced_and_is_told_why() 
 async fn a_program_that_is_not_a_test_runner_keeps_nodes_own_reads() {
     let env = Env::new();
     let c = env.client().await;
-    let v = c
-        .ok(
-            "debug_launch",
-            json!({"command": "node", "args": ["own_reads.js"], "projectRoot": shop(), "cwd": shop()}),
-        )
-        .await;
-    let id = v["sessionId"].as_str().unwrap().to_string();
-    assert_eq!(c.wait_ended(&id).await["exitCode"], 0);
+    let (id, st) = run_shop(&c, "own_reads.js", json!({})).await;
+    assert_eq!(st["exitCode"], 0);
     assert_eq!(
         c.stdout_lines(&id).await,
         ["readFileSync own", "createContext own"]

@@ -877,7 +877,7 @@ function startDebugger() {
         // V8's pause on uncaught exceptions before the program runs (a
         // launch waits for it, at most DEBUG_START_WAIT_MS).
         const crashLocals = process.env.STROBE_JS_CRASH_LOCALS === "1";
-        const ready = new Int32Array(new SharedArrayBuffer(4));
+        const ready = crashLocals ? new Int32Array(new SharedArrayBuffer(4)) : null;
         const w = new Worker(path.join(runtimeDir, "debugger.cjs"), {
             workerData: { strobeDebugger: true, shared: mainShared, at: debugAt, stop, crashLocals, ready, attached: attaching },
             stdout: true,

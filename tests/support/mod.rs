@@ -83,6 +83,16 @@ pub fn venv() -> PathBuf {
     v
 }
 
+/// `tests/fixtures/javascript/<name>`, canonical (the Node fixtures'
+/// project roots).
+pub fn javascript_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/javascript")
+        .join(name)
+        .canonicalize()
+        .unwrap()
+}
+
 /// Builds `tests/fixtures/<name>.c` with `gcc -g -O0` once per content and
 /// returns the executable.
 pub fn fixture(name: &str) -> PathBuf {
