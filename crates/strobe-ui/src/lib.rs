@@ -6,23 +6,24 @@
 //! by one line in [`backends::all`]; the first backend whose
 //! [`UiBackend::available`] accepts the session's display serves it.
 //!
-//! No backend exists yet. The GUI observation issue adds `backends/atspi.rs`
-//! (AT-SPI over D-Bus for the tree and actions, X11 for windows and
-//! capture); a macOS backend (AXUIElement, CoreGraphics) would be
-//! `backends/macos.rs` behind `cfg(target_os = "macos")`, written only once
-//! it can be tested. Stable ids (`ids.rs`), the compact rendering
-//! (`render.rs`), the vision merge and the `ui_snapshot` events are
-//! platform-independent and sit above this trait.
+//! `backends/atspi/` is the Linux one (AT-SPI over D-Bus for the tree, X11
+//! for windows and capture); a macOS backend (AXUIElement, CoreGraphics)
+//! would be `backends/macos.rs` behind `cfg(target_os = "macos")`, written
+//! only once it can be tested. Stable ids (`ids.rs`), the compact rendering
+//! (`render.rs`) and the private display of a session
+//! (`virtual_display.rs`) are platform-independent and sit above this
+//! trait.
 //!
-//! Invariants: this crate depends on no GUI toolkit and no display server
-//! library (backends bring their own, behind their file), so the core
-//! builds and tests without a display. A backend never sends input itself:
+//! Invariants: this crate links no GUI toolkit. A backend's protocol
+//! clients (zbus, x11rb: pure Rust, no C library) are used only in its own
+//! folder, so the crate builds and its unit tests run without a display. A backend never sends input itself:
 //! input is the motor layer's, which checks that the display is the
 //! session's own or that the user allowed it.
 
 pub mod backends;
 pub mod ids;
 pub mod render;
+pub mod virtual_display;
 
 use std::fmt;
 
@@ -45,9 +46,40 @@ pub struct Display {
     /// The X display name (`:7`), as `DISPLAY` holds it; `None` where the
     /// platform has one screen (macOS).
     pub name: Option<String>,
-    /// The accessibility bus address (`AT_SPI_BUS_ADDRESS` or the session
-    /// bus that hands it out); `None` for the platform default.
+    /// The accessibility bus address, when the program's environment names
+    /// it (`AT_SPI_BUS_ADDRESS`); otherwise the backend asks the session
+    /// bus, or the display, for it.
     pub accessibility_bus: Option<String>,
+    /// The D-Bus session bus the program was given
+    /// (`DBUS_SESSION_BUS_ADDRESS`), which hands out the accessibility bus.
+    pub session_bus: Option<String>,
+}
+
+impl Display {
+    /// The display a program with environment `env` (pairs as `KEY=value`
+    /// would split) is on. `None` when it names no display.
+    pub fn from_env<'a>(env: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<Display> {
+        let mut d = Display {
+            name: None,
+            accessibility_bus: None,
+            session_bus: None,
+        };
+        for (k, v) in env {
+            let v = Some(v.to_string()).filter(|v| !v.is_empty());
+            match k {
+                "DISPLAY" => d.name = v,
+                "AT_SPI_BUS_ADDRESS" => d.accessibility_bus = v,
+                "DBUS_SESSION_BUS_ADDRESS" => d.session_bus = v,
+                _ => {}
+            }
+        }
+        d.name.is_some().then_some(d)
+    }
+
+    /// The display's name for messages (`:7`, or "the screen").
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or("the screen")
+    }
 }
 
 /// A top-level window of a process.
@@ -96,6 +128,37 @@ pub struct Capture {
     pub rgba: Vec<u8>,
 }
 
+impl Capture {
+    /// The image as PNG (8-bit RGBA).
+    pub fn png(&self) -> Result<Vec<u8>, UiError> {
+        let mut out = Vec::with_capacity(self.rgba.len() / 4);
+        let mut enc = png::Encoder::new(&mut out, self.width, self.height);
+        enc.set_color(png::ColorType::Rgba);
+        enc.set_depth(png::BitDepth::Eight);
+        // Fast compression: a screenshot is encoded on every call, and
+        // the agent pays in latency, not bytes on disk.
+        enc.set_compression(png::Compression::Fast);
+        let encode = |e: png::EncodingError| UiError::Capture(format!("PNG encoding failed: {e}"));
+        let mut w = enc.write_header().map_err(encode)?;
+        w.write_image_data(&self.rgba).map_err(encode)?;
+        w.finish().map_err(encode)?;
+        Ok(out)
+    }
+
+    /// The RGBA pixel at (`x`, `y`), if inside.
+    pub fn pixel(&self, x: u32, y: u32) -> Option<[u8; 4]> {
+        (x < self.width && y < self.height).then(|| {
+            let i = ((y * self.width + x) * 4) as usize;
+            [
+                self.rgba[i],
+                self.rgba[i + 1],
+                self.rgba[i + 2],
+                self.rgba[i + 3],
+            ]
+        })
+    }
+}
+
 impl fmt::Debug for Capture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Capture({}x{})", self.width, self.height)
@@ -125,6 +188,23 @@ pub enum UiError {
         /// What was found instead.
         why: String,
     },
+    /// The application did not answer in time (busy, or stopped at a
+    /// breakpoint: its main loop is what answers accessibility calls).
+    #[error(
+        "pid {pid} did not answer the accessibility bus within {seconds} s: is it busy or paused at a breakpoint? Resume it (debug_breakpoint action \"continue\") and ask again"
+    )]
+    Timeout {
+        /// The process asked about.
+        pid: u32,
+        /// How long Strobe waited.
+        seconds: u64,
+    },
+    /// The image could not be taken or encoded.
+    #[error("cannot capture the window: {0}")]
+    Capture(String),
+    /// A virtual display could not be started.
+    #[error("cannot start a virtual display: {0}")]
+    VirtualDisplay(String),
     /// The display or the bus could not be reached.
     #[error("cannot reach {what}: {why}")]
     Unreachable {
@@ -145,7 +225,10 @@ pub trait UiBackend: Send + Sync {
     /// The top-level windows of `pids` (every process of a session).
     fn windows(&self, display: &Display, pids: &[u32]) -> Result<Vec<Window>, UiError>;
     /// The accessibility tree of `pid`'s application, one root per window.
-    fn tree(&self, display: &Display, pid: u32) -> Result<Vec<UiNode>, UiError>;
+    /// Hidden nodes (not "showing") are listed, but their subtrees are read
+    /// only when `hidden` is set: a closed menu's items cost calls and
+    /// say nothing.
+    fn tree(&self, display: &Display, pid: u32, hidden: bool) -> Result<Vec<UiNode>, UiError>;
     /// An image of `window` as shown now.
     fn capture(&self, display: &Display, window: &Window) -> Result<Capture, UiError>;
 }

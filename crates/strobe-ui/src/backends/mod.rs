@@ -1,12 +1,17 @@
-//! The platform backends, one file each, and the registry listing them.
-//! None is written yet: the GUI observation issue adds `atspi.rs` here and
-//! one line below.
+//! The platform backends, one file (or folder) each, and the registry
+//! listing them: a new platform is its file plus one line in [`all`].
+
+#[cfg(target_os = "linux")]
+pub mod atspi;
 
 use crate::{Display, UiBackend};
 
 /// Every backend built for this platform, in the order they are tried.
 pub fn all() -> Vec<Box<dyn UiBackend>> {
-    vec![]
+    vec![
+        #[cfg(target_os = "linux")]
+        Box::new(atspi::Atspi),
+    ]
 }
 
 /// The first backend that can serve `display`, if any.
@@ -29,7 +34,7 @@ mod tests {
             "fixed"
         }
         fn available(&self, display: &Display) -> bool {
-            display.name.as_deref() == Some(":7")
+            display.name.as_deref() == Some(":5999")
         }
         fn windows(&self, _: &Display, pids: &[u32]) -> Result<Vec<Window>, UiError> {
             Ok(pids
@@ -48,7 +53,7 @@ mod tests {
                 })
                 .collect())
         }
-        fn tree(&self, _: &Display, pid: u32) -> Result<Vec<UiNode>, UiError> {
+        fn tree(&self, _: &Display, pid: u32, _: bool) -> Result<Vec<UiNode>, UiError> {
             if pid != 42 {
                 return Err(UiError::NotAccessible {
                     pid,
@@ -79,20 +84,22 @@ mod tests {
     #[test]
     fn a_session_window_is_found_read_and_captured_through_the_trait() {
         let display = Display {
-            name: Some(":7".into()),
+            name: Some(":5999".into()),
             accessibility_bus: None,
+            session_bus: None,
         };
         let backends: Vec<Box<dyn UiBackend>> = vec![Box::new(Fixed)];
         let b = backends.iter().find(|b| b.available(&display)).unwrap();
         let windows = b.windows(&display, &[41, 42]).unwrap();
         assert_eq!(windows.len(), 1);
-        let tree = b.tree(&display, windows[0].pid).unwrap();
+        let tree = b.tree(&display, windows[0].pid, false).unwrap();
         assert_eq!(tree[0].children[0].name, "Play");
         let shot = b.capture(&display, &windows[0]).unwrap();
         assert_eq!(shot.rgba.len(), 8);
-        let e = b.tree(&display, 41).unwrap_err().to_string();
+        let e = b.tree(&display, 41, false).unwrap_err().to_string();
         assert!(e.contains("not on the accessibility bus"), "{e}");
-        // No platform backend is registered yet: no display is served.
+        // No X server answers on :5999 here (the tests' displays are their
+        // own, numbered by Xvfb): no backend serves it.
         assert!(for_display(&display).is_none());
     }
 }
