@@ -29,11 +29,15 @@ pub enum EventKind {
     /// An exception left a traced function (payload is JSON: its type and
     /// message; `func_id` is the function).
     Exception = 9,
+    /// `debug_ui` looked at the program's GUI (payload is JSON: the compact
+    /// tree, what changed since the previous snapshot, the screenshot's
+    /// path, whether vision ran).
+    UiSnapshot = 10,
 }
 
 impl EventKind {
     /// Every kind, in discriminant order.
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 10] = [
         EventKind::Stdout,
         EventKind::Stderr,
         EventKind::FunctionEnter,
@@ -43,6 +47,7 @@ impl EventKind {
         EventKind::ProcessExit,
         EventKind::Logpoint,
         EventKind::Exception,
+        EventKind::UiSnapshot,
     ];
 
     /// The wire name used by `debug_query` (`eventType`).
@@ -57,6 +62,7 @@ impl EventKind {
             EventKind::ProcessExit => "process_exit",
             EventKind::Logpoint => "logpoint",
             EventKind::Exception => "exception",
+            EventKind::UiSnapshot => "ui_snapshot",
         }
     }
 

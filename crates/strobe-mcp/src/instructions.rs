@@ -16,5 +16,7 @@ backtrace, the crashing frame's locals, the fault's cause and the ids of the eve
    To stop at the moment of interest: debug_breakpoint (function or file+line, with a condition), \
 then debug_session status shows the paused thread; read its locals with debug_memory and step with \
 debug_continue. Logpoints (debug_breakpoint with message) log without pausing.\n\
+   For a GUI program: debug_ui shows what its user sees (the accessibility tree with stable ids, or a \
+screenshot); launch it with display: \"virtual\" when you have no screen.\n\
 4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
 Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";

@@ -19,5 +19,6 @@ pub mod schema;
 mod server;
 #[cfg(test)]
 mod tool_budget;
+mod ui;
 
 pub use server::{INSTRUCTIONS, StrobeServer};

@@ -35,6 +35,50 @@ pub struct LaunchParams {
     pub env: BTreeMap<String, String>,
     /// Pause in main before it runs.
     pub stop_on_entry: Option<bool>,
+    /// virtual: private Xvfb for debug_ui (default inherit; virtual for a GUI program if no DISPLAY).
+    #[schemars(description = "")]
+    pub display: Option<DisplayParam>,
+}
+
+/// virtual: private Xvfb for debug_ui (default inherit; virtual for a GUI program if no DISPLAY).
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DisplayParam {
+    #[allow(missing_docs)]
+    Inherit,
+    #[allow(missing_docs)]
+    Virtual,
+}
+
+/// `debug_ui` mode.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum UiModeParam {
+    /// The accessibility tree.
+    Tree,
+    /// A PNG of the window.
+    Screenshot,
+    /// Both.
+    Both,
+}
+
+/// `debug_ui` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiParams {
+    /// The session.
+    pub session_id: String,
+    /// Default tree.
+    pub mode: Option<UiModeParam>,
+    /// Only this node's subtree.
+    pub id: Option<String>,
+    /// Default 200; cuts are named.
+    pub max_nodes: Option<i64>,
+    /// Include hidden nodes.
+    #[serde(default)]
+    pub all: bool,
+    /// OCR + shape detection merged into the tree.
+    pub vision: Option<bool>,
 }
 
 /// `debug_session` action.

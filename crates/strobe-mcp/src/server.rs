@@ -3,8 +3,8 @@
 use crate::args::Args;
 use crate::malformed::{argument_error_as_tool_error, custom_request_error};
 use crate::params::{
-    BreakpointParams, ContinueParams, LaunchParams, MemoryParams, QueryParams, SessionAction,
-    SessionParams, TestParams, TraceParams,
+    BreakpointParams, ContinueParams, DisplayParam, LaunchParams, MemoryParams, QueryParams,
+    SessionAction, SessionParams, TestParams, TraceParams, UiParams,
 };
 use crate::render;
 use crate::reply::{blocking, fail, ok, watch_request, with_warnings};
@@ -93,6 +93,10 @@ impl StrobeServer {
             attach_pid,
             staged_breakpoints: true,
             stop_on_entry: p.stop_on_entry.unwrap_or(false),
+            display: p.display.map(|d| match d {
+                DisplayParam::Inherit => strobe_session::DisplayChoice::Inherit,
+                DisplayParam::Virtual => strobe_session::DisplayChoice::Virtual,
+            }),
             ..Default::default()
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;
@@ -313,6 +317,15 @@ impl StrobeServer {
             }
             Err(e) => fail(e),
         })
+    }
+
+    #[tool(
+        description = "See a GUI program as its user does: the accessibility tree (one node a line: id [name] \
+        (WxH+X+Y) actions val= states; ids stay stable), a screenshot, or both. Each call is a ui_snapshot event.",
+        input_schema = crate::schema::input::<UiParams>()
+    )]
+    async fn debug_ui(&self, Args(p): Args<UiParams>) -> Result<CallToolResult, McpError> {
+        Ok(crate::ui::debug_ui(self.mgr.clone(), p).await)
     }
 
     #[tool(

@@ -1,12 +1,14 @@
 //! The size budget of the tool list. An agent pays for `tools/list` on
 //! every turn, so it is held to 12,000 characters of JSON for the tools of
-//! issue 17's time, and each tool to its own budget: today's at their size
-//! when it was set (rounded up), a new tool at 1,500. A tool that outgrows
-//! its budget should say less (the README keeps the long form) before its
-//! budget is raised.
+//! issue 17's time plus what each tool added since was granted, and each
+//! tool to its own budget: today's at their size when it was set (rounded
+//! up), a new tool at 1,500 until it is measured and granted less. A tool
+//! that outgrows its budget should say less (the README keeps the long
+//! form) before its budget is raised.
 
-/// The whole list's budget, in characters of `tools/list` JSON.
-pub const TOTAL_BUDGET: usize = 12_000;
+/// The whole list's budget, in characters of `tools/list` JSON: 12,000 for
+/// the eight tools of issue 17, plus 1,000 for `debug_ui` (770 when added).
+pub const TOTAL_BUDGET: usize = 13_000;
 
 /// A tool not in [`TOOL_BUDGETS`] gets this many characters.
 pub const NEW_TOOL_BUDGET: usize = 1_500;
@@ -26,6 +28,7 @@ pub const TOOL_BUDGETS: &[(&str, usize)] = &[
     ("debug_session", 600),
     ("debug_test", 1_800),
     ("debug_trace", 2_100),
+    ("debug_ui", 1_000),
 ];
 
 /// The budget of the tool named `name`.

@@ -99,7 +99,7 @@ pub struct QueryParams {
 
 /// The `eventType` names, as `strobe_core::event::EventKind` spells them
 /// (a unit test checks they agree).
-pub const EVENT_TYPES: [&str; 9] = [
+pub const EVENT_TYPES: [&str; 10] = [
     "stdout",
     "stderr",
     "function_enter",
@@ -109,4 +109,5 @@ pub const EVENT_TYPES: [&str; 9] = [
     "process_exit",
     "logpoint",
     "exception",
+    "ui_snapshot",
 ];

@@ -108,7 +108,9 @@ pub fn event(e: &Event, verbose: bool, func: Option<&FunctionRow>, typed: Option
             let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
             if let Value::Object(fields) = data {
                 for (k, v) in fields {
-                    if k != "type" && (verbose || !matches!(k.as_str(), "registers")) {
+                    // A UI snapshot's whole tree is kilobytes: verbose only
+                    // (its diff and counts are in the summary).
+                    if k != "type" && (verbose || !matches!(k.as_str(), "registers" | "tree")) {
                         o.insert(k, v);
                     }
                 }
@@ -225,6 +227,21 @@ pub fn event_line(
                 "{name}{call} -> {ret} ({})",
                 duration_text(e.header.duration_ns)
             )
+        }
+        Some(EventKind::UiSnapshot) => {
+            let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
+            let n = |k: &str| data[k].as_array().map_or(0, Vec::len);
+            let mut s = format!(
+                "{} nodes, {} added, {} removed, {} changed",
+                data["nodes"].as_u64().unwrap_or(0),
+                n("added"),
+                n("removed"),
+                n("changed")
+            );
+            if let Some(p) = data["screenshot"].as_str() {
+                s.push_str(&format!(", screenshot {p}"));
+            }
+            s
         }
         _ => String::from_utf8_lossy(&e.payload).into_owned(),
     };

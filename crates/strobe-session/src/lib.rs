@@ -30,7 +30,7 @@ pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::parse_patterns;
 pub use manager::staged::StagedBreakpoint;
 pub use manager::{
-    EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState, SessionStatus,
-    StopResponse,
+    DisplayChoice, EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState,
+    SessionStatus, StopResponse, UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot, UiWindow,
 };
 pub use trace::TraceResponse;

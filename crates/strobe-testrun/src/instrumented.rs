@@ -97,6 +97,10 @@ fn run_instrumented(
             watches: req.watches.clone(),
             staged_breakpoints: false,
             stop_on_entry: false,
+            // A GUI test program with no display to inherit gets a
+            // virtual one, as a launch does.
+            display: None,
+            env_unset: Vec::new(),
         },
         settings,
     );

@@ -35,6 +35,8 @@ pub struct Rendered {
     pub cut: usize,
     /// Hidden nodes left out.
     pub hidden: usize,
+    /// The ids of the nodes shown, in the text's order.
+    pub shown_ids: Vec<String>,
 }
 
 /// States worth a word on a node's line.
@@ -100,6 +102,7 @@ pub fn render(roots: &[&Identified<'_>], shown: Shown) -> Rendered {
         shown: 0,
         cut: 0,
         hidden: 0,
+        shown_ids: Vec::new(),
     };
     let mut cuts = Vec::new();
     for r in roots {
@@ -140,6 +143,7 @@ fn walk(
         return;
     }
     out.shown += 1;
+    out.shown_ids.push(n.id.clone());
     out.text.push_str(&"  ".repeat(depth));
     out.text.push_str(&line(n));
     out.text.push('\n');

@@ -110,6 +110,7 @@ fn a_gtk_window_is_read_found_and_captured_on_a_private_display() {
             .any(|s| s == "checked")
     );
     assert_eq!(by("text", "Title").value.as_deref(), Some("hello"));
+    assert_eq!(by("combo box", "Quality").value.as_deref(), Some("Medium"));
 
     let windows = Atspi.windows(&vd.display(), &[pid]).unwrap();
     assert_eq!(windows.len(), 1, "{windows:?}");

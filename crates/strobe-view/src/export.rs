@@ -123,7 +123,8 @@ pub fn chrome_trace(
                 EventKind::Crash
                 | EventKind::Logpoint
                 | EventKind::VariableSnapshot
-                | EventKind::Exception => {
+                | EventKind::Exception
+                | EventKind::UiSnapshot => {
                     let scope = if h.tid == 0 { "p" } else { "t" };
                     w.instant(kind.name(), kind.name(), scope, h, payload_args(e))?;
                 }

@@ -196,6 +196,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 | EventKind::Logpoint
                 | EventKind::VariableSnapshot
                 | EventKind::Exception
+                | EventKind::UiSnapshot
                 | EventKind::ProcessExit => {
                     marker_counts[column(h.ts_ns)] += 1;
                     if markers.len() <= MAX_ITEMS {

@@ -55,6 +55,32 @@ impl SessionManager {
             }
         };
         let binary = program.command.clone();
+        // A virtual display is started before anything else of the session:
+        // it is dropped (stopped) by any failure below until `Live` owns it.
+        let (virtual_display, display_note, display) = match req.attach_pid {
+            Some(pid) => {
+                if req.display == Some(DisplayChoice::Virtual) {
+                    return Err(SessionError::validation(
+                        "display \"virtual\" is for a program Strobe launches: an attached process keeps the display it was started on",
+                    ));
+                }
+                (None, None, attached_display(pid))
+            }
+            None => {
+                let (vd, note) = display::prepare(req.display, &program, &req.env)?;
+                let display = match &vd {
+                    Some(vd) => Some(vd.display()),
+                    None => {
+                        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+                        env.extend(req.env.clone());
+                        strobe_ui::Display::from_env(
+                            env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                        )
+                    }
+                };
+                (vd, note, display)
+            }
+        };
         let python = FridaPython::locate(settings.frida_venv.as_deref(), &self.home.default_venv())
             .check()
             .map_err(SessionError::frida_unavailable)?;
@@ -186,6 +212,9 @@ impl SessionManager {
                     if let Some(node) = &node {
                         spawned.env.extend(node.env.clone());
                     }
+                    if let Some(vd) = &virtual_display {
+                        spawned.env_unset = display::apply(vd, &mut spawned.env);
+                    }
                     self.spawn_target(
                         &spawned,
                         &program,
@@ -274,6 +303,7 @@ impl SessionManager {
             id_base: 0,
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
             rejected_messages: messages::RejectedMessages::default(),
+            ui: Mutex::new(super::ui::UiState::new(display, virtual_display)),
         });
         self.live
             .lock()
@@ -309,6 +339,14 @@ impl SessionManager {
             .expect("desired lock")
             .update(&pending, &[], &pending_options);
         let mut warnings: Vec<String> = program.note.iter().cloned().collect();
+        warnings.extend(display_note);
+        let virtual_display = live
+            .ui
+            .lock()
+            .expect("ui lock")
+            .virtual_display
+            .as_ref()
+            .map(|vd| vd.name().to_string());
         warnings.extend(node.and_then(|n| n.warning));
         warnings.extend(node_refused);
         if attached && program.language == strobe_symbols::Language::JavaScript {
@@ -421,6 +459,7 @@ impl SessionManager {
             },
             paused,
             warnings,
+            virtual_display,
         })
     }
 
@@ -455,6 +494,9 @@ impl SessionManager {
         timeout: Duration,
     ) -> Result<u32, SessionError> {
         let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        for k in &req.env_unset {
+            env.remove(k);
+        }
         env.extend(req.env.clone());
         crash::sanitizers_abort_on_error(&mut env);
         let binary = &program.command;
@@ -503,4 +545,18 @@ fn tracer_name(tid: u32) -> String {
         Ok(comm) => format!("pid {tid} ({})", comm.trim()),
         Err(_) => format!("pid {tid}"),
     }
+}
+
+/// The display an attached process is on, from its environment.
+fn attached_display(pid: u32) -> Option<strobe_ui::Display> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let pairs: Vec<(String, String)> = environ
+        .split(|&b| b == 0)
+        .filter_map(|kv| {
+            let kv = String::from_utf8_lossy(kv);
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect();
+    strobe_ui::Display::from_env(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }

@@ -167,8 +167,18 @@ impl SessionManager {
         );
         let _ = self.store.flush();
         drop(life);
+        if live.root.is_none() && self.running_children(live).is_empty() {
+            Self::release_display(live);
+        }
         live.ended.notify_all();
         live.debug_changed.notify_all();
+    }
+
+    /// Stops the session's virtual display, if it has one (its program is
+    /// gone: nothing is left to show on it).
+    pub(super) fn release_display(live: &Live) {
+        let vd = live.ui.lock().expect("ui lock").virtual_display.take();
+        drop(vd);
     }
 
     /// How `live`'s process ended, read from the kernel when neither the
@@ -226,6 +236,7 @@ impl SessionManager {
             c.finish(OUTPUT_GRACE);
         }
         let _ = self.store.flush();
+        Self::release_display(live);
         live.ended.notify_all();
         live.debug_changed.notify_all();
     }
@@ -320,6 +331,10 @@ impl SessionManager {
         }
         if let Some(c) = live.capture.lock().expect("capture lock").take() {
             c.finish(OUTPUT_GRACE);
+        }
+        Self::release_display(&live);
+        for child in live.children.lock().expect("children lock").values() {
+            Self::release_display(child);
         }
         self.store.flush().map_err(store_err)?;
         let collected = SessionStats::get(&live.stats.received);

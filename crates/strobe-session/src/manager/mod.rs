@@ -8,6 +8,7 @@ use crate::validate;
 mod agent_requests;
 pub mod breakpoints;
 mod crash;
+mod display;
 pub(crate) mod hooks;
 mod javascript_hooks;
 mod launch;
@@ -22,8 +23,10 @@ pub mod staged;
 mod status;
 mod trace_args;
 mod types;
+mod ui;
 
 use crate::SessionError;
+pub use display::DisplayChoice;
 use hooks::HookOutcome;
 use lifecycle::{ended_by_signal, proc_start_time};
 use serde::Serialize;
@@ -45,6 +48,7 @@ use strobe_symbols::resolvers::{self, Image, ImageKind};
 pub use trace_args::parse_patterns;
 use trace_args::watch_target;
 pub use types::*;
+pub use ui::{UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot, UiWindow};
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -155,6 +159,9 @@ struct Live {
     /// A Node.js program's probed sources (the session's: every process
     /// shares them); `None` for any other program.
     probed: Option<Arc<Mutex<strobe_symbols::resolvers::javascript::probes::ProbedProgram>>>,
+    /// Root only: the session's display (a virtual one it owns, stopped
+    /// with it) and what debug_ui remembers between calls.
+    ui: Mutex<ui::UiState>,
 }
 
 /// Plans registered since they were last stored, and the length of each

@@ -167,6 +167,7 @@ impl Live {
                 Vec::new()
             },
             program_env: root.program_env.clone(),
+            ui: Mutex::new(super::ui::UiState::default()),
             binary_path,
             project_root: root.project_root.clone(),
             started_at: strobe_core::clock::unix_millis(),

@@ -32,6 +32,12 @@ pub struct LaunchRequest {
     /// Pause the main thread in `main` before its first line, and answer
     /// once it is paused there.
     pub stop_on_entry: bool,
+    /// The display the program gets; `None`: the daemon's, or a virtual
+    /// one for a GUI program when the daemon has none.
+    pub display: Option<super::DisplayChoice>,
+    /// Variables of the daemon's environment the program must not inherit
+    /// (set by the launch itself: a virtual display removes `GTK_A11Y`).
+    pub env_unset: Vec<String>,
 }
 
 /// `debug_launch` result.
@@ -56,6 +62,9 @@ pub struct LaunchResponse {
     /// Problems worth knowing (e.g. pending patterns that matched nothing).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The private display the program runs on (`:12`), when it got one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtual_display: Option<String>,
 }
 
 /// Lifecycle state of a session.

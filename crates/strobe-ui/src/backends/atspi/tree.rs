@@ -370,13 +370,36 @@ fn node<'a>(
                 None
             }
         };
+        // A combo box's value is the item it shows: its Selection's first
+        // selected child (the items themselves sit in a hidden menu).
+        let selected = async {
+            if has("Selection") && n.role == "combo box" {
+                let child = call::<_, (String, OwnedObjectPath)>(
+                    conn,
+                    &dest,
+                    &path,
+                    "org.a11y.atspi.Selection",
+                    "GetSelectedChild",
+                    &(0i32,),
+                )
+                .await
+                .ok()?;
+                property(conn, &child.0, child.1.as_str(), ACCESSIBLE, "Name")
+                    .await
+                    .ok()
+                    .and_then(|v| String::try_from(v).ok())
+                    .filter(|s| !s.is_empty())
+            } else {
+                None
+            }
+        };
         let kids = children.unwrap_or_default();
         let subtree = join_all(
             kids.into_iter()
                 .map(|(d, p)| node(conn, d, p.to_string(), walk, depth + 1)),
         );
-        let (extents, actions, value, text, subtree) =
-            futures_util::join!(extents, actions, value, text, subtree);
+        let (extents, actions, value, text, selected, subtree) =
+            futures_util::join!(extents, actions, value, text, selected, subtree);
         n.bounds = extents
             .filter(|&(_, _, w, h)| w > 0 && h > 0)
             .map(|(x, y, w, h)| Bounds {
@@ -391,7 +414,9 @@ fn node<'a>(
             .into_iter()
             .map(|(a, _, _)| a.to_lowercase())
             .collect();
-        n.value = value.or(text.filter(|t| !t.is_empty() || editable));
+        n.value = value
+            .or(text.filter(|t| !t.is_empty() || editable))
+            .or(selected);
         n.children = subtree.into_iter().flatten().collect();
         Some(n)
     })

@@ -1,0 +1,569 @@
+//! `debug_ui`: the session's GUI as its user sees it — the accessibility
+//! tree of every process of the session, a screenshot of its window — and
+//! a `ui_snapshot` event on the session's timeline for every look, with
+//! what changed since the previous one.
+//!
+//! The platform is reached only through `strobe_ui`'s `UiBackend`; ids,
+//! rendering and the diff are the same everywhere.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use strobe_core::event::EventKind;
+use strobe_ui::ids::{Identified, identify};
+use strobe_ui::render::{self, Shown};
+use strobe_ui::virtual_display::VirtualDisplay;
+use strobe_ui::{Display, UiBackend, UiError, UiNode, Window};
+
+use super::{Live, SessionManager};
+use crate::error::SessionError;
+
+/// How long after its launch a program may take to show its window and
+/// register on the accessibility bus (ENGINEERING.md: ~0.35 s for GTK3,
+/// more on a loaded machine) before "no window" is an answer.
+const REGISTRATION_GRACE: Duration = Duration::from_secs(8);
+
+/// The most ids each list of a snapshot's diff names.
+const DIFF_IDS: usize = 50;
+
+/// What `debug_ui` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UiMode {
+    /// The accessibility tree.
+    Tree,
+    /// A screenshot of the window.
+    Screenshot,
+    /// Both.
+    Both,
+}
+
+/// A `debug_ui` request.
+#[derive(Debug, Clone)]
+pub struct UiRequest {
+    /// What to show.
+    pub mode: UiMode,
+    /// Only this node's subtree.
+    pub id: Option<String>,
+    /// At most this many nodes.
+    pub max_nodes: usize,
+    /// Hidden nodes too.
+    pub all: bool,
+    /// Run the vision pipeline on the screenshot.
+    pub vision: bool,
+}
+
+/// A window of the session, as `debug_ui` reports it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiWindow {
+    /// Its title.
+    pub title: String,
+    /// The process showing it.
+    pub pid: u32,
+    /// `[x, y, width, height]` on the display.
+    pub bounds: [i64; 4],
+}
+
+/// The screenshot `debug_ui` took.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiScreenshot {
+    /// Where the PNG was saved.
+    pub path: String,
+    /// Its width in pixels.
+    pub width: u32,
+    /// Its height in pixels.
+    pub height: u32,
+    /// The PNG itself, for the reply's image content.
+    #[serde(skip)]
+    pub png: Vec<u8>,
+}
+
+/// What changed since the session's previous snapshot.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct UiChanges {
+    /// Ids that appeared (at most 50; `addedCount` has them all).
+    pub added: Vec<String>,
+    /// Ids that disappeared.
+    pub removed: Vec<String>,
+    /// Ids whose line changed (name, geometry, value, states).
+    pub changed: Vec<String>,
+    /// How many appeared.
+    pub added_count: usize,
+    /// How many disappeared.
+    pub removed_count: usize,
+    /// How many changed.
+    pub changed_count: usize,
+}
+
+/// `debug_ui`'s answer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiResponse {
+    /// The display looked at (`:12`).
+    pub display: String,
+    /// The session's windows.
+    pub windows: Vec<UiWindow>,
+    /// The compact tree, one node a line (with what was cut or hidden).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+    /// The shown nodes, structured: `{id, role, name, bounds, actions,
+    /// value, states, children}`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<Value>,
+    /// Nodes shown.
+    pub shown: usize,
+    /// Nodes left out by `maxNodes`.
+    pub cut: usize,
+    /// Hidden nodes left out (`all` shows them).
+    pub hidden: usize,
+    /// What changed since the previous snapshot (none on the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<UiChanges>,
+    /// The screenshot, when asked for (or when the tree could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<UiScreenshot>,
+    /// Problems worth knowing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// A session's display and what `debug_ui` remembers between calls.
+#[derive(Debug, Default)]
+pub(super) struct UiState {
+    /// The display the program is on, if it has one.
+    pub display: Option<Display>,
+    /// The private display started for the session, stopped with it.
+    pub virtual_display: Option<VirtualDisplay>,
+    /// The previous snapshot's lines by id, for the next one's diff.
+    previous: Option<BTreeMap<String, String>>,
+    /// Screenshots taken, to number their files.
+    shots: u32,
+}
+
+impl UiState {
+    /// The state of a session on `display`, with its virtual display if it
+    /// got one.
+    pub fn new(display: Option<Display>, virtual_display: Option<VirtualDisplay>) -> UiState {
+        UiState {
+            display: virtual_display
+                .as_ref()
+                .map(VirtualDisplay::display)
+                .or(display),
+            virtual_display,
+            ..Default::default()
+        }
+    }
+}
+
+fn ui_error(e: UiError) -> SessionError {
+    match e {
+        UiError::Timeout { .. } | UiError::Unreachable { .. } | UiError::Capture(_) => {
+            SessionError::internal(e.to_string())
+        }
+        _ => SessionError::validation(e.to_string()),
+    }
+}
+
+impl SessionManager {
+    /// `debug_ui`: the tree and/or a screenshot of session `id`'s windows,
+    /// recorded as a `ui_snapshot` event.
+    pub fn ui(&self, id: &str, req: &UiRequest) -> Result<UiResponse, SessionError> {
+        let live = self.live(id).ok_or_else(|| match self.store.session(id) {
+            Ok(Some(_)) => SessionError::exited(format!(
+                "session '{id}' is not running any more, so it has no GUI to show; its events (ui_snapshot ones included) can still be queried"
+            )),
+            _ => SessionError::session_not_found(id),
+        })?;
+        if live.life.lock().expect("lifecycle lock").ended {
+            return Err(SessionError::exited(format!(
+                "the program of session '{id}' has ended, so it has no GUI to show; its ui_snapshot events can still be queried with debug_query {{eventType: \"ui_snapshot\"}}"
+            )));
+        }
+        let display = live.ui.lock().expect("ui lock").display.clone().ok_or_else(|| {
+            SessionError::validation(format!(
+                "session '{id}' has no display: the program was launched without DISPLAY. Launch it again with display: \"virtual\" to give it a private one"
+            ))
+        })?;
+        let backend = strobe_ui::backends::for_display(&display).ok_or_else(|| {
+            SessionError::validation(format!(
+                "display {} does not answer (or no UI backend serves this platform): launch with display: \"virtual\" for a private one",
+                display.label()
+            ))
+        })?;
+        let mut pids = vec![live.pid];
+        pids.extend(self.running_children(&live).iter().map(|c| c.pid));
+        pids.dedup();
+        let want_tree = req.mode != UiMode::Screenshot;
+        let mut want_shot = req.mode != UiMode::Tree;
+        let mut warnings = Vec::new();
+
+        let (windows, trees) =
+            self.look(&live, backend.as_ref(), &display, &pids, want_tree, req.all)?;
+        let roots: Vec<UiNode> = trees
+            .iter()
+            .filter_map(|(_, t)| t.as_ref().ok())
+            .flatten()
+            .cloned()
+            .collect();
+        if want_tree && roots.is_empty() {
+            let why = trees_error(&trees);
+            warnings.push(format!(
+                "{why}. The screenshot below shows the window instead; for a GTK program check that NO_AT_BRIDGE is not set, for Qt that QT_ACCESSIBILITY=1 (display \"virtual\" sets both)"
+            ));
+            want_shot = true;
+        }
+        if req.vision {
+            warnings.push(
+                "vision is not available in this build yet: the tree and the screenshot are returned without it".into(),
+            );
+        }
+
+        let identified = identify(&roots);
+        let subtree: Vec<&Identified<'_>> = match &req.id {
+            Some(node) => vec![
+                render::find(&identified, node)
+                    .ok_or_else(|| SessionError::validation(unknown_id(node, &identified)))?,
+            ],
+            None => identified.iter().collect(),
+        };
+        let rendered = render::render(
+            &subtree,
+            Shown {
+                max_nodes: req.max_nodes,
+                all: req.all,
+            },
+        );
+        let lines = all_lines(&identified);
+        let screenshot = if want_shot {
+            match windows.first() {
+                Some(w) => Some(self.screenshot(&live, backend.as_ref(), &display, w)?),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let changes = {
+            let mut ui = live.ui.lock().expect("ui lock");
+            let changes = (want_tree && !roots.is_empty())
+                .then(|| ui.previous.as_ref().map(|p| diff(p, &lines)))
+                .flatten();
+            if want_tree && !roots.is_empty() {
+                ui.previous = Some(lines);
+            }
+            changes
+        };
+        let tree_text = (want_tree && !roots.is_empty()).then(|| rendered.text.clone());
+        let doc = json!({
+            "tree": tree_text,
+            "nodes": rendered.shown + rendered.cut,
+            "added": changes.as_ref().map(|c| &c.added),
+            "removed": changes.as_ref().map(|c| &c.removed),
+            "changed": changes.as_ref().map(|c| &c.changed),
+            "screenshot": screenshot.as_ref().map(|s| &s.path),
+            "vision": req.vision,
+            "windows": windows.iter().map(|w| &w.title).collect::<Vec<_>>(),
+        });
+        self.append_json_event(&live, EventKind::UiSnapshot, live.pid, 0, &doc);
+        Ok(UiResponse {
+            display: display.label().to_string(),
+            windows: windows
+                .iter()
+                .map(|w| UiWindow {
+                    title: w.title.clone(),
+                    pid: w.pid,
+                    bounds: [
+                        i64::from(w.bounds.x),
+                        i64::from(w.bounds.y),
+                        i64::from(w.bounds.width),
+                        i64::from(w.bounds.height),
+                    ],
+                })
+                .collect(),
+            nodes: if want_tree {
+                structured(&subtree, &rendered.shown_ids)
+            } else {
+                Vec::new()
+            },
+            tree: tree_text,
+            shown: rendered.shown,
+            cut: rendered.cut,
+            hidden: rendered.hidden,
+            changes,
+            screenshot,
+            warnings,
+        })
+    }
+
+    /// The session's windows and each process's tree, waiting for a program
+    /// launched moments ago to show its window and register.
+    #[allow(clippy::type_complexity)]
+    fn look(
+        &self,
+        live: &Live,
+        backend: &dyn UiBackend,
+        display: &Display,
+        pids: &[u32],
+        want_tree: bool,
+        all: bool,
+    ) -> Result<(Vec<Window>, Vec<(u32, Result<Vec<UiNode>, UiError>)>), SessionError> {
+        let launched = Instant::now()
+            .checked_sub(Duration::from_millis(
+                (strobe_core::clock::unix_millis() - live.started_at).max(0) as u64,
+            ))
+            .unwrap_or_else(Instant::now);
+        loop {
+            let windows = backend.windows(display, pids).map_err(ui_error)?;
+            let trees: Vec<_> = if want_tree {
+                pids.iter()
+                    .map(|&p| (p, backend.tree(display, p, all)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if let Some((_, Err(e @ UiError::Timeout { .. }))) = trees
+                .iter()
+                .find(|(_, t)| matches!(t, Err(UiError::Timeout { .. })))
+            {
+                return Err(SessionError::internal(e.to_string()));
+            }
+            let has_tree = trees
+                .iter()
+                .any(|(_, t)| t.as_ref().is_ok_and(|t| !t.is_empty()));
+            let settled = !windows.is_empty() && (!want_tree || has_tree);
+            if settled || launched.elapsed() >= REGISTRATION_GRACE {
+                if windows.is_empty() && !has_tree {
+                    return Err(SessionError::validation(
+                        UiError::NoWindow {
+                            pid: live.pid,
+                            display: display.label().to_string(),
+                        }
+                        .to_string(),
+                    ));
+                }
+                return Ok((windows, trees));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn screenshot(
+        &self,
+        live: &Live,
+        backend: &dyn UiBackend,
+        display: &Display,
+        window: &Window,
+    ) -> Result<UiScreenshot, SessionError> {
+        let capture = backend.capture(display, window).map_err(ui_error)?;
+        let png = capture.png().map_err(ui_error)?;
+        let n = {
+            let mut ui = live.ui.lock().expect("ui lock");
+            ui.shots += 1;
+            ui.shots
+        };
+        let dir = self.home.session_dir(&live.id).join("ui");
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            })
+            .map_err(|e| SessionError::internal(format!("{}: {e}", dir.display())))?;
+        let path = dir.join(format!("screenshot-{n:04}.png"));
+        std::fs::write(&path, &png)
+            .map_err(|e| SessionError::internal(format!("{}: {e}", path.display())))?;
+        Ok(UiScreenshot {
+            path: path.display().to_string(),
+            width: capture.width,
+            height: capture.height,
+            png,
+        })
+    }
+}
+
+/// Why no process of the session gave a tree.
+fn trees_error(trees: &[(u32, Result<Vec<UiNode>, UiError>)]) -> String {
+    trees
+        .iter()
+        .find_map(|(_, t)| t.as_ref().err().map(|e| e.to_string()))
+        .unwrap_or_else(|| "the program's windows have no accessibility tree".into())
+}
+
+/// Every visible node's line by id, for the next snapshot's diff.
+fn all_lines(roots: &[Identified<'_>]) -> BTreeMap<String, String> {
+    fn add(n: &Identified<'_>, out: &mut BTreeMap<String, String>) {
+        out.insert(n.id.clone(), render::line(n));
+        for c in &n.children {
+            add(c, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for r in roots {
+        add(r, &mut out);
+    }
+    out
+}
+
+fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> UiChanges {
+    let added: Vec<String> = after
+        .keys()
+        .filter(|k| !before.contains_key(*k))
+        .cloned()
+        .collect();
+    let removed: Vec<String> = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .cloned()
+        .collect();
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k).is_some_and(|b| b != *v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    UiChanges {
+        added_count: added.len(),
+        removed_count: removed.len(),
+        changed_count: changed.len(),
+        added: added.into_iter().take(DIFF_IDS).collect(),
+        removed: removed.into_iter().take(DIFF_IDS).collect(),
+        changed: changed.into_iter().take(DIFF_IDS).collect(),
+    }
+}
+
+/// The shown nodes as JSON, nested as in the tree.
+fn structured(roots: &[&Identified<'_>], shown: &[String]) -> Vec<Value> {
+    let shown: std::collections::HashSet<&str> = shown.iter().map(String::as_str).collect();
+    fn node(n: &Identified<'_>, shown: &std::collections::HashSet<&str>) -> Option<Value> {
+        if !shown.contains(n.id.as_str()) {
+            return None;
+        }
+        let u = n.node;
+        let mut o = serde_json::Map::new();
+        o.insert("id".into(), json!(n.id));
+        o.insert("role".into(), json!(u.role));
+        o.insert("name".into(), json!(u.name));
+        if let Some(b) = u.bounds {
+            o.insert(
+                "bounds".into(),
+                json!({"x": b.x, "y": b.y, "width": b.width, "height": b.height}),
+            );
+        }
+        if !u.actions.is_empty() {
+            o.insert("actions".into(), json!(u.actions));
+        }
+        if let Some(v) = &u.value {
+            o.insert("value".into(), json!(v));
+        }
+        o.insert("states".into(), json!(u.states));
+        let children: Vec<Value> = n.children.iter().filter_map(|c| node(c, shown)).collect();
+        if !children.is_empty() {
+            o.insert("children".into(), Value::Array(children));
+        }
+        Some(Value::Object(o))
+    }
+    roots.iter().filter_map(|r| node(r, &shown)).collect()
+}
+
+/// An unknown id's error, naming the closest ids there are.
+fn unknown_id(wanted: &str, roots: &[Identified<'_>]) -> String {
+    let mut ids = Vec::new();
+    fn collect<'a>(n: &'a Identified<'_>, out: &mut Vec<&'a str>) {
+        out.push(n.id.as_str());
+        for c in &n.children {
+            collect(c, out);
+        }
+    }
+    for r in roots {
+        collect(r, &mut ids);
+    }
+    let prefix = wanted.split('#').next().unwrap_or("");
+    let mut scored: Vec<(usize, &str)> = ids
+        .iter()
+        .map(|id| {
+            let same_role = id.split('#').next() == Some(prefix);
+            (distance(wanted, id) + if same_role { 0 } else { 4 }, *id)
+        })
+        .collect();
+    scored.sort();
+    let closest: Vec<String> = scored
+        .iter()
+        .take(3)
+        .map(|(_, id)| format!("\"{id}\""))
+        .collect();
+    if closest.is_empty() {
+        format!("no node has id \"{wanted}\": the window has no accessibility tree")
+    } else {
+        format!(
+            "no node has id \"{wanted}\" (ids change when a node's role, name or ancestors change); closest: {}. Call debug_ui without id to see the tree",
+            closest.join(", ")
+        )
+    }
+}
+
+/// Levenshtein distance (ids are short).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for j in 0..b.len() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != b[j]))
+                .min(row[j] + 1)
+                .min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_diff_names_added_removed_and_changed_ids() {
+        let before: BTreeMap<String, String> = [("a", "a [x]"), ("b", "b [y]"), ("c", "c [z]")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let after: BTreeMap<String, String> = [("a", "a [x]"), ("b", "b [y2]"), ("d", "d [w]")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let d = diff(&before, &after);
+        assert_eq!(d.added, vec!["d"]);
+        assert_eq!(d.removed, vec!["c"]);
+        assert_eq!(d.changed, vec!["b"]);
+    }
+
+    #[test]
+    fn an_unknown_id_names_the_closest_ones() {
+        let tree = vec![UiNode {
+            role: "frame".into(),
+            name: "demo".into(),
+            children: vec![
+                UiNode {
+                    role: "push button".into(),
+                    name: "Play".into(),
+                    ..Default::default()
+                },
+                UiNode {
+                    role: "label".into(),
+                    name: "Title".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }];
+        let ids = identify(&tree);
+        let play = &ids[0].children[0].id;
+        let typo = format!("{}0", &play[..play.len() - 1]);
+        let e = unknown_id(&typo, &ids);
+        assert!(e.contains(&format!("closest: \"{play}\"")), "{e}");
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+}
