@@ -390,3 +390,46 @@ async fn what_cannot_be_seen_says_why_and_what_to_do() {
         .await;
     assert!(r.error_text().contains("maxNodes"), "{}", r.text);
 }
+
+/// A second toolkit: WebKitGTK, whose page's controls live in its web
+/// process and reach the tree embedded under the GTK window.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webkit_page_is_seen_through_its_accessibility_tree() {
+    let env = Env::new();
+    let c = env.client().await;
+    let page = demo().with_file_name("web_demo.py");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": PYTHON, "args": [page], "projectRoot": page.parent().unwrap(), "display": "virtual"}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // The page loads after the window shows: ask until its controls are in.
+    let mut nodes = Vec::new();
+    for _ in 0..100 {
+        let r = c.ok("debug_ui", json!({"sessionId": id})).await;
+        nodes = flatten(&r["nodes"])
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>();
+        if nodes.iter().any(|n| n["role"] == "slider") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let refs: Vec<&Value> = nodes.iter().collect();
+    find(&refs, "frame", "Web demo");
+    find(&refs, "heading", "Mixer");
+    let mute = find(&refs, "push button", "Mute");
+    assert!(mute["bounds"]["width"].as_u64().unwrap() > 0, "{mute}");
+    assert!(
+        find(&refs, "check box", "Solo")["states"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("checked"))
+    );
+    assert_eq!(find(&refs, "slider", "Pan")["value"], "30");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -1,7 +1,8 @@
 //! The AT-SPI half: an application's accessibility tree, read over D-Bus.
 //!
-//! Each node costs five calls (role, name, states, interfaces, children)
-//! plus one per interface worth reading (extents, actions, value, text).
+//! Each node costs six calls (role, name, states, interfaces, children
+//! and their count) plus one or two per interface worth reading (extents,
+//! actions, value, text, a combo box's selection).
 //! They are all issued at once, and siblings are read concurrently, so a
 //! window costs about its depth in round trips, not its node count
 //! (ENGINEERING.md measured 64–94 ms sequential, 16–25 ms concurrent, for
@@ -36,6 +37,9 @@ pub(super) const MAX_NODES: usize = 20_000;
 /// How long a walk may take before the application is deemed not to
 /// answer (busy, or paused at a breakpoint).
 pub(super) const WALK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one call may take before its answer is given up on.
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The runtime the D-Bus connections live on: one worker, shared by every
 /// call, so a cached connection keeps being served between calls.
@@ -163,9 +167,19 @@ where
     B: serde::Serialize + zbus::zvariant::DynamicType,
     R: for<'d> zbus::zvariant::DynamicDeserialize<'d>,
 {
-    let reply = conn
-        .call_method(Some(dest), path, Some(iface), method, body)
-        .await?;
+    // One call that never answers (WebKit leaves `Action.GetActions`
+    // unanswered) must cost its node a field, not the walk its deadline.
+    let reply = tokio::time::timeout(
+        CALL_TIMEOUT,
+        conn.call_method(Some(dest), path, Some(iface), method, body),
+    )
+    .await
+    .map_err(|_| {
+        zbus::Error::Failure(format!(
+            "{iface}.{method} did not answer within {} ms",
+            CALL_TIMEOUT.as_millis()
+        ))
+    })??;
     reply.body().deserialize::<R>()
 }
 
@@ -235,6 +249,13 @@ const STATE_BITS: [(u32, &str); 11] = [
 ];
 
 fn states_from(words: &[u32]) -> Vec<String> {
+    // No state at all is "unknown", not "hidden and disabled": WebKit's
+    // socket and plug (where the web process's tree is embedded in the
+    // window's) report none. Such a node is treated as showing, so what
+    // is under it is read.
+    if words.iter().all(|&w| w == 0) {
+        return vec!["showing".into()];
+    }
     let bit = |b: u32| {
         words
             .get((b / 32) as usize)
@@ -252,6 +273,20 @@ fn states_from(words: &[u32]) -> Vec<String> {
     }
     out
 }
+
+/// Whether any of `children` (the first 50) has the "showing" state.
+async fn any_showing(conn: &Connection, children: &[(String, OwnedObjectPath)]) -> bool {
+    join_all(children.iter().take(50).map(|(d, p)| async move {
+        call::<_, Vec<u32>>(conn, d, p.as_str(), ACCESSIBLE, "GetState", &()).await
+    }))
+    .await
+    .into_iter()
+    .flatten()
+    .any(|words| words.first().is_some_and(|w| w & (1 << SHOWING_BIT) != 0))
+}
+
+/// `ATSPI_STATE_SHOWING`.
+const SHOWING_BIT: u32 = 25;
 
 /// Up to this many characters of a text's content become its value.
 const TEXT_CHARS: usize = 200;
@@ -272,8 +307,8 @@ fn node<'a>(
         if depth > MAX_DEPTH || walk.read.fetch_add(1, Ordering::Relaxed) >= MAX_NODES {
             return None;
         }
-        let (role, name, states, interfaces, children) = futures_util::join!(
-            call::<_, String>(conn, &dest, &path, ACCESSIBLE, "GetRoleName", &()),
+        let (role, name, states, interfaces, children, count) = futures_util::join!(
+            call::<_, u32>(conn, &dest, &path, ACCESSIBLE, "GetRole", &()),
             property(conn, &dest, &path, ACCESSIBLE, "Name"),
             call::<_, Vec<u32>>(conn, &dest, &path, ACCESSIBLE, "GetState", &()),
             call::<_, Vec<String>>(conn, &dest, &path, ACCESSIBLE, "GetInterfaces", &()),
@@ -285,8 +320,9 @@ fn node<'a>(
                 "GetChildren",
                 &()
             ),
+            property(conn, &dest, &path, ACCESSIBLE, "ChildCount"),
         );
-        let role = role.ok()?;
+        let role = role_name(role.ok()?);
         let name = name
             .ok()
             .and_then(|v| String::try_from(v).ok())
@@ -299,9 +335,37 @@ fn node<'a>(
             states,
             ..Default::default()
         };
+        let mut kids = children.unwrap_or_default();
+        // A socket (WebKit's web process embedded in its window) lists no
+        // children but counts its plug: ask for each by index.
+        let count = count.ok().and_then(|v| i32::try_from(v).ok()).unwrap_or(0);
+        if kids.is_empty() && count > 0 {
+            let (dest, path) = (&dest, &path);
+            kids = join_all((0..count.min(1_000)).map(|i| async move {
+                call::<_, (String, OwnedObjectPath)>(
+                    conn,
+                    dest,
+                    path,
+                    ACCESSIBLE,
+                    "GetChildAtIndex",
+                    &(i,),
+                )
+                .await
+            }))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        }
         let showing = n.states.iter().any(|s| s == "showing");
         if !showing && !walk.hidden {
-            return Some(n);
+            // A node that says it is not showing while a child of it is
+            // (WebKit's page scroll pane, around a showing document) is on
+            // screen after all: one level of states decides.
+            if !any_showing(conn, &kids).await {
+                return Some(n);
+            }
+            n.states.push("showing".into());
         }
         let has = |i: &str| {
             interfaces
@@ -324,21 +388,26 @@ fn node<'a>(
                 None
             }
         };
+        // By index, not `GetActions`: every toolkit implements `GetName`
+        // (the unlocalized name), and WebKit never answers `GetActions`.
         let actions = async {
-            if has("Action") {
-                call::<_, Vec<(String, String, String)>>(
-                    conn,
-                    &dest,
-                    &path,
-                    "org.a11y.atspi.Action",
-                    "GetActions",
-                    &(),
-                )
-                .await
-                .unwrap_or_default()
-            } else {
-                Vec::new()
+            if !has("Action") {
+                return Vec::new();
             }
+            let n = property(conn, &dest, &path, "org.a11y.atspi.Action", "NActions")
+                .await
+                .ok()
+                .and_then(|v| i32::try_from(v).ok())
+                .unwrap_or(0);
+            let (dest, path) = (&dest, &path);
+            join_all((0..n.clamp(0, 16)).map(|i| async move {
+                call::<_, String>(conn, dest, path, "org.a11y.atspi.Action", "GetName", &(i,)).await
+            }))
+            .await
+            .into_iter()
+            .flatten()
+            .filter(|a| !a.is_empty())
+            .collect::<Vec<String>>()
         };
         let value = async {
             if has("Value") {
@@ -393,7 +462,6 @@ fn node<'a>(
                 None
             }
         };
-        let kids = children.unwrap_or_default();
         let subtree = join_all(
             kids.into_iter()
                 .map(|(d, p)| node(conn, d, p.to_string(), walk, depth + 1)),
@@ -408,18 +476,26 @@ fn node<'a>(
                 width: w as u32,
                 height: h as u32,
             });
-        // The names toolkits give are localized and capitalized ("Click");
-        // the rendering and `debug_ui_action` use them lower case.
-        n.actions = actions
-            .into_iter()
-            .map(|(a, _, _)| a.to_lowercase())
-            .collect();
+        n.actions = actions;
         n.value = value
             .or(text.filter(|t| !t.is_empty() || editable))
             .or(selected);
         n.children = subtree.into_iter().flatten().collect();
         Some(n)
     })
+}
+
+/// The name of AT-SPI role number `role`: the protocol's table (through
+/// `atspi-common`), asked for by number because WebKit answers
+/// `GetRoleName` with an empty string. The table's "button" is spelled as
+/// at-spi2-core and GTK spell it, "push button", so a button reads the same
+/// in every toolkit.
+fn role_name(role: u32) -> String {
+    match atspi_common::Role::try_from(role) {
+        Ok(atspi_common::Role::Button) => "push button".into(),
+        Ok(r) => r.name().to_string(),
+        Err(_) => "unknown".into(),
+    }
 }
 
 /// A number as a person would write it: `0.5`, `3`, not `0.500000`.
@@ -454,6 +530,17 @@ mod tests {
         assert_eq!(states_from(&[1 << 25, 0]), vec!["showing", "disabled"]);
         // A bit in the second word (indeterminate, 32).
         assert!(states_from(&[1 << 8, 1]).contains(&"indeterminate".to_string()));
+        // None at all: unknown, walked as showing.
+        assert_eq!(states_from(&[0, 0]), vec!["showing"]);
+        assert_eq!(states_from(&[]), vec!["showing"]);
+    }
+
+    #[test]
+    fn roles_are_named_as_at_spi_names_them() {
+        // 43 is ATSPI_ROLE_PUSH_BUTTON, 51 ATSPI_ROLE_SLIDER.
+        assert_eq!(role_name(43), "push button");
+        assert_eq!(role_name(51), "slider");
+        assert_eq!(role_name(100_000), "unknown");
     }
 
     #[test]
