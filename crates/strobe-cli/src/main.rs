@@ -158,7 +158,8 @@ fn main() -> ExitCode {
             let py = FridaPython::locate(settings.frida_venv.as_deref(), &home.default_venv());
             let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
             eprintln!(
-                "strobe setup: frida=={PINNED_FRIDA_VERSION} and py-spy=={PINNED_PY_SPY_VERSION} (Python stacks for debug_test's stuck tests) in {}",
+                "strobe setup: frida=={PINNED_FRIDA_VERSION}, py-spy=={PINNED_PY_SPY_VERSION} (Python stacks for debug_test's stuck tests) and {} (debug_ui's vision) in {}",
+                strobe_frida::PINNED_VISION_PACKAGES.split_whitespace().collect::<Vec<_>>().join(", "),
                 py.venv.display()
             );
             match py.install(&python3) {

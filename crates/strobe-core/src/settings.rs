@@ -45,6 +45,17 @@ pub struct Settings {
     pub ui_http: bool,
     /// `ui.port`: its port on 127.0.0.1; 0 = any free port.
     pub ui_port: u64,
+    /// `vision.enabled`: debug_ui runs the vision pipeline (OCR, shapes) on
+    /// every screenshot without being asked.
+    pub vision_enabled: bool,
+    /// `vision.confidenceThreshold`: vision results below this are left out.
+    pub vision_confidence_threshold: f64,
+    /// `vision.iouMergeThreshold`: a shape overlapping a node this much
+    /// (intersection over union) is that node.
+    pub vision_iou_merge_threshold: f64,
+    /// `vision.sidecarIdleTimeoutSeconds`: the vision sidecar exits after
+    /// this long unused.
+    pub vision_idle_timeout_s: u64,
 }
 
 impl Default for Settings {
@@ -62,6 +73,10 @@ impl Default for Settings {
             frida_venv: None,
             ui_http: false,
             ui_port: 0,
+            vision_enabled: false,
+            vision_confidence_threshold: 0.3,
+            vision_iou_merge_threshold: 0.5,
+            vision_idle_timeout_s: 300,
         }
     }
 }
@@ -86,6 +101,12 @@ type IntField = (&'static str, fn(&mut Settings) -> &mut u64, u64, u64);
 
 const INT_FIELDS: &[IntField] = &[
     ("ui.port", |s| &mut s.ui_port, 0, 65_535),
+    (
+        "vision.sidecarIdleTimeoutSeconds",
+        |s| &mut s.vision_idle_timeout_s,
+        1,
+        86_400,
+    ),
     (
         "trace.hotCallsPerSecond",
         |s| &mut s.hot_calls_per_second,
@@ -134,6 +155,22 @@ const INT_FIELDS: &[IntField] = &[
         |s| &mut s.bridge_request_timeout_ms,
         500,
         600_000,
+    ),
+];
+
+/// Settings that are fractions in 0..=1: key, accessor, default.
+type FractionField = (&'static str, fn(&mut Settings) -> &mut f64, f64);
+
+const FRACTION_FIELDS: &[FractionField] = &[
+    (
+        "vision.confidenceThreshold",
+        |s| &mut s.vision_confidence_threshold,
+        0.3,
+    ),
+    (
+        "vision.iouMergeThreshold",
+        |s| &mut s.vision_iou_merge_threshold,
+        0.5,
     ),
 ];
 
@@ -200,7 +237,32 @@ impl Settings {
             }
             return;
         }
+        if let Some((_, field, default)) = FRACTION_FIELDS.iter().find(|(k, ..)| *k == key) {
+            match value.as_f64() {
+                Some(v) if (0.0..=1.0).contains(&v) => *field(self) = v,
+                _ => {
+                    *field(self) = *default;
+                    warnings.push(SettingsWarning {
+                        key: key.to_string(),
+                        message: format!(
+                            "{value} is not a number in 0..=1; using the default {default}"
+                        ),
+                    });
+                }
+            }
+            return;
+        }
         match key {
+            "vision.enabled" => match value.as_bool() {
+                Some(b) => self.vision_enabled = b,
+                None => {
+                    self.vision_enabled = false;
+                    warnings.push(SettingsWarning {
+                        key: key.into(),
+                        message: format!("{value} is not true or false; vision stays off unless a call asks for it"),
+                    });
+                }
+            },
             "ui.http" => match value.as_bool() {
                 Some(b) => self.ui_http = b,
                 None => {
@@ -262,6 +324,27 @@ mod tests {
         let keys: Vec<_> = w.iter().map(|w| w.key.as_str()).collect();
         assert!(keys.contains(&"bogus"));
         assert!(keys.contains(&"events.maxPerSession"));
+    }
+
+    #[test]
+    fn vision_settings_take_fractions_and_refuse_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let global = tmp.path().join("settings.json");
+        fs::write(
+            &global,
+            r#"{"vision.enabled": true, "vision.confidenceThreshold": 0.6, "vision.iouMergeThreshold": 2, "vision.sidecarIdleTimeoutSeconds": 30}"#,
+        )
+        .unwrap();
+        let (s, w) = Settings::load(&global, None);
+        assert!(s.vision_enabled);
+        assert_eq!(s.vision_confidence_threshold, 0.6);
+        assert_eq!(
+            s.vision_iou_merge_threshold, 0.5,
+            "out of range: the default"
+        );
+        assert_eq!(s.vision_idle_timeout_s, 30);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].key, "vision.iouMergeThreshold");
     }
 
     #[test]

@@ -13,6 +13,12 @@ pub const PINNED_FRIDA_VERSION: &str = include_str!("../FRIDA_VERSION").trim_asc
 /// (`PY_SPY_VERSION`, which `./dev` reads too).
 pub const PINNED_PY_SPY_VERSION: &str = include_str!("../PY_SPY_VERSION").trim_ascii();
 
+/// What debug_ui's vision sidecar loads, pinned (`VISION_PACKAGES`, which
+/// `./dev` reads too): onnxruntime's library from its wheel and the PP-OCR
+/// models from rapidocr's. Installed without their dependencies: Strobe
+/// runs neither package's Python code.
+pub const PINNED_VISION_PACKAGES: &str = include_str!("../VISION_PACKAGES");
+
 /// A venv that should hold `frida` (and `py-spy`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FridaPython {
@@ -88,9 +94,47 @@ impl FridaPython {
             .unwrap_or(false)
     }
 
-    /// Creates the venv with `python3` and installs the pinned frida and
-    /// py-spy into it, whichever is missing.
+    /// True when the venv holds the pinned vision packages.
+    pub fn has_pinned_vision(&self) -> bool {
+        let check = PINNED_VISION_PACKAGES
+            .split_whitespace()
+            .filter_map(|p| p.split_once("=="))
+            .map(|(name, version)| format!("m.version({name:?}) == {version:?}"))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        Command::new(self.interpreter())
+            .args([
+                "-c",
+                &format!("import importlib.metadata as m, sys; sys.exit(0 if {check} else 1)"),
+            ])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }
+
+    /// Creates the venv with `python3` and installs the pinned frida,
+    /// py-spy and vision packages into it, whichever are missing.
     pub fn install(&self, python3: &str) -> Result<(), String> {
+        self.install_core(python3)?;
+        if !self.has_pinned_vision() {
+            run(Command::new(self.interpreter())
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                ])
+                .args(PINNED_VISION_PACKAGES.split_whitespace()))
+            .map_err(|e| {
+                format!("{e}; debug_ui works without them, but vision (OCR, shapes) then cannot run")
+            })?;
+        }
+        Ok(())
+    }
+
+    fn install_core(&self, python3: &str) -> Result<(), String> {
         let mut wanted = Vec::new();
         if !self.has_pinned_frida() {
             wanted.push(format!("frida=={PINNED_FRIDA_VERSION}"));

@@ -325,7 +325,8 @@ impl StrobeServer {
         input_schema = crate::schema::input::<UiParams>()
     )]
     async fn debug_ui(&self, Args(p): Args<UiParams>) -> Result<CallToolResult, McpError> {
-        Ok(crate::ui::debug_ui(self.mgr.clone(), p).await)
+        let (settings, warnings) = self.settings_for_session(&p.session_id);
+        Ok(crate::ui::debug_ui(self.mgr.clone(), p, settings, warnings).await)
     }
 
     #[tool(

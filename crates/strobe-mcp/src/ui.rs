@@ -5,7 +5,7 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock};
 use std::sync::Arc;
-use strobe_core::ToolError;
+use strobe_core::{Settings, ToolError};
 use strobe_session::{SessionManager, UiMode, UiRequest, UiResponse};
 
 use crate::params::{UiModeParam, UiParams};
@@ -14,8 +14,8 @@ use crate::reply::{blocking, fail, ok};
 /// The most nodes one answer may ask for.
 const MAX_NODES_LIMIT: i64 = 5_000;
 
-/// The request `p` asks for, or why it is not one.
-pub(crate) fn request(p: &UiParams) -> Result<UiRequest, ToolError> {
+/// The request `p` asks for under `settings`, or why it is not one.
+pub(crate) fn request(p: &UiParams, settings: &Settings) -> Result<UiRequest, ToolError> {
     let max_nodes = match p.max_nodes {
         None => 200,
         Some(n) if (1..=MAX_NODES_LIMIT).contains(&n) => n as usize,
@@ -41,19 +41,32 @@ pub(crate) fn request(p: &UiParams) -> Result<UiRequest, ToolError> {
         id: p.id.clone(),
         max_nodes,
         all: p.all,
-        vision: p.vision.unwrap_or(false),
+        vision: p.vision.unwrap_or(settings.vision_enabled),
+        min_confidence: settings.vision_confidence_threshold as f32,
+        iou_threshold: settings.vision_iou_merge_threshold,
+        vision_idle: std::time::Duration::from_secs(settings.vision_idle_timeout_s),
+        venv: settings.frida_venv.clone(),
     })
 }
 
-/// Runs `debug_ui` for `p`.
-pub(crate) async fn debug_ui(mgr: Arc<SessionManager>, p: UiParams) -> CallToolResult {
-    let req = match request(&p) {
+/// Runs `debug_ui` for `p` under `settings` (the session's), with the
+/// settings' own `warnings`.
+pub(crate) async fn debug_ui(
+    mgr: Arc<SessionManager>,
+    p: UiParams,
+    settings: Settings,
+    warnings: Vec<String>,
+) -> CallToolResult {
+    let req = match request(&p, &settings) {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
     let id = p.session_id.clone();
     match blocking(move || mgr.ui(&id, &req)).await {
-        Ok(resp) => reply(&p.session_id, resp),
+        Ok(mut resp) => {
+            resp.warnings.extend(warnings);
+            reply(&p.session_id, resp)
+        }
         Err(e) => fail(e),
     }
 }
@@ -123,6 +136,12 @@ pub(crate) fn text(session: &str, r: &UiResponse) -> String {
             s.width, s.height, s.path
         ));
     }
+    if let Some(v) = &r.vision {
+        out.push_str(&format!(
+            "Vision found {} things: {} confirmed nodes (↻merged), {} new nodes (⚡vision).\n",
+            v["found"], v["confirmed"], v["added"]
+        ));
+    }
     for w in &r.warnings {
         out.push_str(&format!("Warning: {w}\n"));
     }
@@ -142,23 +161,30 @@ mod tests {
 
     #[test]
     fn arguments_are_checked_with_the_fix_named() {
-        let r = request(&params(serde_json::json!({"sessionId": "s"}))).unwrap();
+        let s = Settings::default();
+        let ask = |v: serde_json::Value, s: &Settings| request(&params(v), s);
+        let r = ask(serde_json::json!({"sessionId": "s"}), &s).unwrap();
         assert_eq!(
             (r.mode, r.max_nodes, r.all, r.vision),
             (UiMode::Tree, 200, false, false)
         );
-        let e = request(&params(
-            serde_json::json!({"sessionId": "s", "maxNodes": 0}),
-        ))
-        .unwrap_err();
-        assert!(e.message.contains("between 1 and 5000"), "{}", e.message);
-        let e = request(&params(serde_json::json!({"sessionId": "s", "id": "Play"}))).unwrap_err();
-        assert!(e.message.contains("btn#5c8a12"), "{}", e.message);
+        // vision.enabled turns vision on unless the call says otherwise.
+        let on = Settings {
+            vision_enabled: true,
+            ..Settings::default()
+        };
         assert!(
-            serde_json::from_value::<UiParams>(
-                serde_json::json!({"sessionId": "s", "mode": "video"})
-            )
-            .is_err()
+            ask(serde_json::json!({"sessionId": "s"}), &on)
+                .unwrap()
+                .vision
         );
+        let off = ask(serde_json::json!({"sessionId": "s", "vision": false}), &on);
+        assert!(!off.unwrap().vision);
+        let e = ask(serde_json::json!({"sessionId": "s", "maxNodes": 0}), &s).unwrap_err();
+        assert!(e.message.contains("between 1 and 5000"), "{}", e.message);
+        let e = ask(serde_json::json!({"sessionId": "s", "id": "Play"}), &s).unwrap_err();
+        assert!(e.message.contains("btn#5c8a12"), "{}", e.message);
+        let bad = serde_json::json!({"sessionId": "s", "mode": "video"});
+        assert!(serde_json::from_value::<UiParams>(bad).is_err());
     }
 }

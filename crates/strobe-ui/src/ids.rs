@@ -27,7 +27,7 @@ pub struct Identified<'a> {
 }
 
 /// The short role names ids and the compact rendering use.
-const ABBREVIATIONS: [(&str, &str); 40] = [
+const ABBREVIATIONS: [(&str, &str); 45] = [
     ("frame", "w"),
     ("window", "w"),
     ("dialog", "dlg"),
@@ -68,6 +68,12 @@ const ABBREVIATIONS: [(&str, &str); 40] = [
     ("separator", "sep"),
     ("image", "img"),
     ("link", "lnk"),
+    ("drawing area", "draw"),
+    ("heading", "h"),
+    // Nodes vision found (vision/merge.rs).
+    ("ocr text", "ocr"),
+    ("knob", "knob"),
+    ("button", "btn"),
 ];
 
 /// The abbreviation of platform role `role`: a known one, else the first

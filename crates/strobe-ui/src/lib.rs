@@ -24,6 +24,7 @@ pub mod backends;
 pub mod ids;
 pub mod render;
 pub mod virtual_display;
+pub mod vision;
 
 use std::fmt;
 
@@ -115,6 +116,19 @@ pub struct UiNode {
     pub states: Vec<String>,
     /// Its children, in the platform's order.
     pub children: Vec<UiNode>,
+    /// What vision said of it: confirmed it, or found it (a node the
+    /// accessibility tree does not have).
+    pub vision: Option<VisionMark>,
+}
+
+/// A node's mark from vision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VisionMark {
+    /// Found by vision alone (`⚡vision`), rather than an accessibility
+    /// node vision confirmed (`↻merged`).
+    pub new: bool,
+    /// The model's confidence, 0–1.
+    pub confidence: f32,
 }
 
 /// A captured image of a window: tightly packed 8-bit RGBA rows.

@@ -189,6 +189,10 @@ pub fn line(n: &Identified<'_>) -> String {
         s.push(' ');
         s.push_str(st);
     }
+    if let Some(m) = node.vision {
+        let mark = if m.new { "⚡vision" } else { "↻merged" };
+        s.push_str(&format!(" {mark}({:.1})", m.confidence));
+    }
     s
 }
 

@@ -152,3 +152,15 @@ fn alive(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+#[test]
+#[ignore]
+fn save_knob_shot() {
+    let vd = VirtualDisplay::start().unwrap();
+    let app = launch(&vd, &["--knob"], &[]);
+    let pid = app.0.id();
+    let _ = tree_when_registered(&vd, pid);
+    let w = Atspi.windows(&vd.display(), &[pid]).unwrap();
+    let shot = Atspi.capture(&vd.display(), &w[0]).unwrap();
+    std::fs::write("/tmp/knob.png", shot.png().unwrap()).unwrap();
+}

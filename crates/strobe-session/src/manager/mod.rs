@@ -205,6 +205,8 @@ pub struct SessionManager {
     captures: Mutex<HashMap<String, Arc<std::sync::RwLock<trace::Decoders>>>>,
     /// Itself, for work handed to other threads.
     me: std::sync::Weak<SessionManager>,
+    /// debug_ui's vision sidecar, started by its first use (one per daemon).
+    vision: Mutex<Option<strobe_ui::vision::sidecar::Sidecar>>,
 }
 
 /// A bridge failure as the tool error the agent sees.
@@ -252,6 +254,7 @@ impl SessionManager {
             pending_options: Mutex::new(trace::TraceOptions::default()),
             staged: Mutex::new(staged::Staged::default()),
             captures: Mutex::new(HashMap::new()),
+            vision: Mutex::new(None),
             me: me.clone(),
             launch_lock: Mutex::new(()),
         }))

@@ -52,6 +52,14 @@ pub struct UiRequest {
     pub all: bool,
     /// Run the vision pipeline on the screenshot.
     pub vision: bool,
+    /// Vision results below this confidence are left out.
+    pub min_confidence: f32,
+    /// A shape overlapping its node this much (IoU) confirms it.
+    pub iou_threshold: f64,
+    /// The vision sidecar stops after this long unused.
+    pub vision_idle: Duration,
+    /// The venv holding onnxruntime and the models (`frida.venv`).
+    pub venv: Option<std::path::PathBuf>,
 }
 
 /// A window of the session, as `debug_ui` reports it.
@@ -126,6 +134,9 @@ pub struct UiResponse {
     /// The screenshot, when asked for (or when the tree could not be read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<UiScreenshot>,
+    /// What vision did: boxes found, nodes confirmed, nodes added.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vision: Option<Value>,
     /// Problems worth knowing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -201,26 +212,63 @@ impl SessionManager {
         let mut want_shot = req.mode != UiMode::Tree;
         let mut warnings = Vec::new();
 
+        if req.vision {
+            want_shot = true;
+        }
         let (windows, trees) =
             self.look(&live, backend.as_ref(), &display, &pids, want_tree, req.all)?;
-        let roots: Vec<UiNode> = trees
+        let mut roots: Vec<UiNode> = trees
             .iter()
             .filter_map(|(_, t)| t.as_ref().ok())
             .flatten()
             .cloned()
             .collect();
-        if want_tree && roots.is_empty() {
+        let has_tree = !roots.is_empty();
+        if want_tree && !has_tree {
             let why = trees_error(&trees);
             warnings.push(format!(
                 "{why}. The screenshot below shows the window instead; for a GTK program check that NO_AT_BRIDGE is not set, for Qt that QT_ACCESSIBILITY=1 (display \"virtual\" sets both)"
             ));
             want_shot = true;
         }
+        let screenshot = if want_shot {
+            match windows.first() {
+                Some(w) => Some(self.screenshot(&live, backend.as_ref(), &display, w)?),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let mut vision = None;
         if req.vision {
-            warnings.push(
-                "vision is not available in this build yet: the tree and the screenshot are returned without it".into(),
-            );
+            match (&screenshot, windows.first()) {
+                (Some(shot), Some(w)) => match self.see(&shot.path, req) {
+                    Ok(boxes) => {
+                        if roots.is_empty() {
+                            // No tree to merge into: the window itself holds
+                            // what vision found.
+                            roots = windows.iter().map(window_node).collect();
+                        }
+                        let merged = strobe_ui::vision::merge::merge(
+                            &mut roots,
+                            &boxes,
+                            (w.bounds.x, w.bounds.y),
+                            req.iou_threshold,
+                        );
+                        vision = Some(json!({
+                            "found": boxes.len(),
+                            "confirmed": merged.confirmed,
+                            "added": merged.added,
+                        }));
+                    }
+                    Err(e) => warnings.push(format!(
+                        "vision could not run: {e}. The tree and the screenshot are returned without it"
+                    )),
+                },
+                _ => warnings.push("vision needs a window to look at, and the session has none".into()),
+            }
         }
+        let show_tree = want_tree && !roots.is_empty();
 
         let identified = identify(&roots);
         let subtree: Vec<&Identified<'_>> = match &req.id {
@@ -238,25 +286,19 @@ impl SessionManager {
             },
         );
         let lines = all_lines(&identified);
-        let screenshot = if want_shot {
-            match windows.first() {
-                Some(w) => Some(self.screenshot(&live, backend.as_ref(), &display, w)?),
-                None => None,
-            }
-        } else {
-            None
-        };
         let changes = {
             let mut ui = live.ui.lock().expect("ui lock");
-            let changes = (want_tree && !roots.is_empty())
+            // Only trees read from the same source are compared: vision's
+            // nodes come and go with the flag.
+            let changes = (show_tree && has_tree && !req.vision)
                 .then(|| ui.previous.as_ref().map(|p| diff(p, &lines)))
                 .flatten();
-            if want_tree && !roots.is_empty() {
+            if show_tree && has_tree && !req.vision {
                 ui.previous = Some(lines);
             }
             changes
         };
-        let tree_text = (want_tree && !roots.is_empty()).then(|| rendered.text.clone());
+        let tree_text = show_tree.then(|| rendered.text.clone());
         let doc = json!({
             "tree": tree_text,
             "nodes": rendered.shown + rendered.cut,
@@ -264,7 +306,7 @@ impl SessionManager {
             "removed": changes.as_ref().map(|c| &c.removed),
             "changed": changes.as_ref().map(|c| &c.changed),
             "screenshot": screenshot.as_ref().map(|s| &s.path),
-            "vision": req.vision,
+            "vision": vision,
             "windows": windows.iter().map(|w| &w.title).collect::<Vec<_>>(),
         });
         self.append_json_event(&live, EventKind::UiSnapshot, live.pid, 0, &doc);
@@ -283,7 +325,7 @@ impl SessionManager {
                     ],
                 })
                 .collect(),
-            nodes: if want_tree {
+            nodes: if show_tree {
                 structured(&subtree, &rendered.shown_ids)
             } else {
                 Vec::new()
@@ -294,6 +336,7 @@ impl SessionManager {
             hidden: rendered.hidden,
             changes,
             screenshot,
+            vision,
             warnings,
         })
     }
@@ -350,6 +393,37 @@ impl SessionManager {
         }
     }
 
+    /// What the vision model finds in the PNG at `png` (the sidecar is
+    /// started on first use and reused).
+    fn see(&self, png: &str, req: &UiRequest) -> Result<Vec<strobe_ui::vision::VisionBox>, String> {
+        use strobe_ui::vision::VisionModel;
+        use strobe_ui::vision::sidecar::{Sidecar, SidecarConfig};
+        let venv =
+            strobe_frida::FridaPython::locate(req.venv.as_deref(), &self.home.default_venv()).venv;
+        let program = std::env::var_os("STROBE_VISION_SIDECAR")
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from);
+        let config = SidecarConfig::locate(&venv, program).map_err(|e| e.to_string())?;
+        let mut guard = self.vision.lock().expect("vision lock");
+        if guard.as_ref().is_some_and(|s| s.config() != &config) {
+            *guard = None; // the venv or the program changed: start afresh
+        }
+        let sidecar = guard.get_or_insert_with(|| Sidecar::new(config, req.vision_idle));
+        sidecar.set_idle_timeout(req.vision_idle);
+        sidecar
+            .analyze(std::path::Path::new(png), req.min_confidence)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The vision sidecar's pid, while it runs.
+    pub fn vision_pid(&self) -> Option<u32> {
+        self.vision
+            .lock()
+            .expect("vision lock")
+            .as_ref()
+            .and_then(|s| s.pid())
+    }
+
     fn screenshot(
         &self,
         live: &Live,
@@ -380,6 +454,18 @@ impl SessionManager {
             height: capture.height,
             png,
         })
+    }
+}
+
+/// A window as a node, for vision to put what it found under when the
+/// program has no accessibility tree.
+fn window_node(w: &Window) -> UiNode {
+    UiNode {
+        role: "frame".into(),
+        name: w.title.clone(),
+        bounds: Some(w.bounds),
+        states: vec!["showing".into()],
+        ..Default::default()
     }
 }
 
