@@ -433,3 +433,123 @@ async fn a_webkit_page_is_seen_through_its_accessibility_tree() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+/// `strobe-vision` beside the `strobe` under test, where the daemon looks
+/// (`./dev test` builds it; `cargo test` alone does not).
+fn vision_sidecar() -> PathBuf {
+    let p = Path::new(support::STROBE).with_file_name("strobe-vision");
+    assert!(
+        p.is_file(),
+        "{} is not built: `cargo build -p strobe-vision` (./dev test does it)",
+        p.display()
+    );
+    p
+}
+
+/// Vision on a window with a custom-drawn knob and label (a GTK
+/// DrawingArea with no accessible children): OCR reads the label, the
+/// shape detector finds the knob, both become vision nodes under the
+/// drawing area, and text the tree already has confirms its nodes.
+#[tokio::test(flavor = "multi_thread")]
+async fn vision_finds_painted_text_and_a_knob_and_confirms_known_nodes() {
+    vision_sidecar();
+    let env = Env::new();
+    let c = env.client().await;
+    let (id, _) = launch(&c, &["--knob"], json!({})).await;
+    let plain = c.ok("debug_ui", json!({"sessionId": id})).await;
+    let r = c
+        .reply("debug_ui", json!({"sessionId": id, "vision": true}))
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    assert!(r.value.get("warnings").is_none(), "{}", r.value["warnings"]);
+    let nodes = flatten(&r.value["nodes"]);
+    let area = nodes
+        .iter()
+        .find(|n| n["role"] == "drawing area" && n["name"] == "")
+        .unwrap_or_else(|| panic!("no unnamed drawing area in {nodes:#?}"));
+    let painted = flatten(&area["children"]);
+    let label = find(&painted, "ocr text", "GAIN 7");
+    assert_eq!(label["vision"]["new"], true, "{label}");
+    assert!(label["id"].as_str().unwrap().starts_with("ocr#"));
+    let knob = painted
+        .iter()
+        .find(|n| n["role"] == "knob")
+        .unwrap_or_else(|| panic!("no knob in {painted:#?}"));
+    let kb = &knob["bounds"];
+    let ab = &area["bounds"];
+    assert!(
+        kb["x"].as_i64() >= ab["x"].as_i64() && kb["width"].as_i64() < ab["width"].as_i64(),
+        "{knob}"
+    );
+    // The tree's own text confirms its nodes.
+    let play = find(&nodes, "push button", "Play");
+    assert_eq!(play["vision"]["new"], false, "{play}");
+    assert!(
+        r.text.contains("[GAIN 7]") && r.text.contains("⚡vision("),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("↻merged("), "{}", r.text);
+    // The tree's ids are the same with vision as without.
+    let ids = |v: &Value| -> Vec<String> {
+        flatten(&v["nodes"])
+            .iter()
+            .filter(|n| n["vision"]["new"] != true)
+            .map(|n| n["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&plain), ids(&r.value));
+    // A ui_snapshot says vision ran.
+    let snaps = c.events(&id, Some("ui_snapshot")).await;
+    assert!(
+        snaps
+            .iter()
+            .any(|e| e["vision"]["added"].as_u64() >= Some(2)),
+        "{snaps:#?}"
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+/// Without onnxruntime in Strobe's venv, vision says how to get it and the
+/// tree still comes back.
+#[tokio::test(flavor = "multi_thread")]
+async fn vision_without_onnxruntime_says_how_to_fix_it_and_returns_the_tree() {
+    vision_sidecar();
+    let mut env = Env::new();
+    // The venv as it is, minus onnxruntime: a directory of links.
+    let real = env.venv.clone();
+    let fake = env.path().join("venv-without-onnxruntime");
+    let real_site = std::fs::read_dir(real.join("lib"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap();
+    let python_dir = real_site.parent().unwrap().file_name().unwrap().to_owned();
+    let site = fake.join("lib").join(python_dir).join("site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    for entry in std::fs::read_dir(&real_site).unwrap().flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with("onnxruntime") {
+            std::os::unix::fs::symlink(entry.path(), site.join(name)).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink(real.join("bin"), fake.join("bin")).unwrap();
+    std::fs::copy(real.join("pyvenv.cfg"), fake.join("pyvenv.cfg")).unwrap();
+    env.venv = fake;
+    let c = env.client().await;
+    let (id, _) = launch(&c, &[], json!({})).await;
+    let r = c
+        .reply("debug_ui", json!({"sessionId": id, "vision": true}))
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let warned = r.value["warnings"].to_string();
+    assert!(
+        warned.contains("libonnxruntime.so") && warned.contains("strobe setup"),
+        "{warned}"
+    );
+    find(&flatten(&r.value["nodes"]), "push button", "Play");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

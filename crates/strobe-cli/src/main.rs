@@ -159,7 +159,10 @@ fn main() -> ExitCode {
             let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
             eprintln!(
                 "strobe setup: frida=={PINNED_FRIDA_VERSION}, py-spy=={PINNED_PY_SPY_VERSION} (Python stacks for debug_test's stuck tests) and {} (debug_ui's vision) in {}",
-                strobe_frida::PINNED_VISION_PACKAGES.split_whitespace().collect::<Vec<_>>().join(", "),
+                strobe_frida::PINNED_VISION_PACKAGES
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 py.venv.display()
             );
             match py.install(&python3) {

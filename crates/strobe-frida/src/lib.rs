@@ -15,4 +15,6 @@ pub mod protocol;
 pub mod python;
 
 pub use bridge::{Bridge, BridgeError, BridgeEvent, SpawnRequest};
-pub use python::{FridaPython, PINNED_FRIDA_VERSION, PINNED_PY_SPY_VERSION, PINNED_VISION_PACKAGES};
+pub use python::{
+    FridaPython, PINNED_FRIDA_VERSION, PINNED_PY_SPY_VERSION, PINNED_VISION_PACKAGES,
+};

@@ -128,7 +128,9 @@ impl FridaPython {
                 ])
                 .args(PINNED_VISION_PACKAGES.split_whitespace()))
             .map_err(|e| {
-                format!("{e}; debug_ui works without them, but vision (OCR, shapes) then cannot run")
+                format!(
+                    "{e}; debug_ui works without them, but vision (OCR, shapes) then cannot run"
+                )
             })?;
         }
         Ok(())

@@ -543,6 +543,13 @@ fn structured(roots: &[&Identified<'_>], shown: &[String]) -> Vec<Value> {
             o.insert("value".into(), json!(v));
         }
         o.insert("states".into(), json!(u.states));
+        if let Some(m) = u.vision {
+            let confidence = (f64::from(m.confidence) * 100.0).round() / 100.0;
+            o.insert(
+                "vision".into(),
+                json!({"new": m.new, "confidence": confidence}),
+            );
+        }
         let children: Vec<Value> = n.children.iter().filter_map(|c| node(c, shown)).collect();
         if !children.is_empty() {
             o.insert("children".into(), Value::Array(children));

@@ -5,7 +5,8 @@
 //! 0.5 drops half the matches of text boxes, while this rule matched 41 of
 //! 41). Then:
 //! - **text** read where the node already says it (its name or value
-//!   contains it) confirms that node: it is marked `↻merged`;
+//!   contains it) confirms that node: it is marked `↻merged`; so does a
+//!   single glyph on a control (a slider's thumb, a check mark);
 //! - a **shape** on a node the tree already knows as a control (one with
 //!   actions or a value), or covering its node (IoU at least the
 //!   `vision.iouMergeThreshold` setting), confirms it the same way;
@@ -49,7 +50,11 @@ pub fn merge(
             continue; // outside every window
         };
         let node = at_path(roots, &path);
+        let known_control = !node.actions.is_empty() || node.value.is_some();
         let confirms = match &b.text {
+            // One glyph on a control is its decoration (a slider's thumb, a
+            // check mark, an arrow), not a word of its own.
+            Some(text) if known_control && text.chars().count() == 1 => true,
             Some(text) => says(node, text),
             None => {
                 !node.actions.is_empty()
