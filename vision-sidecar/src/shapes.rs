@@ -199,7 +199,7 @@ mod tests {
         // A ring of radius 30 (stroke 4) centred at (50, 50).
         for y in 0..h {
             for x in 0..w {
-                let d = (((x as f32 - 50.0).powi(2) + (y as f32 - 50.0).powi(2)) as f32).sqrt();
+                let d = ((x as f32 - 50.0).powi(2) + (y as f32 - 50.0).powi(2)).sqrt();
                 if (28.0..=32.0).contains(&d) {
                     g[y * w + x] = 20;
                 }
@@ -208,7 +208,7 @@ mod tests {
         // A 60x30 outlined rectangle at (120, 30).
         for y in 30..60 {
             for x in 120..180 {
-                if y < 32 || y >= 58 || x < 122 || x >= 178 {
+                if !(32..58).contains(&y) || !(122..178).contains(&x) {
                     g[y * w + x] = 20;
                 }
             }

@@ -100,8 +100,12 @@ pub fn regions(
             y0 = y0.min(y);
             x1 = x1.max(x);
             y1 = y1.max(y);
-            sum += probs[i];
-            count += 1;
+            // The score is the text pixels' mean: the dilation's extra
+            // pixels would only dilute it.
+            if probs[i] > PIXEL_THRESHOLD {
+                sum += probs[i];
+                count += 1;
+            }
             let mut visit = |j: usize| {
                 if on[j] && !seen[j] {
                     seen[j] = true;
@@ -122,7 +126,7 @@ pub fn regions(
             }
         }
         let (bw, bh) = (x1 - x0 + 1, y1 - y0 + 1);
-        let score = sum / count as f32;
+        let score = sum / count.max(1) as f32;
         if bw < MIN_SIDE || bh < MIN_SIDE || score < BOX_THRESHOLD {
             continue;
         }
