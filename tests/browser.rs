@@ -4,7 +4,8 @@
 //! finished traced run and a segfault. The script checks that the
 //! sessions appear, the timeline draws and zooms, filtering works, live
 //! output arrives, patterns can be added, the export opens, the crash view
-//! names the signal, and that the token and Origin checks refuse
+//! names the signal, a GUI program's ui_snapshot is a marker whose detail
+//! shows its tree and screenshot, and that the token and Origin checks refuse
 //! strangers. Screenshots land in `$CARGO_TARGET_TMPDIR/browser/`.
 
 mod support;
@@ -58,6 +59,22 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .await;
     let live = v["sessionId"].as_str().unwrap().to_string();
 
+    // A GUI program looked at through debug_ui: its ui_snapshot event is a
+    // marker with the tree and the screenshot in its detail.
+    let gtk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gui/gtk_demo.py");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "/usr/bin/python3", "args": [gtk], "projectRoot": gtk.parent().unwrap(), "display": "virtual"}),
+        )
+        .await;
+    let gui = v["sessionId"].as_str().unwrap().to_string();
+    c.ok("debug_ui", json!({"sessionId": gui, "mode": "both"}))
+        .await;
+    let snapshot = c.events(&gui, Some("ui_snapshot")).await[0]["id"]
+        .as_u64()
+        .unwrap();
+
     let out = env.command(&["ui"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -75,6 +92,8 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .env("LIVE_SESSION", &live)
         .env("DONE_SESSION", &done)
         .env("CRASH_SESSION", &crashed)
+        .env("GUI_SESSION", &gui)
+        .env("GUI_SNAPSHOT", snapshot.to_string())
         .env("OUT_DIR", &shots)
         .env("CHROMIUM", &chromium)
         // Its own process group, so a hung run takes its browser with it.
@@ -101,9 +120,8 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         "the browser checks failed ({status}); see the output above and the screenshots in {}",
         shots.display()
     );
-    c.ok(
-        "debug_session",
-        json!({"action": "stop", "sessionId": live}),
-    )
-    .await;
+    for id in [&live, &gui] {
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+    }
 }

@@ -30,6 +30,8 @@ const origin = url.origin;
 const live = env('LIVE_SESSION');
 const done = env('DONE_SESSION');
 const crashed = env('CRASH_SESSION');
+const gui = env('GUI_SESSION');
+const guiSnapshot = Number(env('GUI_SNAPSHOT'));
 const out = env('OUT_DIR');
 fs.mkdirSync(out, { recursive: true });
 
@@ -186,6 +188,42 @@ try {
   await crash.waitFor({ timeout: 15000 });
   check((await crash.textContent()).includes('SIGSEGV'), 'the crash view names the signal');
   await shot('05-crash');
+
+  // A GUI session: its debug_ui look is a ui_snapshot marker on the
+  // timeline, and its detail shows the tree and the screenshot.
+  await page.goto(`${origin}/#/session/${encodeURIComponent(gui)}`);
+  await page.locator('[data-testid=timeline][data-ready=true]').waitFor({ timeout: 15000 });
+  const tl = await page.evaluate(async ([id]) => {
+    const t = sessionStorage.getItem('strobe.token');
+    const r = await fetch(`/api/sessions/${encodeURIComponent(id)}/timeline?from=0&columns=800`, {
+      headers: t ? { Authorization: `Bearer ${t}` } : {},
+    });
+    return r.json();
+  }, [gui]);
+  check(
+    JSON.stringify(tl).includes('"ui_snapshot"'),
+    'the GUI session\'s timeline has a ui_snapshot marker',
+    JSON.stringify(tl).slice(0, 300),
+  );
+  await page.locator('[data-testid=filter-event-type]').selectOption('ui_snapshot');
+  await page.locator('[data-testid=filter-apply]').click();
+  const uiRow = page.locator(`[data-testid=event-row][data-event-type=ui_snapshot]`).first();
+  await uiRow.waitFor({ timeout: 10000 });
+  await uiRow.click();
+  const tree = page.locator('[data-testid=ui-tree]');
+  await tree.waitFor({ timeout: 10000 });
+  check((await tree.textContent()).includes('[Play]'), 'the ui_snapshot detail shows the tree');
+  await page.waitForFunction(
+    () => {
+      const img = document.querySelector('[data-testid=ui-screenshot]');
+      return img && img.complete && img.naturalWidth === 640;
+    },
+    null,
+    { timeout: 10000 },
+  );
+  check(true, 'the ui_snapshot detail shows the screenshot');
+  check(Number.isInteger(guiSnapshot), 'the snapshot event id is known');
+  await shot('06-ui-snapshot');
 
   // Test runs view.
   await page.goto(`${origin}/#/tests`);

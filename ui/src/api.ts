@@ -125,6 +125,16 @@ export const api = {
   exportUrl: (id: string) => `${base(id)}/export`,
   event: (id: string, eventId: number) => request<EventDetail>('GET', `${base(id)}/events/${eventId}`),
   agent: (id: string) => request<{ calls: AgentCall[] }>('GET', `${base(id)}/agent`),
+  /** A ui_snapshot event's screenshot, as an object URL the caller revokes. */
+  screenshot: async (id: string, eventId: number): Promise<string> => {
+    const resp = await fetch(`${base(id)}/events/${eventId}/screenshot`, {
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+    if (!resp.ok) throw new ApiError(resp.status, `HTTP_${resp.status}`, `no screenshot (${resp.status})`);
+    return URL.createObjectURL(await resp.blob());
+  },
   trace: (id: string, body: { add?: string[]; remove?: string[] }) =>
     request<TraceReply>('POST', `${base(id)}/trace`, body),
   tests: () => request<{ runs: TestRun[] }>('GET', '/api/tests'),

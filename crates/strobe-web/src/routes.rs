@@ -44,6 +44,10 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/sessions/{id}/query", post(query))
         .route("/api/sessions/{id}/export", get(export))
         .route("/api/sessions/{id}/events/{event}", get(event))
+        .route(
+            "/api/sessions/{id}/events/{event}/screenshot",
+            get(screenshot),
+        )
         .route("/api/sessions/{id}/agent", get(agent))
         .route("/api/sessions/{id}/trace", post(trace))
         .route("/api/sessions/{id}/live", get(live))
@@ -329,6 +333,47 @@ async fn query(s: Shared, Path(id): Path<String>, body: axum::Json<Value>) -> Re
 
 async fn event(s: Shared, Path((id, event)): Path<(String, u64)>) -> Response {
     json_result(blocking(move || strobe_query::event(&s.mgr, &id, event).map_err(tool_error)).await)
+}
+
+/// The screenshot a `ui_snapshot` event names, as PNG. Only a file in the
+/// session's own screenshot directory is served, whatever the event says.
+async fn screenshot(s: Shared, Path((id, event)): Path<(String, u64)>) -> Response {
+    let r = blocking(move || {
+        let found = strobe_query::event(&s.mgr, &id, event).map_err(tool_error)?;
+        let not_found = |what: String| ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", &what);
+        let path = found["event"]["screenshot"]
+            .as_str()
+            .ok_or_else(|| not_found(format!("event {event} of session {id} has no screenshot")))?
+            .to_string();
+        let dir = s.mgr.ui_dir(&id);
+        let (Ok(file), Ok(dir)) = (std::fs::canonicalize(&path), std::fs::canonicalize(&dir))
+        else {
+            return Err(not_found(format!(
+                "the screenshot {path} is gone (the session's data was deleted?)"
+            )));
+        };
+        if !file.starts_with(&dir) {
+            return Err(not_found(format!(
+                "{path} is not one of the session's screenshots"
+            )));
+        }
+        std::fs::read(&file).map_err(|e| not_found(format!("{path}: {e}")))
+    })
+    .await;
+    match r {
+        Ok(bytes) => Response::builder()
+            .header(header::CONTENT_TYPE, "image/png")
+            .header(header::CACHE_CONTROL, "no-store")
+            .body(Body::from(bytes))
+            .unwrap_or_else(|e| {
+                error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_ERROR",
+                    &e.to_string(),
+                )
+            }),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// One agent call as the UI reads it; `offsetNs` places it on the

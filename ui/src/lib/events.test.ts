@@ -8,6 +8,13 @@ describe('event display helpers', () => {
     expect(location('/a/b/trace_c.c', null, true)).toBe('/a/b/trace_c.c');
     expect(location(null, 3)).toBe('');
   });
+  it('sums a ui_snapshot up: nodes, changes, screenshot', () => {
+    const base = { id: 1, timestampNs: 0, eventType: 'ui_snapshot' };
+    expect(eventSubject({ ...base, nodes: 23 })).toBe('23 nodes');
+    expect(
+      eventSubject({ ...base, nodes: 25, added: ['a', 'b'], removed: [], changed: ['c'], screenshot: '/s.png' }),
+    ).toBe('25 nodes, +2 −0 ~1, screenshot');
+  });
   it('picks the subject by event type', () => {
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'function_exit', function: 'add' })).toBe('add');
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'stdout', text: 'hello' })).toBe('hello');

@@ -52,6 +52,13 @@ export function eventSubject(e: QueryEvent): string {
     if (str(e.signal)) parts.push(str(e.signal));
     return parts.filter(Boolean).join(', ') || 'process exit';
   }
+  if (e.eventType === 'ui_snapshot') {
+    const n = (k: string) => (Array.isArray(e[k]) ? (e[k] as unknown[]).length : 0);
+    const parts = [`${num(e.nodes) ?? 0} nodes`];
+    if (Array.isArray(e.added)) parts.push(`+${n('added')} −${n('removed')} ~${n('changed')}`);
+    if (str(e.screenshot)) parts.push('screenshot');
+    return parts.join(', ');
+  }
   for (const k of ['message', 'label', 'name']) if (str(e[k])) return str(e[k]) as string;
   return '';
 }

@@ -13,6 +13,8 @@ export const EVENT_TYPES = [
   'logpoint',
   'variable_snapshot',
   'process_exit',
+  'exception',
+  'ui_snapshot',
 ] as const;
 
 export interface FilterForm {

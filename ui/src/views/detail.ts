@@ -64,7 +64,11 @@ export function createDetail(sessionId: string) {
 
     const args = e.arguments ?? enter?.arguments;
     const other: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(e)) if (!SHOWN.has(k) && e.eventType !== 'crash') other[k] = v;
+    const ui = e.eventType === 'ui_snapshot';
+    for (const [k, v] of Object.entries(e)) {
+      if (SHOWN.has(k) || e.eventType === 'crash' || (ui && (k === 'tree' || k === 'screenshot'))) continue;
+      other[k] = v;
+    }
 
     replace(
       body,
@@ -83,10 +87,35 @@ export function createDetail(sessionId: string) {
         ? [h('h4', null, 'Return value'), jsonBlock(e.returnValue)]
         : '',
       e.eventType === 'crash' ? renderCrash(e) : '',
+      ui ? renderUiSnapshot(e) : '',
       Object.keys(other).length ? [h('h4', null, 'Other fields'), jsonBlock(other)] : '',
       enter ? details(`Entry event #${enter.id} at ${formatTimestamp(enter.timestampNs)}`, jsonBlock(enter)) : '',
       details('Raw JSON', jsonBlock(enter ? { event: e, enter } : e)),
     );
+  }
+
+  /** A ui_snapshot: the tree as debug_ui rendered it, and its screenshot. */
+  function renderUiSnapshot(e: QueryEvent): Node[] {
+    const out: Node[] = [];
+    if (typeof e.screenshot === 'string') {
+      const img = h('img', {
+        class: 'ui-screenshot',
+        alt: `screenshot of the program's window (${e.screenshot})`,
+        'data-testid': 'ui-screenshot',
+      }) as HTMLImageElement;
+      api
+        .screenshot(sessionId, e.id)
+        .then((url) => {
+          img.onload = () => URL.revokeObjectURL(url);
+          img.src = url;
+        })
+        .catch((err: Error) => img.replaceWith(h('p', { class: 'muted small' }, err.message)));
+      out.push(h('h4', null, 'Screenshot'), img);
+    }
+    if (typeof e.tree === 'string') {
+      out.push(h('h4', null, 'Accessibility tree'), h('pre', { class: 'ui-tree', 'data-testid': 'ui-tree' }, e.tree));
+    }
+    return out;
   }
 
   /** Looks an event up through debug_query by its timestamp (older daemons). */

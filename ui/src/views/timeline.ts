@@ -459,6 +459,15 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
         ctx.fillStyle = c.snapshot;
         ctx.fillRect(x - 4, y - 4, 8, 8);
         return;
+      case 'ui_snapshot':
+        // A small screen: what the GUI looked like at that moment.
+        ctx.strokeStyle = c.snapshot;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x - 5, y - 5, 10, 8);
+        ctx.fillStyle = c.snapshot;
+        ctx.fillRect(x - 2, y + 4, 4, 2);
+        ctx.lineWidth = 1;
+        return;
       case 'process_exit':
         ctx.fillStyle = c.exit;
         ctx.fillRect(x - 1, y - 6, 2, 12);

@@ -309,6 +309,13 @@ impl SessionManager {
             "vision": vision,
             "windows": windows.iter().map(|w| &w.title).collect::<Vec<_>>(),
         });
+        // Absent, not null: a first look has no diff, a tree-less one no tree.
+        let doc = match doc {
+            Value::Object(m) => {
+                Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect())
+            }
+            other => other,
+        };
         self.append_json_event(&live, EventKind::UiSnapshot, live.pid, 0, &doc);
         Ok(UiResponse {
             display: display.label().to_string(),
@@ -415,6 +422,11 @@ impl SessionManager {
             .map_err(|e| e.to_string())
     }
 
+    /// Where session `id`'s screenshots are saved.
+    pub fn ui_dir(&self, id: &str) -> std::path::PathBuf {
+        self.home.session_dir(id).join("ui")
+    }
+
     /// The vision sidecar's pid, while it runs.
     pub fn vision_pid(&self) -> Option<u32> {
         self.vision
@@ -438,7 +450,7 @@ impl SessionManager {
             ui.shots += 1;
             ui.shots
         };
-        let dir = self.home.session_dir(&live.id).join("ui");
+        let dir = self.ui_dir(&live.id);
         std::fs::create_dir_all(&dir)
             .and_then(|()| {
                 use std::os::unix::fs::PermissionsExt;
