@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint` or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision) or `=overhead` (native tracing per call) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use support::{Env, fixture};
 
 mod debugging;
+mod gui;
 use debugging::{breakpoint_latency, memory_read_latency};
 mod javascript;
 mod processes;
@@ -124,6 +125,10 @@ async fn main() {
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     match std::env::var("STROBE_BENCH_ONLY").as_deref() {
+        Ok("gui") => {
+            gui::gui_observation(&c, runs).await;
+            return;
+        }
         Ok("hooks") => {
             hook_installation(&c).await;
             return;
@@ -195,6 +200,7 @@ async fn main() {
     fork_following(&c).await;
     python_tracing(&c, runs).await;
     javascript::javascript_tracing(&c, runs).await;
+    gui::gui_observation(&c, runs).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;
