@@ -453,7 +453,8 @@ fn vision_sidecar() -> PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn vision_finds_painted_text_and_a_knob_and_confirms_known_nodes() {
     vision_sidecar();
-    let env = Env::new();
+    // A short idle timeout, to see the sidecar go.
+    let env = Env::with_settings(json!({"vision.sidecarIdleTimeoutSeconds": 2}));
     let c = env.client().await;
     let (id, _) = launch(&c, &["--knob"], json!({})).await;
     let plain = c.ok("debug_ui", json!({"sessionId": id})).await;

@@ -25,6 +25,7 @@ pub mod ids;
 pub mod render;
 pub mod virtual_display;
 pub mod vision;
+pub mod xauth;
 
 use std::fmt;
 
@@ -54,6 +55,9 @@ pub struct Display {
     /// The D-Bus session bus the program was given
     /// (`DBUS_SESSION_BUS_ADDRESS`), which hands out the accessibility bus.
     pub session_bus: Option<String>,
+    /// The X authority file the program was given (`XAUTHORITY`); `None`:
+    /// the daemon's own.
+    pub xauthority: Option<String>,
 }
 
 impl Display {
@@ -64,6 +68,7 @@ impl Display {
             name: None,
             accessibility_bus: None,
             session_bus: None,
+            xauthority: None,
         };
         for (k, v) in env {
             let v = Some(v.to_string()).filter(|v| !v.is_empty());
@@ -71,6 +76,7 @@ impl Display {
                 "DISPLAY" => d.name = v,
                 "AT_SPI_BUS_ADDRESS" => d.accessibility_bus = v,
                 "DBUS_SESSION_BUS_ADDRESS" => d.session_bus = v,
+                "XAUTHORITY" => d.xauthority = v,
                 _ => {}
             }
         }

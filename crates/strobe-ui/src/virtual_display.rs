@@ -1,6 +1,7 @@
 //! A private display for a session whose agent has no screen: an Xvfb that
 //! picks its own free number (`-displayfd`: a fixed number can collide
-//! with another server and silently send the program elsewhere), a D-Bus
+//! with another server and silently send the program elsewhere) and lets
+//! in only holders of its cookie (`xauth.rs`), a D-Bus
 //! session bus on which the AT-SPI bus launcher is started on demand, and
 //! a private `XDG_RUNTIME_DIR` (0700) where both buses put their sockets.
 //!
@@ -53,17 +54,34 @@ impl VirtualDisplay {
     /// `STROBE_HOME`).
     pub fn start() -> Result<VirtualDisplay, UiError> {
         let runtime_dir = private_dir()?;
+        // Only holders of the cookie may connect (see `xauth`).
+        let xauthority = runtime_dir.join("Xauthority");
+        let cookie = match crate::xauth::new_cookie()
+            .and_then(|c| crate::xauth::write(&xauthority, &c, "").map(|()| c))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&runtime_dir);
+                return Err(UiError::VirtualDisplay(format!(
+                    "{}: {e}",
+                    xauthority.display()
+                )));
+            }
+        };
         let xvfb = spawn_reporting(
-            Command::new("Xvfb").args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                SCREEN,
-                "-nolisten",
-                "tcp",
-                "-noreset",
-            ]),
+            Command::new("Xvfb")
+                .args([
+                    "-displayfd",
+                    "1",
+                    "-screen",
+                    "0",
+                    SCREEN,
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                    "-auth",
+                ])
+                .arg(&xauthority),
             "Xvfb",
             "xvfb",
         );
@@ -75,12 +93,24 @@ impl VirtualDisplay {
             }
         };
         let display = format!(":{}", number.trim());
+        // Now that the number is known, the file names it, as clients want.
+        if let Err(e) = crate::xauth::write(&xauthority, &cookie, number.trim()) {
+            stop_group(&mut xvfb);
+            let _ = std::fs::remove_dir_all(&runtime_dir);
+            return Err(UiError::VirtualDisplay(format!(
+                "{}: {e}",
+                xauthority.display()
+            )));
+        }
         let bus = spawn_reporting(
             Command::new("dbus-daemon")
                 .args(["--session", "--nofork", "--print-address=1"])
                 .arg(format!("--address=unix:dir={}", runtime_dir.display()))
                 .env("DISPLAY", &display)
                 .env("XDG_RUNTIME_DIR", &runtime_dir)
+                // The bus launcher publishes the accessibility bus on the
+                // display's root window: it needs the cookie too.
+                .env("XAUTHORITY", &xauthority)
                 .env_remove("DBUS_SESSION_BUS_ADDRESS")
                 .env_remove("AT_SPI_BUS_ADDRESS"),
             "dbus-daemon",
@@ -119,6 +149,7 @@ impl VirtualDisplay {
                 "XDG_RUNTIME_DIR".into(),
                 self.runtime_dir.display().to_string(),
             ),
+            ("XAUTHORITY".into(), self.xauthority().display().to_string()),
             ("QT_ACCESSIBILITY".into(), "1".into()),
             ("QT_LINUX_ACCESSIBILITY_ALWAYS_ON".into(), "1".into()),
         ]
@@ -130,7 +161,13 @@ impl VirtualDisplay {
             name: Some(self.display.clone()),
             accessibility_bus: None,
             session_bus: Some(self.session_bus.clone()),
+            xauthority: Some(self.xauthority().display().to_string()),
         }
+    }
+
+    /// The authority file holding the display's cookie.
+    pub fn xauthority(&self) -> PathBuf {
+        self.runtime_dir.join("Xauthority")
     }
 
     /// The pids of the two servers (each leads its process group).

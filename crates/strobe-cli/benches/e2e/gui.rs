@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::median;
+use crate::{median, support};
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

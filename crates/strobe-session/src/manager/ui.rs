@@ -195,9 +195,21 @@ impl SessionManager {
             )));
         }
         let display = live.ui.lock().expect("ui lock").display.clone().ok_or_else(|| {
-            SessionError::validation(format!(
-                "session '{id}' has no display: the program was launched without DISPLAY. Launch it again with display: \"virtual\" to give it a private one"
-            ))
+            let wayland = live
+                .program_env
+                .iter()
+                .find(|(k, _)| k == "WAYLAND_DISPLAY")
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var("WAYLAND_DISPLAY").ok())
+                .filter(|v| !v.is_empty());
+            SessionError::validation(match wayland {
+                Some(w) => format!(
+                    "session '{id}' is on Wayland ({w}) without X11: its accessibility tree is on AT-SPI, but Wayland gives no global coordinates and no capture of another client, and Strobe reads windows through X11. Launch it with display: \"virtual\" (a private X display), or with DISPLAY set to an Xwayland display"
+                ),
+                None => format!(
+                    "session '{id}' has no display: the program was launched without DISPLAY. Launch it again with display: \"virtual\" to give it a private one"
+                ),
+            })
         })?;
         let backend = strobe_ui::backends::for_display(&display).ok_or_else(|| {
             SessionError::validation(format!(

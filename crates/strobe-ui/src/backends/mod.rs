@@ -87,6 +87,7 @@ mod tests {
             name: Some(":5999".into()),
             accessibility_bus: None,
             session_bus: None,
+            xauthority: None,
         };
         let backends: Vec<Box<dyn UiBackend>> = vec![Box::new(Fixed)];
         let b = backends.iter().find(|b| b.available(&display)).unwrap();

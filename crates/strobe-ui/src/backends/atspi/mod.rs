@@ -23,6 +23,11 @@ use crate::{Capture, Display, UiBackend, UiError, UiNode, Window};
 /// AT-SPI + X11.
 pub struct Atspi;
 
+/// The X authority file of `display`, if the program was given one.
+fn auth(display: &Display) -> Option<&std::path::Path> {
+    display.xauthority.as_deref().map(std::path::Path::new)
+}
+
 impl Atspi {
     fn x_display(display: &Display) -> Result<&str, UiError> {
         display.name.as_deref().ok_or_else(|| UiError::Unreachable {
@@ -45,7 +50,7 @@ impl Atspi {
                     if let Some(a) = display
                         .name
                         .as_deref()
-                        .and_then(|d| x11::root_property(d, "AT_SPI_BUS"))
+                        .and_then(|d| x11::root_property(d, auth(display), "AT_SPI_BUS"))
                     {
                         return Ok(a);
                     }
@@ -56,7 +61,7 @@ impl Atspi {
         display
             .name
             .as_deref()
-            .and_then(|d| x11::root_property(d, "AT_SPI_BUS"))
+            .and_then(|d| x11::root_property(d, auth(display), "AT_SPI_BUS"))
             .ok_or_else(|| UiError::Unreachable {
                 what: "the AT-SPI bus".into(),
                 why: format!(
@@ -73,11 +78,15 @@ impl UiBackend for Atspi {
     }
 
     fn available(&self, display: &Display) -> bool {
-        cfg!(target_os = "linux") && display.name.as_deref().is_some_and(x11::reachable)
+        cfg!(target_os = "linux")
+            && display
+                .name
+                .as_deref()
+                .is_some_and(|d| x11::reachable(d, auth(display)))
     }
 
     fn windows(&self, display: &Display, pids: &[u32]) -> Result<Vec<Window>, UiError> {
-        x11::windows(Self::x_display(display)?, pids)
+        x11::windows(Self::x_display(display)?, auth(display), pids)
     }
 
     fn tree(&self, display: &Display, pid: u32, hidden: bool) -> Result<Vec<UiNode>, UiError> {
@@ -92,8 +101,11 @@ impl UiBackend for Atspi {
                 read: AtomicUsize::new(0),
                 hidden,
             };
-            match tokio::time::timeout(tree::WALK_TIMEOUT, tree::windows_of(&conn, &app, &walk))
-                .await
+            match tokio::time::timeout(
+                tree::WALK_TIMEOUT,
+                tree::windows_of(&conn, &app, pid, &walk),
+            )
+            .await
             {
                 Ok(r) => r.map(Some),
                 Err(_) => Err(UiError::Timeout {
@@ -119,6 +131,6 @@ impl UiBackend for Atspi {
     }
 
     fn capture(&self, display: &Display, window: &Window) -> Result<Capture, UiError> {
-        x11::capture(Self::x_display(display)?, window)
+        x11::capture(Self::x_display(display)?, auth(display), window)
     }
 }

@@ -38,6 +38,9 @@ pub(super) const MAX_NODES: usize = 20_000;
 /// answer (busy, or paused at a breakpoint).
 pub(super) const WALK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a call that timed out says.
+const NO_ANSWER: &str = "did not answer within";
+
 /// How long one call may take before its answer is given up on.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -176,7 +179,7 @@ where
     .await
     .map_err(|_| {
         zbus::Error::Failure(format!(
-            "{iface}.{method} did not answer within {} ms",
+            "{iface}.{method} {NO_ANSWER} {} ms",
             CALL_TIMEOUT.as_millis()
         ))
     })??;
@@ -214,12 +217,22 @@ pub(super) struct Walk {
 pub(super) async fn windows_of(
     conn: &Connection,
     app: &str,
+    pid: u32,
     walk: &Walk,
 ) -> Result<Vec<UiNode>, UiError> {
     let children: Vec<(String, OwnedObjectPath)> =
-        call(conn, app, ROOT, ACCESSIBLE, "GetChildren", &())
-            .await
-            .map_err(bus_error("the application on the AT-SPI bus"))?;
+        match call(conn, app, ROOT, ACCESSIBLE, "GetChildren", &()).await {
+            Ok(c) => c,
+            // Its main loop is not answering: busy, or stopped at a
+            // breakpoint (then every call of the walk would time out too).
+            Err(zbus::Error::Failure(why)) if why.contains(NO_ANSWER) => {
+                return Err(UiError::Timeout {
+                    pid,
+                    seconds: CALL_TIMEOUT.as_secs(),
+                });
+            }
+            Err(e) => return Err(bus_error("the application on the AT-SPI bus")(e)),
+        };
     Ok(join_all(
         children
             .into_iter()

@@ -6,9 +6,12 @@
 //! Requests are pipelined: every window's attributes, pid and geometry
 //! are asked for before the first reply is read.
 
+use std::path::Path;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, ImageFormat, ImageOrder, MapState};
-use x11rb::rust_connection::RustConnection;
+
+use x11rb::reexports::x11rb_protocol::parse_display::parse_display;
+use x11rb::rust_connection::{DefaultStream, RustConnection};
 
 use crate::{Bounds, Capture, UiError, Window};
 
@@ -19,7 +22,9 @@ fn unreachable(display: &str) -> impl Fn(String) -> UiError + '_ {
     }
 }
 
-fn connect(display: &str) -> Result<(RustConnection, usize), UiError> {
+/// Connects to `display`, with the cookie of authority file `auth` when
+/// given (a virtual display's own), else as the daemon's environment says.
+fn connect(display: &str, auth: Option<&Path>) -> Result<(RustConnection, usize), UiError> {
     // x11rb adds 6000 to the display number in 16 bits (a TCP port) and
     // overflows past 59535: refuse such a name rather than panic.
     let number = display
@@ -31,7 +36,31 @@ fn connect(display: &str) -> Result<(RustConnection, usize), UiError> {
             "the display number is out of range (at most 59535)".into(),
         ));
     }
-    x11rb::connect(Some(display)).map_err(|e| unreachable(display)(e.to_string()))
+    let Some(auth) = auth else {
+        return x11rb::connect(Some(display)).map_err(|e| unreachable(display)(e.to_string()));
+    };
+    let err = unreachable(display);
+    let data = std::fs::read(auth).map_err(|e| err(format!("{}: {e}", auth.display())))?;
+    let parsed = parse_display(Some(display)).map_err(|e| err(e.to_string()))?;
+    let cookie = crate::xauth::cookie_for(&data, &parsed.display.to_string())
+        .ok_or_else(|| err(format!("{} holds no cookie for it", auth.display())))?;
+    let mut last = String::from("no address to connect to");
+    for address in parsed.connect_instruction() {
+        match DefaultStream::connect(&address) {
+            Ok((stream, _)) => {
+                return RustConnection::connect_to_stream_with_auth_info(
+                    stream,
+                    parsed.screen.into(),
+                    crate::xauth::MIT_COOKIE.to_vec(),
+                    cookie,
+                )
+                .map(|c| (c, usize::from(parsed.screen)))
+                .map_err(|e| err(e.to_string()));
+            }
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(err(last))
 }
 
 fn atom(conn: &RustConnection, display: &str, name: &str) -> Result<u32, UiError> {
@@ -47,10 +76,14 @@ fn atom(conn: &RustConnection, display: &str, name: &str) -> Result<u32, UiError
 /// The viewable top-level windows of `pids` on `display`, biggest first.
 /// A window manager's frames are looked through (the client window is a
 /// child of the frame).
-pub(super) fn windows(display: &str, pids: &[u32]) -> Result<Vec<Window>, UiError> {
+pub(super) fn windows(
+    display: &str,
+    auth: Option<&Path>,
+    pids: &[u32],
+) -> Result<Vec<Window>, UiError> {
     let err = unreachable(display);
     let e = |x: &dyn std::fmt::Display| err(x.to_string());
-    let (conn, screen) = connect(display)?;
+    let (conn, screen) = connect(display, auth)?;
     let root = conn.setup().roots[screen].root;
     let pid_atom = atom(&conn, display, "_NET_WM_PID")?;
     let name_atom = atom(&conn, display, "_NET_WM_NAME")?;
@@ -138,8 +171,8 @@ fn title(conn: &RustConnection, w: u32, name_atom: u32, utf8: u32) -> String {
 
 /// The value of the root window's string property `name` (at-spi's bus
 /// launcher publishes the accessibility bus as `AT_SPI_BUS`).
-pub(super) fn root_property(display: &str, name: &str) -> Option<String> {
-    let (conn, screen) = connect(display).ok()?;
+pub(super) fn root_property(display: &str, auth: Option<&Path>, name: &str) -> Option<String> {
+    let (conn, screen) = connect(display, auth).ok()?;
     let root = conn.setup().roots[screen].root;
     let prop = atom(&conn, display, name).ok()?;
     let reply = conn
@@ -152,8 +185,12 @@ pub(super) fn root_property(display: &str, name: &str) -> Option<String> {
 
 /// The pixels of `window` as shown now: the root window's image cropped
 /// to the window and the screen.
-pub(super) fn capture(display: &str, window: &Window) -> Result<Capture, UiError> {
-    let (conn, screen_no) = connect(display)?;
+pub(super) fn capture(
+    display: &str,
+    auth: Option<&Path>,
+    window: &Window,
+) -> Result<Capture, UiError> {
+    let (conn, screen_no) = connect(display, auth)?;
     let setup = conn.setup();
     let screen = &setup.roots[screen_no];
     let b = window.bounds;
@@ -279,8 +316,8 @@ fn to_rgba(data: &[u8], width: u32, height: u32, l: Layout) -> Result<Capture, U
 }
 
 /// Whether `display` accepts a connection.
-pub(super) fn reachable(display: &str) -> bool {
-    connect(display).is_ok()
+pub(super) fn reachable(display: &str, auth: Option<&Path>) -> bool {
+    connect(display, auth).is_ok()
 }
 
 #[cfg(test)]
@@ -289,8 +326,8 @@ mod tests {
 
     #[test]
     fn an_impossible_display_number_is_refused_not_a_panic() {
-        assert!(!reachable(":65000"));
-        let e = windows(":65000", &[1]).unwrap_err().to_string();
+        assert!(!reachable(":65000", None));
+        let e = windows(":65000", None, &[1]).unwrap_err().to_string();
         assert!(e.contains("out of range"), "{e}");
     }
 
