@@ -71,16 +71,7 @@ fn processes_on(display: &str) -> Vec<u32> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(true);
-            !zombie && env.windows(needle.len()).any(|w| w == needle.as_bytes())
+            support::running(*pid) && env.windows(needle.len()).any(|w| w == needle.as_bytes())
         })
         .collect()
 }
@@ -274,23 +265,13 @@ async fn a_gtk_window_is_seen_with_stable_ids_subtrees_a_cap_and_a_screenshot() 
     assert!(
         support::wait_until(Duration::from_secs(5), || !on_display
             .iter()
-            .any(|&p| alive(p))),
+            .any(|&p| support::running(p))),
         "still running on {display}: {:?}",
-        on_display.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+        on_display
+            .iter()
+            .filter(|&&p| support::running(p))
+            .collect::<Vec<_>>()
     );
-}
-
-/// Whether `pid` is a process that has not ended (a zombie has).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
 }
 
 /// Without a DISPLAY to inherit, a GUI program gets a virtual display on
@@ -312,7 +293,7 @@ async fn a_gui_program_with_no_display_gets_a_virtual_one() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     assert!(support::wait_until(Duration::from_secs(5), || {
-        !on_display.iter().any(|&p| alive(p))
+        !on_display.iter().any(|&p| support::running(p))
     }));
 }
 
@@ -508,8 +489,33 @@ async fn vision_finds_painted_text_and_a_knob_and_confirms_known_nodes() {
             .any(|e| e["vision"]["added"].as_u64() >= Some(2)),
         "{snaps:#?}"
     );
+    // Unused for vision.sidecarIdleTimeoutSeconds, the sidecar exits.
+    let daemon = env.daemon_pid().expect("the daemon's pid");
+    let sidecars = || children_named(daemon, "strobe-vision");
+    assert_eq!(sidecars().len(), 1, "one sidecar runs after a vision call");
+    assert!(
+        support::wait_until(Duration::from_secs(8), || sidecars().is_empty()),
+        "the sidecar outlived its idle timeout"
+    );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
+}
+
+/// Running children of `parent` whose command name is `name`.
+fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((comm, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+            else {
+                return false;
+            };
+            let ppid = rest.split_whitespace().nth(1);
+            comm == name && ppid == Some(parent.to_string().as_str()) && support::running(pid)
+        })
+        .collect()
 }
 
 /// Without onnxruntime in Strobe's venv, vision says how to get it and the

@@ -253,16 +253,7 @@ impl Env {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let want = format!("STROBE_HOME={}", self.path().display());
-        let is_zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-            .unwrap_or(true);
-        !is_zombie
+        running(pid)
             && cmdline.split(|b| *b == 0).any(|a| a == b"daemon")
             && environ.split(|b| *b == 0).any(|e| e == want.as_bytes())
     }
@@ -361,6 +352,20 @@ pub fn local<'a>(paused: &'a Value, name: &str) -> &'a Value {
 unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Whether `pid` is a process that has not ended (a zombie has, and a
+/// pid with no process).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
 }
 
 /// Sends `sig` to `pid` (only ever used on processes the test started).

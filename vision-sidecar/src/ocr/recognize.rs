@@ -9,7 +9,6 @@
 
 use ndarray::Array4;
 use ort::session::Session;
-use ort::value::Tensor;
 
 use crate::image::Rgb;
 use crate::{Error, Rect};
@@ -71,27 +70,15 @@ pub fn recognize(
         for (b, &i) in chunk.iter().enumerate() {
             let r = boxes[i];
             let crop = img.resized_crop((r.x, r.y, r.width, r.height), widths[i], HEIGHT);
-            for y in 0..HEIGHT {
-                for x in 0..widths[i] {
-                    let p = crop.at(x, y);
-                    for (c, v) in [p[2], p[1], p[0]].into_iter().enumerate() {
-                        input[[b, c, y, x]] = f32::from(v) / 127.5 - 1.0;
-                    }
-                }
+            super::put_image(&mut input, b, &crop);
+        }
+        super::run(session, input, |shape, probs| {
+            let (steps, classes) = (shape[1] as usize, shape[2] as usize);
+            for (b, &i) in chunk.iter().enumerate() {
+                let rows = &probs[b * steps * classes..(b + 1) * steps * classes];
+                out[i] = decode(rows, classes, alphabet);
             }
-        }
-        let tensor = Tensor::from_array(input).map_err(|e| Error::Inference(e.to_string()))?;
-        let outputs = session
-            .run(ort::inputs![tensor])
-            .map_err(|e| Error::Inference(e.to_string()))?;
-        let (shape, probs) = outputs[0]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| Error::Inference(e.to_string()))?;
-        let (steps, classes) = (shape[1] as usize, shape[2] as usize);
-        for (b, &i) in chunk.iter().enumerate() {
-            let rows = &probs[b * steps * classes..(b + 1) * steps * classes];
-            out[i] = decode(rows, classes, alphabet);
-        }
+        })?;
     }
     Ok(out)
 }

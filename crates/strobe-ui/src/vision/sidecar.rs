@@ -66,18 +66,8 @@ impl SidecarConfig {
             ))
         })?;
         let capi = site.join("onnxruntime").join("capi");
-        let runtime = std::fs::read_dir(&capi)
-            .ok()
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libonnxruntime.so"))
-            })
-            .ok_or_else(|| {
+        let runtime =
+            last_file(&capi, |n| n.starts_with("libonnxruntime.so")).ok_or_else(|| {
                 VisionError::NotInstalled(format!(
                     "vision needs onnxruntime, and {} has no libonnxruntime.so: {SETUP_HINT}",
                     capi.display()
@@ -85,24 +75,12 @@ impl SidecarConfig {
             })?;
         let models = site.join("rapidocr").join("models");
         let model = |suffix: &str| {
-            std::fs::read_dir(&models)
-                .ok()
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("PP-OCR") && n.ends_with(suffix))
-                })
-                .max()
-                .ok_or_else(|| {
-                    VisionError::NotInstalled(format!(
-                        "vision needs the PP-OCR models of the rapidocr package, and {} has no *{suffix}: {SETUP_HINT}",
-                        models.display()
-                    ))
-                })
+            last_file(&models, |n| n.starts_with("PP-OCR") && n.ends_with(suffix)).ok_or_else(|| {
+                VisionError::NotInstalled(format!(
+                    "vision needs the PP-OCR models of the rapidocr package, and {} has no *{suffix}: {SETUP_HINT}",
+                    models.display()
+                ))
+            })
         };
         Ok(SidecarConfig {
             program,
@@ -111,6 +89,17 @@ impl SidecarConfig {
             recognizer: model("_rec_small.onnx")?,
         })
     }
+}
+
+/// The last (by name: the newest version) file of `dir` whose name passes
+/// `wanted`.
+fn last_file(dir: &Path, wanted: impl Fn(&str) -> bool) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&wanted))
+        .max()
 }
 
 /// `<venv>/lib/python3.*/site-packages`.
