@@ -1,8 +1,8 @@
 //! The AT-SPI half: an application's accessibility tree, read over D-Bus.
 //!
-//! Each node costs six calls (role, name, states, interfaces, children
-//! and their count) plus one or two per interface worth reading (extents,
-//! actions, value, text, a combo box's selection).
+//! Each node costs five calls (role, name, states, interfaces, children)
+//! plus one or two per interface worth reading (extents, actions, value,
+//! text, a combo box's selection).
 //! They are all issued at once, and siblings are read concurrently, so a
 //! window costs about its depth in round trips, not its node count
 //! (ENGINEERING.md measured 64–94 ms sequential, 16–25 ms concurrent, for
@@ -320,7 +320,7 @@ fn node<'a>(
         if depth > MAX_DEPTH || walk.read.fetch_add(1, Ordering::Relaxed) >= MAX_NODES {
             return None;
         }
-        let (role, name, states, interfaces, children, count) = futures_util::join!(
+        let (role, name, states, interfaces, children) = futures_util::join!(
             call::<_, u32>(conn, &dest, &path, ACCESSIBLE, "GetRole", &()),
             property(conn, &dest, &path, ACCESSIBLE, "Name"),
             call::<_, Vec<u32>>(conn, &dest, &path, ACCESSIBLE, "GetState", &()),
@@ -333,7 +333,6 @@ fn node<'a>(
                 "GetChildren",
                 &()
             ),
-            property(conn, &dest, &path, ACCESSIBLE, "ChildCount"),
         );
         let role = role_name(role.ok()?);
         let name = name
@@ -349,10 +348,19 @@ fn node<'a>(
             ..Default::default()
         };
         let mut kids = children.unwrap_or_default();
-        // A socket (WebKit's web process embedded in its window) lists no
-        // children but counts its plug: ask for each by index.
-        let count = count.ok().and_then(|v| i32::try_from(v).ok()).unwrap_or(0);
-        if kids.is_empty() && count > 0 {
+        // A socket (WebKit's web process embedded in its window: a filler
+        // with no states) lists no children but counts its plug: ask for
+        // each by index. Only there: a leaf would pay a round trip more.
+        let count = if kids.is_empty() && n.role == "filler" {
+            property(conn, &dest, &path, ACCESSIBLE, "ChildCount")
+                .await
+                .ok()
+                .and_then(|v| i32::try_from(v).ok())
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        if count > 0 {
             let (dest, path) = (&dest, &path);
             kids = join_all((0..count.min(1_000)).map(|i| async move {
                 call::<_, (String, OwnedObjectPath)>(
