@@ -427,10 +427,10 @@ fn vision_sidecar() -> PathBuf {
     p
 }
 
-/// Vision on a window with a custom-drawn knob and label (a GTK
-/// DrawingArea with no accessible children): OCR reads the label, the
-/// shape detector finds the knob, both become vision nodes under the
-/// drawing area, and text the tree already has confirms its nodes.
+/// Vision on a window with a custom-drawn knob, label, toggle and slider
+/// (a GTK DrawingArea with no accessible children): OCR reads the label,
+/// the shape detector finds the controls, all become vision nodes under
+/// the drawing area, and text the tree already has confirms its nodes.
 #[tokio::test(flavor = "multi_thread")]
 async fn vision_finds_painted_text_and_a_knob_and_confirms_known_nodes() {
     vision_sidecar();
@@ -457,6 +457,13 @@ async fn vision_finds_painted_text_and_a_knob_and_confirms_known_nodes() {
         .iter()
         .find(|n| n["role"] == "knob")
         .unwrap_or_else(|| panic!("no knob in {painted:#?}"));
+    for kind in ["toggle", "slider"] {
+        let found = painted.iter().find(|n| n["role"] == kind);
+        assert!(
+            found.is_some_and(|n| n["vision"]["new"] == true),
+            "no painted {kind} in {painted:#?}"
+        );
+    }
     let kb = &knob["bounds"];
     let ab = &area["bounds"];
     assert!(

@@ -6,7 +6,8 @@
 //! 0.3}`, it writes `{"id": 1, "found": [{"x", "y", "width", "height",
 //! "kind", "confidence", "text"?}], "timings": {…}}` or `{"id": 1,
 //! "error": "…"}`. It exits when its stdin closes. `kind` is "text",
-//! "knob" or "button"; coordinates are the image's pixels.
+//! "knob", "toggle", "slider" or "button"; coordinates are the image's
+//! pixels.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +38,7 @@ pub struct Found {
     pub width: usize,
     /// Height.
     pub height: usize,
-    /// "text", "knob", "button".
+    /// "text", "knob", "toggle", "slider", "button".
     pub kind: &'static str,
     /// 0–1.
     pub confidence: f32,

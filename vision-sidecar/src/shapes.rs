@@ -2,10 +2,15 @@
 //! permissively licensed widget detector exists in the registries).
 //!
 //! Edges are where the brightness changes sharply (a Sobel gradient);
-//! each connected run of edge pixels is a candidate shape. Two shapes are
-//! recognized:
+//! each connected run of edge pixels is a candidate shape. Four shapes are
+//! recognized, tried in this order:
 //! - a **knob**: a square-ish shape whose edges ring its centre (most
 //!   directions from the centre meet an edge at about the same radius);
+//! - a **toggle**: a pill (a rectangle 1.5 to 3 times as wide as high whose
+//!   corners are empty: its ends are round) with its thumb at one end;
+//! - a **slider**: a long thin track (edges in most columns of a shape at
+//!   least 4 times as long as thick) with a thumb at least twice as thick
+//!   as the track somewhere along it;
 //! - a **button**: a rectangle outline (edges on most of its border, few
 //!   inside), as custom-painted buttons are drawn.
 //!
@@ -75,10 +80,25 @@ pub fn shapes(gray: &[u8], width: usize, height: usize, text: &[Rect]) -> Vec<Sh
         {
             continue;
         }
-        if let Some(s) = knob(&pixels, width, rect).or_else(|| button(&pixels, width, rect)) {
+        if let Some(s) = knob(&pixels, width, rect)
+            .or_else(|| toggle(&pixels, width, rect))
+            .or_else(|| slider(&pixels, width, rect))
+            .or_else(|| button(&pixels, width, rect))
+        {
             out.push(s);
         }
     }
+    // A toggle's or a slider's thumb is part of it, not a knob of its own.
+    let parts: Vec<Rect> = out
+        .iter()
+        .filter(|s| s.kind == "toggle" || s.kind == "slider")
+        .map(|s| s.rect)
+        .collect();
+    out.retain(|s| {
+        !parts
+            .iter()
+            .any(|p| *p != s.rect && overlap(p, &s.rect) >= 0.9 * area(&s.rect))
+    });
     out
 }
 
@@ -164,6 +184,97 @@ fn knob(pixels: &[usize], width: usize, r: Rect) -> Option<Shape> {
     })
 }
 
+/// A toggle: a pill (its corners empty, its outline along most of its
+/// border); surer when more of its inner edges (the thumb) lie in one half.
+fn toggle(pixels: &[usize], width: usize, r: Rect) -> Option<Shape> {
+    let aspect = r.width as f32 / r.height as f32;
+    if !(1.5..=3.2).contains(&aspect) || r.height > 60 {
+        return None;
+    }
+    // A pill's arc passes 0.29 of its radius (a seventh of its height)
+    // from the box's corner; a rounded button's small radius fills it.
+    let corner = (r.height / 8).max(2);
+    let in_corner = |x: usize, y: usize| {
+        let (dx, dy) = (x - r.x, y - r.y);
+        (dx < corner || dx >= r.width - corner) && (dy < corner || dy >= r.height - corner)
+    };
+    if pixels
+        .iter()
+        .filter(|&&i| in_corner(i % width, i / width))
+        .count()
+        > 3
+    {
+        return None;
+    }
+    // Inside the outline (a margin of a fifth of the height): the thumb.
+    let m = r.height / 5;
+    let inner: Vec<usize> = pixels
+        .iter()
+        .map(|&i| (i % width, i / width))
+        .filter(|&(x, y)| {
+            x > r.x + m && x + m < r.x + r.width && y > r.y + m && y + m < r.y + r.height
+        })
+        .map(|(x, _)| x)
+        .collect();
+    let outline = pixels.len() - inner.len();
+    if (outline as f32) < 1.2 * (r.width + r.height) as f32 {
+        return None; // not a closed outline
+    }
+    let mid = r.x + r.width / 2;
+    let left = inner.iter().filter(|&&x| x < mid).count() as f32;
+    let lopsided = if inner.is_empty() {
+        0.0
+    } else {
+        (left / inner.len() as f32 - 0.5).abs() * 2.0
+    };
+    Some(Shape {
+        rect: r,
+        kind: "toggle",
+        confidence: (0.6 + lopsided * 0.3).min(0.95),
+    })
+}
+
+/// A slider: long and thin, edges in most positions along it, and a thumb
+/// (the edges spread at least twice as thick as the track's usual spread).
+fn slider(pixels: &[usize], width: usize, r: Rect) -> Option<Shape> {
+    let horizontal = r.width >= 4 * r.height;
+    if !horizontal && r.height < 4 * r.width {
+        return None;
+    }
+    let (len, base) = if horizontal {
+        (r.width, r.x)
+    } else {
+        (r.height, r.y)
+    };
+    // Per position along the track: the least and most cross coordinate.
+    let mut spread = vec![(usize::MAX, 0usize); len];
+    for &i in pixels {
+        let (x, y) = (i % width, i / width);
+        let (along, across) = if horizontal { (x, y) } else { (y, x) };
+        let s = &mut spread[along - base];
+        s.0 = s.0.min(across);
+        s.1 = s.1.max(across);
+    }
+    let thickness: Vec<usize> = spread
+        .iter()
+        .filter(|s| s.0 != usize::MAX)
+        .map(|s| s.1 - s.0 + 1)
+        .collect();
+    let coverage = thickness.len() as f32 / len as f32;
+    if coverage < 0.8 {
+        return None;
+    }
+    let mut sorted = thickness.clone();
+    sorted.sort_unstable();
+    let track = sorted[sorted.len() / 2].max(1);
+    let thumb = *sorted.last()?;
+    (thumb >= 2 * track && track <= 12).then_some(Shape {
+        rect: r,
+        kind: "slider",
+        confidence: coverage.min(0.95),
+    })
+}
+
 /// A button: a rectangle outline, edges along most of its border and few
 /// inside.
 fn button(pixels: &[usize], width: usize, r: Rect) -> Option<Shape> {
@@ -217,6 +328,7 @@ mod tests {
         let kinds: Vec<_> = found.iter().map(|s| s.kind).collect();
         assert!(kinds.contains(&"knob"), "{found:?}");
         assert!(kinds.contains(&"button"), "{found:?}");
+        assert_eq!(kinds.len(), 2, "{found:?}");
         let k = found.iter().find(|s| s.kind == "knob").unwrap();
         assert!(
             (k.rect.x as i32 - 18).abs() <= 3 && (k.rect.width as i32 - 64).abs() <= 6,
@@ -230,5 +342,41 @@ mod tests {
             height: 90,
         }];
         assert!(shapes(&g, w, h, &text).iter().all(|s| s.kind != "knob"));
+    }
+
+    #[test]
+    fn a_pill_with_its_thumb_is_a_toggle_and_a_track_with_a_thumb_a_slider() {
+        let (w, h) = (300, 100);
+        let mut g = canvas(w, h);
+        let mut ink = |x: usize, y: usize| g[y * w + x] = 30;
+        // A pill 60x28 at (20, 20): round ends of radius 14, stroke 2.
+        for y in 20..48 {
+            for x in 20..80 {
+                let (cy, r) = (34.0f32, 14.0f32);
+                let cx = (x as f32).clamp(34.0, 66.0);
+                let d = ((x as f32 - cx).powi(2) + (y as f32 - cy).powi(2)).sqrt();
+                // The outline, and a thumb disc of radius 9 at the right end.
+                let thumb = ((x as f32 - 66.0).powi(2) + (y as f32 - cy).powi(2)).sqrt() < 9.0;
+                if (r - 2.0..=r).contains(&d) || thumb {
+                    ink(x, y);
+                }
+            }
+        }
+        // A slider: a 4-pixel track 160 long at y 70, a 20x20 thumb at x 200.
+        for y in 68..72 {
+            for x in 120..280 {
+                ink(x, y);
+            }
+        }
+        for y in 60..80 {
+            for x in 195..215 {
+                ink(x, y);
+            }
+        }
+        let found = shapes(&g, w, h, &[]);
+        let kinds: Vec<_> = found.iter().map(|s| s.kind).collect();
+        assert!(kinds.contains(&"toggle"), "{found:?}");
+        assert!(kinds.contains(&"slider"), "{found:?}");
+        assert_eq!(kinds.len(), 2, "the thumbs are parts, not knobs: {found:?}");
     }
 }

@@ -27,7 +27,7 @@ pub struct Identified<'a> {
 }
 
 /// The short role names ids and the compact rendering use.
-const ABBREVIATIONS: [(&str, &str); 45] = [
+const ABBREVIATIONS: [(&str, &str); 46] = [
     ("frame", "w"),
     ("window", "w"),
     ("dialog", "dlg"),
@@ -73,6 +73,7 @@ const ABBREVIATIONS: [(&str, &str); 45] = [
     // Nodes vision found (vision/merge.rs).
     ("ocr text", "ocr"),
     ("knob", "knob"),
+    ("toggle", "tgl"),
     ("button", "btn"),
 ];
 

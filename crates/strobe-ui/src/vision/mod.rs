@@ -20,7 +20,8 @@ use crate::Bounds;
 pub struct VisionBox {
     /// Where it is in the image.
     pub bounds: Bounds,
-    /// "text", or the kind of control ("knob", "button").
+    /// "text", or the kind of control ("knob", "toggle", "slider",
+    /// "button").
     pub kind: String,
     /// How sure the model is, 0–1.
     pub confidence: f32,

@@ -107,7 +107,23 @@ impl UiBackend for Atspi {
             )
             .await
             {
-                Ok(r) => r.map(Some),
+                Ok(Ok(mut windows)) => {
+                    // The walk's guard stopped it: said in the tree itself,
+                    // where the cut is, never dropped silently.
+                    if walk.read.load(std::sync::atomic::Ordering::Relaxed) >= tree::MAX_NODES {
+                        windows.push(UiNode {
+                            role: "truncated".into(),
+                            name: format!(
+                                "the walk stopped after {} nodes, a guard against runaway trees: nodes past them are not shown (without all, hidden subtrees are not read)",
+                                tree::MAX_NODES
+                            ),
+                            states: vec!["showing".into()],
+                            ..Default::default()
+                        });
+                    }
+                    Ok(Some(windows))
+                }
+                Ok(Err(e)) => Err(e),
                 Err(_) => Err(UiError::Timeout {
                     pid,
                     seconds: tree::WALK_TIMEOUT.as_secs(),
