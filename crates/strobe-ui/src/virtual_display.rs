@@ -12,7 +12,7 @@
 //! nothing else.
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -198,12 +198,9 @@ fn private_dir() -> Result<PathBuf, UiError> {
             std::process::id(),
             nanos ^ attempt
         ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => {
-                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-                    .map_err(|e| UiError::VirtualDisplay(format!("{}: {e}", dir.display())))?;
-                return Ok(dir);
-            }
+        // Created 0700: never readable by others, not even for a moment.
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(UiError::VirtualDisplay(format!("{}: {e}", base.display()))),
         }
