@@ -10,15 +10,17 @@
 //! for windows and capture); a macOS backend (AXUIElement, CoreGraphics)
 //! would be `backends/macos.rs` behind `cfg(target_os = "macos")`, written
 //! only once it can be tested. Stable ids (`ids.rs`), the compact rendering
-//! (`render.rs`) and the private display of a session
-//! (`virtual_display.rs`) are platform-independent and sit above this
-//! trait.
+//! (`render.rs`), vision (`vision/`: the `VisionModel` extension point, the
+//! sidecar, the merge into the tree) and the private display of a session
+//! (`virtual_display.rs`, `xauth.rs`) are platform-independent and sit
+//! above this trait.
 //!
 //! Invariants: this crate links no GUI toolkit. A backend's protocol
 //! clients (zbus, x11rb: pure Rust, no C library) are used only in its own
-//! folder, so the crate builds and its unit tests run without a display. A backend never sends input itself:
-//! input is the motor layer's, which checks that the display is the
-//! session's own or that the user allowed it.
+//! folder, so the crate builds and its unit tests run without a display. A
+//! backend never sends input itself: input is the motor layer's, which
+//! checks that the display is the session's own or that the user allowed
+//! it.
 
 pub mod backends;
 pub mod ids;

@@ -174,8 +174,10 @@ impl SessionManager {
         live.debug_changed.notify_all();
     }
 
-    /// Stops the session's virtual display, if it has one (its program is
-    /// gone: nothing is left to show on it).
+    /// Stops the session's virtual display, if it has one (only the root
+    /// holds it): its program is gone, nothing is left to show on it. While
+    /// followed children still run the root's end keeps it; `stop` always
+    /// releases it.
     pub(super) fn release_display(live: &Live) {
         let vd = live.ui.lock().expect("ui lock").virtual_display.take();
         drop(vd);
@@ -333,9 +335,6 @@ impl SessionManager {
             c.finish(OUTPUT_GRACE);
         }
         Self::release_display(&live);
-        for child in live.children.lock().expect("children lock").values() {
-            Self::release_display(child);
-        }
         self.store.flush().map_err(store_err)?;
         let collected = SessionStats::get(&live.stats.received);
         let state = live.state();
