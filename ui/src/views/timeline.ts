@@ -24,6 +24,7 @@ import { DEFAULT_METRICS as M, depthAt, laneAt, layoutLanes, spanY, threadLabel,
 import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, span as viewSpan, ticks, wheelFactor, xOf, zoomAt } from '../lib/scale';
 import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
+import { type Colors, drawMarker, ellipsize, readColors } from './timeline_paint';
 
 export type TimelineSelection =
   | { kind: 'span'; span: Span; lane: Lane; name: string }
@@ -60,48 +61,6 @@ type Target =
   | { kind: 'item'; item: Item; box: LaneBox }
   | { kind: 'agent'; call: AgentCall; box: LaneBox }
   | { kind: 'label'; text: string };
-
-interface Colors {
-  bg: string;
-  fg: string;
-  muted: string;
-  grid: string;
-  laneBg: string;
-  density: string;
-  stdout: string;
-  stderr: string;
-  crash: string;
-  logpoint: string;
-  snapshot: string;
-  exit: string;
-  agent: string;
-  agentError: string;
-  select: string;
-  spanText: string;
-}
-
-function readColors(el: HTMLElement): Colors {
-  const cs = getComputedStyle(el);
-  const v = (n: string, d: string) => cs.getPropertyValue(n).trim() || d;
-  return {
-    bg: v('--tl-bg', '#fff'),
-    fg: v('--fg', '#222'),
-    muted: v('--muted', '#777'),
-    grid: v('--tl-grid', '#e4e4e4'),
-    laneBg: v('--tl-lane', '#f6f7f9'),
-    density: v('--tl-density', '#8aa'),
-    stdout: v('--stdout', '#3a7'),
-    stderr: v('--stderr', '#d60'),
-    crash: v('--err', '#d22'),
-    logpoint: v('--accent', '#36c'),
-    snapshot: v('--tl-snapshot', '#85c'),
-    exit: v('--muted', '#777'),
-    agent: v('--tl-agent', '#5b6'),
-    agentError: v('--err', '#d22'),
-    select: v('--tl-select', '#000'),
-    spanText: v('--tl-span-text', '#111'),
-  };
-}
 
 export function createTimeline(sessionId: string, onSelect: (s: TimelineSelection) => void): TimelineHandle {
   const canvas = h('canvas', { role: 'img', 'aria-label': 'Timeline of the session: threads, output, markers and agent calls' });
@@ -187,18 +146,6 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
   };
 
   // ---- drawing -------------------------------------------------------
-
-  function ellipsize(ctx: CanvasRenderingContext2D, text: string, max: number): string {
-    if (ctx.measureText(text).width <= max) return text;
-    let lo = 0;
-    let hi = text.length;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (ctx.measureText(text.slice(0, mid) + '…').width <= max) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo > 0 ? text.slice(0, lo) + '…' : '';
-  }
 
   function draw(fromServer = false) {
     if (destroyed) return;
@@ -437,51 +384,6 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
       }
     }
     return items.length;
-  }
-
-  function drawMarker(ctx: CanvasRenderingContext2D, c: Colors, kind: string, x: number, y: number) {
-    ctx.beginPath();
-    switch (kind) {
-      case 'crash':
-        ctx.fillStyle = c.crash;
-        ctx.moveTo(x, y - 6);
-        ctx.lineTo(x + 6, y + 5);
-        ctx.lineTo(x - 6, y + 5);
-        ctx.closePath();
-        ctx.fill();
-        return;
-      case 'logpoint':
-        ctx.fillStyle = c.logpoint;
-        ctx.arc(x, y, 4, 0, Math.PI * 2);
-        ctx.fill();
-        return;
-      case 'variable_snapshot':
-        ctx.fillStyle = c.snapshot;
-        ctx.fillRect(x - 4, y - 4, 8, 8);
-        return;
-      case 'ui_snapshot':
-        // A small screen: what the GUI looked like at that moment.
-        ctx.strokeStyle = c.snapshot;
-        ctx.lineWidth = 2;
-        ctx.strokeRect(x - 5, y - 5, 10, 8);
-        ctx.fillStyle = c.snapshot;
-        ctx.fillRect(x - 2, y + 4, 4, 2);
-        ctx.lineWidth = 1;
-        return;
-      case 'process_exit':
-        ctx.fillStyle = c.exit;
-        ctx.fillRect(x - 1, y - 6, 2, 12);
-        ctx.fillRect(x, y - 6, 6, 5);
-        return;
-      default:
-        ctx.fillStyle = c.muted;
-        ctx.moveTo(x, y - 5);
-        ctx.lineTo(x + 5, y);
-        ctx.lineTo(x, y + 5);
-        ctx.lineTo(x - 5, y);
-        ctx.closePath();
-        ctx.fill();
-    }
   }
 
   function drawAgent(ctx: CanvasRenderingContext2D, c: Colors, box: LaneBox, plotW: number) {
