@@ -439,15 +439,6 @@ impl SessionManager {
         self.home.session_dir(id).join("ui")
     }
 
-    /// The vision sidecar's pid, while it runs.
-    pub fn vision_pid(&self) -> Option<u32> {
-        self.vision
-            .lock()
-            .expect("vision lock")
-            .as_ref()
-            .and_then(|s| s.pid())
-    }
-
     fn screenshot(
         &self,
         live: &Live,

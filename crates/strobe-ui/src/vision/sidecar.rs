@@ -157,11 +157,6 @@ impl Sidecar {
         &self.config
     }
 
-    /// The sidecar's pid, while it runs.
-    pub fn pid(&self) -> Option<u32> {
-        self.running.lock().unwrap().as_ref().map(|r| r.child.id())
-    }
-
     /// Sets how long it may stay unused.
     pub fn set_idle_timeout(&mut self, t: Duration) {
         self.idle_timeout = t;
