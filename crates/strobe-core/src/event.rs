@@ -33,11 +33,15 @@ pub enum EventKind {
     /// tree, what changed since the previous snapshot, the screenshot's
     /// path, whether vision ran).
     UiSnapshot = 10,
+    /// `debug_ui_action` acted on the program's GUI (payload is JSON: the
+    /// action and its node, how it was done, whether it was verified, the node before
+    /// and after, and the numbers of the `ui_snapshot`s around it).
+    UiAction = 11,
 }
 
 impl EventKind {
     /// Every kind, in discriminant order.
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::Stdout,
         EventKind::Stderr,
         EventKind::FunctionEnter,
@@ -48,6 +52,7 @@ impl EventKind {
         EventKind::Logpoint,
         EventKind::Exception,
         EventKind::UiSnapshot,
+        EventKind::UiAction,
     ];
 
     /// The wire name used by `debug_query` (`eventType`).
@@ -63,6 +68,7 @@ impl EventKind {
             EventKind::Logpoint => "logpoint",
             EventKind::Exception => "exception",
             EventKind::UiSnapshot => "ui_snapshot",
+            EventKind::UiAction => "ui_action",
         }
     }
 

@@ -56,6 +56,11 @@ pub struct Settings {
     /// `vision.sidecarIdleTimeoutSeconds`: the vision sidecar exits after
     /// this long unused.
     pub vision_idle_timeout_s: u64,
+    /// `ui.allowInputOnUserDisplay`: debug_ui_action may send input
+    /// (clicks, keys) to a display the session inherited (a person's
+    /// desktop), while the session's own window is the target. Off by
+    /// default: a virtual display always takes input.
+    pub ui_allow_input_on_user_display: bool,
 }
 
 impl Default for Settings {
@@ -77,6 +82,7 @@ impl Default for Settings {
             vision_confidence_threshold: 0.3,
             vision_iou_merge_threshold: 0.5,
             vision_idle_timeout_s: 300,
+            ui_allow_input_on_user_display: false,
         }
     }
 }
@@ -260,6 +266,18 @@ impl Settings {
                     warnings.push(SettingsWarning {
                         key: key.into(),
                         message: format!("{value} is not true or false; vision stays off unless a call asks for it"),
+                    });
+                }
+            },
+            "ui.allowInputOnUserDisplay" => match value.as_bool() {
+                Some(b) => self.ui_allow_input_on_user_display = b,
+                None => {
+                    self.ui_allow_input_on_user_display = false;
+                    warnings.push(SettingsWarning {
+                        key: key.into(),
+                        message: format!(
+                            "{value} is not true or false; input stays refused on displays the session did not start"
+                        ),
                     });
                 }
             },

@@ -20,5 +20,6 @@ mod server;
 #[cfg(test)]
 mod tool_budget;
 mod ui;
+mod ui_action;
 
 pub use server::{INSTRUCTIONS, StrobeServer};

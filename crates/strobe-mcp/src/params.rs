@@ -81,6 +81,87 @@ pub struct UiParams {
     pub vision: Option<bool>,
 }
 
+/// `debug_ui_action`'s action type.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UiActionType {
+    /// Click.
+    Click,
+    /// Set a value.
+    SetValue,
+    /// Type text.
+    Type,
+    /// Select an item.
+    Select,
+    /// Scroll.
+    Scroll,
+    /// Drag.
+    Drag,
+    /// Press a key.
+    Key,
+    /// Focus.
+    Focus,
+}
+
+/// `debug_ui_action`'s action: `type` and the fields it takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiActionSpec {
+    #[schemars(description = "")]
+    #[serde(rename = "type")]
+    pub kind: UiActionType,
+    #[schemars(description = "")]
+    pub id: Option<String>,
+    /// left|right|middle
+    pub button: Option<String>,
+    #[schemars(description = "")]
+    pub count: Option<i64>,
+    /// number, bool or item text
+    pub value: Option<serde_json::Value>,
+    #[schemars(description = "")]
+    pub text: Option<String>,
+    #[schemars(description = "")]
+    pub replace: Option<bool>,
+    #[schemars(description = "")]
+    pub item: Option<String>,
+    /// up|down|left|right
+    pub direction: Option<String>,
+    #[schemars(description = "")]
+    pub amount: Option<i64>,
+    #[schemars(description = "")]
+    pub from: Option<String>,
+    /// id or {x,y}
+    pub to: Option<serde_json::Value>,
+    #[schemars(description = "")]
+    pub key: Option<String>,
+    /// ctrl shift alt super
+    pub modifiers: Option<Vec<String>>,
+}
+
+/// `debug_ui_action`'s program-side check.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiVerifySpec {
+    /// traced call follows
+    pub function: Option<String>,
+    /// variable changes
+    pub watch: Option<String>,
+}
+
+/// `debug_ui_action` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiActionParams {
+    #[schemars(description = "")]
+    pub session_id: String,
+    #[schemars(description = "")]
+    pub action: UiActionSpec,
+    #[schemars(description = "")]
+    pub verify: Option<UiVerifySpec>,
+    /// default 1000
+    pub timeout_ms: Option<i64>,
+}
+
 /// `debug_session` action.
 #[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]

@@ -4,7 +4,7 @@ use crate::args::Args;
 use crate::malformed::{argument_error_as_tool_error, custom_request_error};
 use crate::params::{
     BreakpointParams, ContinueParams, DisplayParam, LaunchParams, MemoryParams, QueryParams,
-    SessionAction, SessionParams, TestParams, TraceParams, UiParams,
+    SessionAction, SessionParams, TestParams, TraceParams, UiActionParams, UiParams,
 };
 use crate::render;
 use crate::reply::{blocking, fail, ok, watch_request, with_warnings};
@@ -327,6 +327,22 @@ impl StrobeServer {
     async fn debug_ui(&self, Args(p): Args<UiParams>) -> Result<CallToolResult, McpError> {
         let (settings, warnings) = self.settings_for_session(&p.session_id);
         Ok(crate::ui::debug_ui(self.mgr.clone(), p, settings, warnings).await)
+    }
+
+    #[tool(
+        description = "Act on a GUI node: click (id button count), set_value (id value), type (id text \
+        replace), select (id item), scroll (id direction amount), drag (from to), key (key modifiers id), focus (id). \
+        Native accessibility first, else input; verified (verify: also a traced call or variable change). A \
+        custom widget's set_value learns a cached plan. Input only on virtual displays unless \
+        ui.allowInputOnUserDisplay.",
+        input_schema = crate::schema::input::<UiActionParams>()
+    )]
+    async fn debug_ui_action(
+        &self,
+        Args(p): Args<UiActionParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let (settings, warnings) = self.settings_for_session(&p.session_id);
+        Ok(crate::ui_action::debug_ui_action(self.mgr.clone(), p, settings, warnings).await)
     }
 
     #[tool(

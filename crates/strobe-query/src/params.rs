@@ -99,7 +99,7 @@ pub struct QueryParams {
 
 /// The `eventType` names, as `strobe_core::event::EventKind` spells them
 /// (a unit test checks they agree).
-pub const EVENT_TYPES: [&str; 10] = [
+pub const EVENT_TYPES: [&str; 11] = [
     "stdout",
     "stderr",
     "function_enter",
@@ -110,4 +110,5 @@ pub const EVENT_TYPES: [&str; 10] = [
     "logpoint",
     "exception",
     "ui_snapshot",
+    "ui_action",
 ];

@@ -243,6 +243,20 @@ pub fn event_line(
             }
             s
         }
+        Some(EventKind::UiAction) => {
+            let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
+            format!(
+                "{} {} by {}: {}",
+                data["action"].as_str().unwrap_or("?"),
+                data["node"].as_str().unwrap_or(""),
+                data["method"].as_str().unwrap_or("?"),
+                match (data["ok"].as_bool(), data["verified"].as_bool()) {
+                    (Some(true), Some(true)) => "verified",
+                    (Some(true), _) => "not verified",
+                    _ => "failed",
+                }
+            )
+        }
         _ => String::from_utf8_lossy(&e.payload).into_owned(),
     };
     let mut line = format!("#{} {ms:.3}ms {kind}: {body}", e.seq);

@@ -30,7 +30,8 @@ pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::parse_patterns;
 pub use manager::staged::StagedBreakpoint;
 pub use manager::{
-    DisplayChoice, EventCounts, LaunchRequest, LaunchResponse, SessionManager, SessionState,
-    SessionStatus, StopResponse, UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot, UiWindow,
+    DisplayChoice, EventCounts, LaunchRequest, LaunchResponse, NodeState, SessionManager,
+    SessionState, SessionStatus, StopResponse, UiActionRequest, UiActionResponse, UiChanges,
+    UiMode, UiRequest, UiResponse, UiScreenshot, UiVerify, UiWindow,
 };
 pub use trace::TraceResponse;

@@ -21,6 +21,7 @@ mod calltree;
 pub mod codec;
 mod error;
 mod eviction;
+mod motor_plans;
 pub mod query;
 mod schema;
 mod sessions;
@@ -30,6 +31,7 @@ mod writer;
 
 pub use agent_calls::{AgentCall, AgentCallRow, MAX_ARGS_CHARS, SUMMARY_CHARS, clip};
 pub use error::StoreError;
+pub use motor_plans::MotorPlan;
 pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{
     CaptureBlob, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,

@@ -100,6 +100,17 @@ CREATE TABLE IF NOT EXISTS agent_calls (
     summary         TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS agent_calls_by_session ON agent_calls(session, seq);
+-- How to set widgets with no native route, learned by debug_ui_action
+-- (motor_plans.rs).
+CREATE TABLE IF NOT EXISTS motor_plans (
+    app         TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    signature   TEXT NOT NULL,
+    plan        TEXT NOT NULL,
+    uses        INTEGER NOT NULL DEFAULT 0,
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (app, role, signature)
+);
 "#;
 
 /// Opens a connection with the pragmas every connection needs.

@@ -4,6 +4,7 @@
 
 use crate::agent_calls::{self, AgentCall, AgentCallRow};
 use crate::error::StoreError;
+use crate::motor_plans::MotorPlan;
 use crate::query::{self, EventFilter, QueryPage, QueryResult};
 use crate::schema;
 use crate::sessions::{
@@ -270,6 +271,22 @@ impl Store {
         name: &str,
     ) -> Result<Option<TestBaseline>, StoreError> {
         self.with_reader(|c| Ok(test_history::baseline(c, project_root, framework, name)?))
+    }
+
+    /// Stores a learned motor plan (replacing the one of the same widget).
+    pub fn put_motor_plan(&self, p: MotorPlan) -> Result<(), StoreError> {
+        self.call(|r| Msg::MotorPlan(p, r))
+    }
+
+    /// The plan learned for this widget (`true`), or failing that the
+    /// newest for one of the same role in the same program (`false`).
+    pub fn motor_plan(
+        &self,
+        app: &str,
+        role: &str,
+        signature: &str,
+    ) -> Result<Option<(MotorPlan, bool)>, StoreError> {
+        self.with_reader(|c| Ok(crate::motor_plans::find(c, app, role, signature)?))
     }
 
     /// Flushes and stops the writer. Other clones become unusable.

@@ -46,6 +46,7 @@ pub(crate) enum Msg {
     Delete(i64, Reply<()>),
     Purge(PurgeParams, Reply<PurgeReport>),
     TestDurations(TestDurations, Reply<()>),
+    MotorPlan(crate::MotorPlan, Reply<()>),
     AgentCalls(String, Vec<AgentCall>),
     Shutdown(Reply<()>),
 }
@@ -231,6 +232,9 @@ impl Writer {
             },
             Msg::TestDurations(d, reply) => {
                 let _ = reply.send(test_history::record(&mut self.conn, &d).map_err(Into::into));
+            }
+            Msg::MotorPlan(p, reply) => {
+                let _ = reply.send(crate::motor_plans::put(&self.conn, &p).map_err(Into::into));
             }
             Msg::Shutdown(reply) => {
                 let _ = reply.send(self.commit(true));

@@ -715,3 +715,40 @@ fn events_the_writer_can_no_longer_take_are_counted_as_dropped() {
         "nothing lost without a count"
     );
 }
+
+#[test]
+fn motor_plans_are_found_exactly_or_by_role_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let plan = |sig: &str, plan: &str, at: i64| strobe_store::MotorPlan {
+        app: "synth".into(),
+        role: "knob".into(),
+        signature: sig.into(),
+        plan: plan.into(),
+        uses: 0,
+        updated_at: at,
+    };
+    {
+        let store = Store::open(&path).unwrap();
+        assert!(store.motor_plan("synth", "knob", "Gain").unwrap().is_none());
+        store.put_motor_plan(plan("Gain", "{\"a\":1}", 1)).unwrap();
+        store.put_motor_plan(plan("Pan", "{\"b\":1}", 2)).unwrap();
+        // Learned again: replaced, not added.
+        store
+            .put_motor_plan(strobe_store::MotorPlan {
+                uses: 3,
+                ..plan("Gain", "{\"a\":2}", 3)
+            })
+            .unwrap();
+        store.close().unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let (p, exact) = store.motor_plan("synth", "knob", "Gain").unwrap().unwrap();
+    assert!(exact);
+    assert_eq!((p.plan.as_str(), p.uses), ("{\"a\":2}", 3));
+    // A knob never learned gets the newest plan of a knob like it.
+    let (p, exact) = store.motor_plan("synth", "knob", "Drive").unwrap().unwrap();
+    assert!(!exact);
+    assert_eq!(p.signature, "Gain");
+    assert!(store.motor_plan("other", "knob", "Gain").unwrap().is_none());
+}

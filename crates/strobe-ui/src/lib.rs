@@ -15,15 +15,19 @@
 //! (`virtual_display.rs`, `xauth.rs`) are platform-independent and sit
 //! above this trait.
 //!
+//! `motor/` is the platform-independent half of `debug_ui_action`: intents
+//! parsed and checked, input plans (clicks, drags, typing, keys), and the
+//! strategies it learns for widgets with no native route.
+//!
 //! Invariants: this crate links no GUI toolkit. A backend's protocol
 //! clients (zbus, x11rb: pure Rust, no C library) are used only in its own
 //! folder, so the crate builds and its unit tests run without a display. A
-//! backend never sends input itself: input is the motor layer's, which
-//! checks that the display is the session's own or that the user allowed
-//! it.
+//! backend sends input only when asked ([`UiBackend::input`]); the policy
+//! (the session's own display, or the user allowed it) is the caller's.
 
 pub mod backends;
 pub mod ids;
+pub mod motor;
 pub mod render;
 pub mod virtual_display;
 pub mod vision;
@@ -127,6 +131,98 @@ pub struct UiNode {
     /// What vision said of it: confirmed it, or found it (a node the
     /// accessibility tree does not have).
     pub vision: Option<VisionMark>,
+    /// The range a value may take (nodes with a value interface).
+    pub range: Option<ValueRange>,
+    /// The backend's handle on it, for native actions and re-reads; `None`
+    /// for a node only vision found.
+    pub handle: Option<NodeHandle>,
+}
+
+/// The range of a node's value.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ValueRange {
+    /// The smallest value.
+    pub min: f64,
+    /// The largest value.
+    pub max: f64,
+    /// The smallest step (0: any).
+    pub step: f64,
+}
+
+/// A backend's handle on one node: opaque above the backend (AT-SPI: the
+/// application's bus name and the node's object path).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NodeHandle(pub String);
+
+/// What a node can natively be asked to do, through its accessibility
+/// interfaces rather than input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NativeAction {
+    /// Its action of this name ("click", "press", "activate", "toggle").
+    Do(String),
+    /// Set its value (the value interface).
+    SetValue(f64),
+    /// Replace its whole text (editable text).
+    SetText(String),
+    /// Insert text at the caret (editable text).
+    InsertText(String),
+    /// Select its child at this index (the selection interface).
+    SelectChild(i32),
+    /// Give it keyboard focus.
+    Focus,
+}
+
+/// A mouse button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Button {
+    /// The primary button.
+    Left,
+    /// The middle button.
+    Middle,
+    /// The secondary button.
+    Right,
+    /// The wheel turned up (away from the user).
+    WheelUp,
+    /// The wheel turned down.
+    WheelDown,
+    /// The wheel pushed left.
+    WheelLeft,
+    /// The wheel pushed right.
+    WheelRight,
+}
+
+/// A key, by platform-independent name or as the character it types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// A named key: one of [`motor::keys::NAMED`] ("enter", "ctrl", "f5").
+    Named(&'static str),
+    /// The key that types this character (shifted if need be).
+    Char(char),
+}
+
+/// One step of synthesized input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputStep {
+    /// Move the pointer to this point of the display.
+    MoveTo {
+        /// Display x.
+        x: i32,
+        /// Display y.
+        y: i32,
+    },
+    /// Press a button.
+    Press(Button),
+    /// Release a button.
+    Release(Button),
+    /// Press a key down.
+    KeyDown(Key),
+    /// Let a key up.
+    KeyUp(Key),
+    /// Wait before the next step (a toolkit needs time between a press and
+    /// the motion of a drag, and between the clicks of a double click).
+    Pause(std::time::Duration),
+    /// Give keyboard focus to this window (keys go where focus is).
+    FocusWindow(u64),
 }
 
 /// A node's mark from vision.
@@ -165,6 +261,28 @@ impl Capture {
         w.write_image_data(&self.rgba).map_err(encode)?;
         w.finish().map_err(encode)?;
         Ok(out)
+    }
+
+    /// The part of the image inside `area` (in the image's pixels),
+    /// clipped to the image; `None` when they do not overlap.
+    pub fn crop(&self, area: Bounds) -> Option<Capture> {
+        let x0 = area.x.max(0) as u32;
+        let y0 = area.y.max(0) as u32;
+        let x1 = ((area.x + area.width as i32).max(0) as u32).min(self.width);
+        let y1 = ((area.y + area.height as i32).max(0) as u32).min(self.height);
+        if x1 <= x0 || y1 <= y0 {
+            return None;
+        }
+        let mut rgba = Vec::with_capacity(((x1 - x0) * (y1 - y0) * 4) as usize);
+        for y in y0..y1 {
+            let start = ((y * self.width + x0) * 4) as usize;
+            rgba.extend_from_slice(&self.rgba[start..start + ((x1 - x0) * 4) as usize]);
+        }
+        Some(Capture {
+            width: x1 - x0,
+            height: y1 - y0,
+            rgba,
+        })
     }
 
     /// The RGBA pixel at (`x`, `y`), if inside.
@@ -224,6 +342,9 @@ pub enum UiError {
     /// The image could not be taken or encoded.
     #[error("cannot capture the window: {0}")]
     Capture(String),
+    /// Input could not be sent.
+    #[error("cannot send input: {0}")]
+    Input(String),
     /// A virtual display could not be started.
     #[error("cannot start a virtual display: {0}")]
     VirtualDisplay(String),
@@ -253,4 +374,44 @@ pub trait UiBackend: Send + Sync {
     fn tree(&self, display: &Display, pid: u32, hidden: bool) -> Result<Vec<UiNode>, UiError>;
     /// An image of `window` as shown now.
     fn capture(&self, display: &Display, window: &Window) -> Result<Capture, UiError>;
+    /// The node `node` as it is now, with its subtree (hidden children's
+    /// subtrees too when `hidden`): a re-read to verify an action.
+    fn read(&self, display: &Display, node: &NodeHandle, hidden: bool) -> Result<UiNode, UiError>;
+    /// Asks `node` to do `action` natively. `Ok(false)`: the node refused
+    /// (no such action, a read-only value).
+    fn act(
+        &self,
+        display: &Display,
+        node: &NodeHandle,
+        action: &NativeAction,
+    ) -> Result<bool, UiError>;
+    /// Sends `steps` as input to `display`. Only the motor layer calls it,
+    /// once it has checked that the display is the session's own or that
+    /// the user allowed input on it.
+    fn input(&self, display: &Display, steps: &[InputStep]) -> Result<(), UiError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crop_is_clipped_to_the_image() {
+        let c = Capture {
+            width: 3,
+            height: 2,
+            rgba: (0..24).collect(),
+        };
+        let b = |x, y, width, height| Bounds {
+            x,
+            y,
+            width,
+            height,
+        };
+        let part = c.crop(b(1, 1, 5, 5)).unwrap();
+        assert_eq!((part.width, part.height), (2, 1));
+        assert_eq!(part.pixel(0, 0), c.pixel(1, 1));
+        assert!(c.crop(b(3, 0, 2, 2)).is_none());
+        assert!(c.crop(b(-4, 0, 2, 2)).is_none());
+    }
 }

@@ -124,7 +124,8 @@ pub fn chrome_trace(
                 | EventKind::Logpoint
                 | EventKind::VariableSnapshot
                 | EventKind::Exception
-                | EventKind::UiSnapshot => {
+                | EventKind::UiSnapshot
+                | EventKind::UiAction => {
                     let scope = if h.tid == 0 { "p" } else { "t" };
                     w.instant(kind.name(), kind.name(), scope, h, payload_args(e))?;
                 }

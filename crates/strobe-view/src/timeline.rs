@@ -197,6 +197,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 | EventKind::VariableSnapshot
                 | EventKind::Exception
                 | EventKind::UiSnapshot
+                | EventKind::UiAction
                 | EventKind::ProcessExit => {
                     marker_counts[column(h.ts_ns)] += 1;
                     if markers.len() <= MAX_ITEMS {

@@ -15,6 +15,13 @@ describe('event display helpers', () => {
       eventSubject({ ...base, nodes: 25, added: ['a', 'b'], removed: [], changed: ['c'], screenshot: '/s.png' }),
     ).toBe('25 nodes, +2 −0 ~1, screenshot');
   });
+  it('says what a ui_action did and whether it was seen to work', () => {
+    const base = { id: 1, timestampNs: 0, eventType: 'ui_action' };
+    expect(eventSubject({ ...base, action: 'click', node: 'btn#1', method: 'native action (click)', verified: true })).toBe(
+      'click btn#1 by native action (click): verified',
+    );
+    expect(eventSubject({ ...base, action: 'key', verified: false })).toBe('key: not verified');
+  });
   it('picks the subject by event type', () => {
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'function_exit', function: 'add' })).toBe('add');
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'stdout', text: 'hello' })).toBe('hello');

@@ -59,6 +59,12 @@ export function eventSubject(e: QueryEvent): string {
     if (str(e.screenshot)) parts.push('screenshot');
     return parts.join(', ');
   }
+  if (e.eventType === 'ui_action') {
+    const what = [str(e.action), str(e.node)].filter(Boolean).join(' ');
+    const how = str(e.method);
+    const seen = e.verified === true ? 'verified' : 'not verified';
+    return `${what}${how ? ` by ${how}` : ''}: ${seen}`;
+  }
   for (const k of ['message', 'label', 'name']) if (str(e[k])) return str(e[k]) as string;
   return '';
 }

@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'process_exit',
   'exception',
   'ui_snapshot',
+  'ui_action',
 ] as const;
 
 export interface FilterForm {

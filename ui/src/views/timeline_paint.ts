@@ -90,6 +90,16 @@ export function drawMarker(ctx: CanvasRenderingContext2D, c: Colors, kind: strin
       ctx.fillRect(x - 2, y + 4, 4, 2);
       ctx.lineWidth = 1;
       return;
+    case 'ui_action':
+      // A pointer: the agent acted on the GUI here.
+      ctx.fillStyle = c.snapshot;
+      ctx.moveTo(x - 4, y - 6);
+      ctx.lineTo(x + 5, y + 2);
+      ctx.lineTo(x, y + 2);
+      ctx.lineTo(x - 4, y + 6);
+      ctx.closePath();
+      ctx.fill();
+      return;
     case 'process_exit':
       ctx.fillStyle = c.exit;
       ctx.fillRect(x - 1, y - 6, 2, 12);

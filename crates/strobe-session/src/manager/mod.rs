@@ -24,6 +24,9 @@ mod status;
 mod trace_args;
 mod types;
 mod ui;
+mod ui_action;
+mod ui_motor;
+mod ui_readout;
 
 use crate::SessionError;
 pub use display::DisplayChoice;
@@ -49,6 +52,7 @@ pub use trace_args::parse_patterns;
 use trace_args::watch_target;
 pub use types::*;
 pub use ui::{UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot, UiWindow};
+pub use ui_action::{NodeState, UiActionRequest, UiActionResponse, UiVerify};
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);

@@ -45,6 +45,11 @@ pub(crate) struct Desired {
 }
 
 impl Desired {
+    /// The trace patterns, as written.
+    pub(crate) fn pattern_texts(&self) -> Vec<String> {
+        self.patterns.iter().map(|p| p.text()).collect()
+    }
+
     /// Records a `debug_trace` change.
     pub(crate) fn update(&mut self, add: &[Pattern], remove: &[String], opts: &TraceOptions) {
         self.patterns.retain(|p| !remove.contains(&p.text()));

@@ -142,6 +142,9 @@ pub struct UiResponse {
     pub warnings: Vec<String>,
 }
 
+/// A running session, the display its GUI is on, and the backend serving it.
+pub(super) type Gui = (std::sync::Arc<Live>, Display, Box<dyn UiBackend>);
+
 /// A session's display and what `debug_ui` remembers between calls.
 #[derive(Debug, Default)]
 pub(super) struct UiState {
@@ -150,9 +153,15 @@ pub(super) struct UiState {
     /// The private display started for the session, stopped with it.
     pub virtual_display: Option<VirtualDisplay>,
     /// The previous snapshot's lines by id, for the next one's diff.
-    previous: Option<BTreeMap<String, String>>,
+    pub(super) previous: Option<BTreeMap<String, String>>,
     /// Screenshots taken, to number their files.
     shots: u32,
+    /// Snapshots recorded, to number them (a `ui_action` names the ones
+    /// before and after it).
+    pub(super) snapshots: u32,
+    /// The nodes only vision found in the last look that ran it, by id:
+    /// `debug_ui_action` acts on them by their geometry.
+    pub(super) vision_nodes: BTreeMap<String, UiNode>,
 }
 
 impl UiState {
@@ -170,7 +179,7 @@ impl UiState {
     }
 }
 
-fn ui_error(e: UiError) -> SessionError {
+pub(super) fn ui_error(e: UiError) -> SessionError {
     match e {
         UiError::Timeout { .. } | UiError::Unreachable { .. } | UiError::Capture(_) => {
             SessionError::internal(e.to_string())
@@ -180,9 +189,12 @@ fn ui_error(e: UiError) -> SessionError {
 }
 
 impl SessionManager {
-    /// `debug_ui`: the tree and/or a screenshot of session `id`'s windows,
-    /// recorded as a `ui_snapshot` event.
-    pub fn ui(&self, id: &str, req: &UiRequest) -> Result<UiResponse, SessionError> {
+    /// The running session `id`, the display its GUI is on, and the
+    /// backend that serves it; each failure says what to do.
+    pub(super) fn gui_of(
+        &self,
+        id: &str,
+    ) -> Result<Gui, SessionError> {
         let live = self.live(id).ok_or_else(|| match self.store.session(id) {
             Ok(Some(_)) => SessionError::exited(format!(
                 "session '{id}' is not running any more, so it has no GUI to show; its events (ui_snapshot ones included) can still be queried"
@@ -217,6 +229,13 @@ impl SessionManager {
                 display.label()
             ))
         })?;
+        Ok((live, display, backend))
+    }
+
+    /// `debug_ui`: the tree and/or a screenshot of session `id`'s windows,
+    /// recorded as a `ui_snapshot` event.
+    pub fn ui(&self, id: &str, req: &UiRequest) -> Result<UiResponse, SessionError> {
+        let (live, display, backend) = self.gui_of(id)?;
         let mut pids = vec![live.pid];
         pids.extend(self.running_children(&live).iter().map(|c| c.pid));
         pids.dedup();
@@ -298,8 +317,13 @@ impl SessionManager {
             },
         );
         let lines = all_lines(&identified);
-        let changes = {
+        let (changes, number) = {
             let mut ui = live.ui.lock().expect("ui lock");
+            if req.vision {
+                ui.vision_nodes = vision_only(&identified);
+            }
+            ui.snapshots += 1;
+            let number = ui.snapshots;
             // Only trees read from the same source are compared: vision's
             // nodes come and go with the flag.
             let changes = (show_tree && has_tree && !req.vision)
@@ -308,10 +332,11 @@ impl SessionManager {
             if show_tree && has_tree && !req.vision {
                 ui.previous = Some(lines);
             }
-            changes
+            (changes, number)
         };
         let tree_text = show_tree.then(|| rendered.text.clone());
         let doc = json!({
+            "snapshot": number,
             "tree": tree_text,
             "nodes": rendered.shown + rendered.cut,
             "added": changes.as_ref().map(|c| &c.added),
@@ -363,7 +388,7 @@ impl SessionManager {
     /// The session's windows and each process's tree, waiting for a program
     /// launched moments ago to show its window and register.
     #[allow(clippy::type_complexity)]
-    fn look(
+    pub(super) fn look(
         &self,
         live: &Live,
         backend: &dyn UiBackend,
@@ -414,7 +439,11 @@ impl SessionManager {
 
     /// What the vision model finds in the PNG at `png` (the sidecar is
     /// started on first use and reused).
-    fn see(&self, png: &str, req: &UiRequest) -> Result<Vec<strobe_ui::vision::VisionBox>, String> {
+    pub(super) fn see(
+        &self,
+        png: &str,
+        req: &UiRequest,
+    ) -> Result<Vec<strobe_ui::vision::VisionBox>, String> {
         use strobe_ui::vision::VisionModel;
         use strobe_ui::vision::sidecar::{Sidecar, SidecarConfig};
         let venv =
@@ -484,6 +513,29 @@ fn window_node(w: &Window) -> UiNode {
     }
 }
 
+/// The nodes only vision found, by id, without their children.
+fn vision_only(roots: &[Identified<'_>]) -> BTreeMap<String, UiNode> {
+    fn walk(n: &Identified<'_>, out: &mut BTreeMap<String, UiNode>) {
+        if n.node.vision.is_some_and(|m| m.new) {
+            out.insert(
+                n.id.clone(),
+                UiNode {
+                    children: Vec::new(),
+                    ..n.node.clone()
+                },
+            );
+        }
+        for c in &n.children {
+            walk(c, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for r in roots {
+        walk(r, &mut out);
+    }
+    out
+}
+
 /// Why no process of the session gave a tree.
 fn trees_error(trees: &[(u32, Result<Vec<UiNode>, UiError>)]) -> String {
     trees
@@ -493,7 +545,7 @@ fn trees_error(trees: &[(u32, Result<Vec<UiNode>, UiError>)]) -> String {
 }
 
 /// Every visible node's line by id, for the next snapshot's diff.
-fn all_lines(roots: &[Identified<'_>]) -> BTreeMap<String, String> {
+pub(super) fn all_lines(roots: &[Identified<'_>]) -> BTreeMap<String, String> {
     fn add(n: &Identified<'_>, out: &mut BTreeMap<String, String>) {
         out.insert(n.id.clone(), render::line(n));
         for c in &n.children {
@@ -507,7 +559,10 @@ fn all_lines(roots: &[Identified<'_>]) -> BTreeMap<String, String> {
     out
 }
 
-fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> UiChanges {
+pub(super) fn diff(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> UiChanges {
     let added: Vec<String> = after
         .keys()
         .filter(|k| !before.contains_key(*k))
@@ -575,7 +630,7 @@ fn structured(roots: &[&Identified<'_>], shown: &[String]) -> Vec<Value> {
 }
 
 /// An unknown id's error, naming the closest ids there are.
-fn unknown_id(wanted: &str, roots: &[Identified<'_>]) -> String {
+pub(super) fn unknown_id(wanted: &str, roots: &[Identified<'_>]) -> String {
     let mut ids = Vec::new();
     fn collect<'a>(n: &'a Identified<'_>, out: &mut Vec<&'a str>) {
         out.push(n.id.as_str());

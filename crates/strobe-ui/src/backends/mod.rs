@@ -22,7 +22,7 @@ pub fn for_display(display: &Display) -> Option<Box<dyn UiBackend>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Bounds, Capture, UiError, UiNode, Window};
+    use crate::{Bounds, Capture, InputStep, NativeAction, NodeHandle, UiError, UiNode, Window};
 
     /// A backend double: the interface is enough for what `debug_ui` does
     /// (find the session's window, read its tree, capture it) without
@@ -79,6 +79,15 @@ mod tests {
                 rgba: vec![0; (w.bounds.width * w.bounds.height * 4) as usize],
             })
         }
+        fn read(&self, d: &Display, _: &NodeHandle, hidden: bool) -> Result<UiNode, UiError> {
+            Ok(self.tree(d, 42, hidden)?.remove(0).children.remove(0))
+        }
+        fn act(&self, _: &Display, _: &NodeHandle, a: &NativeAction) -> Result<bool, UiError> {
+            Ok(*a == NativeAction::Do("press".into()))
+        }
+        fn input(&self, _: &Display, _: &[InputStep]) -> Result<(), UiError> {
+            Err(UiError::Input("a fixed backend takes no input".into()))
+        }
     }
 
     #[test]
@@ -95,6 +104,14 @@ mod tests {
         assert_eq!(windows.len(), 1);
         let tree = b.tree(&display, windows[0].pid, false).unwrap();
         assert_eq!(tree[0].children[0].name, "Play");
+        let h = NodeHandle("play".into());
+        assert_eq!(b.read(&display, &h, false).unwrap().name, "Play");
+        assert!(
+            b.act(&display, &h, &NativeAction::Do("press".into()))
+                .unwrap()
+        );
+        assert!(!b.act(&display, &h, &NativeAction::Focus).unwrap());
+        assert!(b.input(&display, &[]).is_err());
         let shot = b.capture(&display, &windows[0]).unwrap();
         assert_eq!(shot.rgba.len(), 8);
         let e = b.tree(&display, 41, false).unwrap_err().to_string();

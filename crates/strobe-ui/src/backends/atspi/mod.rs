@@ -13,12 +13,16 @@
 //! a client: `available` needs an X display; the tree alone would still
 //! be readable over AT-SPI, which `UiError::Unreachable` names.
 
+mod actions;
+mod input;
 mod tree;
 mod x11;
 
 use std::sync::atomic::AtomicUsize;
 
-use crate::{Capture, Display, UiBackend, UiError, UiNode, Window};
+use crate::{
+    Capture, Display, InputStep, NativeAction, NodeHandle, UiBackend, UiError, UiNode, Window,
+};
 
 /// AT-SPI + X11.
 pub struct Atspi;
@@ -148,5 +152,46 @@ impl UiBackend for Atspi {
 
     fn capture(&self, display: &Display, window: &Window) -> Result<Capture, UiError> {
         x11::capture(Self::x_display(display)?, auth(display), window)
+    }
+
+    fn read(&self, display: &Display, node: &NodeHandle, hidden: bool) -> Result<UiNode, UiError> {
+        let address = Self::accessibility_bus(display)?;
+        let (dest, path) = tree::parse_handle(node)?;
+        let answer = tree::block_on(async move {
+            let conn = tree::connect(&address).await?;
+            let walk = tree::Walk {
+                read: AtomicUsize::new(0),
+                hidden,
+            };
+            tokio::time::timeout(tree::WALK_TIMEOUT, tree::node(&conn, dest, path, &walk, 0))
+                .await
+                .map_err(|_| UiError::Unreachable {
+                    what: "the node".into(),
+                    why: "its application did not answer in time".into(),
+                })
+        })??;
+        answer.ok_or_else(|| UiError::Unreachable {
+            what: "the node".into(),
+            why: "it is gone (its window closed, or the application removed it)".into(),
+        })
+    }
+
+    fn act(
+        &self,
+        display: &Display,
+        node: &NodeHandle,
+        action: &NativeAction,
+    ) -> Result<bool, UiError> {
+        let address = Self::accessibility_bus(display)?;
+        let (dest, path) = tree::parse_handle(node)?;
+        let action = action.clone();
+        tree::block_on(async move {
+            let conn = tree::connect(&address).await?;
+            actions::act(&conn, &dest, &path, &action).await
+        })?
+    }
+
+    fn input(&self, display: &Display, steps: &[InputStep]) -> Result<(), UiError> {
+        input::send(Self::x_display(display)?, auth(display), steps)
     }
 }

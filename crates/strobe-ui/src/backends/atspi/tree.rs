@@ -20,7 +20,7 @@ use futures_util::future::join_all;
 use zbus::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use crate::{Bounds, UiError, UiNode};
+use crate::{Bounds, NodeHandle, UiError, UiNode, ValueRange};
 
 const ACCESSIBLE: &str = "org.a11y.atspi.Accessible";
 const REGISTRY: &str = "org.a11y.atspi.Registry";
@@ -158,7 +158,7 @@ pub(super) async fn application_of(conn: &Connection, pid: u32) -> Result<Option
         .map(|((name, _), _)| name))
 }
 
-async fn call<B, R>(
+pub(super) async fn call<B, R>(
     conn: &Connection,
     dest: &str,
     path: &str,
@@ -186,7 +186,7 @@ where
     reply.body().deserialize::<R>()
 }
 
-async fn property(
+pub(super) async fn property(
     conn: &Connection,
     dest: &str,
     path: &str,
@@ -306,10 +306,25 @@ const TEXT_CHARS: usize = 200;
 
 type NodeFuture<'a> = Pin<Box<dyn Future<Output = Option<UiNode>> + Send + 'a>>;
 
+/// The handle of the node at `path` of application `dest`.
+fn handle(dest: &str, path: &str) -> NodeHandle {
+    NodeHandle(format!("{dest}\n{path}"))
+}
+
+/// The application and object path a handle names.
+pub(super) fn parse_handle(h: &NodeHandle) -> Result<(String, String), UiError> {
+    h.0.split_once('\n')
+        .map(|(d, p)| (d.to_string(), p.to_string()))
+        .ok_or_else(|| UiError::Unreachable {
+            what: "the node".into(),
+            why: format!("{:?} is not an AT-SPI node handle", h.0),
+        })
+}
+
 /// Reads one node and, unless it is hidden (and hidden ones were not
 /// asked for), its subtree. `None` when the node vanished mid-walk or the
 /// walk's budget is spent.
-fn node<'a>(
+pub(super) fn node<'a>(
     conn: &'a Connection,
     dest: String,
     path: String,
@@ -345,6 +360,7 @@ fn node<'a>(
             role,
             name,
             states,
+            handle: Some(handle(&dest, &path)),
             ..Default::default()
         };
         let mut kids = children.unwrap_or_default();
@@ -431,15 +447,33 @@ fn node<'a>(
             .collect::<Vec<String>>()
         };
         let value = async {
-            if has("Value") {
-                property(conn, &dest, &path, "org.a11y.atspi.Value", "CurrentValue")
-                    .await
-                    .ok()
-                    .and_then(|v| f64::try_from(v).ok())
-                    .map(format_number)
-            } else {
-                None
+            if !has("Value") {
+                return (None, None);
             }
+            let number = |name: &'static str| {
+                let (dest, path) = (&dest, &path);
+                async move {
+                    property(conn, dest, path, "org.a11y.atspi.Value", name)
+                        .await
+                        .ok()
+                        .and_then(|v| f64::try_from(v).ok())
+                }
+            };
+            let (current, min, max, step) = futures_util::join!(
+                number("CurrentValue"),
+                number("MinimumValue"),
+                number("MaximumValue"),
+                number("MinimumIncrement"),
+            );
+            let range = match (min, max) {
+                (Some(min), Some(max)) if max > min => Some(ValueRange {
+                    min,
+                    max,
+                    step: step.unwrap_or(0.0),
+                }),
+                _ => None,
+            };
+            (current.map(format_number), range)
         };
         let editable = has("EditableText");
         let unnamed_text = has("Text") && n.name.is_empty();
@@ -498,6 +532,8 @@ fn node<'a>(
                 height: h as u32,
             });
         n.actions = actions;
+        let (value, range) = value;
+        n.range = range;
         n.value = value
             .or(text.filter(|t| !t.is_empty() || editable))
             .or(selected);

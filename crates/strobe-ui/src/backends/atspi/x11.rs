@@ -24,7 +24,10 @@ fn unreachable(display: &str) -> impl Fn(String) -> UiError + '_ {
 
 /// Connects to `display`, with the cookie of authority file `auth` when
 /// given (a virtual display's own), else as the daemon's environment says.
-fn connect(display: &str, auth: Option<&Path>) -> Result<(RustConnection, usize), UiError> {
+pub(super) fn connect(
+    display: &str,
+    auth: Option<&Path>,
+) -> Result<(RustConnection, usize), UiError> {
     // x11rb adds 6000 to the display number in 16 bits (a TCP port) and
     // overflows past 59535: refuse such a name rather than panic.
     let number = display

@@ -1,0 +1,883 @@
+//! The motor layer of `debug_ui_action`: each intent done natively when
+//! the node offers a route (its action, value, text, selection, focus),
+//! by input when it does not or the native route did nothing, and
+//! verified by watching for the intended effect. Values of widgets with no
+//! route are set with a plan learned once and kept in the store
+//! (`ui_readout.rs` reads them back).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strobe_core::event::EventKind;
+use strobe_store::{EventFilter, QueryPage};
+use strobe_ui::ids::Identified;
+use strobe_ui::motor::{DragTarget, Intent, SetTo, format_value, plan};
+use strobe_ui::render;
+use strobe_ui::{Button, Display, InputStep, Key, NativeAction, UiBackend, UiNode, Window};
+
+use super::ui::ui_error;
+use super::ui_action::{CHECKABLE, Outcome, Target, UiActionRequest, UiVerify, in_windows};
+use super::{Live, SessionManager};
+use crate::error::SessionError;
+
+/// Between two looks for an effect.
+const POLL: Duration = Duration::from_millis(15);
+
+/// Actions with no definite effect (a plain button, a key, a drag) are
+/// given this long for one to show before the answer is "nothing seen"
+/// (ENGINEERING.md: wait 100–200 ms for an AT-SPI change), unless
+/// something shows sooner or the request waits for a traced call.
+const SETTLE: Duration = Duration::from_millis(250);
+
+/// The native actions a click may be, in the order they are preferred.
+const CLICK_ACTIONS: [&str; 6] = ["click", "press", "activate", "toggle", "jump", "open"];
+
+/// One action's context.
+pub(super) struct Motor<'a> {
+    pub mgr: &'a SessionManager,
+    pub live: &'a Arc<Live>,
+    pub display: &'a Display,
+    pub backend: &'a dyn UiBackend,
+    pub windows: &'a [Window],
+    pub req: &'a UiActionRequest,
+    /// The display is not the session's own.
+    pub inherited: bool,
+    /// Session time when the action began: output and calls after it are
+    /// its effects.
+    pub since_ts: u64,
+}
+
+impl Motor<'_> {
+    /// Does the request's intent on `target` and verifies it.
+    pub fn perform(
+        &mut self,
+        target: Option<&Target>,
+        roots: &[Identified<'_>],
+    ) -> Result<Outcome, SessionError> {
+        let watched = match &self.req.verify {
+            Some(UiVerify::Watch(w)) => Some(self.watch(w)?),
+            _ => None,
+        };
+        let mut out = match (&self.req.intent, target) {
+            (Intent::Click { button, count, .. }, Some(t)) => self.click(t, *button, *count)?,
+            (Intent::SetValue { value, .. }, Some(t)) => self.set_value(t, value)?,
+            (Intent::Type { text, replace, .. }, Some(t)) => self.type_text(t, text, *replace)?,
+            (Intent::Select { item, .. }, Some(t)) => self.select(t, item)?,
+            (
+                Intent::Scroll {
+                    direction, amount, ..
+                },
+                Some(t),
+            ) => self.scroll(t, direction.button(), *amount)?,
+            (Intent::Drag { to, .. }, Some(t)) => self.drag(t, to, roots)?,
+            (Intent::Focus { .. }, Some(t)) => self.focus(t)?,
+            (Intent::Key { key, modifiers, .. }, t) => self.key(t, key, modifiers)?,
+            (_, None) => unreachable!("every intent but key names a node"),
+        };
+        if let Some(v) = &self.req.verify {
+            self.verify_program(v, watched, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    // ----- the intents -----
+
+    fn click(&self, t: &Target, button: Button, count: u8) -> Result<Outcome, SessionError> {
+        let checkable = CHECKABLE.contains(&t.node.role.as_str());
+        let was_checked = has(&t.node, "checked");
+        let native = (button == Button::Left && count == 1 && !t.vision_only)
+            .then(|| {
+                CLICK_ACTIONS
+                    .iter()
+                    .find(|a| t.node.actions.iter().any(|x| x.eq_ignore_ascii_case(a)))
+            })
+            .flatten();
+        let mut out = Outcome::default();
+        let mut done = false;
+        if let (Some(action), Some(h)) = (native, &t.node.handle) {
+            match self
+                .backend
+                .act(self.display, h, &NativeAction::Do(action.to_string()))
+            {
+                Ok(true) => {
+                    out.method = format!("native action ({action})");
+                    done = true;
+                }
+                Ok(false) => out.warnings.push(format!(
+                    "its native action {action:?} refused; clicked by input"
+                )),
+                Err(e) => out.warnings.push(format!(
+                    "its native action {action:?} failed ({e}); clicked by input"
+                )),
+            }
+        }
+        if !done {
+            let (x, y) = self.center(t)?;
+            let steps = plan::click(x, y, button, count);
+            self.send(&steps)?;
+            out.method = "input plan (click)".into();
+            out.steps = plan::describe(&steps);
+        }
+        if checkable && button == Button::Left && count == 1 {
+            let want = !was_checked || t.node.role == "radio button";
+            self.expect(
+                t,
+                &mut out,
+                |n| has(n, "checked") == want,
+                |n| format!("checked: {} → {}", was_checked, has(n, "checked")),
+            );
+        } else {
+            self.any_effect(t, &mut out);
+        }
+        Ok(out)
+    }
+
+    fn set_value(&self, t: &Target, value: &SetTo) -> Result<Outcome, SessionError> {
+        match value {
+            SetTo::Bool(on) => {
+                if has(&t.node, "checked") == *on {
+                    return Ok(Outcome {
+                        method: "none needed".into(),
+                        verified: true,
+                        observed: format!("already {}", if *on { "checked" } else { "unchecked" }),
+                        ..Default::default()
+                    });
+                }
+                self.click(t, Button::Left, 1)
+            }
+            SetTo::Text(item) => self.select(t, item),
+            SetTo::Number(v) => {
+                if !t.vision_only
+                    && t.node.range.is_some()
+                    && let Some(h) = &t.node.handle
+                {
+                    let tolerance = t
+                        .node
+                        .range
+                        .map_or(1e-6, |r| (r.step / 2.0).max((r.max - r.min) * 1e-6));
+                    if let Ok(true) = self
+                        .backend
+                        .act(self.display, h, &NativeAction::SetValue(*v))
+                    {
+                        let mut out = Outcome {
+                            method: "value interface".into(),
+                            ..Default::default()
+                        };
+                        let before = t.node.value.clone().unwrap_or_default();
+                        self.expect(
+                            t,
+                            &mut out,
+                            |n| number(n).is_some_and(|x| (x - v).abs() <= tolerance),
+                            |n| {
+                                format!(
+                                    "value {} → {}",
+                                    before,
+                                    n.value.clone().unwrap_or_default()
+                                )
+                            },
+                        );
+                        if out.verified {
+                            return Ok(out);
+                        }
+                    }
+                }
+                super::ui_readout::set_by_plan(self, t, *v)
+            }
+        }
+    }
+
+    fn type_text(&self, t: &Target, text: &str, replace: bool) -> Result<Outcome, SessionError> {
+        let before = t.node.value.clone().unwrap_or_default();
+        let want = |n: &UiNode| {
+            let v = n.value.clone().unwrap_or_default();
+            if replace {
+                v == text
+                    || (text.chars().count() > 200 && text.starts_with(v.trim_end_matches('…')))
+            } else {
+                v.contains(text) && v.chars().count() >= before.chars().count()
+            }
+        };
+        let seen = |n: &UiNode| {
+            format!(
+                "text {:?} → {:?}",
+                before,
+                n.value.clone().unwrap_or_default()
+            )
+        };
+        let mut out = Outcome::default();
+        if let Some(h) = &t.node.handle {
+            let action = if replace {
+                NativeAction::SetText(text.to_string())
+            } else {
+                NativeAction::InsertText(text.to_string())
+            };
+            match self.backend.act(self.display, h, &action) {
+                Ok(true) => {
+                    out.method = "text interface".into();
+                    self.expect(t, &mut out, want, seen);
+                    if out.verified {
+                        return Ok(out);
+                    }
+                    out.warnings.push(
+                        "the text interface took the text but it did not show; typed it by input"
+                            .into(),
+                    );
+                }
+                Ok(false) => out
+                    .warnings
+                    .push("its text interface refused the text; typed it by input".into()),
+                Err(e) => out.warnings.push(format!(
+                    "its text interface failed ({e}); typed it by input"
+                )),
+            }
+        }
+        // By input: a click gives it focus (the window's and the toolkit's:
+        // a web page's field takes keys only once clicked), then select all
+        // to replace, and type.
+        let mut steps = self.focus_window_steps(t);
+        match t.node.bounds {
+            Some(b) => {
+                let (x, y) = plan::center(&b);
+                steps.extend(plan::click(x, y, Button::Left, 1));
+                steps.push(InputStep::Pause(Duration::from_millis(50)));
+            }
+            None => self.grab_focus(t, &mut out)?,
+        }
+        if replace {
+            steps.extend(plan::chord(Key::Char('a'), &["ctrl"]));
+        }
+        steps.extend(plan::type_text(text));
+        self.send(&steps)?;
+        out.method = "input plan (type)".into();
+        out.steps = plan::describe(&steps);
+        self.expect(t, &mut out, want, seen);
+        Ok(out)
+    }
+
+    fn select(&self, t: &Target, item: &str) -> Result<Outcome, SessionError> {
+        let h = t.node.handle.as_ref().ok_or_else(|| {
+            SessionError::validation(format!(
+                "{} is known only to vision: click its item instead",
+                t.id
+            ))
+        })?;
+        // The items, hidden ones included (a combo box's sit in a closed menu).
+        let full = self.backend.read(self.display, h, true).map_err(ui_error)?;
+        let items = items_of(&full);
+        let wanted = item.trim().to_lowercase();
+        let found = items
+            .iter()
+            .position(|(_, text)| text.to_lowercase() == wanted)
+            .or_else(|| {
+                items
+                    .iter()
+                    .position(|(_, text)| text.to_lowercase().contains(&wanted))
+            });
+        let Some(index) = found else {
+            let names: Vec<String> = items
+                .iter()
+                .take(20)
+                .map(|(_, text)| format!("{text:?}"))
+                .collect();
+            return Err(SessionError::validation(format!(
+                "{} has no item {item:?}; its items: {}{}",
+                t.id,
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join(", ")
+                },
+                if items.len() > 20 {
+                    format!(" and {} more", items.len() - 20)
+                } else {
+                    String::new()
+                }
+            )));
+        };
+        let (child, text) = items[index].clone();
+        let mut out = Outcome::default();
+        let is_menu = matches!(t.node.role.as_str(), "menu" | "menu bar");
+        let selected = |n: &UiNode| {
+            if t.node.role == "combo box" {
+                n.value.as_deref() == Some(text.as_str())
+            } else {
+                n.children.get(child).is_some_and(|c| has(c, "selected"))
+            }
+        };
+        let seen = |n: &UiNode| {
+            if t.node.role == "combo box" {
+                format!("shows {:?}", n.value.clone().unwrap_or_default())
+            } else {
+                let chosen: Vec<String> = items_of(n)
+                    .iter()
+                    .filter(|(i, _)| n.children.get(*i).is_some_and(|c| has(c, "selected")))
+                    .map(|(_, s)| format!("{s:?}"))
+                    .collect();
+                format!(
+                    "selected: {}",
+                    if chosen.is_empty() {
+                        "none".into()
+                    } else {
+                        chosen.join(", ")
+                    }
+                )
+            }
+        };
+        if is_menu {
+            if let Some(ih) = full.children.get(child).and_then(|c| c.handle.clone())
+                && let Ok(true) =
+                    self.backend
+                        .act(self.display, &ih, &NativeAction::Do("click".into()))
+            {
+                out.method = format!("native action (click) on item {text:?}");
+                self.any_effect(t, &mut out);
+                return Ok(out);
+            }
+            return Err(SessionError::validation(format!(
+                "the menu item {text:?} of {} did not take its click action",
+                t.id
+            )));
+        }
+        if let Ok(true) =
+            self.backend
+                .act(self.display, h, &NativeAction::SelectChild(child as i32))
+        {
+            out.method = format!("selection interface (item {index}: {text:?})");
+            self.expect_subtree(h, &mut out, selected, seen);
+            if out.verified {
+                return Ok(out);
+            }
+        }
+        // By input: click the item, where it shows.
+        if let Some(b) = full
+            .children
+            .get(child)
+            .and_then(|c| c.bounds)
+            .filter(|_| t.node.role != "combo box")
+        {
+            let (x, y) = plan::center(&b);
+            let steps = plan::click(x, y, Button::Left, 1);
+            self.send(&steps)?;
+            out.method = format!("input plan (click on item {text:?})");
+            out.steps = plan::describe(&steps);
+            self.expect_subtree(h, &mut out, selected, seen);
+        }
+        Ok(out)
+    }
+
+    fn scroll(&self, t: &Target, button: Button, amount: u32) -> Result<Outcome, SessionError> {
+        let (x, y) = self.center(t)?;
+        let steps = plan::scroll(x, y, button, amount);
+        let before = t
+            .node
+            .handle
+            .as_ref()
+            .and_then(|h| self.backend.read(self.display, h, false).ok());
+        self.send(&steps)?;
+        let mut out = Outcome {
+            method: "input plan (wheel)".into(),
+            steps: plan::describe(&steps),
+            ..Default::default()
+        };
+        match (before, &t.node.handle) {
+            (Some(before), Some(h)) => {
+                let lines = subtree_lines(&before);
+                self.expect_subtree(
+                    h,
+                    &mut out,
+                    |n| subtree_lines(n) != lines,
+                    |n| {
+                        let moved = changed_lines(&lines, &subtree_lines(n));
+                        format!("{moved} nodes under it moved or changed")
+                    },
+                );
+                if !out.verified {
+                    self.any_effect(t, &mut out);
+                }
+            }
+            _ => self.any_effect(t, &mut out),
+        }
+        Ok(out)
+    }
+
+    fn drag(
+        &self,
+        t: &Target,
+        to: &DragTarget,
+        roots: &[Identified<'_>],
+    ) -> Result<Outcome, SessionError> {
+        let from = self.center(t)?;
+        let end = match to {
+            DragTarget::Point { x, y } => (*x, *y),
+            DragTarget::Node(id) => {
+                let n = render::find(roots, id)
+                    .map(|n| n.node.clone())
+                    .or_else(|| {
+                        self.live
+                            .ui
+                            .lock()
+                            .expect("ui lock")
+                            .vision_nodes
+                            .get(id)
+                            .cloned()
+                    })
+                    .ok_or_else(|| SessionError::validation(super::ui::unknown_id(id, roots)))?;
+                let b = n.bounds.ok_or_else(|| {
+                    SessionError::validation(format!("{id} has no geometry on screen to drag to"))
+                })?;
+                plan::center(&b)
+            }
+        };
+        let steps = plan::drag(from, end);
+        self.send(&steps)?;
+        let mut out = Outcome {
+            method: "input plan (drag)".into(),
+            steps: plan::describe(&steps),
+            ..Default::default()
+        };
+        self.any_effect(t, &mut out);
+        Ok(out)
+    }
+
+    fn focus(&self, t: &Target) -> Result<Outcome, SessionError> {
+        let mut out = Outcome::default();
+        self.grab_focus(t, &mut out)?;
+        self.expect(
+            t,
+            &mut out,
+            |n| has(n, "focused"),
+            |n| format!("focused: {}", has(n, "focused")),
+        );
+        Ok(out)
+    }
+
+    fn key(
+        &self,
+        t: Option<&Target>,
+        key: &Key,
+        modifiers: &[&'static str],
+    ) -> Result<Outcome, SessionError> {
+        let mut out = Outcome::default();
+        if let Some(t) = t {
+            self.grab_focus(t, &mut out)?;
+        }
+        let mut steps = match t {
+            Some(t) => self.focus_window_steps(t),
+            None => self
+                .windows
+                .first()
+                .map(|w| vec![InputStep::FocusWindow(w.handle)])
+                .unwrap_or_default(),
+        };
+        steps.extend(plan::chord(key.clone(), modifiers));
+        self.send(&steps)?;
+        out.method = format!(
+            "input plan (key {})",
+            strobe_ui::motor::keys::describe(key, modifiers)
+        );
+        out.steps = plan::describe(&steps);
+        match t {
+            Some(t) => self.any_effect(t, &mut out),
+            None => self.any_output(&mut out),
+        }
+        Ok(out)
+    }
+
+    // ----- helpers -----
+
+    /// Gives `t` focus: natively, else by a click on it. Says how in `out`.
+    fn grab_focus(&self, t: &Target, out: &mut Outcome) -> Result<(), SessionError> {
+        if has(&t.node, "focused") {
+            out.method = "none needed (already focused)".into();
+            return Ok(());
+        }
+        if let Some(h) = &t.node.handle
+            && let Ok(true) = self.backend.act(self.display, h, &NativeAction::Focus)
+        {
+            out.method = "native focus".into();
+            return Ok(());
+        }
+        let (x, y) = self.center(t)?;
+        let steps = plan::click(x, y, Button::Left, 1);
+        self.send(&steps)?;
+        out.method = "input plan (click for focus)".into();
+        out.steps = plan::describe(&steps);
+        Ok(())
+    }
+
+    /// Keys go to the window that shows `t`: its window gets the X focus.
+    fn focus_window_steps(&self, t: &Target) -> Vec<InputStep> {
+        let w = t
+            .node
+            .bounds
+            .and_then(|b| {
+                let (x, y) = plan::center(&b);
+                self.windows.iter().find(|w| {
+                    x >= w.bounds.x
+                        && y >= w.bounds.y
+                        && x < w.bounds.x + w.bounds.width as i32
+                        && y < w.bounds.y + w.bounds.height as i32
+                })
+            })
+            .or(self.windows.first());
+        w.map(|w| vec![InputStep::FocusWindow(w.handle)])
+            .unwrap_or_default()
+    }
+
+    pub(super) fn center(&self, t: &Target) -> Result<(i32, i32), SessionError> {
+        t.node.bounds.map(|b| plan::center(&b)).ok_or_else(|| {
+            SessionError::validation(format!(
+                "{} has no geometry on screen, so input cannot reach it",
+                t.id
+            ))
+        })
+    }
+
+    /// Sends input, if input may go to this display.
+    pub(super) fn send(&self, steps: &[InputStep]) -> Result<(), SessionError> {
+        if self.inherited {
+            if !self.req.allow_input_on_user_display {
+                return Err(SessionError::validation(format!(
+                    "this action needs input (a click, keys), and session '{}' is on display {}, which it did not start: input there could land on your own desktop, so it is refused. Launch the program with display: \"virtual\" (a private display, where input is always allowed), or set ui.allowInputOnUserDisplay to true in settings.json to allow input aimed at the session's own window",
+                    self.live.id,
+                    self.display.label()
+                )));
+            }
+            for s in steps {
+                if let InputStep::MoveTo { x, y } = s
+                    && !in_windows(self.windows, (*x, *y))
+                {
+                    return Err(SessionError::validation(format!(
+                        "the input would reach {x},{y}, outside the session's windows on your display: refused (ui.allowInputOnUserDisplay allows input aimed at the session's own window only)"
+                    )));
+                }
+            }
+        }
+        self.backend.input(self.display, steps).map_err(ui_error)
+    }
+
+    /// Waits until `t` (re-read) satisfies `want`; sets `verified` and
+    /// `observed` in `out`.
+    fn expect(
+        &self,
+        t: &Target,
+        out: &mut Outcome,
+        want: impl Fn(&UiNode) -> bool,
+        seen: impl Fn(&UiNode) -> String,
+    ) {
+        match &t.node.handle {
+            Some(h) => self.expect_subtree(h, out, want, seen),
+            None => self.any_effect(t, out),
+        }
+    }
+
+    fn expect_subtree(
+        &self,
+        h: &strobe_ui::NodeHandle,
+        out: &mut Outcome,
+        want: impl Fn(&UiNode) -> bool,
+        seen: impl Fn(&UiNode) -> String,
+    ) {
+        let deadline = Instant::now() + self.req.timeout;
+        loop {
+            match self.backend.read(self.display, h, false) {
+                Ok(n) => {
+                    if want(&n) || Instant::now() >= deadline {
+                        out.verified = want(&n);
+                        out.observed = seen(&n);
+                        out.after = Some(n);
+                        return;
+                    }
+                }
+                Err(e) => {
+                    if Instant::now() >= deadline {
+                        out.observed = format!("the node could not be read back: {e}");
+                        return;
+                    }
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// For actions with no definite effect: the node changed, or the
+    /// program printed, within a short settle time.
+    fn any_effect(&self, t: &Target, out: &mut Outcome) {
+        let before = t.node.handle.as_ref().map(|_| subtree_lines(&t.node));
+        let deadline = Instant::now() + SETTLE.min(self.req.timeout);
+        loop {
+            if let (Some(before), Some(h)) = (&before, &t.node.handle)
+                && let Ok(n) = self.backend.read(self.display, h, false)
+            {
+                let now = subtree_lines(&n);
+                if &now != before {
+                    out.verified = true;
+                    out.observed = format!("the node changed: {}", node_summary(&t.node, &n));
+                    out.after = Some(n);
+                    return;
+                }
+            }
+            if let Some(seen) = self.output_since() {
+                out.verified = true;
+                out.observed = seen;
+                return;
+            }
+            if Instant::now() >= deadline {
+                out.observed = "no change seen in the node or the program's output within 250 ms (the tree diff below covers the rest of the window; pass verify: {function} to check that the program reacted)".into();
+                return;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn any_output(&self, out: &mut Outcome) {
+        let deadline = Instant::now() + SETTLE.min(self.req.timeout);
+        loop {
+            if let Some(seen) = self.output_since() {
+                out.verified = true;
+                out.observed = seen;
+                return;
+            }
+            if Instant::now() >= deadline {
+                out.observed =
+                    "no output within 250 ms (the tree diff below shows what changed)".into();
+                return;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// The program's output since the action began, as evidence.
+    fn output_since(&self) -> Option<String> {
+        let _ = self.mgr.store.flush();
+        let filter = EventFilter {
+            kinds: Some(EventKind::Stdout.bit() | EventKind::Stderr.bit()),
+            time_from: Some(self.since_ts),
+            ..Default::default()
+        };
+        let r = self
+            .mgr
+            .store
+            .query(
+                self.live.key,
+                &filter,
+                QueryPage {
+                    offset: 0,
+                    limit: 1,
+                },
+            )
+            .ok()?;
+        let first = r.events.first()?;
+        let line = String::from_utf8_lossy(&first.payload);
+        let line: String = line.trim_end().chars().take(80).collect();
+        Some(format!(
+            "the program printed {} line{} ({line:?})",
+            r.total_count,
+            if r.total_count == 1 { "" } else { "s" }
+        ))
+    }
+
+    /// Calls of functions named `name` (or ending `.name`, `::name`) since
+    /// the action began.
+    fn calls_since(&self, name: &str) -> Result<u64, SessionError> {
+        let ends = |n: &str| {
+            n == name || n.ends_with(&format!(".{name}")) || n.ends_with(&format!("::{name}"))
+        };
+        let ids = self
+            .mgr
+            .function_ids(&self.live.id, |n, raw, _| ends(n) || raw.is_some_and(ends))?;
+        // A Python function is registered when it first runs: a pattern
+        // that would match it is enough to wait for its call.
+        let patterns = self
+            .live
+            .desired
+            .lock()
+            .expect("desired lock")
+            .pattern_texts();
+        let pending = patterns
+            .iter()
+            .any(|p| ends(p) || p.contains('*') || p.starts_with('@'));
+        if ids.is_empty() && pending {
+            return Ok(0);
+        }
+        if ids.is_empty() {
+            return Err(SessionError::validation(format!(
+                "verify.function {name:?} names no traced function of session '{}': trace it first (debug_trace {{add: [\"{name}\"]}}, or its module-qualified name), then act",
+                self.live.id
+            )));
+        }
+        let _ = self.mgr.store.flush();
+        let filter = EventFilter {
+            kinds: Some(EventKind::FunctionEnter.bit()),
+            time_from: Some(self.since_ts),
+            func_ids: Some(ids),
+            ..Default::default()
+        };
+        Ok(self
+            .mgr
+            .store
+            .query(
+                self.live.key,
+                &filter,
+                QueryPage {
+                    offset: 0,
+                    limit: 1,
+                },
+            )
+            .map(|r| r.total_count)
+            .unwrap_or(0))
+    }
+
+    /// A watched variable's value now.
+    pub(super) fn watch(&self, expr: &str) -> Result<serde_json::Value, SessionError> {
+        let read = self.mgr.memory_read(
+            &self.live.id,
+            &[super::memory::MemoryTarget {
+                variable: Some(expr.to_string()),
+                address: None,
+                type_hint: None,
+                size: None,
+                value: None,
+            }],
+            1,
+            None,
+        )?;
+        let v = read.into_iter().next().unwrap_or_default();
+        if let Some(e) = v.get("error") {
+            return Err(SessionError::validation(format!(
+                "verify.watch {expr:?} cannot be read: {}",
+                e.as_str().unwrap_or("unknown error")
+            )));
+        }
+        Ok(v.get("value").cloned().unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Verification through the program: a traced call, a changed variable.
+    fn verify_program(
+        &self,
+        v: &UiVerify,
+        watched: Option<serde_json::Value>,
+        out: &mut Outcome,
+    ) -> Result<(), SessionError> {
+        let deadline = Instant::now() + self.req.timeout;
+        let (ok, seen) = loop {
+            let (ok, seen) = match v {
+                UiVerify::Function(f) => {
+                    let n = self.calls_since(f)?;
+                    (
+                        n > 0,
+                        format!("{f} called {n} time{}", if n == 1 { "" } else { "s" }),
+                    )
+                }
+                UiVerify::Watch(w) => {
+                    let now = self.watch(w)?;
+                    let before = watched.clone().unwrap_or_default();
+                    (now != before, format!("{w}: {before} → {now}"))
+                }
+            };
+            if ok || Instant::now() >= deadline {
+                break (ok, seen);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        };
+        // The program's word decides an action with no definite effect of
+        // its own; for the others both must hold.
+        out.verified = if out.observed.starts_with("no change seen")
+            || out.observed.starts_with("no output")
+        {
+            ok
+        } else {
+            out.verified && ok
+        };
+        out.observed = if out.observed.is_empty() || out.observed.starts_with("no ") {
+            seen
+        } else {
+            format!("{}; {seen}", out.observed)
+        };
+        Ok(())
+    }
+}
+
+/// Whether `n` has state `s`.
+pub(super) fn has(n: &UiNode, s: &str) -> bool {
+    n.states.iter().any(|x| x == s)
+}
+
+/// A node's value as a number.
+fn number(n: &UiNode) -> Option<f64> {
+    n.value.as_deref()?.trim().parse().ok()
+}
+
+/// The selectable items of a list, combo box or menu: (index among the
+/// children of the node that holds them, their text). A combo box's items
+/// are under its menu child; an item's text is its name or, for a row,
+/// the first named node inside it.
+fn items_of(n: &UiNode) -> Vec<(usize, String)> {
+    let holder = if n.role == "combo box" {
+        n.children.iter().find(|c| c.role == "menu").unwrap_or(n)
+    } else {
+        n
+    };
+    fn text(n: &UiNode) -> Option<String> {
+        if !n.name.trim().is_empty() {
+            return Some(n.name.trim().to_string());
+        }
+        n.children.iter().find_map(text)
+    }
+    holder
+        .children
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| text(c).map(|t| (i, t)))
+        .collect()
+}
+
+/// Each node of a subtree as a line, for "did anything under it change".
+fn subtree_lines(n: &UiNode) -> Vec<String> {
+    fn walk(n: &UiNode, out: &mut Vec<String>) {
+        out.push(format!(
+            "{}|{}|{:?}|{:?}|{:?}",
+            n.role, n.name, n.bounds, n.value, n.states
+        ));
+        for c in &n.children {
+            walk(c, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(n, &mut out);
+    out
+}
+
+fn changed_lines(a: &[String], b: &[String]) -> usize {
+    let n = a.len().max(b.len());
+    (0..n).filter(|i| a.get(*i) != b.get(*i)).count()
+}
+
+fn node_summary(before: &UiNode, after: &UiNode) -> String {
+    let mut parts = Vec::new();
+    if before.value != after.value {
+        parts.push(format!(
+            "value {} → {}",
+            before.value.clone().unwrap_or_default(),
+            after.value.clone().unwrap_or_default()
+        ));
+    }
+    if before.name != after.name {
+        parts.push(format!("name {:?} → {:?}", before.name, after.name));
+    }
+    if before.states != after.states {
+        parts.push(format!("states {:?} → {:?}", before.states, after.states));
+    }
+    if parts.is_empty() {
+        parts.push(format!(
+            "{} nodes under it changed",
+            changed_lines(&subtree_lines(before), &subtree_lines(after))
+        ));
+    }
+    parts.join(", ")
+}
+
+/// `format_value` for messages, re-exported for `ui_readout.rs`.
+pub(super) fn show(v: f64) -> String {
+    format_value(v)
+}
