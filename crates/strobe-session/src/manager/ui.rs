@@ -191,10 +191,7 @@ pub(super) fn ui_error(e: UiError) -> SessionError {
 impl SessionManager {
     /// The running session `id`, the display its GUI is on, and the
     /// backend that serves it; each failure says what to do.
-    pub(super) fn gui_of(
-        &self,
-        id: &str,
-    ) -> Result<Gui, SessionError> {
+    pub(super) fn gui_of(&self, id: &str) -> Result<Gui, SessionError> {
         let live = self.live(id).ok_or_else(|| match self.store.session(id) {
             Ok(Some(_)) => SessionError::exited(format!(
                 "session '{id}' is not running any more, so it has no GUI to show; its events (ui_snapshot ones included) can still be queried"

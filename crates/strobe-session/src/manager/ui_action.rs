@@ -350,22 +350,31 @@ impl SessionManager {
     }
 }
 
-/// The node `id` under `n`, with the part of its bounds inside every
-/// ancestor's (`clip`: the ancestors' intersection so far).
+/// The node `id` under `n`, with the part of its bounds that shows:
+/// inside every scrolled area and window around it (`clip`, so far).
+/// Only those clip: other containers' extents are not always in screen
+/// coordinates (WebKit's embedded page reports its own).
 fn visible_part<'a, 'b>(
     n: &'a Identified<'b>,
     id: &str,
     clip: Option<Bounds>,
 ) -> Option<(&'a Identified<'b>, Option<Bounds>)> {
-    let here = match (clip, n.node.bounds) {
-        (Some(c), Some(b)) => intersect(&c, &b),
-        (None, b) => b,
-        (c, None) => c,
-    };
     if n.id == id {
-        return Some((n, here));
+        let b = match (clip, n.node.bounds) {
+            (Some(c), Some(b)) => intersect(&c, &b).or(Some(b)),
+            (_, b) => b,
+        };
+        return Some((n, b));
     }
-    n.children.iter().find_map(|c| visible_part(c, id, here))
+    let clips = matches!(
+        n.node.role.as_str(),
+        "frame" | "window" | "dialog" | "scroll pane" | "viewport"
+    );
+    let inner = match (clip, n.node.bounds) {
+        (c, Some(b)) if clips => c.map_or(Some(b), |c| intersect(&c, &b).or(Some(c))),
+        (c, _) => c,
+    };
+    n.children.iter().find_map(|c| visible_part(c, id, inner))
 }
 
 fn intersect(a: &Bounds, b: &Bounds) -> Option<Bounds> {

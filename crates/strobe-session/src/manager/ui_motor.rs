@@ -30,7 +30,9 @@ const POLL: Duration = Duration::from_millis(15);
 const SETTLE: Duration = Duration::from_millis(250);
 
 /// The native actions a click may be, in the order they are preferred.
-const CLICK_ACTIONS: [&str; 6] = ["click", "press", "activate", "toggle", "jump", "open"];
+const CLICK_ACTIONS: [&str; 8] = [
+    "click", "press", "activate", "toggle", "check", "uncheck", "jump", "open",
+];
 
 /// One action's context.
 pub(super) struct Motor<'a> {

@@ -75,7 +75,11 @@ pub fn type_text(text: &str) -> Vec<InputStep> {
                 ' ' => Key::Named("space"),
                 c => Key::Char(c),
             };
-            [InputStep::KeyDown(key.clone()), InputStep::KeyUp(key)]
+            [
+                InputStep::KeyDown(key.clone()),
+                InputStep::KeyUp(key),
+                InputStep::Pause(Duration::from_millis(5)),
+            ]
         })
         .collect()
 }
@@ -206,9 +210,9 @@ mod tests {
     #[test]
     fn typing_and_chords_press_and_release_every_key() {
         let t = type_text("a b\n");
-        assert_eq!(t.len(), 8);
-        assert_eq!(t[2], InputStep::KeyDown(Key::Named("space")));
-        assert_eq!(t[6], InputStep::KeyDown(Key::Named("enter")));
+        assert_eq!(t.len(), 12);
+        assert_eq!(t[3], InputStep::KeyDown(Key::Named("space")));
+        assert_eq!(t[9], InputStep::KeyDown(Key::Named("enter")));
         let c = chord(Key::Char('c'), &["ctrl", "shift"]);
         assert_eq!(c.first(), Some(&InputStep::KeyDown(Key::Named("ctrl"))));
         assert_eq!(c.last(), Some(&InputStep::KeyUp(Key::Named("ctrl"))));

@@ -475,7 +475,9 @@ pub(super) fn node<'a>(
             };
             (current.map(format_number), range)
         };
-        let editable = has("EditableText");
+        // WebKit's text fields are "editable" without the EditableText
+        // interface (typed into by input): their text is their value too.
+        let editable = has("EditableText") || n.states.iter().any(|s| s == "editable");
         let unnamed_text = has("Text") && n.name.is_empty();
         let text = async {
             if editable || unnamed_text {
