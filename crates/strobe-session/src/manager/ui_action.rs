@@ -93,6 +93,9 @@ pub struct UiActionResponse {
     pub tried: Vec<String>,
     /// From the request to the verified (or given up) effect.
     pub elapsed_ms: u64,
+    /// Of which doing it took (native calls, sending input); the rest is
+    /// reading the tree before and after, and verifying.
+    pub action_ms: f64,
     /// Problems worth knowing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -212,8 +215,10 @@ impl SessionManager {
             req,
             inherited,
             since_ts: Self::now_ts(&live),
+            acting: Default::default(),
         };
         let outcome = ctx.perform(target.as_ref(), &identified)?;
+        let action_ms = (ctx.acting.get().as_secs_f64() * 1e4).round() / 10.0;
 
         // The tree after, compared with the one before: what the action did.
         let (after_windows, after_trees) =
@@ -250,6 +255,7 @@ impl SessionManager {
             steps: outcome.steps,
             tried: outcome.tried,
             elapsed_ms: started.elapsed().as_millis() as u64,
+            action_ms,
             warnings: outcome.warnings,
             snapshot_before,
             snapshot_after,
@@ -271,6 +277,7 @@ impl SessionManager {
                 "steps": resp.steps,
                 "tried": resp.tried,
                 "elapsedMs": resp.elapsed_ms,
+                "actionMs": resp.action_ms,
                 "snapshotBefore": snapshot_before,
                 "snapshotAfter": snapshot_after,
                 "changed": resp.changes.changed_count + resp.changes.added_count + resp.changes.removed_count,

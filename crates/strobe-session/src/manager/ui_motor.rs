@@ -47,6 +47,9 @@ pub(super) struct Motor<'a> {
     /// Session time when the action began: output and calls after it are
     /// its effects.
     pub since_ts: u64,
+    /// Time spent doing (native calls, sending input), as opposed to
+    /// looking and verifying.
+    pub acting: std::cell::Cell<Duration>,
 }
 
 impl Motor<'_> {
@@ -97,10 +100,7 @@ impl Motor<'_> {
         let mut out = Outcome::default();
         let mut done = false;
         if let (Some(action), Some(h)) = (native, &t.node.handle) {
-            match self
-                .backend
-                .act(self.display, h, &NativeAction::Do(action.to_string()))
-            {
+            match self.act(h, &NativeAction::Do(action.to_string())) {
                 Ok(true) => {
                     out.method = format!("native action ({action})");
                     done = true;
@@ -157,10 +157,7 @@ impl Motor<'_> {
                         .node
                         .range
                         .map_or(1e-6, |r| (r.step / 2.0).max((r.max - r.min) * 1e-6));
-                    if let Ok(true) = self
-                        .backend
-                        .act(self.display, h, &NativeAction::SetValue(*v))
-                    {
+                    if let Ok(true) = self.act(h, &NativeAction::SetValue(*v)) {
                         let mut out = Outcome {
                             method: "value interface".into(),
                             ..Default::default()
@@ -213,7 +210,7 @@ impl Motor<'_> {
             } else {
                 NativeAction::InsertText(text.to_string())
             };
-            match self.backend.act(self.display, h, &action) {
+            match self.act(h, &action) {
                 Ok(true) => {
                     out.method = "text interface".into();
                     self.expect(t, &mut out, want, seen);
@@ -327,9 +324,7 @@ impl Motor<'_> {
         };
         if is_menu {
             if let Some(ih) = full.children.get(child).and_then(|c| c.handle.clone())
-                && let Ok(true) =
-                    self.backend
-                        .act(self.display, &ih, &NativeAction::Do("click".into()))
+                && let Ok(true) = self.act(&ih, &NativeAction::Do("click".into()))
             {
                 out.method = format!("native action (click) on item {text:?}");
                 self.any_effect(t, &mut out);
@@ -340,10 +335,7 @@ impl Motor<'_> {
                 t.id
             )));
         }
-        if let Ok(true) =
-            self.backend
-                .act(self.display, h, &NativeAction::SelectChild(child as i32))
-        {
+        if let Ok(true) = self.act(h, &NativeAction::SelectChild(child as i32)) {
             out.method = format!("selection interface (item {index}: {text:?})");
             self.expect_subtree(h, &mut out, selected, seen);
             if out.verified {
@@ -494,7 +486,7 @@ impl Motor<'_> {
             return Ok(());
         }
         if let Some(h) = &t.node.handle
-            && let Ok(true) = self.backend.act(self.display, h, &NativeAction::Focus)
+            && let Ok(true) = self.act(h, &NativeAction::Focus)
         {
             out.method = "native focus".into();
             return Ok(());
@@ -535,6 +527,14 @@ impl Motor<'_> {
         })
     }
 
+    /// Asks the node natively, timing it.
+    fn act(&self, h: &strobe_ui::NodeHandle, a: &NativeAction) -> Result<bool, strobe_ui::UiError> {
+        let t = Instant::now();
+        let r = self.backend.act(self.display, h, a);
+        self.acting.set(self.acting.get() + t.elapsed());
+        r
+    }
+
     /// Sends input, if input may go to this display.
     pub(super) fn send(&self, steps: &[InputStep]) -> Result<(), SessionError> {
         if self.inherited {
@@ -555,7 +555,10 @@ impl Motor<'_> {
                 }
             }
         }
-        self.backend.input(self.display, steps).map_err(ui_error)
+        let t = Instant::now();
+        let r = self.backend.input(self.display, steps).map_err(ui_error);
+        self.acting.set(self.acting.get() + t.elapsed());
+        r
     }
 
     /// Waits until `t` (re-read) satisfies `want`; sets `verified` and

@@ -44,6 +44,9 @@ struct WidgetReadout<'m, 'a> {
     bounds: Bounds,
     /// Decimals the last reading showed (OCR), for the tolerance.
     decimals: u32,
+    /// Where vision read the value, relative to the widget: the next
+    /// reading crops just that.
+    label: Option<Bounds>,
     /// Input refused (not a strategy's failure: the whole action's).
     refused: Option<SessionError>,
     reads: u32,
@@ -64,8 +67,9 @@ impl WidgetReadout<'_, '_> {
                 .ok(),
             Source::Watch(w) => m.watch(w).ok()?.as_f64(),
             Source::Ocr(window) => {
-                let (v, decimals) = ocr_number(m, window, &self.bounds)?;
+                let (v, decimals, label) = ocr_number(m, window, &self.bounds, self.label)?;
                 self.decimals = decimals;
+                self.label = Some(label);
                 Some(v)
             }
         }
@@ -132,9 +136,27 @@ pub(super) fn set_by_plan(m: &Motor<'_>, t: &Target, target: f64) -> Result<Outc
         source,
         bounds,
         decimals: 0,
+        label: None,
         refused: None,
         reads: 0,
     };
+    // Where a plan learned before found the value painted.
+    let cached = m
+        .mgr
+        .store
+        .motor_plan(&app_name(m.live), &t.node.role, &signature(&t.node))
+        .map_err(|e| SessionError::internal(format!("motor plans: {e}")))?;
+    let known: Option<Plan> = cached
+        .as_ref()
+        .and_then(|(row, _)| serde_json::from_str(&row.plan).ok());
+    r.label = known
+        .and_then(|p| p.readout)
+        .map(|[x, y, width, height]| Bounds {
+            x,
+            y,
+            width: width.max(1) as u32,
+            height: height.max(1) as u32,
+        });
     let Some(current) = r.read_now() else {
         return Err(SessionError::validation(format!(
             "{} ({} [{}]) has no value Strobe can read ({} gave none), so setting it cannot be learned or verified: pass verify: {{watch: \"<variable holding it>\"}}, or run debug_ui with vision: true to check that its value is painted as a number beside it",
@@ -148,21 +170,22 @@ pub(super) fn set_by_plan(m: &Motor<'_>, t: &Target, target: f64) -> Result<Outc
     let app = app_name(m.live);
     let signature = signature(&t.node);
     let mut out = Outcome::default();
-    let cached = m
-        .mgr
-        .store
-        .motor_plan(&app, &t.node.role, &signature)
-        .map_err(|e| SessionError::internal(format!("motor plans: {e}")))?;
     let mut value = current;
-    if let Some((row, exact)) = cached
-        && let Ok(plan) = serde_json::from_str::<Plan>(&row.plan)
-    {
+    if let (Some((row, exact)), Some(plan)) = (cached, known) {
         match learn::apply(&mut r, plan, &bounds, current, target, tolerance) {
             Ok((plan, v)) => {
                 if let Some(e) = r.refused.take() {
                     return Err(e);
                 }
-                save(m, &app, &t.node.role, &signature, &plan, row.uses + 1);
+                save(
+                    m,
+                    &app,
+                    &t.node.role,
+                    &signature,
+                    &plan,
+                    r.label,
+                    row.uses + 1,
+                );
                 out.method = format!(
                     "cached plan ({}{})",
                     plan.describe(),
@@ -189,7 +212,7 @@ pub(super) fn set_by_plan(m: &Motor<'_>, t: &Target, target: f64) -> Result<Outc
     }
     match learn::learn(&mut r, &bounds, value, target, tolerance) {
         Ok(l) => {
-            save(m, &app, &t.node.role, &signature, &l.plan, 0);
+            save(m, &app, &t.node.role, &signature, &l.plan, r.label, 0);
             out.method = format!("learned plan ({})", l.plan.describe());
             out.verified = true;
             out.observed = format!(
@@ -218,12 +241,24 @@ pub(super) fn set_by_plan(m: &Motor<'_>, t: &Target, target: f64) -> Result<Outc
     Ok(out)
 }
 
-fn save(m: &Motor<'_>, app: &str, role: &str, signature: &str, plan: &Plan, uses: i64) {
+fn save(
+    m: &Motor<'_>,
+    app: &str,
+    role: &str,
+    signature: &str,
+    plan: &Plan,
+    label: Option<Bounds>,
+    uses: i64,
+) {
+    let plan = Plan {
+        readout: label.map(|b| [b.x, b.y, b.width as i32, b.height as i32]),
+        ..*plan
+    };
     let row = strobe_store::MotorPlan {
         app: app.into(),
         role: role.into(),
         signature: signature.into(),
-        plan: serde_json::to_string(plan).expect("a plan serializes"),
+        plan: serde_json::to_string(&plan).expect("a plan serializes"),
         uses,
         updated_at: strobe_core::clock::unix_millis(),
     };
@@ -275,17 +310,47 @@ fn window_of<'w>(windows: &'w [Window], b: &Bounds) -> Option<&'w Window> {
 }
 
 /// The number vision reads nearest the widget at `b` (display pixels),
-/// with the decimals it showed: the window is captured, the area around
-/// the widget cut out (a label sits beside or below its knob), and read.
-fn ocr_number(m: &Motor<'_>, window: &Window, b: &Bounds) -> Option<(f64, u32)> {
+/// with the decimals it showed and where it was (relative to the widget):
+/// the window is captured, the area around the widget cut out (a label
+/// sits beside or below its knob), and read. Where the value was found
+/// before (`label`), only that spot is read: a small image reads in a
+/// fraction of the time.
+fn ocr_number(
+    m: &Motor<'_>,
+    window: &Window,
+    b: &Bounds,
+    label: Option<Bounds>,
+) -> Option<(f64, u32, Bounds)> {
     let shot = m.backend.capture(m.display, window).ok()?;
     let (wx, wy) = (window.bounds.x.max(0), window.bounds.y.max(0));
-    let area = Bounds {
+    let around = Bounds {
         x: b.x - wx - (b.width as i32) * 3 / 2,
         y: b.y - wy - b.height as i32,
         width: b.width * 4,
         height: b.height * 3,
     };
+    let spot = label.map(|l| Bounds {
+        x: b.x - wx + l.x - 16,
+        y: b.y - wy + l.y - 10,
+        width: l.width + 32,
+        height: l.height + 20,
+    });
+    for area in spot.into_iter().chain(std::iter::once(around)) {
+        if let Some(found) = read_number_in(m, &shot, area, b, (wx, wy)) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The number nearest the widget's middle in `area` of the window's image.
+fn read_number_in(
+    m: &Motor<'_>,
+    shot: &strobe_ui::Capture,
+    area: Bounds,
+    b: &Bounds,
+    (wx, wy): (i32, i32),
+) -> Option<(f64, u32, Bounds)> {
     let crop = shot.crop(area)?;
     let origin = (area.x.max(0), area.y.max(0));
     let png = crop.png().ok()?;
@@ -302,10 +367,16 @@ fn ocr_number(m: &Motor<'_>, window: &Window, b: &Bounds) -> Option<(f64, u32)> 
             let (n, decimals) = last_number(v.text.as_deref()?)?;
             let (bx, by) = strobe_ui::motor::plan::center(&v.bounds);
             let d = i64::from(bx - cx).pow(2) + i64::from(by - cy).pow(2);
-            Some((d, n, decimals))
+            // Where it is, relative to the widget.
+            let at = Bounds {
+                x: v.bounds.x + origin.0 + wx - b.x,
+                y: v.bounds.y + origin.1 + wy - b.y,
+                ..v.bounds
+            };
+            Some((d, n, decimals, at))
         })
-        .min_by_key(|(d, _, _)| *d)
-        .map(|(_, n, decimals)| (n, decimals))
+        .min_by_key(|(d, ..)| *d)
+        .map(|(_, n, decimals, at)| (n, decimals, at))
 }
 
 /// The last number in `text` ("GAIN 7" → 7, "-3.5 dB" → -3.5), with its

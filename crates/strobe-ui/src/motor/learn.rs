@@ -66,6 +66,11 @@ pub struct Plan {
     /// Click at position: along the vertical axis.
     #[serde(default)]
     pub vertical: bool,
+    /// Where the widget's value is painted, relative to its top-left
+    /// corner (`[x, y, width, height]`), once a readout found it: the next
+    /// reading looks there only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readout: Option<[i32; 4]>,
 }
 
 impl Plan {
@@ -220,6 +225,9 @@ pub fn apply(
 ) -> Result<(Plan, f64), (String, f64)> {
     let mut plan = plan;
     let mut value = current;
+    if (current - target).abs() <= tolerance {
+        return Ok((plan, current)); // already there: nothing to send
+    }
     for round in 0..=CORRECTIONS {
         let before = value;
         w.send(&plan.steps(bounds, before, target))
@@ -304,6 +312,7 @@ fn attempt(
             per_unit,
             origin: a.1 - a.0 / per_unit,
             vertical,
+            readout: None,
         };
         return apply(w, plan, bounds, value, target, tolerance)
             .map_err(|(why, v)| (format!("calibrated, then {why}"), v));
@@ -335,6 +344,7 @@ fn attempt(
                     per_unit: 2.0,
                     origin: 0.0,
                     vertical: false,
+                    readout: None,
                 };
                 (probe.steps(bounds, 0.0, sign), 2.0 * sign)
             }
@@ -352,6 +362,7 @@ fn attempt(
                 per_unit: amount / moved,
                 origin: 0.0,
                 vertical: false,
+                readout: None,
             };
             if (value - target).abs() <= tolerance {
                 return Ok((plan, value));
@@ -468,8 +479,11 @@ mod tests {
             l.plan.per_unit
         );
         assert!(l.plan.describe().starts_with("vertical drag, "));
-        // The plan, reused, reaches a new target in one move.
+        // Already at the target: nothing is sent.
         k.sent = 0;
+        apply(&mut k, l.plan, &area(), 3.0, 3.0, 0.5).unwrap();
+        assert_eq!(k.sent, 0);
+        // The plan, reused, reaches a new target in one move.
         let (_, v) = apply(&mut k, l.plan, &area(), 3.0, 8.0, 0.5).unwrap();
         assert_eq!(v, 8.0);
         assert!(k.sent <= 2, "{} sends", k.sent);
@@ -535,6 +549,7 @@ mod tests {
             per_unit: -2.1,
             origin: 0.0,
             vertical: false,
+            readout: None,
         };
         let j = serde_json::to_string(&p).unwrap();
         assert!(j.contains("vertical_drag"), "{j}");

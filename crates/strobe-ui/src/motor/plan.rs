@@ -14,7 +14,7 @@ pub fn center(b: &Bounds) -> (i32, i32) {
 /// press and the first motion of a drag (GTK starts a drag only after its
 /// threshold is crossed in a separate motion event), the clicks of a
 /// double click (well inside every toolkit's double-click time).
-const SETTLE: Duration = Duration::from_millis(30);
+const SETTLE: Duration = Duration::from_millis(20);
 
 /// `count` clicks of `button` at (`x`, `y`).
 pub fn click(x: i32, y: i32, button: Button, count: u8) -> Vec<InputStep> {
@@ -47,7 +47,7 @@ pub fn drag(from: (i32, i32), to: (i32, i32)) -> Vec<InputStep> {
             x: from.0 + dx * i as i32 / n as i32,
             y: from.1 + dy * i as i32 / n as i32,
         });
-        steps.push(InputStep::Pause(Duration::from_millis(4)));
+        steps.push(InputStep::Pause(Duration::from_millis(2)));
     }
     steps.push(InputStep::Pause(SETTLE));
     steps.push(InputStep::Release(Button::Left));
