@@ -10,7 +10,7 @@
 
 mod support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -69,8 +69,28 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         )
         .await;
     let gui = v["sessionId"].as_str().unwrap().to_string();
-    c.ok("debug_ui", json!({"sessionId": gui, "mode": "both"}))
+    let look = c
+        .ok("debug_ui", json!({"sessionId": gui, "mode": "both"}))
         .await;
+    // And acted on through debug_ui_action: a ui_action marker, and the
+    // call in the agent's lane.
+    fn node_id(nodes: &Value, name: &str) -> Option<String> {
+        nodes.as_array()?.iter().find_map(|n| {
+            if n["name"] == name && n["role"] == "push button" {
+                n["id"].as_str().map(String::from)
+            } else {
+                node_id(&n["children"], name)
+            }
+        })
+    }
+    let play = node_id(&look["nodes"], "Play").expect("the Play button");
+    let acted = c
+        .ok(
+            "debug_ui_action",
+            json!({"sessionId": gui, "action": {"type": "click", "id": play}}),
+        )
+        .await;
+    assert_eq!(acted["verified"], true, "{acted}");
     let snapshot = c.events(&gui, Some("ui_snapshot")).await[0]["id"]
         .as_u64()
         .unwrap();

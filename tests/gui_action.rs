@@ -285,6 +285,23 @@ async fn a_knob_with_no_accessible_value_is_learned_then_set_from_a_cache_that_s
         let c = env.client().await;
         let id = launch(&c, &["--knob"]).await;
         let k = knob(&c, &id).await;
+        // A painted toggle has no tree node and no value: a click on it is
+        // verified by its pixels changing.
+        let r = c
+            .ok("debug_ui", json!({"sessionId": id, "vision": true}))
+            .await;
+        let toggle = flatten(&r["nodes"])
+            .into_iter()
+            .find(|n| n["role"] == "toggle")
+            .unwrap_or_else(|| panic!("vision found no toggle: {r:#}"));
+        let r = act(&c, &id, json!({"type": "click", "id": toggle["id"]})).await;
+        assert_eq!(r["method"], "input plan (click)", "{r:#}");
+        assert_eq!(r["verified"], true, "{r:#}");
+        assert!(
+            r["observed"].as_str().unwrap().contains("pixels changed"),
+            "{r:#}"
+        );
+        printed(&c, &id, "toggle off").await;
         // First: no plan; strategies are tried and the value read back by
         // OCR of the knob's painted label.
         let r = act(&c, &id, json!({"type": "set_value", "id": k, "value": 3})).await;
@@ -481,6 +498,31 @@ async fn input_on_a_display_the_session_did_not_start_is_refused_without_the_set
     let r = act(&c, &id, json!({"type": "click", "id": play})).await;
     assert_eq!(r["method"], "native action (click)");
     printed(&c, &id, "play clicked").await;
+    // With the setting, input aimed at the session's window is sent; a
+    // point outside its windows is still refused.
+    std::fs::write(
+        env.path().join("settings.json"),
+        json!({"ui.allowInputOnUserDisplay": true}).to_string(),
+    )
+    .unwrap();
+    let r = act(
+        &c,
+        &id,
+        json!({"type": "click", "id": play, "button": "right"}),
+    )
+    .await;
+    assert_eq!(r["method"], "input plan (click)", "{r:#}");
+    let e = c
+        .reply(
+            "debug_ui_action",
+            json!({"sessionId": id, "action": {"type": "drag", "from": play, "to": {"x": 3000, "y": 3000}}}),
+        )
+        .await;
+    assert!(
+        e.error_text().contains("outside the session's windows"),
+        "{}",
+        e.text
+    );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
     drop(display);
@@ -539,4 +581,10 @@ async fn bad_ids_and_impossible_actions_say_what_to_do() {
     // Stopped (and not retained), the session is gone: the error says how
     // to find the live ones.
     assert!(e.error_text().contains("debug_session"), "{}", e.text);
+
+    // A program that dies at once (a bad argument) took its display with
+    // it: the error says it ended and where its output is.
+    let dead = launch(&c, &["--rows", "many"]).await;
+    let e = c.reply("debug_ui", json!({"sessionId": dead})).await;
+    assert!(e.error_text().contains("has ended"), "{}", e.text);
 }

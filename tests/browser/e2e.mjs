@@ -225,6 +225,23 @@ try {
   check(Number.isInteger(guiSnapshot), 'the snapshot event id is known');
   await shot('06-ui-snapshot');
 
+  // The click debug_ui_action made: a ui_action marker whose row says how
+  // and that it was verified, and the call in the agent's lane.
+  check(
+    JSON.stringify(tl).includes('"ui_action"'),
+    'the GUI session\'s timeline has a ui_action marker',
+    JSON.stringify(tl).slice(0, 300),
+  );
+  await page.locator('[data-testid=filter-event-type]').selectOption('ui_action');
+  await page.locator('[data-testid=filter-apply]').click();
+  const actRow = page.locator('[data-testid=event-row][data-event-type=ui_action]').first();
+  await actRow.waitFor({ timeout: 10000 });
+  const actText = await actRow.textContent();
+  check(actText.includes('click') && actText.includes(': verified'), 'the ui_action row says what was done and that it was verified', actText);
+  const actCall = page.locator('[data-testid=agent-calls] [data-testid=agent-call][data-tool=debug_ui_action]');
+  await actCall.first().waitFor({ timeout: 10000 });
+  check((await actCall.count()) >= 1, 'the agent lane lists the debug_ui_action call');
+
   // Test runs view.
   await page.goto(`${origin}/#/tests`);
   await page.locator('[data-testid=tests-view]').waitFor({ timeout: 10000 });

@@ -111,24 +111,11 @@ pub(crate) fn text(session: &str, r: &UiResponse) -> String {
         out.push_str(tree);
     }
     if let Some(c) = &r.changes {
-        if c.added_count + c.removed_count + c.changed_count == 0 {
-            out.push_str("No change since the previous debug_ui.\n");
-        } else {
-            out.push_str(&format!(
-                "Since the previous debug_ui: {} added, {} removed, {} changed ({}).\n",
-                c.added_count,
-                c.removed_count,
-                c.changed_count,
-                c.added
-                    .iter()
-                    .map(|i| format!("+{i}"))
-                    .chain(c.removed.iter().map(|i| format!("-{i}")))
-                    .chain(c.changed.iter().map(|i| format!("~{i}")))
-                    .take(12)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ));
-        }
+        out.push_str(&changes_line(
+            "Since the previous debug_ui",
+            "No change since the previous debug_ui",
+            c,
+        ));
     }
     if let Some(s) = &r.screenshot {
         out.push_str(&format!(
@@ -149,6 +136,28 @@ pub(crate) fn text(session: &str, r: &UiResponse) -> String {
         "Recorded as a ui_snapshot event: debug_query {{sessionId: \"{session}\", eventType: \"ui_snapshot\"}}."
     ));
     out
+}
+
+/// One line for a tree diff: `{lead}: 1 added, 0 removed, 2 changed
+/// (+id ~id ~id)`, or `none` when nothing changed.
+pub(crate) fn changes_line(lead: &str, none: &str, c: &strobe_session::UiChanges) -> String {
+    if c.added_count + c.removed_count + c.changed_count == 0 {
+        return format!("{none}.\n");
+    }
+    format!(
+        "{lead}: {} added, {} removed, {} changed ({}).\n",
+        c.added_count,
+        c.removed_count,
+        c.changed_count,
+        c.added
+            .iter()
+            .map(|i| format!("+{i}"))
+            .chain(c.removed.iter().map(|i| format!("-{i}")))
+            .chain(c.changed.iter().map(|i| format!("~{i}")))
+            .take(12)
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
 }
 
 #[cfg(test)]

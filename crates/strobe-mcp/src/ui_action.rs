@@ -344,25 +344,11 @@ pub(crate) fn text(session: &str, r: &UiActionResponse) -> String {
     if !r.tried.is_empty() {
         out.push_str(&format!("Tried: {}.\n", r.tried.join("; ")));
     }
-    let c = &r.changes;
-    if c.added_count + c.removed_count + c.changed_count == 0 {
-        out.push_str("The tree did not change.\n");
-    } else {
-        out.push_str(&format!(
-            "Tree: {} added, {} removed, {} changed ({}).\n",
-            c.added_count,
-            c.removed_count,
-            c.changed_count,
-            c.added
-                .iter()
-                .map(|i| format!("+{i}"))
-                .chain(c.removed.iter().map(|i| format!("-{i}")))
-                .chain(c.changed.iter().map(|i| format!("~{i}")))
-                .take(12)
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
-    }
+    out.push_str(&crate::ui::changes_line(
+        "Tree",
+        "The tree did not change",
+        &r.changes,
+    ));
     for w in &r.warnings {
         out.push_str(&format!("Warning: {w}\n"));
     }

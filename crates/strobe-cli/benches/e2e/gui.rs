@@ -11,14 +11,14 @@ use std::time::Instant;
 
 use crate::{median, support};
 
-fn fixture(name: &str) -> std::path::PathBuf {
+pub(crate) fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/gui")
         .join(name)
 }
 
 /// The environment variables `pid` was started with.
-fn environ(pid: u32) -> Vec<(String, String)> {
+pub(crate) fn environ(pid: u32) -> Vec<(String, String)> {
     std::fs::read(format!("/proc/{pid}/environ"))
         .unwrap_or_default()
         .split(|&b| b == 0)
@@ -30,7 +30,7 @@ fn environ(pid: u32) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn launch(c: &support::Client, args: &[&str]) -> (String, u32) {
+pub(crate) async fn launch(c: &support::Client, args: &[&str]) -> (String, u32) {
     let mut argv = vec![json!(fixture("gtk_demo.py"))];
     argv.extend(args.iter().map(|a| json!(a)));
     let v = c

@@ -11,44 +11,17 @@
 //!   store), then from the cached plan.
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::Instant;
 
 use strobe_ui::{Button, Display, NativeAction, UiNode};
 
+use crate::gui::{environ, launch};
 use crate::{median, support};
-
-fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/gui")
-        .join(name)
-}
-
-async fn launch(c: &support::Client, args: &[&str]) -> (String, u32) {
-    let mut argv = vec![json!(fixture("gtk_demo.py"))];
-    argv.extend(args.iter().map(|a| json!(a)));
-    let v = c
-        .ok(
-            "debug_launch",
-            json!({"command": "/usr/bin/python3", "args": argv, "projectRoot": fixture(""), "display": "virtual"}),
-        )
-        .await;
-    (
-        v["sessionId"].as_str().unwrap().to_string(),
-        v["pid"].as_u64().unwrap() as u32,
-    )
-}
 
 /// The display-related environment `pid` was started with.
 fn display_env(pid: u32) -> Vec<(String, String)> {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .unwrap_or_default()
-        .split(|&b| b == 0)
-        .filter_map(|kv| {
-            let kv = String::from_utf8_lossy(kv);
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-        })
+    environ(pid)
+        .into_iter()
         .filter(|(k, _)| {
             ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY"].contains(&k.as_str())
         })

@@ -400,7 +400,21 @@ impl SessionManager {
             ))
             .unwrap_or_else(Instant::now);
         loop {
-            let windows = backend.windows(display, pids).map_err(ui_error)?;
+            let windows = backend.windows(display, pids).map_err(|e| {
+                // A program that died at once takes its virtual display
+                // with it: say that, not that the display is unreachable.
+                let gone = crate::procfs::Stat::of(live.pid)
+                    .and_then(|s| s.state())
+                    .is_none_or(|s| s == 'Z' || s == 'X');
+                if gone {
+                    SessionError::exited(format!(
+                        "the program of session '{}' has ended, so it has no GUI: its output says why (debug_query {{sessionId: \"{}\", eventType: \"stderr\"}})",
+                        live.id, live.id
+                    ))
+                } else {
+                    ui_error(e)
+                }
+            })?;
             let trees: Vec<_> = if want_tree {
                 pids.iter()
                     .map(|&p| (p, backend.tree(display, p, all)))

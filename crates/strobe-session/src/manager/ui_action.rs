@@ -140,6 +140,9 @@ pub(super) struct Outcome {
     pub warnings: Vec<String>,
     /// The node after, when the motor layer read it.
     pub after: Option<UiNode>,
+    /// The intent has an effect of its own to wait for (a state, a value,
+    /// text); without one, any change counts, and a `verify` decides.
+    pub definite: bool,
 }
 
 /// Roles whose click toggles a "checked" state.
@@ -216,6 +219,7 @@ impl SessionManager {
             inherited,
             since_ts: Self::now_ts(&live),
             acting: Default::default(),
+            pixels_before: None,
         };
         let outcome = ctx.perform(target.as_ref(), &identified)?;
         let action_ms = (ctx.acting.get().as_secs_f64() * 1e4).round() / 10.0;

@@ -1,15 +1,13 @@
 //! The motor layer of `debug_ui_action`: each intent done natively when
 //! the node offers a route (its action, value, text, selection, focus),
 //! by input when it does not or the native route did nothing, and
-//! verified by watching for the intended effect. Values of widgets with no
-//! route are set with a plan learned once and kept in the store
-//! (`ui_readout.rs` reads them back).
+//! verified by watching for the intended effect (`ui_verify.rs`). Values
+//! of widgets with no route are set with a plan learned once and kept in
+//! the store (`ui_readout.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strobe_core::event::EventKind;
-use strobe_store::{EventFilter, QueryPage};
 use strobe_ui::ids::Identified;
 use strobe_ui::motor::{DragTarget, Intent, SetTo, format_value, plan};
 use strobe_ui::render;
@@ -17,17 +15,18 @@ use strobe_ui::{Button, Display, InputStep, Key, NativeAction, UiBackend, UiNode
 
 use super::ui::ui_error;
 use super::ui_action::{CHECKABLE, Outcome, Target, UiActionRequest, UiVerify, in_windows};
+use super::ui_verify::{changed_lines, subtree_lines};
 use super::{Live, SessionManager};
 use crate::error::SessionError;
 
 /// Between two looks for an effect.
-const POLL: Duration = Duration::from_millis(15);
+pub(super) const POLL: Duration = Duration::from_millis(15);
 
 /// Actions with no definite effect (a plain button, a key, a drag) are
 /// given this long for one to show before the answer is "nothing seen"
 /// (ENGINEERING.md: wait 100–200 ms for an AT-SPI change), unless
 /// something shows sooner or the request waits for a traced call.
-const SETTLE: Duration = Duration::from_millis(250);
+pub(super) const SETTLE: Duration = Duration::from_millis(250);
 
 /// The native actions a click may be, in the order they are preferred.
 const CLICK_ACTIONS: [&str; 8] = [
@@ -50,6 +49,9 @@ pub(super) struct Motor<'a> {
     /// Time spent doing (native calls, sending input), as opposed to
     /// looking and verifying.
     pub acting: std::cell::Cell<Duration>,
+    /// A node with no accessibility handle (one only vision found): its
+    /// pixels before the action, to see whether it changed.
+    pub pixels_before: Option<strobe_ui::Capture>,
 }
 
 impl Motor<'_> {
@@ -63,6 +65,9 @@ impl Motor<'_> {
             Some(UiVerify::Watch(w)) => Some(self.watch(w)?),
             _ => None,
         };
+        self.pixels_before = target
+            .filter(|t| t.node.handle.is_none())
+            .and_then(|t| self.widget_pixels(t));
         let mut out = match (&self.req.intent, target) {
             (Intent::Click { button, count, .. }, Some(t)) => self.click(t, *button, *count)?,
             (Intent::SetValue { value, .. }, Some(t)) => self.set_value(t, value)?,
@@ -391,6 +396,8 @@ impl Motor<'_> {
             }
             _ => self.any_effect(t, &mut out),
         }
+        // Scrolling has no state of its own to reach: any movement counts.
+        out.definite = false;
         Ok(out)
     }
 
@@ -560,247 +567,6 @@ impl Motor<'_> {
         self.acting.set(self.acting.get() + t.elapsed());
         r
     }
-
-    /// Waits until `t` (re-read) satisfies `want`; sets `verified` and
-    /// `observed` in `out`.
-    fn expect(
-        &self,
-        t: &Target,
-        out: &mut Outcome,
-        want: impl Fn(&UiNode) -> bool,
-        seen: impl Fn(&UiNode) -> String,
-    ) {
-        match &t.node.handle {
-            Some(h) => self.expect_subtree(h, out, want, seen),
-            None => self.any_effect(t, out),
-        }
-    }
-
-    fn expect_subtree(
-        &self,
-        h: &strobe_ui::NodeHandle,
-        out: &mut Outcome,
-        want: impl Fn(&UiNode) -> bool,
-        seen: impl Fn(&UiNode) -> String,
-    ) {
-        let deadline = Instant::now() + self.req.timeout;
-        loop {
-            match self.backend.read(self.display, h, false) {
-                Ok(n) => {
-                    if want(&n) || Instant::now() >= deadline {
-                        out.verified = want(&n);
-                        out.observed = seen(&n);
-                        out.after = Some(n);
-                        return;
-                    }
-                }
-                Err(e) => {
-                    if Instant::now() >= deadline {
-                        out.observed = format!("the node could not be read back: {e}");
-                        return;
-                    }
-                }
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    /// For actions with no definite effect: the node changed, or the
-    /// program printed, within a short settle time.
-    fn any_effect(&self, t: &Target, out: &mut Outcome) {
-        let before = t.node.handle.as_ref().map(|_| subtree_lines(&t.node));
-        let deadline = Instant::now() + SETTLE.min(self.req.timeout);
-        loop {
-            if let (Some(before), Some(h)) = (&before, &t.node.handle)
-                && let Ok(n) = self.backend.read(self.display, h, false)
-            {
-                let now = subtree_lines(&n);
-                if &now != before {
-                    out.verified = true;
-                    out.observed = format!("the node changed: {}", node_summary(&t.node, &n));
-                    out.after = Some(n);
-                    return;
-                }
-            }
-            if let Some(seen) = self.output_since() {
-                out.verified = true;
-                out.observed = seen;
-                return;
-            }
-            if Instant::now() >= deadline {
-                out.observed = "no change seen in the node or the program's output within 250 ms (the tree diff below covers the rest of the window; pass verify: {function} to check that the program reacted)".into();
-                return;
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    fn any_output(&self, out: &mut Outcome) {
-        let deadline = Instant::now() + SETTLE.min(self.req.timeout);
-        loop {
-            if let Some(seen) = self.output_since() {
-                out.verified = true;
-                out.observed = seen;
-                return;
-            }
-            if Instant::now() >= deadline {
-                out.observed =
-                    "no output within 250 ms (the tree diff below shows what changed)".into();
-                return;
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    /// The program's output since the action began, as evidence.
-    fn output_since(&self) -> Option<String> {
-        let _ = self.mgr.store.flush();
-        let filter = EventFilter {
-            kinds: Some(EventKind::Stdout.bit() | EventKind::Stderr.bit()),
-            time_from: Some(self.since_ts),
-            ..Default::default()
-        };
-        let r = self
-            .mgr
-            .store
-            .query(
-                self.live.key,
-                &filter,
-                QueryPage {
-                    offset: 0,
-                    limit: 1,
-                },
-            )
-            .ok()?;
-        let first = r.events.first()?;
-        let line = String::from_utf8_lossy(&first.payload);
-        let line: String = line.trim_end().chars().take(80).collect();
-        Some(format!(
-            "the program printed {} line{} ({line:?})",
-            r.total_count,
-            if r.total_count == 1 { "" } else { "s" }
-        ))
-    }
-
-    /// Calls of functions named `name` (or ending `.name`, `::name`) since
-    /// the action began.
-    fn calls_since(&self, name: &str) -> Result<u64, SessionError> {
-        let ends = |n: &str| {
-            n == name || n.ends_with(&format!(".{name}")) || n.ends_with(&format!("::{name}"))
-        };
-        let ids = self
-            .mgr
-            .function_ids(&self.live.id, |n, raw, _| ends(n) || raw.is_some_and(ends))?;
-        // A Python function is registered when it first runs: a pattern
-        // that would match it is enough to wait for its call.
-        let patterns = self
-            .live
-            .desired
-            .lock()
-            .expect("desired lock")
-            .pattern_texts();
-        let pending = patterns
-            .iter()
-            .any(|p| ends(p) || p.contains('*') || p.starts_with('@'));
-        if ids.is_empty() && pending {
-            return Ok(0);
-        }
-        if ids.is_empty() {
-            return Err(SessionError::validation(format!(
-                "verify.function {name:?} names no traced function of session '{}': trace it first (debug_trace {{add: [\"{name}\"]}}, or its module-qualified name), then act",
-                self.live.id
-            )));
-        }
-        let _ = self.mgr.store.flush();
-        let filter = EventFilter {
-            kinds: Some(EventKind::FunctionEnter.bit()),
-            time_from: Some(self.since_ts),
-            func_ids: Some(ids),
-            ..Default::default()
-        };
-        Ok(self
-            .mgr
-            .store
-            .query(
-                self.live.key,
-                &filter,
-                QueryPage {
-                    offset: 0,
-                    limit: 1,
-                },
-            )
-            .map(|r| r.total_count)
-            .unwrap_or(0))
-    }
-
-    /// A watched variable's value now.
-    pub(super) fn watch(&self, expr: &str) -> Result<serde_json::Value, SessionError> {
-        let read = self.mgr.memory_read(
-            &self.live.id,
-            &[super::memory::MemoryTarget {
-                variable: Some(expr.to_string()),
-                address: None,
-                type_hint: None,
-                size: None,
-                value: None,
-            }],
-            1,
-            None,
-        )?;
-        let v = read.into_iter().next().unwrap_or_default();
-        if let Some(e) = v.get("error") {
-            return Err(SessionError::validation(format!(
-                "verify.watch {expr:?} cannot be read: {}",
-                e.as_str().unwrap_or("unknown error")
-            )));
-        }
-        Ok(v.get("value").cloned().unwrap_or(serde_json::Value::Null))
-    }
-
-    /// Verification through the program: a traced call, a changed variable.
-    fn verify_program(
-        &self,
-        v: &UiVerify,
-        watched: Option<serde_json::Value>,
-        out: &mut Outcome,
-    ) -> Result<(), SessionError> {
-        let deadline = Instant::now() + self.req.timeout;
-        let (ok, seen) = loop {
-            let (ok, seen) = match v {
-                UiVerify::Function(f) => {
-                    let n = self.calls_since(f)?;
-                    (
-                        n > 0,
-                        format!("{f} called {n} time{}", if n == 1 { "" } else { "s" }),
-                    )
-                }
-                UiVerify::Watch(w) => {
-                    let now = self.watch(w)?;
-                    let before = watched.clone().unwrap_or_default();
-                    (now != before, format!("{w}: {before} → {now}"))
-                }
-            };
-            if ok || Instant::now() >= deadline {
-                break (ok, seen);
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        };
-        // The program's word decides an action with no definite effect of
-        // its own; for the others both must hold.
-        out.verified = if out.observed.starts_with("no change seen")
-            || out.observed.starts_with("no output")
-        {
-            ok
-        } else {
-            out.verified && ok
-        };
-        out.observed = if out.observed.is_empty() || out.observed.starts_with("no ") {
-            seen
-        } else {
-            format!("{}; {seen}", out.observed)
-        };
-        Ok(())
-    }
 }
 
 /// Whether `n` has state `s`.
@@ -835,51 +601,6 @@ fn items_of(n: &UiNode) -> Vec<(usize, String)> {
         .enumerate()
         .filter_map(|(i, c)| text(c).map(|t| (i, t)))
         .collect()
-}
-
-/// Each node of a subtree as a line, for "did anything under it change".
-fn subtree_lines(n: &UiNode) -> Vec<String> {
-    fn walk(n: &UiNode, out: &mut Vec<String>) {
-        out.push(format!(
-            "{}|{}|{:?}|{:?}|{:?}",
-            n.role, n.name, n.bounds, n.value, n.states
-        ));
-        for c in &n.children {
-            walk(c, out);
-        }
-    }
-    let mut out = Vec::new();
-    walk(n, &mut out);
-    out
-}
-
-fn changed_lines(a: &[String], b: &[String]) -> usize {
-    let n = a.len().max(b.len());
-    (0..n).filter(|i| a.get(*i) != b.get(*i)).count()
-}
-
-fn node_summary(before: &UiNode, after: &UiNode) -> String {
-    let mut parts = Vec::new();
-    if before.value != after.value {
-        parts.push(format!(
-            "value {} → {}",
-            before.value.clone().unwrap_or_default(),
-            after.value.clone().unwrap_or_default()
-        ));
-    }
-    if before.name != after.name {
-        parts.push(format!("name {:?} → {:?}", before.name, after.name));
-    }
-    if before.states != after.states {
-        parts.push(format!("states {:?} → {:?}", before.states, after.states));
-    }
-    if parts.is_empty() {
-        parts.push(format!(
-            "{} nodes under it changed",
-            changed_lines(&subtree_lines(before), &subtree_lines(after))
-        ));
-    }
-    parts.join(", ")
 }
 
 /// `format_value` for messages, re-exported for `ui_readout.rs`.

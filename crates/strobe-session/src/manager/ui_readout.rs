@@ -169,7 +169,11 @@ pub(super) fn set_by_plan(m: &Motor<'_>, t: &Target, target: f64) -> Result<Outc
     let tolerance = r.tolerance(current, target);
     let app = app_name(m.live);
     let signature = signature(&t.node);
-    let mut out = Outcome::default();
+    // The value reached is this intent's own effect.
+    let mut out = Outcome {
+        definite: true,
+        ..Default::default()
+    };
     let mut value = current;
     if let (Some((row, exact)), Some(plan)) = (cached, known) {
         match learn::apply(&mut r, plan, &bounds, current, target, tolerance) {
@@ -296,7 +300,7 @@ fn signature(n: &UiNode) -> String {
     format!("{}x{}", r(b.width), r(b.height))
 }
 
-fn window_of<'w>(windows: &'w [Window], b: &Bounds) -> Option<&'w Window> {
+pub(super) fn window_of<'w>(windows: &'w [Window], b: &Bounds) -> Option<&'w Window> {
     let (x, y) = strobe_ui::motor::plan::center(b);
     windows
         .iter()
