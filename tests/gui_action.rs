@@ -486,6 +486,15 @@ async fn input_on_a_display_the_session_did_not_start_is_refused_without_the_set
         msg.contains("ui.allowInputOnUserDisplay") && msg.contains("display: \"virtual\""),
         "{msg}"
     );
+    // The refusal is on the timeline too.
+    let refused = c.events(&id, Some("ui_action")).await;
+    assert!(
+        refused.iter().any(|e| e["ok"] == false
+            && e["error"]
+                .as_str()
+                .is_some_and(|m| m.contains("ui.allowInputOnUserDisplay"))),
+        "{refused:#?}"
+    );
     // So is a desktop key, whatever the setting.
     let e = c
         .reply(

@@ -245,17 +245,21 @@ pub fn event_line(
         }
         Some(EventKind::UiAction) => {
             let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
-            format!(
-                "{} {} by {}: {}",
-                data["action"].as_str().unwrap_or("?"),
-                data["node"].as_str().unwrap_or(""),
-                data["method"].as_str().unwrap_or("?"),
-                match (data["ok"].as_bool(), data["verified"].as_bool()) {
-                    (Some(true), Some(true)) => "verified",
-                    (Some(true), _) => "not verified",
-                    _ => "failed",
-                }
-            )
+            let what = [data["action"].as_str(), data["node"].as_str()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let how = data["method"]
+                .as_str()
+                .map(|m| format!(" by {m}"))
+                .unwrap_or_default();
+            let verdict = match (data["ok"].as_bool(), data["verified"].as_bool()) {
+                (Some(true), Some(true)) => "verified".to_string(),
+                (Some(true), _) => "not verified".to_string(),
+                _ => format!("failed: {}", data["error"].as_str().unwrap_or("?")),
+            };
+            format!("{what}{how}: {verdict}")
         }
         _ => String::from_utf8_lossy(&e.payload).into_owned(),
     };
@@ -575,6 +579,29 @@ mod tests {
         assert_eq!(v["signal"], "SIGSEGV");
         assert!(v.get("registers").is_none(), "registers only in verbose");
         assert!(event_line(&ev(EventKind::Stdout, 0, &[b'x'; 500]), None, None, None).len() < 210);
+    }
+
+    #[test]
+    fn a_ui_action_line_says_what_was_done_how_and_whether_it_worked() {
+        let line =
+            |json: &[u8]| event_line(&ev(EventKind::UiAction, FLAG_JSON, json), None, None, None);
+        let done = line(br#"{"action":"click","node":"btn#1","ok":true,"method":"native action (click)","verified":true}"#);
+        assert!(
+            done.ends_with("ui_action: click btn#1 by native action (click): verified"),
+            "{done}"
+        );
+        let unseen = line(
+            br#"{"action":"key","ok":true,"method":"input plan (key ctrl+a)","verified":false}"#,
+        );
+        assert!(
+            unseen.ends_with("key by input plan (key ctrl+a): not verified"),
+            "{unseen}"
+        );
+        let refused = line(br#"{"action":"click","node":"btn#1","ok":false,"error":"refused"}"#);
+        assert!(
+            refused.ends_with("click btn#1: failed: refused"),
+            "{refused}"
+        );
     }
 
     fn call(kind: EventKind, seq: u64, tid: u32, func: u32, ts: u64, dur: u64) -> Event {

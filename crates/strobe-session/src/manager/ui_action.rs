@@ -221,12 +221,48 @@ impl SessionManager {
             acting: Default::default(),
             pixels_before: None,
         };
-        let outcome = ctx.perform(target.as_ref(), &identified)?;
+        let mut outcome = match ctx.perform(target.as_ref(), &identified) {
+            Ok(o) => o,
+            Err(e) => {
+                // Refused or failed: on the timeline too, with why.
+                self.append_json_event(
+                    &live,
+                    EventKind::UiAction,
+                    live.pid,
+                    0,
+                    &json!({
+                        "action": req.intent.kind(),
+                        "node": req.intent.node(),
+                        "ok": false,
+                        "verified": false,
+                        "error": e.to_string(),
+                        "snapshotBefore": snapshot_before,
+                    }),
+                );
+                return Err(e);
+            }
+        };
         let action_ms = (ctx.acting.get().as_secs_f64() * 1e4).round() / 10.0;
 
         // The tree after, compared with the one before: what the action did.
-        let (after_windows, after_trees) =
-            self.look(&live, backend.as_ref(), &display, &pids, true, false)?;
+        // An action may close the window (a Quit button): that is an
+        // answer, not an error.
+        let (after_windows, after_trees) = match self.look(
+            &live,
+            backend.as_ref(),
+            &display,
+            &pids,
+            true,
+            false,
+        ) {
+            Ok(found) => found,
+            Err(e) => {
+                outcome.warnings.push(format!(
+                        "after the action the window could not be read ({e}): the program may have closed it or exited"
+                    ));
+                (Vec::new(), Vec::new())
+            }
+        };
         let after_roots: Vec<UiNode> = after_trees
             .iter()
             .filter_map(|(_, t)| t.as_ref().ok())
