@@ -85,7 +85,7 @@ async fn act(c: &Client, id: &str, action: Value) -> Value {
 async fn every_action_type_is_done_verified_and_seen_by_the_program() {
     let env = Env::new();
     let c = env.client().await;
-    let id = launch(&c, &["--rows", "40"]).await;
+    let id = launch(&c, &["--rows", "40", "--menu"]).await;
     let ui = c.ok("debug_ui", json!({"sessionId": id})).await;
 
     // click: the button's own action, seen as the program's output.
@@ -176,6 +176,11 @@ async fn every_action_type_is_done_verified_and_seen_by_the_program() {
     assert_eq!(r["verified"], true, "{r:#}");
     printed(&c, &id, "selected Track 2").await;
 
+    // select a menu's item: its own action, the menu left closed.
+    let r = act(&c, &id, json!({"type": "select", "id": id_of(&ui, "menu", "File"), "item": "Open"})).await;
+    assert_eq!(r["method"], "native action (click) on item \"Open\"", "{r:#}");
+    printed(&c, &id, "menu Open").await;
+
     // scroll the list: wheel input over it.
     let r = act(
         &c,
@@ -246,7 +251,7 @@ async fn every_action_type_is_done_verified_and_seen_by_the_program() {
 
     // Every action is on the timeline, between the snapshots around it.
     let actions = c.events(&id, Some("ui_action")).await;
-    assert_eq!(actions.len(), 12, "{actions:#?}");
+    assert_eq!(actions.len(), 13, "{actions:#?}");
     let first = &actions[0];
     assert_eq!(first["action"], "click");
     assert!(
