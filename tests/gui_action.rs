@@ -177,8 +177,16 @@ async fn every_action_type_is_done_verified_and_seen_by_the_program() {
     printed(&c, &id, "selected Track 2").await;
 
     // select a menu's item: its own action, the menu left closed.
-    let r = act(&c, &id, json!({"type": "select", "id": id_of(&ui, "menu", "File"), "item": "Open"})).await;
-    assert_eq!(r["method"], "native action (click) on item \"Open\"", "{r:#}");
+    let r = act(
+        &c,
+        &id,
+        json!({"type": "select", "id": id_of(&ui, "menu", "File"), "item": "Open"}),
+    )
+    .await;
+    assert_eq!(
+        r["method"], "native action (click) on item \"Open\"",
+        "{r:#}"
+    );
     printed(&c, &id, "menu Open").await;
 
     // scroll the list: wheel input over it.
