@@ -452,16 +452,18 @@ async fn a_webkit_page_takes_clicks_and_typing() {
         .find(|n| n["name"] == "Name" && (n["role"] == "entry" || n["role"] == "text"))
         .unwrap_or_else(|| panic!("no Name field: {ui:#}"));
     // WebKit's field refuses the text interface: typed by input, after a
-    // click that gives it focus.
+    // click that gives it focus. Any Unicode: "é" and "✓" are on no key of
+    // the display's US map, so they go through a spare keycode mapped for
+    // the call.
     let r = act(
         &c,
         &id,
-        json!({"type": "type", "id": name["id"], "text": "Ada", "replace": true}),
+        json!({"type": "type", "id": name["id"], "text": "Ada é✓", "replace": true}),
     )
     .await;
     assert_eq!(r["verified"], true, "{r:#}");
     assert_eq!(r["method"], "input plan (type)", "{r:#}");
-    printed(&c, &id, "name Ada").await;
+    printed(&c, &id, "name Ada é✓").await;
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
