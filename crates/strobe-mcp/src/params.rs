@@ -116,7 +116,7 @@ pub struct UiActionSpec {
     pub button: Option<String>,
     #[schemars(description = "")]
     pub count: Option<i64>,
-    /// number, bool or item text
+    /// number|bool|item
     pub value: Option<serde_json::Value>,
     #[schemars(description = "")]
     pub text: Option<String>,
@@ -142,9 +142,9 @@ pub struct UiActionSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiVerifySpec {
-    /// traced call follows
+    #[schemars(description = "")]
     pub function: Option<String>,
-    /// variable changes
+    #[schemars(description = "")]
     pub watch: Option<String>,
 }
 
@@ -154,9 +154,9 @@ pub struct UiVerifySpec {
 pub struct UiActionParams {
     #[schemars(description = "")]
     pub session_id: String,
-    #[schemars(description = "")]
+    /// by type: click id button count; set_value id value; type id text replace; select id item; scroll id direction amount; drag from to; key key modifiers id; focus id
     pub action: UiActionSpec,
-    #[schemars(description = "")]
+    /// also via the program: function (a traced call) or watch (a variable changes)
     pub verify: Option<UiVerifySpec>,
     /// default 1000
     pub timeout_ms: Option<i64>,

@@ -330,11 +330,9 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "Act on a GUI node: click (id button count), set_value (id value), type (id text \
-        replace), select (id item), scroll (id direction amount), drag (from to), key (key modifiers id), focus (id). \
-        Native accessibility first, else input; verified (verify: also a traced call or variable change). A \
-        custom widget's set_value learns a cached plan. Input only on virtual displays unless \
-        ui.allowInputOnUserDisplay.",
+        description = "Act on a GUI node (a debug_ui id) by intent. Native accessibility first, else input; each \
+        action verified. A custom widget's set_value learns a cached plan. Input only on virtual displays \
+        unless ui.allowInputOnUserDisplay.",
         input_schema = crate::schema::input::<UiActionParams>()
     )]
     async fn debug_ui_action(
