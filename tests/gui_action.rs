@@ -12,7 +12,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{Client, Env};
+use support::{Client, Env, ui_nodes as flatten};
 
 /// Debian's Python: the one with python3-gi (pyenv's has no gi).
 const PYTHON: &str = "/usr/bin/python3";
@@ -31,15 +31,6 @@ async fn launch(c: &Client, args: &[&str]) -> String {
         )
         .await;
     v["sessionId"].as_str().unwrap().to_string()
-}
-
-fn flatten(nodes: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    for n in nodes.as_array().into_iter().flatten() {
-        out.push(n.clone());
-        out.extend(flatten(&n["children"]));
-    }
-    out
 }
 
 /// The id of the node with `role` and `name` in a debug_ui answer.

@@ -354,6 +354,16 @@ unsafe extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Every node of a `debug_ui` answer's structured tree, depth first.
+pub fn ui_nodes(nodes: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for n in nodes.as_array().into_iter().flatten() {
+        out.push(n.clone());
+        out.extend(ui_nodes(&n["children"]));
+    }
+    out
+}
+
 /// Whether `pid` is a process that has not ended (a zombie has, and a
 /// pid with no process).
 pub fn running(pid: u32) -> bool {

@@ -16,6 +16,7 @@ use std::time::Instant;
 use strobe_ui::{Button, Display, NativeAction, UiNode};
 
 use crate::gui::{environ, launch};
+use crate::support::ui_nodes as flatten;
 use crate::{median, support};
 
 /// The display-related environment `pid` was started with.
@@ -190,15 +191,6 @@ pub async fn gui_interaction(c: &support::Client, runs: usize) {
     );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
-}
-
-fn flatten(nodes: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    for n in nodes.as_array().into_iter().flatten() {
-        out.push(n.clone());
-        out.extend(flatten(&n["children"]));
-    }
-    out
 }
 
 fn flatten_id(ui: &Value, role: &str, name: &str) -> String {
