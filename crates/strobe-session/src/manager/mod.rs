@@ -27,6 +27,7 @@ mod ui;
 mod ui_action;
 mod ui_motor;
 mod ui_readout;
+mod ui_tree;
 mod ui_verify;
 
 use crate::SessionError;

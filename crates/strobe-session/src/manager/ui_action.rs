@@ -15,7 +15,8 @@ use strobe_ui::motor::{Intent, SetTo};
 use strobe_ui::render::{self, Shown};
 use strobe_ui::{Bounds, UiNode, Window};
 
-use super::ui::{UiChanges, UiRequest, all_lines, diff, unknown_id};
+use super::ui::{UiChanges, UiRequest};
+use super::ui_tree::{all_lines, diff, unknown_id};
 use super::{Live, SessionManager};
 use crate::error::SessionError;
 

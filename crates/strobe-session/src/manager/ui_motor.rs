@@ -422,7 +422,9 @@ impl Motor<'_> {
                             .get(id)
                             .cloned()
                     })
-                    .ok_or_else(|| SessionError::validation(super::ui::unknown_id(id, roots)))?;
+                    .ok_or_else(|| {
+                        SessionError::validation(super::ui_tree::unknown_id(id, roots))
+                    })?;
                 let b = n.bounds.ok_or_else(|| {
                     SessionError::validation(format!("{id} has no geometry on screen to drag to"))
                 })?;
