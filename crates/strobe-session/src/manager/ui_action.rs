@@ -572,6 +572,15 @@ pub(super) fn in_windows(windows: &[Window], (x, y): (i32, i32)) -> bool {
     windows.iter().any(|w| contains(&w.bounds, x, y))
 }
 
+/// The window of `windows` that shows the middle of `b`, else the first.
+pub(super) fn window_of<'w>(windows: &'w [Window], b: &Bounds) -> Option<&'w Window> {
+    let (x, y) = strobe_ui::motor::plan::center(b);
+    windows
+        .iter()
+        .find(|w| contains(&w.bounds, x, y))
+        .or(windows.first())
+}
+
 fn contains(b: &Bounds, x: i32, y: i32) -> bool {
     x >= b.x && y >= b.y && x < b.x + b.width as i32 && y < b.y + b.height as i32
 }

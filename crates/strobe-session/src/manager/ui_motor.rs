@@ -14,7 +14,9 @@ use strobe_ui::render;
 use strobe_ui::{Button, Display, InputStep, Key, NativeAction, UiBackend, UiNode, Window};
 
 use super::ui::ui_error;
-use super::ui_action::{CHECKABLE, Outcome, Target, UiActionRequest, UiVerify, in_windows};
+use super::ui_action::{
+    CHECKABLE, Outcome, Target, UiActionRequest, UiVerify, in_windows, window_of,
+};
 use super::ui_verify::{changed_lines, subtree_lines};
 use super::{Live, SessionManager};
 use crate::error::SessionError;
@@ -510,19 +512,10 @@ impl Motor<'_> {
 
     /// Keys go to the window that shows `t`: its window gets the X focus.
     fn focus_window_steps(&self, t: &Target) -> Vec<InputStep> {
-        let w = t
-            .node
-            .bounds
-            .and_then(|b| {
-                let (x, y) = plan::center(&b);
-                self.windows.iter().find(|w| {
-                    x >= w.bounds.x
-                        && y >= w.bounds.y
-                        && x < w.bounds.x + w.bounds.width as i32
-                        && y < w.bounds.y + w.bounds.height as i32
-                })
-            })
-            .or(self.windows.first());
+        let w = match t.node.bounds {
+            Some(b) => window_of(self.windows, &b),
+            None => self.windows.first(),
+        };
         w.map(|w| vec![InputStep::FocusWindow(w.handle)])
             .unwrap_or_default()
     }

@@ -10,7 +10,7 @@ use strobe_ui::motor::learn::{self, Plan, Readout};
 use strobe_ui::{Bounds, InputStep, UiError, UiNode, Window};
 
 use super::Live;
-use super::ui_action::{Outcome, Target, UiVerify};
+use super::ui_action::{Outcome, Target, UiVerify, window_of};
 use super::ui_motor::{Motor, show};
 use crate::error::SessionError;
 
@@ -298,19 +298,6 @@ fn signature(n: &UiNode) -> String {
     let b = n.bounds.unwrap_or_default();
     let r = |v: u32| (v + 4) / 8 * 8;
     format!("{}x{}", r(b.width), r(b.height))
-}
-
-pub(super) fn window_of<'w>(windows: &'w [Window], b: &Bounds) -> Option<&'w Window> {
-    let (x, y) = strobe_ui::motor::plan::center(b);
-    windows
-        .iter()
-        .find(|w| {
-            x >= w.bounds.x
-                && y >= w.bounds.y
-                && x < w.bounds.x + w.bounds.width as i32
-                && y < w.bounds.y + w.bounds.height as i32
-        })
-        .or(windows.first())
 }
 
 /// The number vision reads nearest the widget at `b` (display pixels),

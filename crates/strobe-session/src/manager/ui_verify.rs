@@ -109,7 +109,7 @@ impl Motor<'_> {
     /// The pixels of `t`'s box as shown now.
     pub(super) fn widget_pixels(&self, t: &Target) -> Option<strobe_ui::Capture> {
         let b = t.node.bounds?;
-        let w = super::ui_readout::window_of(self.windows, &b)?;
+        let w = super::ui_action::window_of(self.windows, &b)?;
         let shot = self.backend.capture(self.display, w).ok()?;
         shot.crop(strobe_ui::Bounds {
             x: b.x - w.bounds.x.max(0),
