@@ -23,7 +23,7 @@
 // format (the runtime's `__strobe.snap`, evaluated in the paused frame).
 "use strict";
 
-const { workerData } = require("worker_threads");
+const { parentPort, workerData } = require("worker_threads");
 const fs = require("fs");
 const inspector = require("inspector");
 const path = require("path");
@@ -33,6 +33,9 @@ const INBOX_BYTES = 65536;
 const OUTBOX_BYTES = 262144;
 const POLL_MS = 5;
 const IDLE_POLL_MS = 50;
+/** How long an ending worker waits for the main thread's event loop (a
+ *  main thread blocked in native code may never come back to it). */
+const MAIN_TURN_WAIT_MS = 10000;
 /** Frames a pause reports. */
 const FRAMES_SHOWN = 24;
 /** Strobe's own files: never a frame of the program, never stepped into. */
@@ -582,11 +585,40 @@ async function end() {
         // back (one that cannot stays probed, its probes off).
         if (live !== null) await live.restore().catch(() => {});
         disconnect();
+        await mainThreadTurns(2);
     }
     // Only now: the poller is what keeps this worker alive while it waits
     // for the inspector's answers above.
     clearInterval(poller);
 }
+
+/** Resolves once the main thread has been through its event loop `n`
+ *  times since the call (or after MAIN_TURN_WAIT_MS). A disconnected
+ *  session's main-thread half goes on the main thread's next turn; if this
+ *  worker's environment is torn down before that, Node aborts the program
+ *  (SIGABRT in MainThreadInterface::Post, from the main thread deleting the
+ *  session's delegate while the worker's inspector is being destroyed). */
+async function mainThreadTurns(n) {
+    const deadline = Date.now() + MAIN_TURN_WAIT_MS;
+    for (let i = 0; i < n && Date.now() < deadline; i++) {
+        await new Promise((resolve) => {
+            const done = () => {
+                clearTimeout(timer);
+                parentPort.off("message", onMessage);
+                resolve();
+            };
+            const onMessage = (m) => {
+                if (m === MAIN_TURN) done();
+            };
+            const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+            parentPort.on("message", onMessage);
+            parentPort.postMessage(MAIN_TURN);
+        });
+    }
+}
+
+/** The message the main thread echoes (preload.cjs startDebugger). */
+const MAIN_TURN = "strobe-main-turn";
 
 function agentGone() {
     return Atomics.load(ctrl, 5) !== 1 || (stop !== undefined && Atomics.load(stop, 0) === 1);

@@ -884,6 +884,11 @@ function startDebugger() {
             stderr: true,
         });
         w.on("error", () => {});
+        // An ending worker waits for a turn of this thread's event loop
+        // (debugger.cjs mainThreadTurns): the echo is that turn.
+        w.on("message", (m) => {
+            if (m === "strobe-main-turn") w.postMessage(m);
+        });
         w.unref();
         debuggerStop = stop;
         if (crashLocals && !attaching) Atomics.wait(ready, 0, 0, DEBUG_START_WAIT_MS);
