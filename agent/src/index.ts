@@ -100,6 +100,12 @@ function listen(): void {
                     }
                     break;
                 }
+                case "flush": {
+                    const { id } = msg;
+                    answer(() => { drainTracers(true); return { type: "flushed", id, error: null }; },
+                        { type: "flushed", id, error: null });
+                    break;
+                }
                 case "inherit": {
                     const { id, journal } = msg;
                     answer(() => ({ type: "inherited", id, undone: undoJournal(ptr(journal)), error: null }),

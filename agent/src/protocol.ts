@@ -112,6 +112,8 @@ export type AgentMessage =
     | { type: "module_base"; id: number; base: string | null }
     | { type: "exprs_updated"; id: number; errors: Array<[string, string]> }
     | { type: "inherited"; id: number; undone: number; error: string | null }
+    /** Every record the tracers held was shipped before this. */
+    | { type: "flushed"; id: number; error: string | null }
     /** The language runtime loaded into an attached process (`how` it got
      *  in), or why it was not. */
     | { type: "runtime_loaded"; id: number; how: string | null; error: string | null }
@@ -190,6 +192,7 @@ export type DaemonMessage =
     | { type: "close-fds"; id: number; fds: number[] }
     | { type: "guard-forks"; id: number }
     | { type: "inherit"; id: number; journal: string }
+    | { type: "flush"; id: number }
     /** Load the language runtime in `dir` into this (attached) process. */
     | { type: "load-runtime"; id: number; tracer: string; dir: string }
     | { type: "exit-ack" }

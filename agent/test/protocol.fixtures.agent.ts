@@ -126,6 +126,11 @@ export const agentMessages = [
         "error": null
     },
     {
+        "type": "flushed",
+        "id": 9,
+        "error": null
+    },
+    {
         "type": "runtime_loaded",
         "id": 8,
         "how": "event loop",

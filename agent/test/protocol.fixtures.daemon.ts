@@ -391,6 +391,10 @@ export const daemonMessages = [
         "journal": "0x7f0000100000"
     },
     {
+        "type": "flush",
+        "id": 11
+    },
+    {
         "type": "load-runtime",
         "id": 11,
         "tracer": "javascript",

@@ -9,8 +9,13 @@
 //! ([`OutputChannel`]: observations). `debug_channel` and the scenario
 //! runner reach every channel through these traits only.
 //!
-//! No channel exists yet: the channels issue adds `stdio`, `trace`, `file`,
-//! `net`, `midi`, `audio` and `ui`, the tool and the scenario runner.
+//! Every stimulus a channel sends is recorded by the session as an event
+//! of the channel's [`ChannelKind::event_type`] before it is sent
+//! (`dir: "sent"`, with [`InputChannel::preview`] as its summary), so it
+//! comes before whatever it causes; an answer as a second one once it came
+//! (`dir: "answer"`, for channels that [`InputChannel::answers`]), a
+//! failure as `dir: "failed"`; every observation as `dir: "seen"`. Each
+//! carries a `summary`: the line `debug_query` shows.
 //!
 //! Unlike the spec's sketch, an output channel has no `query`: every
 //! observation goes to an [`ObservationSink`] the session provides, which
@@ -22,6 +27,9 @@
 //! channel never touches a display or device that is not the session's own.
 
 pub mod channels;
+mod stdin_port;
+
+pub use stdin_port::StdinPort;
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -63,6 +71,8 @@ pub struct SessionTarget {
     pub pids: Vec<u32>,
     /// The project root, against which relative paths resolve.
     pub project_root: PathBuf,
+    /// The program's stdin, when it was launched with `stdin: "pipe"`.
+    pub stdin: Option<StdinPort>,
 }
 
 /// One thing a channel saw: stored by the session as a timeline event of
@@ -91,6 +101,16 @@ pub trait InputChannel: Send + Sync {
     /// Sends one stimulus (`{"type": "noteOn", "note": 60}`); the answer
     /// says what was done (bytes written, an HTTP response).
     fn send(&self, action: &Value) -> Result<Value, ChannelError>;
+    /// What `action` will do, in one line, said before it is sent (the
+    /// session stores it as the stimulus's event, stamped when it began).
+    fn preview(&self, action: &Value) -> String {
+        action.to_string()
+    }
+    /// Its sends get an answer worth its own event (an HTTP response),
+    /// stored when it came.
+    fn answers(&self) -> bool {
+        false
+    }
 }
 
 /// A channel's observation half.
@@ -116,6 +136,23 @@ pub struct OpenChannel {
 pub trait ChannelKind: Send + Sync {
     /// The kind as specs name it ("midi").
     fn kind(&self) -> &'static str;
+    /// One line for `debug_channel {action: "list"}`: what the kind sends
+    /// and sees, and the stimuli it takes.
+    fn describe(&self) -> &'static str;
+    /// The `debug_query` event type its events are stored as (the kind's
+    /// own name unless it says otherwise).
+    fn event_type(&self) -> &'static str {
+        self.kind()
+    }
+    /// The fields a stimulus of this kind may have (a scenario's `do`
+    /// steps are checked against them before anything runs).
+    fn stimulus_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Present in every session without being added (`stdio`, `trace`).
+    fn always_present(&self) -> bool {
+        false
+    }
     /// Opens the channel `spec` names for `session`.
     fn open(
         &self,

@@ -37,11 +37,29 @@ pub enum EventKind {
     /// action and its node, how it was done, whether it was verified, the node before
     /// and after, and the numbers of the `ui_snapshot`s around it).
     UiAction = 11,
+    /// The `stdio` channel wrote to the target's stdin, or closed it
+    /// (payload is JSON: the text or byte count, `eof`).
+    Stdin = 12,
+    /// The `file` channel changed a file, or saw one change (payload is
+    /// JSON: the channel, `dir` "sent" or "seen", the path, what happened,
+    /// the size and an excerpt).
+    File = 13,
+    /// The `net` channel sent a request or payload, or received the answer
+    /// (payload is JSON: the channel, `dir`, the peer, status, an excerpt).
+    Net = 14,
+    /// The `midi` channel sent or received a MIDI message (payload is JSON).
+    Midi = 15,
+    /// The `audio` channel played a signal or measured a window of the
+    /// program's output (payload is JSON: rms, peak, frequency, flags).
+    Audio = 16,
+    /// A scenario step ran (payload is JSON: the scenario, the step's
+    /// number and text, passed or failed and why).
+    ScenarioStep = 17,
 }
 
 impl EventKind {
     /// Every kind, in discriminant order.
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 17] = [
         EventKind::Stdout,
         EventKind::Stderr,
         EventKind::FunctionEnter,
@@ -53,6 +71,12 @@ impl EventKind {
         EventKind::Exception,
         EventKind::UiSnapshot,
         EventKind::UiAction,
+        EventKind::Stdin,
+        EventKind::File,
+        EventKind::Net,
+        EventKind::Midi,
+        EventKind::Audio,
+        EventKind::ScenarioStep,
     ];
 
     /// The wire name used by `debug_query` (`eventType`).
@@ -69,6 +93,12 @@ impl EventKind {
             EventKind::Exception => "exception",
             EventKind::UiSnapshot => "ui_snapshot",
             EventKind::UiAction => "ui_action",
+            EventKind::Stdin => "stdin",
+            EventKind::File => "file",
+            EventKind::Net => "net",
+            EventKind::Midi => "midi",
+            EventKind::Audio => "audio",
+            EventKind::ScenarioStep => "scenario_step",
         }
     }
 

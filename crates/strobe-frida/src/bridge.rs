@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -116,8 +116,11 @@ pub struct SpawnRequest {
     pub follow_children: bool,
 }
 
-/// The target's output pipes (read ends), handed out once.
+/// The target's pipes, handed out once: stdout and stderr (read ends) and
+/// stdin (the write end; dropping it gives the target EOF).
 pub struct TargetOutput {
+    /// The target's stdin.
+    pub stdin: Option<io::PipeWriter>,
     /// The target's stdout.
     pub stdout: PipeReader,
     /// The target's stderr.
@@ -170,12 +173,13 @@ impl Bridge {
         let (ours, theirs) = UnixStream::pair()?;
         let (out_r, out_w) = io::pipe()?;
         let (err_r, err_w) = io::pipe()?;
+        let (in_r, in_w) = io::pipe()?;
         let theirs_fd = theirs.as_raw_fd();
         let mut cmd = Command::new(python);
         cmd.arg("-u")
             .arg(&script)
             .arg(log_path)
-            .stdin(Stdio::null())
+            .stdin(in_r)
             .stdout(out_w)
             .stderr(err_w)
             .env("PYTHONDONTWRITEBYTECODE", "1");
@@ -255,6 +259,7 @@ impl Bridge {
             inner,
             events: erx,
             output: Mutex::new(Some(TargetOutput {
+                stdin: Some(in_w),
                 stdout: out_r,
                 stderr: err_r,
             })),

@@ -18,5 +18,7 @@ then debug_session status shows the paused thread; read its locals with debug_me
 debug_continue. Logpoints (debug_breakpoint with message) log without pausing.\n\
    For a GUI program: debug_ui shows what its user sees (the accessibility tree with stable ids, or a \
 screenshot); launch it with display: \"virtual\" when you have no screen.\n\
+   To drive it: debug_channel sends to its stdin (launch with stdin: \"pipe\"), files or a loopback port; \
+debug_test_scenario runs do/wait/assert steps in one call and stops at the first failing step, program left running.\n\
 4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
 Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";

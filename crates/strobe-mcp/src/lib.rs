@@ -9,6 +9,7 @@
 
 mod args;
 mod audit;
+mod channel;
 mod instructions;
 mod malformed;
 pub mod params;

@@ -38,6 +38,66 @@ pub struct LaunchParams {
     /// virtual: private Xvfb for debug_ui (default inherit; virtual for a GUI program if no DISPLAY).
     #[schemars(description = "")]
     pub display: Option<DisplayParam>,
+    /// pipe: for debug_channel (default EOF).
+    #[schemars(description = "")]
+    pub stdin: Option<StdinParam>,
+    /// net:8080, file:*.ini…
+    #[serde(default)]
+    pub channels: Vec<String>,
+}
+
+/// pipe: for debug_channel (default EOF).
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StdinParam {
+    #[allow(missing_docs)]
+    Null,
+    #[allow(missing_docs)]
+    Pipe,
+}
+
+/// `debug_channel` action.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelActionParam {
+    #[allow(missing_docs)]
+    List,
+    #[allow(missing_docs)]
+    Add,
+    #[allow(missing_docs)]
+    Send,
+    #[allow(missing_docs)]
+    Query,
+    #[allow(missing_docs)]
+    Remove,
+}
+
+/// `debug_test_scenario` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScenarioParams {
+    /// The session.
+    pub session_id: String,
+    /// {channels?, steps: [{do}|{wait}|{assert}]}.
+    pub scenario: Option<serde_json::Value>,
+    /// Or a file: a name in .strobe/scenarios/, or a path.
+    pub scenario_file: Option<String>,
+}
+
+/// `debug_channel` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChannelParams {
+    /// The session.
+    pub session_id: String,
+    /// list: open channels and kinds.
+    pub action: ChannelActionParam,
+    /// add/send/query/remove: e.g. "stdio", "net:8080", "file:conf/*.ini".
+    pub channel: Option<String>,
+    /// send: the stimulus (list shows each kind's fields).
+    pub data: Option<serde_json::Value>,
+    /// query: events (default 20, max 500).
+    pub limit: Option<i64>,
 }
 
 /// virtual: private Xvfb for debug_ui (default inherit; virtual for a GUI program if no DISPLAY).

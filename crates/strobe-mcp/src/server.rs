@@ -3,8 +3,9 @@
 use crate::args::Args;
 use crate::malformed::{argument_error_as_tool_error, custom_request_error};
 use crate::params::{
-    BreakpointParams, ContinueParams, DisplayParam, LaunchParams, MemoryParams, QueryParams,
-    SessionAction, SessionParams, TestParams, TraceParams, UiActionParams, UiParams,
+    BreakpointParams, ChannelParams, ContinueParams, DisplayParam, LaunchParams, MemoryParams,
+    QueryParams, ScenarioParams, SessionAction, SessionParams, TestParams, TraceParams,
+    UiActionParams, UiParams,
 };
 use crate::render;
 use crate::reply::{blocking, fail, ok, watch_request, with_warnings};
@@ -97,6 +98,8 @@ impl StrobeServer {
                 DisplayParam::Inherit => strobe_session::DisplayChoice::Inherit,
                 DisplayParam::Virtual => strobe_session::DisplayChoice::Virtual,
             }),
+            stdin_pipe: p.stdin == Some(crate::params::StdinParam::Pipe),
+            channels: p.channels,
             ..Default::default()
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;
@@ -341,6 +344,32 @@ impl StrobeServer {
     ) -> Result<CallToolResult, McpError> {
         let (settings, warnings) = self.settings_for_session(&p.session_id);
         Ok(crate::ui_action::debug_ui_action(self.mgr.clone(), p, settings, warnings).await)
+    }
+
+    #[tool(
+        description = "A session's I/O channels: list (open ones and kinds), add \"net:8080\" / \"file:*.ini\", \
+        send data (stdio: {line} or {eof: true}; net: {path} or {data}; file: {op, text}), query what it saw, remove. \
+        Every stimulus and observation is a timeline event.",
+        input_schema = crate::schema::input::<ChannelParams>()
+    )]
+    async fn debug_channel(
+        &self,
+        Args(p): Args<ChannelParams>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(crate::channel::debug_channel(self.mgr.clone(), p).await)
+    }
+
+    #[tool(
+        description = "Run a scenario in a session: steps {do: \"stdio.send\", line} | {wait: ms | {until: check, \
+        timeoutMs}} | {assert: trace|stdout|stderr|net|file, …}, checked server-side; stops at the first failure \
+        with expected/actual and event ids, program left running. Format: README \"Scenarios\".",
+        input_schema = crate::schema::input::<ScenarioParams>()
+    )]
+    async fn debug_test_scenario(
+        &self,
+        Args(p): Args<ScenarioParams>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(crate::channel::debug_test_scenario(self.mgr.clone(), p).await)
     }
 
     #[tool(

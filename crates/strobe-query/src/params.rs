@@ -99,7 +99,7 @@ pub struct QueryParams {
 
 /// The `eventType` names, as `strobe_core::event::EventKind` spells them
 /// (a unit test checks they agree).
-pub const EVENT_TYPES: [&str; 11] = [
+pub const EVENT_TYPES: [&str; 17] = [
     "stdout",
     "stderr",
     "function_enter",
@@ -111,4 +111,10 @@ pub const EVENT_TYPES: [&str; 11] = [
     "exception",
     "ui_snapshot",
     "ui_action",
+    "stdin",
+    "file",
+    "net",
+    "midi",
+    "audio",
+    "scenario_step",
 ];

@@ -261,6 +261,21 @@ pub fn event_line(
             };
             format!("{what}{how}: {verdict}")
         }
+        // Channel and scenario events carry their own one-line summary.
+        Some(
+            EventKind::Stdin
+            | EventKind::File
+            | EventKind::Net
+            | EventKind::Midi
+            | EventKind::Audio
+            | EventKind::ScenarioStep,
+        ) => {
+            let data: Value = serde_json::from_slice(&e.payload).unwrap_or(Value::Null);
+            match data["summary"].as_str() {
+                Some(s) => s.to_string(),
+                None => String::from_utf8_lossy(&e.payload).into_owned(),
+            }
+        }
         _ => String::from_utf8_lossy(&e.payload).into_owned(),
     };
     let mut line = format!("#{} {ms:.3}ms {kind}: {body}", e.seq);

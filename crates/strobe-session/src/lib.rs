@@ -30,8 +30,9 @@ pub use manager::memory::{MemoryTarget, Poll};
 pub use manager::parse_patterns;
 pub use manager::staged::StagedBreakpoint;
 pub use manager::{
-    DisplayChoice, EventCounts, LaunchRequest, LaunchResponse, NodeState, SessionManager,
-    SessionState, SessionStatus, StopResponse, UiActionRequest, UiActionResponse, UiChanges,
-    UiMode, UiRequest, UiResponse, UiScreenshot, UiVerify, UiWindow,
+    ChannelInfo, ChannelKindInfo, ChannelSent, DisplayChoice, EventCounts, LaunchRequest,
+    LaunchResponse, NodeState, SessionManager, SessionState, SessionStatus, StopResponse,
+    UiActionRequest, UiActionResponse, UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot,
+    UiVerify, UiWindow,
 };
 pub use trace::TraceResponse;

@@ -12,8 +12,10 @@ use strobe_core::event::{Event, EventHeader, EventKind, FLAG_CAPTURE, FLAG_VALUE
 pub const MAX_CHUNK_EVENTS: usize = 4096;
 /// A chunk is sealed early once its encoded payload reaches this size.
 pub const MAX_CHUNK_BYTES: usize = 1 << 20;
-/// Number of kind slots in `kind_counts` (discriminants 0..16).
-pub const KIND_SLOTS: usize = 16;
+/// Number of kind slots in `kind_counts` (discriminants 0..32, as many as
+/// `kind_mask` has bits). Chunks stored when there were 16 slots parse
+/// with the rest 0.
+pub const KIND_SLOTS: usize = 32;
 /// Kind byte of a gap record: not an event, it advances the sequence number
 /// by its varint. Chunks rewritten by eviction (trace events removed, the
 /// output kept) use it, so every kept event keeps its id.
@@ -566,5 +568,26 @@ mod tests {
         assert_eq!(events[3].payload, b"last");
         assert_eq!(events[3].header.ts_ns, 4);
         assert!(decode_all(&data[..data.len() - 1], 100).is_err());
+    }
+
+    #[test]
+    fn every_kind_has_its_own_count_slot() {
+        let mut b = ChunkBuilder::new(1);
+        for (i, kind) in EventKind::ALL.iter().enumerate() {
+            let h = EventHeader {
+                ts_ns: i as u64,
+                kind: *kind as u8,
+                ..Default::default()
+            };
+            b.push_at(1 + i as u64, &h, b"x");
+        }
+        let (summary, _) = b.finish();
+        for kind in EventKind::ALL {
+            assert_eq!(summary.kind_counts[kind as usize], 1, "{kind:?}");
+        }
+        let old_blob = [7u8, 0, 0, 0].repeat(16);
+        let parsed = ChunkSummary::parse_kind_counts(&old_blob);
+        assert_eq!(parsed[15], 7);
+        assert_eq!(parsed[16], 0, "a 16-slot blob from before parses");
     }
 }

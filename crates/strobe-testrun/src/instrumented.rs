@@ -101,6 +101,8 @@ fn run_instrumented(
             // virtual one, as a launch does.
             display: None,
             env_unset: Vec::new(),
+            stdin_pipe: false,
+            channels: Vec::new(),
         },
         settings,
     );

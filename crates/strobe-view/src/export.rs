@@ -125,7 +125,13 @@ pub fn chrome_trace(
                 | EventKind::VariableSnapshot
                 | EventKind::Exception
                 | EventKind::UiSnapshot
-                | EventKind::UiAction => {
+                | EventKind::UiAction
+                | EventKind::Stdin
+                | EventKind::File
+                | EventKind::Net
+                | EventKind::Midi
+                | EventKind::Audio
+                | EventKind::ScenarioStep => {
                     let scope = if h.tid == 0 { "p" } else { "t" };
                     w.instant(kind.name(), kind.name(), scope, h, payload_args(e))?;
                 }

@@ -198,6 +198,12 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                 | EventKind::Exception
                 | EventKind::UiSnapshot
                 | EventKind::UiAction
+                | EventKind::Stdin
+                | EventKind::File
+                | EventKind::Net
+                | EventKind::Midi
+                | EventKind::Audio
+                | EventKind::ScenarioStep
                 | EventKind::ProcessExit => {
                     marker_counts[column(h.ts_ns)] += 1;
                     if markers.len() <= MAX_ITEMS {

@@ -22,6 +22,13 @@ describe('event display helpers', () => {
     );
     expect(eventSubject({ ...base, action: 'key', verified: false })).toBe('key: not verified');
   });
+  it('shows a channel or scenario event by its summary', () => {
+    const net = { id: 1, timestampNs: 0, eventType: 'net', channel: 'net:8080', dir: 'sent', summary: 'GET /x → 500' };
+    expect(eventSubject(net)).toBe('GET /x → 500');
+    expect(eventSubject({ id: 2, timestampNs: 0, eventType: 'scenario_step', summary: 's step 1/2 passed: x' })).toBe(
+      's step 1/2 passed: x',
+    );
+  });
   it('picks the subject by event type', () => {
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'function_exit', function: 'add' })).toBe('add');
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'stdout', text: 'hello' })).toBe('hello');

@@ -65,6 +65,8 @@ export function eventSubject(e: QueryEvent): string {
     const seen = e.verified === true ? 'verified' : 'not verified';
     return `${what}${how ? ` by ${how}` : ''}: ${seen}`;
   }
+  // Channel and scenario events carry their own one-line summary.
+  if (str(e.summary)) return str(e.summary) as string;
   for (const k of ['message', 'label', 'name']) if (str(e[k])) return str(e[k]) as string;
   return '';
 }

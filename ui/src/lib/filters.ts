@@ -16,6 +16,12 @@ export const EVENT_TYPES = [
   'exception',
   'ui_snapshot',
   'ui_action',
+  'stdin',
+  'file',
+  'net',
+  'midi',
+  'audio',
+  'scenario_step',
 ] as const;
 
 export interface FilterForm {

@@ -1,11 +1,30 @@
-//! The channel kinds, one file each, and the registry keyed by kind. None
-//! is written yet: the channels issue adds them here, one line each below.
+//! The channel kinds, one file each, and the registry keyed by kind: a new
+//! kind is a file here and one line in [`all`].
+
+mod file;
+mod net;
+mod stdio;
+mod trace;
 
 use crate::{ChannelError, ChannelKind, ChannelSpec, OpenChannel, SessionTarget};
 
 /// Every registered channel kind.
 pub fn all() -> Vec<Box<dyn ChannelKind>> {
-    vec![]
+    vec![
+        Box::new(stdio::Stdio),
+        Box::new(trace::Trace),
+        Box::new(file::Files),
+        Box::new(net::Net),
+    ]
+}
+
+/// The first `max` characters of `text`, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    let mut s: String = text.chars().take(max).collect();
+    if text.chars().count() > max {
+        s.push('…');
+    }
+    s
 }
 
 /// Opens the channel `spec` names, with the kind registered for it.
@@ -78,6 +97,9 @@ mod tests {
         fn kind(&self) -> &'static str {
             "echo"
         }
+        fn describe(&self) -> &'static str {
+            "echoes what it is sent"
+        }
         fn open(&self, spec: &ChannelSpec, _: &SessionTarget) -> Result<OpenChannel, ChannelError> {
             let name = match &spec.target {
                 Some(t) => format!("echo:{t}"),
@@ -109,6 +131,7 @@ mod tests {
             session_id: "s".into(),
             pids: vec![1],
             project_root: "/p".into(),
+            stdin: None,
         };
         let ch = open(&kinds, "echo:9", &session).unwrap();
         let timeline = Arc::new(Timeline::default());
@@ -126,6 +149,7 @@ mod tests {
         assert!(e.contains("known: echo"), "{e}");
         let e = open(&kinds, "Net:1", &session).err().unwrap().to_string();
         assert!(e.contains("is not a channel"), "{e}");
-        assert!(all().is_empty(), "no channel kind is built yet");
+        let names: Vec<_> = all().iter().map(|k| k.kind()).collect();
+        assert_eq!(names, ["stdio", "trace", "file", "net"]);
     }
 }

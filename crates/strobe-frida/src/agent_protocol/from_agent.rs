@@ -42,6 +42,9 @@ pub enum AgentMessage {
     /// Answer to [`super::DaemonMessage::Inherit`].
     #[serde(rename = "inherited")]
     Inherited(Inherited),
+    /// Answer to [`super::DaemonMessage::Flush`].
+    #[serde(rename = "flushed")]
+    Flushed(Flushed),
     /// Answer to [`super::DaemonMessage::LoadRuntime`].
     #[serde(rename = "runtime_loaded")]
     RuntimeLoaded(RuntimeLoaded),
@@ -254,6 +257,16 @@ pub struct ExprsUpdated {
     pub id: u64,
     /// `[label, compile error]` of each expression that does not compile.
     pub errors: Vec<(String, String)>,
+}
+
+/// `flushed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flushed {
+    /// The request's id.
+    pub id: u64,
+    /// Why shipping failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
 }
 
 /// `inherited`.
@@ -528,6 +541,7 @@ impl AgentMessage {
             AgentMessage::ModuleBase(_) => "module_base",
             AgentMessage::ExprsUpdated(_) => "exprs_updated",
             AgentMessage::Inherited(_) => "inherited",
+            AgentMessage::Flushed(_) => "flushed",
             AgentMessage::RuntimeLoaded(_) => "runtime_loaded",
             AgentMessage::ForksGuarded(_) => "forks_guarded",
             AgentMessage::OutputOwned(_) => "output_owned",
@@ -558,6 +572,7 @@ impl AgentMessage {
             AgentMessage::ModuleBase(m) => m.id,
             AgentMessage::ExprsUpdated(m) => m.id,
             AgentMessage::Inherited(m) => m.id,
+            AgentMessage::Flushed(m) => m.id,
             AgentMessage::RuntimeLoaded(m) => m.id,
             AgentMessage::ForksGuarded(m) => m.id,
             AgentMessage::OutputOwned(m) => m.id,
@@ -608,6 +623,7 @@ answers!(
     ModuleBase(ModuleBaseAnswer),
     ExprsUpdated(ExprsUpdated),
     Inherited(Inherited),
+    Flushed(Flushed),
     RuntimeLoaded(RuntimeLoaded),
     ForksGuarded(ForksGuarded),
     OutputOwned(OutputOwned),

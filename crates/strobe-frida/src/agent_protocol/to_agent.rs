@@ -88,6 +88,13 @@ pub enum DaemonMessage {
         /// Request id.
         id: u64,
     },
+    /// Ship every record the tracers hold now; answered by `flushed` once
+    /// they are sent (so a daemon that has the answer has the records).
+    #[serde(rename = "flush")]
+    Flush {
+        /// Request id.
+        id: u64,
+    },
     /// Undo the patches a forked child inherited; answered by `inherited`.
     #[serde(rename = "inherit")]
     Inherit {
@@ -552,6 +559,7 @@ impl DaemonMessage {
             DaemonMessage::OwnOutput { .. } => "own-output",
             DaemonMessage::CloseFds { .. } => "close-fds",
             DaemonMessage::GuardForks { .. } => "guard-forks",
+            DaemonMessage::Flush { .. } => "flush",
             DaemonMessage::Inherit { .. } => "inherit",
             DaemonMessage::LoadRuntime { .. } => "load-runtime",
             DaemonMessage::ExitAck => "exit-ack",

@@ -14,6 +14,11 @@ impl SessionManager {
         let project_root = validate::project_root(&req.project_root)?;
         let cwd = validate::cwd(req.cwd.as_deref(), &project_root)?;
         let launch_patterns = parse_patterns(&req.trace_patterns)?;
+        if req.stdin_pipe && req.attach_pid.is_some() {
+            return Err(SessionError::validation(
+                "stdin \"pipe\" is for launches: an attached process keeps the stdin it was started with",
+            ));
+        }
         if req.stop_on_entry && req.attach_pid.is_some() {
             return Err(SessionError::validation(
                 "stopOnEntry is for launches: an attached process is already past main; set a breakpoint with \
@@ -172,6 +177,9 @@ impl SessionManager {
                 None
             };
         let origin_ns = monotonic_ns();
+        // Without `stdin: "pipe"` the write end goes now: the program reads EOF.
+        let mut output = output;
+        let stdin = output.stdin.take().filter(|_| req.stdin_pipe);
         let (pid, output) = match req.attach_pid {
             Some(pid) => {
                 // One tracer at a time: a Frida that detached from it a
@@ -304,6 +312,9 @@ impl SessionManager {
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
             rejected_messages: messages::RejectedMessages::default(),
             ui: Mutex::new(super::ui::UiState::new(display, virtual_display)),
+            channels: Mutex::new(super::channels::Channels::with_stdin(stdin.map(|w| {
+                strobe_channels::StdinPort::new(std::fs::File::from(std::os::fd::OwnedFd::from(w)))
+            }))),
         });
         self.live
             .lock()
@@ -385,6 +396,10 @@ impl SessionManager {
         };
         if req.follow_children {
             self.guard_forks(&live, launch_timeout);
+        }
+        // Before the program runs: a file channel sees its first writes.
+        if let Err(e) = self.open_launch_channels(&live, &req.channels) {
+            return Err(self.abandon_launch(&live, e));
         }
         if !attached && let Err(e) = bridge.request("resume", json!({}), launch_timeout) {
             return Err(self.abandon_launch(
@@ -530,6 +545,7 @@ impl SessionManager {
     pub(super) fn abandon_launch(&self, live: &Arc<Live>, cause: SessionError) -> SessionError {
         let reason = cause.message();
         self.fail_session(live, reason.clone());
+        Self::close_channels(live);
         self.live.lock().expect("live lock").remove(&live.id);
         let _ = self.store.delete_session(live.key);
         cause.map(|_| format!("{reason}; the launch was abandoned and the process killed"))

@@ -335,6 +335,7 @@ impl SessionManager {
             c.finish(OUTPUT_GRACE);
         }
         Self::release_display(&live);
+        Self::close_channels(&live);
         self.store.flush().map_err(store_err)?;
         let collected = SessionStats::get(&live.stats.received);
         let state = live.state();

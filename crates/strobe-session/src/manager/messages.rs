@@ -116,6 +116,7 @@ impl SessionManager {
             | AgentMessage::ModuleBase(_)
             | AgentMessage::ExprsUpdated(_)
             | AgentMessage::Inherited(_)
+            | AgentMessage::Flushed(_)
             | AgentMessage::RuntimeLoaded(_)
             | AgentMessage::ForksGuarded(_)
             | AgentMessage::OutputOwned(_)

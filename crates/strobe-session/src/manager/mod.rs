@@ -7,6 +7,7 @@ use crate::validate;
 
 mod agent_requests;
 pub mod breakpoints;
+mod channels;
 mod crash;
 mod display;
 pub(crate) mod hooks;
@@ -19,6 +20,7 @@ mod messages;
 mod processes;
 mod python_hooks;
 mod python_memory;
+mod scenario_support;
 pub mod staged;
 mod status;
 mod trace_args;
@@ -31,6 +33,7 @@ mod ui_tree;
 mod ui_verify;
 
 use crate::SessionError;
+pub use channels::{ChannelInfo, ChannelKindInfo, ChannelSent};
 pub use display::DisplayChoice;
 use hooks::HookOutcome;
 use lifecycle::{ended_by_signal, proc_start_time};
@@ -168,6 +171,8 @@ struct Live {
     /// Root only: the session's display (a virtual one it owns, stopped
     /// with it) and what debug_ui remembers between calls.
     ui: Mutex<ui::UiState>,
+    /// Root only: the session's I/O channels and the program's stdin.
+    channels: Mutex<channels::Channels>,
 }
 
 /// Plans registered since they were last stored, and the length of each

@@ -173,6 +173,7 @@ impl Live {
             },
             program_env: root.program_env.clone(),
             ui: Mutex::new(super::ui::UiState::default()),
+            channels: Mutex::new(Default::default()),
             binary_path,
             project_root: root.project_root.clone(),
             started_at: strobe_core::clock::unix_millis(),

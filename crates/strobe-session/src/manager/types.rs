@@ -38,6 +38,12 @@ pub struct LaunchRequest {
     /// Variables of the daemon's environment the program must not inherit
     /// (set by the launch itself: a virtual display removes `GTK_A11Y`).
     pub env_unset: Vec<String>,
+    /// Give the program a pipe for stdin (the `stdio` channel writes to
+    /// it); otherwise its stdin reads EOF at once.
+    pub stdin_pipe: bool,
+    /// Channels opened with the session (`"net:8080"`, `"file:*.ini"`),
+    /// besides `stdio` and `trace`, which every session has.
+    pub channels: Vec<String>,
 }
 
 /// `debug_launch` result.

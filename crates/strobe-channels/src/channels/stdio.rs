@@ -1,0 +1,141 @@
+//! `stdio`: text into the program's stdin, and EOF. Its output (stdout and
+//! stderr) is captured by every session already, as `stdout`/`stderr`
+//! events, so the channel has no observation half.
+
+use crate::{
+    ChannelError, ChannelKind, ChannelSpec, InputChannel, OpenChannel, SessionTarget, StdinPort,
+};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// How long a write waits for a program that does not read its stdin.
+const WRITE_PATIENCE: Duration = Duration::from_secs(2);
+
+/// The `stdio` kind.
+pub struct Stdio;
+
+struct StdioChannel {
+    stdin: Option<StdinPort>,
+}
+
+impl ChannelKind for Stdio {
+    fn kind(&self) -> &'static str {
+        "stdio"
+    }
+
+    fn stimulus_fields(&self) -> &'static [&'static str] {
+        &["line", "text", "eof"]
+    }
+
+    fn describe(&self) -> &'static str {
+        "the program's stdin: send {line} (adds \\n), {text} or {eof: true}; stdout/stderr are its events already"
+    }
+
+    fn event_type(&self) -> &'static str {
+        "stdin"
+    }
+
+    fn always_present(&self) -> bool {
+        true
+    }
+
+    fn open(
+        &self,
+        spec: &ChannelSpec,
+        session: &SessionTarget,
+    ) -> Result<OpenChannel, ChannelError> {
+        if let Some(t) = &spec.target {
+            return Err(ChannelError::BadSpec(format!("stdio:{t}")));
+        }
+        Ok(OpenChannel {
+            input: Some(Box::new(StdioChannel {
+                stdin: session.stdin.clone(),
+            })),
+            output: None,
+        })
+    }
+}
+
+impl InputChannel for StdioChannel {
+    fn name(&self) -> &str {
+        "stdio"
+    }
+
+    fn preview(&self, action: &Value) -> String {
+        let text = match (action.get("line"), action.get("text")) {
+            (Some(Value::String(l)), _) => Some(format!("{l}\n")),
+            (_, Some(Value::String(t))) => Some(t.clone()),
+            _ => None,
+        };
+        let eof = action.get("eof") == Some(&Value::Bool(true));
+        match (text, eof) {
+            (Some(t), false) => format!("wrote {:?}", super::clip(&t, 80)),
+            (Some(t), true) => format!("wrote {:?}, then EOF", super::clip(&t, 80)),
+            (None, true) => "EOF".into(),
+            (None, false) => action.to_string(),
+        }
+    }
+
+    fn send(&self, action: &Value) -> Result<Value, ChannelError> {
+        let bad = |why: &str| ChannelError::BadAction {
+            channel: "stdio".into(),
+            why: why.into(),
+        };
+        let obj = action
+            .as_object()
+            .ok_or_else(|| bad("send an object: {line}, {text} or {eof: true}"))?;
+        for key in obj.keys() {
+            if !["line", "text", "eof"].contains(&key.as_str()) {
+                return Err(bad(&format!(
+                    "unknown field {key:?}: stdio takes line, text and eof"
+                )));
+            }
+        }
+        let port = self.stdin.as_ref().ok_or_else(|| ChannelError::Unavailable {
+            channel: "stdio".into(),
+            why: "this session's stdin is not a pipe: launch with debug_launch {stdin: \"pipe\"} to write to it \
+                  (an attached process keeps its own stdin)"
+                .into(),
+        })?;
+        let text = match (obj.get("line"), obj.get("text")) {
+            (Some(_), Some(_)) => return Err(bad("give line or text, not both")),
+            (Some(Value::String(l)), None) => Some(format!("{l}\n")),
+            (None, Some(Value::String(t))) => Some(t.clone()),
+            (None, None) => None,
+            _ => return Err(bad("line and text are strings")),
+        };
+        let eof = match obj.get("eof") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(bad("eof is true or false")),
+        };
+        if text.is_none() && !eof {
+            return Err(bad("nothing to send: give line, text or eof: true"));
+        }
+        let unavailable = |e: crate::stdin_port::StdinError| ChannelError::Unavailable {
+            channel: "stdio".into(),
+            why: e.to_string(),
+        };
+        let mut written = 0;
+        if let Some(t) = &text {
+            written = port
+                .write(t.as_bytes(), WRITE_PATIENCE)
+                .map_err(unavailable)?;
+        }
+        if eof && !port.close() {
+            return Err(unavailable(crate::stdin_port::StdinError::Closed));
+        }
+        let mut summary = match &text {
+            Some(t) => format!("wrote {:?}", super::clip(t, 80)),
+            None => String::new(),
+        };
+        if eof {
+            summary.push_str(if summary.is_empty() {
+                "EOF"
+            } else {
+                ", then EOF"
+            });
+        }
+        Ok(json!({"written": written, "eof": eof, "text": text, "summary": summary}))
+    }
+}

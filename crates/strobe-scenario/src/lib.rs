@@ -1,0 +1,49 @@
+//! The scenario runner: a scenario is a flat list of steps run in order
+//! against a live session — `do` sends a stimulus to a channel, `wait`
+//! waits a time or until a condition over the session's events holds
+//! (checked here, so the agent does not poll), `assert` checks calls,
+//! output, answers and files. The first failure stops the run with the
+//! step, what was expected and found, and the events around it; the
+//! program stays alive for the agent to investigate.
+//!
+//! Windows: a check looks at what happened since the previous `do` step
+//! (or since the session started with `since: "start"`). Before a check
+//! is read the session is settled (every agent ships the calls it holds,
+//! the store commits), so a call made before the check is in it. A
+//! positive check may take `withinMs` (default 1 s) to come true; a
+//! negative one (`called: false`, `present: false`) is read once, since
+//! waiting cannot prove an absence: wait first if the program needs time.
+//!
+//! Invariants: reads the session only through `strobe-session`'s public
+//! API and `strobe-query`; every step is a `scenario_step` event.
+//! Never depends on: mcp, store internals.
+
+mod compare;
+mod eval;
+mod run;
+mod spec;
+
+pub use compare::{Compare, Op};
+pub use eval::Outcome;
+pub use run::{Failure, Report, StepResult, render, run, run_document};
+pub use spec::{Check, Kinds, On, Scenario, SpecError, Step, StepKind, parse};
+
+/// Why a scenario could not run (a failing step is a [`Report`], not this).
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The scenario is malformed: nothing ran.
+    #[error("{0}")]
+    Spec(#[from] SpecError),
+    /// The session refused (no such session, a channel that cannot open).
+    #[error("{0}")]
+    Session(String),
+}
+
+/// The first `max` characters of `text`, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    let mut s: String = text.chars().take(max).collect();
+    if text.chars().count() > max {
+        s.push('…');
+    }
+    s
+}
