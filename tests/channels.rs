@@ -332,10 +332,17 @@ async fn bad_channels_and_scenarios_are_refused_with_what_to_do() {
     wait_line(&c, &id, "ready").await;
     let add = |channel: &str| json!({"sessionId": id, "action": "add", "channel": channel});
 
-    let e = c.reply("debug_channel", add("midi")).await;
+    let e = c.reply("debug_channel", add("bogus")).await;
     assert!(
         e.error_text()
-            .contains("available: stdio, trace, file, net"),
+            .contains("available: stdio, trace, file, net, midi, audio"),
+        "{}",
+        e.text
+    );
+    // MIDI without a JACK server says how to get one.
+    let e = c.reply("debug_channel", add("midi")).await;
+    assert!(
+        e.error_text().contains("no JACK server") && e.error_text().contains("jack: \"auto\""),
         "{}",
         e.text
     );

@@ -27,8 +27,11 @@
 //! channel never touches a display or device that is not the session's own.
 
 pub mod channels;
+mod jack;
+mod jack_server;
 mod stdin_port;
 
+pub use jack_server::JackServer;
 pub use stdin_port::StdinPort;
 
 use serde_json::Value;
@@ -73,6 +76,12 @@ pub struct SessionTarget {
     pub project_root: PathBuf,
     /// The program's stdin, when it was launched with `stdin: "pipe"`.
     pub stdin: Option<StdinPort>,
+    /// The environment the launch gave the program (`JACK_DEFAULT_SERVER`
+    /// names the JACK server the midi and audio channels use).
+    pub env: Vec<(String, String)>,
+    /// Where a channel may write files for the session (an audio
+    /// channel's WAV).
+    pub data_dir: PathBuf,
 }
 
 /// One thing a channel saw: stored by the session as a timeline event of

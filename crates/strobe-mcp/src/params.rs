@@ -44,6 +44,17 @@ pub struct LaunchParams {
     /// net:8080, file:*.ini…
     #[serde(default)]
     pub channels: Vec<String>,
+    /// auto: a private JACK server (dummy driver) for midi/audio.
+    #[schemars(description = "")]
+    pub jack: Option<JackParam>,
+}
+
+/// auto: a private JACK server (dummy driver) for midi/audio.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum JackParam {
+    #[allow(missing_docs)]
+    Auto,
 }
 
 /// pipe: for debug_channel (default EOF).

@@ -100,6 +100,7 @@ impl StrobeServer {
             }),
             stdin_pipe: p.stdin == Some(crate::params::StdinParam::Pipe),
             channels: p.channels,
+            jack_auto: p.jack == Some(crate::params::JackParam::Auto),
             ..Default::default()
         };
         let r = blocking(move || mgr.launch(req, &settings)).await;

@@ -268,6 +268,81 @@ pub fn evaluate(
             };
             Ok(Outcome::new(pass, expected, actual, vec![]))
         }
+        On::Midi {
+            channel,
+            want,
+            present,
+        } => {
+            let (evs, _) = events(mgr, id, json!({"eventType": "midi", "timeFrom": from}))?;
+            let matches = |e: &&Value| {
+                e["dir"] == "seen"
+                    && channel.as_ref().is_none_or(|c| e["channel"] == json!(c))
+                    && want.iter().all(|(k, v)| &e["message"][k] == v)
+            };
+            let hits: Vec<&Value> = evs.iter().filter(matches).collect();
+            let expected = format!(
+                "{} MIDI message from the program matching {} {window}",
+                if *present { "a" } else { "no" },
+                Value::Object(want.clone())
+            );
+            let received: Vec<&Value> = evs.iter().filter(|e| e["dir"] == "seen").collect();
+            let actual = match (hits.first(), received.last()) {
+                (Some(h), _) => format!(
+                    "{} such message(s): {}",
+                    hits.len(),
+                    h["summary"].as_str().unwrap_or("")
+                ),
+                (None, Some(l)) => format!(
+                    "none among {} received; the last: {}",
+                    received.len(),
+                    l["summary"].as_str().unwrap_or("")
+                ),
+                (None, None) => format!("the program sent no MIDI {window}"),
+            };
+            Ok(Outcome::new(
+                hits.is_empty() != *present,
+                expected,
+                actual,
+                ids(&hits),
+            ))
+        }
+        On::Audio {
+            channel,
+            levels,
+            silence,
+            clipping,
+        } => {
+            // Sound is a state, not an occurrence: the latest window measured.
+            let (evs, _) = events(
+                mgr,
+                id,
+                json!({"eventType": "audio", "timeFrom": 0, "textContains": "\"rms\""}),
+            )?;
+            let latest = evs.iter().rev().find(|e| {
+                e.get("rms").is_some() && channel.as_ref().is_none_or(|c| e["channel"] == json!(c))
+            });
+            let mut expected: Vec<String> =
+                levels.iter().map(|(k, c)| format!("{k} {c}")).collect();
+            if let Some(s) = silence {
+                expected.push(if *s { "silence".into() } else { "sound".into() });
+            }
+            if let Some(c) = clipping {
+                expected.push(if *c {
+                    "clipping".into()
+                } else {
+                    "no clipping".into()
+                });
+            }
+            let expected = format!("the program's latest audio window: {}", expected.join(", "));
+            let Some(w) = latest else {
+                return Ok(Outcome::new(false, expected, "no audio window was measured: is an audio channel open and the program's output linked (debug_channel list)?".into(), vec![]));
+            };
+            let pass = levels.iter().all(|(k, c)| c.holds(&w[*k]))
+                && silence.is_none_or(|s| w["silence"] == json!(s))
+                && clipping.is_none_or(|c| w["clipping"] == json!(c));
+            let actual = w["summary"].as_str().unwrap_or("a window").to_string();
+            Ok(Outcome::new(pass, expected, actual, ids(&[w])))
+        }
         On::Events {
             event_type,
             channel,

@@ -118,6 +118,26 @@ pub enum On {
         /// Text it contains.
         contains: Option<String>,
     },
+    /// MIDI messages the program sent (a midi channel's `seen` events).
+    Midi {
+        /// Only this channel ("midi:synth").
+        channel: Option<String>,
+        /// The message's fields that must match (type, note, velocity…).
+        want: Map<String, Value>,
+        /// False: no such message.
+        present: bool,
+    },
+    /// The program's sound: the latest window an audio channel measured.
+    Audio {
+        /// Only this channel.
+        channel: Option<String>,
+        /// Conditions on rms, peak and frequency.
+        levels: Vec<(&'static str, Compare)>,
+        /// Whether it is silent.
+        silence: Option<bool>,
+        /// Whether it clips.
+        clipping: Option<bool>,
+    },
     /// Events of a channel's type: `stdin`, `file` (what a file channel
     /// saw), `net`.
     Events {
@@ -142,7 +162,8 @@ impl Check {
             }
             On::Output { present, .. } | On::Events { present, .. } => !present,
             On::File { exists, .. } => !exists,
-            On::Net { .. } => false,
+            On::Midi { present, .. } => !present,
+            On::Net { .. } | On::Audio { .. } => false,
         }
     }
 }
@@ -403,6 +424,17 @@ fn fields_of(what: &str) -> Option<&'static [&'static str]> {
         "net" => &["channel", "status", "bodyContains"],
         "file" => &["path", "exists", "contains"],
         "stdin" | "files" => &["channel", "contains", "present"],
+        "midi" => &[
+            "channel",
+            "type",
+            "note",
+            "velocity",
+            "controller",
+            "value",
+            "program",
+            "present",
+        ],
+        "audio" => &["channel", "rms", "peak", "frequency", "silence", "clipping"],
         _ => return None,
     })
 }
@@ -410,7 +442,7 @@ fn fields_of(what: &str) -> Option<&'static [&'static str]> {
 fn check(obj: &Map<String, Value>, what: &str, at: &str) -> Result<Check, String> {
     let fields = fields_of(what).ok_or_else(|| {
         format!(
-            "{at}: cannot check {what:?} yet; checks: trace, stdout, stderr, net, file, stdin, files (what a file channel saw)"
+            "{at}: cannot check {what:?}; checks: trace, stdout, stderr, net, file, stdin, files (what a file channel saw), midi, audio"
         )
     })?;
     for k in obj.keys() {
@@ -512,6 +544,45 @@ fn check(obj: &Map<String, Value>, what: &str, at: &str) -> Result<Check, String
                 body_contains,
             }
         }
+        "midi" => {
+            let mut want = Map::new();
+            for k in ["type", "note", "velocity", "controller", "value", "program"] {
+                if let Some(v) = obj.get(k) {
+                    if !(v.is_string() || v.is_u64()) {
+                        return Err(format!(
+                            "{k:?} is a MIDI value (a number, or the type's name)"
+                        ));
+                    }
+                    want.insert(k.to_string(), v.clone());
+                }
+            }
+            On::Midi {
+                channel: str_of("channel")?.filter(|c| c.contains(':')),
+                want,
+                present: bool_of("present")?.unwrap_or(true),
+            }
+        }
+        "audio" => {
+            let mut levels = Vec::new();
+            for k in ["rms", "peak", "frequency"] {
+                if let Some(v) = obj.get(k) {
+                    levels.push((k, Compare::parse(v)?));
+                }
+            }
+            let silence = bool_of("silence")?;
+            let clipping = bool_of("clipping")?;
+            if levels.is_empty() && silence.is_none() && clipping.is_none() {
+                return Err(
+                    "an audio check needs rms, peak, frequency, silence or clipping".into(),
+                );
+            }
+            On::Audio {
+                channel: str_of("channel")?.filter(|c| c.contains(':')),
+                levels,
+                silence,
+                clipping,
+            }
+        }
         "file" => On::File {
             path: str_of("path")?
                 .ok_or("a file check needs \"path\" (relative to the project root)")?,
@@ -583,9 +654,16 @@ mod tests {
             e(json!({"steps": [{"do": "stdio.send", "lin": "x"}]}))
                 .starts_with("step 1: unknown field \"lin\" for stdio (it takes line, text, eof)")
         );
+        assert!(e(json!({"steps": [{"do": "bogus.send"}]})).contains(
+            "no channel kind \"bogus\"; available: stdio, trace, file, net, midi, audio"
+        ));
         assert!(
-            e(json!({"steps": [{"do": "midi.send"}]}))
-                .contains("no channel kind \"midi\"; available: stdio, trace, file, net")
+            e(json!({"steps": [{"do": "midi.send", "note": 60, "velo": 1}]}))
+                .contains("unknown field \"velo\" for midi")
+        );
+        assert!(
+            e(json!({"steps": [{"assert": "audio", "loud": true}]}))
+                .contains("unknown field \"loud\" for a audio check")
         );
         assert!(e(json!({"steps": [{"do": "x", "wait": 1}]})).contains("one of do, wait, assert"));
         assert!(

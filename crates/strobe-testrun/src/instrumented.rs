@@ -103,6 +103,7 @@ fn run_instrumented(
             env_unset: Vec::new(),
             stdin_pipe: false,
             channels: Vec::new(),
+            jack_auto: false,
         },
         settings,
     );

@@ -506,6 +506,8 @@ mod tests {
             pids: vec![],
             project_root: dir.path().into(),
             stdin: None,
+            env: vec![],
+            data_dir: "/tmp".into(),
         };
         let spec = ChannelSpec::parse("file:*.ini").unwrap();
         let ch = Files.open(&spec, &session).unwrap();

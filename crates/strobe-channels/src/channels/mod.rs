@@ -1,7 +1,9 @@
 //! The channel kinds, one file each, and the registry keyed by kind: a new
 //! kind is a file here and one line in [`all`].
 
+mod audio;
 mod file;
+mod midi;
 mod net;
 mod stdio;
 mod trace;
@@ -15,6 +17,8 @@ pub fn all() -> Vec<Box<dyn ChannelKind>> {
         Box::new(trace::Trace),
         Box::new(file::Files),
         Box::new(net::Net),
+        Box::new(midi::Midi),
+        Box::new(audio::Audio),
     ]
 }
 
@@ -132,6 +136,8 @@ mod tests {
             pids: vec![1],
             project_root: "/p".into(),
             stdin: None,
+            env: vec![],
+            data_dir: "/tmp".into(),
         };
         let ch = open(&kinds, "echo:9", &session).unwrap();
         let timeline = Arc::new(Timeline::default());
@@ -150,6 +156,6 @@ mod tests {
         let e = open(&kinds, "Net:1", &session).err().unwrap().to_string();
         assert!(e.contains("is not a channel"), "{e}");
         let names: Vec<_> = all().iter().map(|k| k.kind()).collect();
-        assert_eq!(names, ["stdio", "trace", "file", "net"]);
+        assert_eq!(names, ["stdio", "trace", "file", "net", "midi", "audio"]);
     }
 }

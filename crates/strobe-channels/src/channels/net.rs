@@ -550,6 +550,8 @@ mod tests {
             pids: vec![],
             project_root: "/".into(),
             stdin: None,
+            env: vec![],
+            data_dir: "/tmp".into(),
         };
         let ch = Net.open(&spec, &session).unwrap();
         let r = ch
@@ -588,6 +590,8 @@ mod tests {
             pids: vec![],
             project_root: "/".into(),
             stdin: None,
+            env: vec![],
+            data_dir: "/tmp".into(),
         };
         let e = Net
             .open(&spec, &session)

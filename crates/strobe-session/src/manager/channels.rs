@@ -16,14 +16,21 @@ pub(super) struct Channels {
     open: BTreeMap<String, Opened>,
     /// The program's stdin, when launched with `stdin: "pipe"`.
     pub(super) stdin: Option<StdinPort>,
+    /// The session's private JACK server (`jack: "auto"`), stopped after
+    /// its channels closed.
+    pub(super) jack: Option<strobe_channels::JackServer>,
 }
 
 impl Channels {
     /// No channel open yet; `stdin` the program's stdin pipe, if it has one.
-    pub(super) fn with_stdin(stdin: Option<StdinPort>) -> Channels {
+    pub(super) fn with_stdin(
+        stdin: Option<StdinPort>,
+        jack: Option<strobe_channels::JackServer>,
+    ) -> Channels {
         Channels {
             open: BTreeMap::new(),
             stdin,
+            jack,
         }
     }
 }
@@ -187,6 +194,8 @@ impl SessionManager {
             pids: vec![live.pid],
             project_root: live.project_root.clone().into(),
             stdin: channels.stdin.clone(),
+            env: live.program_env.clone(),
+            data_dir: self.home.session_dir(&live.id).join("channels"),
         };
         let opened = kind
             .open(&parsed, &target)
@@ -325,6 +334,7 @@ impl SessionManager {
         if let Some(stdin) = channels.stdin.take() {
             stdin.close();
         }
+        channels.jack.take();
     }
 
     /// A live session whose program still runs.

@@ -19,6 +19,11 @@ impl SessionManager {
                 "stdin \"pipe\" is for launches: an attached process keeps the stdin it was started with",
             ));
         }
+        if req.jack_auto && req.attach_pid.is_some() {
+            return Err(SessionError::validation(
+                "jack \"auto\" is for launches: an attached process is already on the JACK server it chose",
+            ));
+        }
         if req.stop_on_entry && req.attach_pid.is_some() {
             return Err(SessionError::validation(
                 "stopOnEntry is for launches: an attached process is already past main; set a breakpoint with \
@@ -48,6 +53,24 @@ impl SessionManager {
         for (k, v) in &req.env {
             validate::env_key(k, v)?;
         }
+        // A private JACK server starts first: the program's environment
+        // names it. Dropped (stopped) by any failure below until `Live`
+        // owns it.
+        let mut req = req;
+        let jack = if req.jack_auto {
+            static SERVERS: AtomicU32 = AtomicU32::new(0);
+            let name = format!(
+                "strobe-{}-{}",
+                std::process::id(),
+                SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            let server =
+                strobe_channels::JackServer::start(&name).map_err(SessionError::validation)?;
+            req.env.insert("JACK_DEFAULT_SERVER".into(), name);
+            Some(server)
+        } else {
+            None
+        };
         // A Python program runs as its real interpreter with the script in
         // its arguments (crate::language): shims and shebangs are followed
         // here, so the agent lands in the interpreter itself.
@@ -312,9 +335,14 @@ impl SessionManager {
             exit_watch: Mutex::new(crate::exit_watch::ExitWatch::open(pid)),
             rejected_messages: messages::RejectedMessages::default(),
             ui: Mutex::new(super::ui::UiState::new(display, virtual_display)),
-            channels: Mutex::new(super::channels::Channels::with_stdin(stdin.map(|w| {
-                strobe_channels::StdinPort::new(std::fs::File::from(std::os::fd::OwnedFd::from(w)))
-            }))),
+            channels: Mutex::new(super::channels::Channels::with_stdin(
+                stdin.map(|w| {
+                    strobe_channels::StdinPort::new(std::fs::File::from(
+                        std::os::fd::OwnedFd::from(w),
+                    ))
+                }),
+                jack,
+            )),
         });
         self.live
             .lock()
@@ -475,6 +503,10 @@ impl SessionManager {
             paused,
             warnings,
             virtual_display,
+            jack_server: req
+                .jack_auto
+                .then(|| req.env.get("JACK_DEFAULT_SERVER").cloned())
+                .flatten(),
         })
     }
 

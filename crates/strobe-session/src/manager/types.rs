@@ -44,6 +44,9 @@ pub struct LaunchRequest {
     /// Channels opened with the session (`"net:8080"`, `"file:*.ini"`),
     /// besides `stdio` and `trace`, which every session has.
     pub channels: Vec<String>,
+    /// Start a private JACK server (dummy driver) for the program: its
+    /// `JACK_DEFAULT_SERVER`, stopped with the session.
+    pub jack_auto: bool,
 }
 
 /// `debug_launch` result.
@@ -71,6 +74,9 @@ pub struct LaunchResponse {
     /// The private display the program runs on (`:12`), when it got one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtual_display: Option<String>,
+    /// The private JACK server the program runs on (`jack: "auto"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jack_server: Option<String>,
 }
 
 /// Lifecycle state of a session.

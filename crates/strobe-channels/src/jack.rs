@@ -1,0 +1,403 @@
+//! The JACK client the `midi` and `audio` channels share the code of: one
+//! client per channel on the program's server (named, never started here),
+//! libjack loaded at run time (a machine without JACK gets an error saying
+//! what to install, not a daemon that fails to start), a process callback
+//! that never blocks, and a connector thread that links the channel's
+//! ports to the program's as they appear — the program may register them
+//! after the channel opened, or again after a restart.
+
+use jack_sys as j;
+use std::ffi::{CStr, CString, c_void};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How often the connector looks for the program's ports.
+const CONNECT_EVERY: Duration = Duration::from_millis(50);
+
+/// The JACK port types.
+pub(crate) const MIDI: &str = "8 bit raw midi";
+/// 32-bit float mono audio.
+pub(crate) const AUDIO: &str = "32 bit float mono audio";
+
+/// What a channel does in each JACK cycle (on JACK's real-time thread: it
+/// must not block, allocate much or take a lock it may wait for).
+pub(crate) trait Cycle: Send + Sync + 'static {
+    /// One cycle of `nframes` frames; `ports` are the channel's, in the
+    /// order they were registered.
+    fn cycle(&self, ports: &[Port], nframes: u32);
+}
+
+/// A registered port of the channel's client.
+#[derive(Clone, Copy)]
+pub(crate) struct Port(*mut j::jack_port_t);
+
+// SAFETY: a port handle is an opaque pointer JACK lets any thread use.
+unsafe impl Send for Port {}
+// SAFETY: as above.
+unsafe impl Sync for Port {}
+
+impl Port {
+    /// The port's buffer for this cycle (valid until the cycle ends).
+    pub(crate) fn buffer(&self, nframes: u32) -> *mut c_void {
+        // SAFETY: called from the process callback with its nframes.
+        unsafe { j::jack_port_get_buffer(self.0, nframes) }
+    }
+}
+
+/// Which ports of the program a channel port is linked with.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Link {
+    /// Ours sends to the program's inputs of the type.
+    ToInputs,
+    /// The program's outputs of the type send to ours.
+    FromOutputs,
+}
+
+/// A port to register: its short name, type and link.
+pub(crate) struct PortSpec {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub link: Link,
+}
+
+struct State {
+    handler: Box<dyn Cycle>,
+    ports: Vec<Port>,
+    xruns: Arc<AtomicU64>,
+}
+
+unsafe extern "C" fn on_process(nframes: j::jack_nframes_t, arg: *mut c_void) -> i32 {
+    // SAFETY: arg is the State the client was given; it outlives the client.
+    let state = unsafe { &*(arg as *const State) };
+    state.handler.cycle(&state.ports, nframes);
+    0
+}
+
+unsafe extern "C" fn on_xrun(arg: *mut c_void) -> i32 {
+    // SAFETY: as in on_process.
+    let state = unsafe { &*(arg as *const State) };
+    state.xruns.fetch_add(1, Ordering::Relaxed);
+    0
+}
+
+/// An open client, active, with its connector running; closed on drop.
+pub(crate) struct Client {
+    raw: Raw,
+    state: *mut State,
+    stop: Arc<AtomicBool>,
+    connector: Option<std::thread::JoinHandle<()>>,
+    /// Cycles JACK reported late (xruns) since the client opened.
+    pub xruns: Arc<AtomicU64>,
+    /// The program's ports linked so far.
+    pub linked: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The frames per second.
+    pub sample_rate: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Raw(*mut j::jack_client_t);
+// SAFETY: JACK's client API may be called from any non-RT thread.
+unsafe impl Send for Raw {}
+// SAFETY: as above.
+unsafe impl Sync for Raw {}
+
+// SAFETY: the raw pointers are owned by Client and freed once, in drop.
+unsafe impl Send for Client {}
+// SAFETY: shared access only reads the atomics and the mutex.
+unsafe impl Sync for Client {}
+
+/// Where the program's client is: its pids, or a client name given.
+#[derive(Clone)]
+pub(crate) enum Program {
+    /// The JACK client(s) these processes opened (see [`clients_of`]).
+    Pids(Vec<u32>),
+    /// The JACK client of this name.
+    Named(String),
+}
+
+/// The server a session's program uses: its launch environment's
+/// `JACK_DEFAULT_SERVER`, else the daemon's, else JACK's `default`.
+pub(crate) fn server_name(env: &[(String, String)]) -> String {
+    env.iter()
+        .find(|(k, _)| k == "JACK_DEFAULT_SERVER")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("JACK_DEFAULT_SERVER").ok())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
+impl Client {
+    /// Opens `name` on `server`, registers `ports`, activates with
+    /// `handler`, and starts linking to `program`'s ports.
+    pub(crate) fn open(
+        server: &str,
+        name: &str,
+        ports: &[PortSpec],
+        handler: Box<dyn Cycle>,
+        program: Program,
+    ) -> Result<Client, String> {
+        if let Err(e) = j::library() {
+            return Err(format!(
+                "libjack could not be loaded ({e}): install JACK (Debian: apt-get install jackd2; `./dev setup` does)"
+            ));
+        }
+        let cname = CString::new(name).map_err(|_| "a client name has no NUL".to_string())?;
+        let cserver = CString::new(server).map_err(|_| "a server name has no NUL".to_string())?;
+        let mut status: j::jack_status_t = 0;
+        // SAFETY: valid C strings; JackNoStartServer: never start one here.
+        let raw = unsafe {
+            j::jack_client_open_with_server_name(
+                cname.as_ptr(),
+                j::JackNoStartServer,
+                &mut status,
+                cserver.as_ptr(),
+            )
+        };
+        if raw.is_null() {
+            return Err(format!(
+                "no JACK server {server:?} is running (status {status:#x}): start one — \
+                 JACK_NO_AUDIO_RESERVATION=1 jackd -n {server} -d dummy -r 48000 -p 256 — and launch the program \
+                 with env JACK_DEFAULT_SERVER={server}, or launch with debug_launch {{jack: \"auto\"}} to have Strobe start \
+                 a private one"
+            ));
+        }
+        let raw = Raw(raw);
+        let mut registered = Vec::new();
+        for p in ports {
+            let pname = CString::new(p.name).expect("a port name");
+            let ptype = CString::new(p.kind).expect("a port type");
+            let flags = match p.link {
+                Link::ToInputs => j::JackPortIsOutput,
+                Link::FromOutputs => j::JackPortIsInput,
+            };
+            // SAFETY: open client, valid strings.
+            let port = unsafe {
+                j::jack_port_register(raw.0, pname.as_ptr(), ptype.as_ptr(), flags as _, 0)
+            };
+            if port.is_null() {
+                // SAFETY: the client we opened.
+                unsafe { j::jack_client_close(raw.0) };
+                return Err(format!("JACK refused to register port {}", p.name));
+            }
+            registered.push(Port(port));
+        }
+        let xruns = Arc::new(AtomicU64::new(0));
+        let state = Box::into_raw(Box::new(State {
+            handler,
+            ports: registered.clone(),
+            xruns: xruns.clone(),
+        }));
+        // SAFETY: state lives until after the client is closed (drop).
+        let ok = unsafe {
+            j::jack_set_process_callback(raw.0, Some(on_process), state.cast()) == 0
+                && j::jack_set_xrun_callback(raw.0, Some(on_xrun), state.cast()) == 0
+                && j::jack_activate(raw.0) == 0
+        };
+        // SAFETY: the open client.
+        let sample_rate = unsafe { j::jack_get_sample_rate(raw.0) } as u32;
+        let full_names: Vec<(String, &'static str, Link)> = registered
+            .iter()
+            .zip(ports)
+            .map(|(p, spec)| {
+                // SAFETY: a registered port's name is a valid C string.
+                let n = unsafe { CStr::from_ptr(j::jack_port_name(p.0)) };
+                (n.to_string_lossy().into_owned(), spec.kind, spec.link)
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let linked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut client = Client {
+            raw,
+            state,
+            stop: stop.clone(),
+            connector: None,
+            xruns,
+            linked: linked.clone(),
+            sample_rate,
+        };
+        if !ok {
+            return Err("JACK refused to activate the channel's client".into());
+        }
+        let own = name.to_string();
+        client.connector = Some(
+            std::thread::Builder::new()
+                .name("strobe-jack-connect".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        connect_all(raw, &own, &full_names, &program, &linked);
+                        std::thread::sleep(CONNECT_EVERY);
+                    }
+                })
+                .map_err(|e| e.to_string())?,
+        );
+        Ok(client)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.connector.take() {
+            let _ = t.join();
+        }
+        // SAFETY: closing stops the callbacks before the state is freed.
+        unsafe {
+            j::jack_deactivate(self.raw.0);
+            j::jack_client_close(self.raw.0);
+            drop(Box::from_raw(self.state));
+        }
+    }
+}
+
+/// Every port name matching a type and flags.
+fn ports_of(raw: Raw, kind: &str, flags: u32) -> Vec<String> {
+    let ckind = CString::new(kind).expect("a type");
+    // SAFETY: open client; the list is freed with jack_free.
+    unsafe {
+        let list = j::jack_get_ports(raw.0, std::ptr::null(), ckind.as_ptr(), flags as _);
+        if list.is_null() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut i = 0;
+        while !(*list.add(i)).is_null() {
+            out.push(CStr::from_ptr(*list.add(i)).to_string_lossy().into_owned());
+            i += 1;
+        }
+        j::jack_free(list.cast());
+        out
+    }
+}
+
+/// Whether the client `name` (a port's prefix) is the program's.
+fn is_program(name: &str, own: &str, program: &Program, clients: &[String]) -> bool {
+    if name == own {
+        return false;
+    }
+    match program {
+        Program::Named(n) => n == name,
+        Program::Pids(_) => clients.iter().any(|c| c == name),
+    }
+}
+
+/// The JACK client names processes `pids` have open. JACK2's library
+/// does not implement `jack_get_client_pid`, so they are read from
+/// /proc: a JACK2 client holds a Unix socket bound at
+/// `/dev/shm/jack_<client>_<uid>_<n>` (its notification channel).
+pub(crate) fn clients_of(pids: &[u32]) -> Vec<String> {
+    let mut inodes = std::collections::HashSet::new();
+    for pid in pids {
+        for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && let Some(inode) = target
+                    .to_str()
+                    .and_then(|t| t.strip_prefix("socket:["))
+                    .and_then(|t| t.strip_suffix(']'))
+            {
+                inodes.insert(inode.to_string());
+            }
+        }
+    }
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let mut out: Vec<String> = table
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (inode, path) = (f.get(6)?, f.get(7)?);
+            if !inodes.contains(*inode) {
+                return None;
+            }
+            client_of_socket(path)
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `/dev/shm/jack_<client>_<uid>_<n>` → `<client>`.
+fn client_of_socket(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/dev/shm/jack_")?;
+    let (head, n) = rest.rsplit_once('_')?;
+    let (client, uid) = head.rsplit_once('_')?;
+    (n.bytes().all(|b| b.is_ascii_digit())
+        && uid.bytes().all(|b| b.is_ascii_digit())
+        && !client.is_empty())
+    .then(|| client.to_string())
+}
+
+fn connect_all(
+    raw: Raw,
+    own: &str,
+    ours: &[(String, &'static str, Link)],
+    program: &Program,
+    linked: &std::sync::Mutex<Vec<String>>,
+) {
+    let clients = match program {
+        Program::Pids(pids) => clients_of(pids),
+        Program::Named(_) => Vec::new(),
+    };
+    for (port, kind, link) in ours {
+        let theirs_flags = match link {
+            Link::ToInputs => j::JackPortIsInput,
+            Link::FromOutputs => j::JackPortIsOutput,
+        };
+        for theirs in ports_of(raw, kind, theirs_flags) {
+            let client = theirs.split(':').next().unwrap_or("");
+            if !is_program(client, own, program, &clients) {
+                continue;
+            }
+            let (src, dst) = match link {
+                Link::ToInputs => (port.as_str(), theirs.as_str()),
+                Link::FromOutputs => (theirs.as_str(), port.as_str()),
+            };
+            let (csrc, cdst) = (
+                CString::new(src).expect("a name"),
+                CString::new(dst).expect("a name"),
+            );
+            // SAFETY: open client; EEXIST (already linked) is not an error here.
+            let r = unsafe { j::jack_connect(raw.0, csrc.as_ptr(), cdst.as_ptr()) };
+            if r == 0 {
+                let mut l = linked.lock().expect("linked lock");
+                if !l.contains(&theirs) {
+                    l.push(theirs.clone());
+                }
+            }
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC now, in ns (the session clock's base).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_socket_names_its_client() {
+        assert_eq!(
+            client_of_socket("/dev/shm/jack_synth_0_0").as_deref(),
+            Some("synth")
+        );
+        assert_eq!(
+            client_of_socket("/dev/shm/jack_my_synth_1000_3").as_deref(),
+            Some("my_synth")
+        );
+        assert_eq!(client_of_socket("/dev/shm/jack-0-1"), None);
+        assert_eq!(client_of_socket("/tmp/jack_x_0_0"), None);
+    }
+}

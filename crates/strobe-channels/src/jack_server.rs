@@ -1,0 +1,113 @@
+//! A private JACK server for one session (`debug_launch {jack: "auto"}`):
+//! `jackd` with the dummy driver (no sound card needed), 48 kHz, 256
+//! frames a period, under a name of its own; stopped with the session.
+
+use std::ffi::CString;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a started server may take to accept clients.
+const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// A running private JACK server; stopped (SIGTERM, then SIGKILL) on drop.
+pub struct JackServer {
+    name: String,
+    child: Child,
+}
+
+impl std::fmt::Debug for JackServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JackServer({}, pid {})", self.name, self.child.id())
+    }
+}
+
+impl JackServer {
+    /// Starts `jackd -n <name> -d dummy -r 48000 -p 256` and waits until it
+    /// takes clients.
+    pub fn start(name: &str) -> Result<JackServer, String> {
+        let child = Command::new("jackd")
+            .args(["-n", name, "-r", "-d", "dummy", "-r", "48000", "-p", "256"])
+            .env("JACK_NO_AUDIO_RESERVATION", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                format!("cannot start jackd ({e}): install JACK (Debian: apt-get install jackd2; `./dev setup` does)")
+            })?;
+        let mut server = JackServer {
+            name: name.to_string(),
+            child,
+        };
+        let deadline = Instant::now() + READY_WAIT;
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!("jackd -n {name} exited at start ({status})"));
+            }
+            if server.takes_clients() {
+                return Ok(server);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "jackd -n {name} did not take clients within {} s",
+                    READY_WAIT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's name (the program's `JACK_DEFAULT_SERVER`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The jackd process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn takes_clients(&self) -> bool {
+        if jack_sys::library().is_err() {
+            return false;
+        }
+        let (Ok(client), Ok(server)) = (
+            CString::new("strobe-probe"),
+            CString::new(self.name.as_str()),
+        ) else {
+            return false;
+        };
+        let mut status = 0;
+        // SAFETY: valid strings; the client is closed at once.
+        unsafe {
+            let c = jack_sys::jack_client_open_with_server_name(
+                client.as_ptr(),
+                jack_sys::JackNoStartServer,
+                &mut status,
+                server.as_ptr(),
+            );
+            if c.is_null() {
+                return false;
+            }
+            jack_sys::jack_client_close(c);
+        }
+        true
+    }
+}
+
+impl Drop for JackServer {
+    fn drop(&mut self) {
+        // Our own child: SIGTERM lets it remove its shared memory.
+        // SAFETY: signalling the process this value started.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

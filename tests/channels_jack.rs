@@ -1,0 +1,189 @@
+//! The midi and audio channels on real JACK (jackd with the dummy driver,
+//! a private server per session through `jack: "auto"`): a C++ synth
+//! fixture driven by MIDI, its sound measured, its calls traced — and the
+//! spec's own validation scenario, which finds the synth's bug (a note-off
+//! with release 0 never frees the voice) at the right step and leaves the
+//! program running for the agent to see why. No ALSA sequencer here (no
+//! /dev/snd on these machines): JACK MIDI is what is tested.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use support::{Client, Env, compile_with};
+
+fn synth() -> std::path::PathBuf {
+    compile_with("synth.cpp", "g++", &["-g", "-O0", "--", "-ljack", "-lm"])
+}
+
+async fn wait_line(c: &Client, id: &str, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let lines = c.stdout_lines(id).await;
+        if lines.iter().any(|l| l.contains(text)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no {text:?} in {lines:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn scenario(c: &Client, id: &str, name: &str, steps: Value) -> Value {
+    let r = c
+        .reply(
+            "debug_test_scenario",
+            json!({"sessionId": id, "scenario": {"name": name, "steps": steps}}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    eprintln!("{}", r.text);
+    r.value
+}
+
+/// Processes whose command line has `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_synths_release_bug_is_found_by_a_midi_audio_and_trace_scenario() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = synth();
+    c.ok(
+        "debug_trace",
+        json!({"add": ["Voice::free", "Synth::note_on"]}),
+    )
+    .await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["0.05"], "projectRoot": exe.parent().unwrap(),
+                   "jack": "auto", "channels": ["midi", "audio"]}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let server = v["jackServer"]
+        .as_str()
+        .expect("the private server's name")
+        .to_string();
+    wait_line(&c, &id, "synth ready").await;
+
+    // A note plays at its pitch, is echoed on the synth's MIDI output, and
+    // with a release time it ends: the voice is freed, the output silent.
+    let r = scenario(
+        &c,
+        &id,
+        "a-note",
+        json!([
+            {"wait": {"until": {"channel": "audio", "silence": true}, "timeoutMs": 5000}},
+            {"do": "midi.send", "type": "noteOn", "note": 69, "velocity": 100},
+            {"wait": {"until": {"channel": "audio", "silence": false}, "timeoutMs": 5000}},
+            {"assert": "audio", "frequency": {">": 430}},
+            {"assert": "audio", "frequency": {"<": 450}, "clipping": false},
+            {"assert": "midi", "type": "noteOn", "note": 69},
+            {"assert": "trace", "fn": "Synth::note_on", "called": true, "args": {"note": 69}},
+            {"do": "midi.send", "type": "noteOff", "note": 69},
+            {"wait": {"until": {"channel": "audio", "silence": true}, "timeoutMs": 5000}},
+            {"assert": "trace", "fn": "Voice::free", "called": true},
+        ]),
+    )
+    .await;
+    assert_eq!(r["passed"], true, "{r}");
+
+    // The spec's validation scenario: release 0 (CC 72), a note, its
+    // note-off — and the sound never stops.
+    let r = scenario(
+        &c,
+        &id,
+        "release-zero",
+        json!([
+            {"do": "midi.send", "type": "cc", "controller": 72, "value": 0},
+            {"do": "midi.send", "type": "noteOn", "note": 60, "velocity": 100},
+            {"wait": 100},
+            {"do": "midi.send", "type": "noteOff", "note": 60},
+            {"wait": {"until": {"channel": "audio", "silence": true}, "timeoutMs": 1500}},
+            {"assert": "trace", "fn": "Voice::free", "called": true},
+            {"assert": "audio", "rms": {"<": 0.01}},
+        ]),
+    )
+    .await;
+    assert_eq!(r["passed"], false, "{r}");
+    assert_eq!(r["failure"]["step"], 5, "{r}");
+    let actual = r["failure"]["actual"].as_str().unwrap();
+    assert!(
+        actual.contains("not within 1500 ms") && actual.contains("Hz"),
+        "{actual}"
+    );
+
+    // The program still runs: the agent sees that no voice was freed
+    // after the note-off, while note_on was called.
+    assert_eq!(c.status(&id).await["state"], "running");
+    let steps = c.events(&id, Some("scenario_step")).await;
+    let note_off = steps
+        .iter()
+        .find(|s| s["scenario"] == "release-zero" && s["step"] == 4)
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let freed = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "function": {"equals": "Voice::free"}, "eventIdFrom": note_off}),
+        )
+        .await;
+    assert_eq!(
+        freed["totalCount"], 0,
+        "no voice freed after the note-off: {freed}"
+    );
+    let started = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_enter", "function": {"equals": "Synth::note_on"}}),
+        )
+        .await;
+    assert_eq!(started["totalCount"], 2);
+
+    // The sound and the MIDI are on the timeline; the measures carry the
+    // xrun count.
+    let audio = c.events(&id, Some("audio")).await;
+    let loud = audio.iter().filter(|e| e["silence"] == false).count();
+    assert!(loud > 3, "{audio:?}");
+    assert!(
+        audio
+            .iter()
+            .all(|e| e.get("rms").is_none() || e["xruns"].is_u64())
+    );
+    let midi = c.events(&id, Some("midi")).await;
+    assert!(
+        midi.iter()
+            .any(|e| e["dir"] == "seen" && e["message"]["type"] == "noteOff"),
+        "{midi:?}"
+    );
+
+    // Stopping the session stops its JACK server.
+    assert_eq!(processes_with(&format!("jackd -n {server} ")).len(), 1);
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&format!("jackd -n {server} ")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "jackd {server} outlived its session"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
