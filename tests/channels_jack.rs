@@ -187,3 +187,103 @@ async fn the_synths_release_bug_is_found_by_a_midi_audio_and_trace_scenario() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The synth with its GTK window (a "release" slider), built once.
+fn synth_gui() -> std::path::PathBuf {
+    let flags = |what: &str| -> Vec<String> {
+        let out = std::process::Command::new("pkg-config")
+            .args([what, "gtk+-3.0"])
+            .output()
+            .expect("pkg-config runs");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let mut all: Vec<String> = vec!["-g".into(), "-O0".into(), "-DSYNTH_GUI".into()];
+    all.extend(flags("--cflags"));
+    all.push("--".into());
+    all.extend(["-ljack".into(), "-lm".into()]);
+    all.extend(flags("--libs"));
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    compile_with("synth.cpp", "g++", &refs)
+}
+
+/// The spec's validation scenario as written there: the release knob
+/// through the GUI, MIDI, audio and a trace check in one scenario.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_spec_validation_scenario_turns_the_release_knob_through_the_gui() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = synth_gui();
+    c.ok("debug_trace", json!({"add": ["Voice::free"]})).await;
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "args": ["0.05"], "projectRoot": exe.parent().unwrap(),
+                   "display": "virtual", "jack": "auto"}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    wait_line(&c, &id, "synth ready").await;
+    let ui = c.ok("debug_ui", json!({"sessionId": id})).await;
+    let knob = support::ui_nodes(&ui["nodes"])
+        .into_iter()
+        .find(|n| n["role"] == "slider" && n["name"] == "release")
+        .unwrap_or_else(|| panic!("no release slider: {ui:#}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // With a release time set through the GUI, a note ends.
+    let r = c
+        .reply(
+            "debug_test_scenario",
+            json!({"sessionId": id, "scenario": {"name": "released", "channels": ["midi", "audio"], "steps": [
+                {"do": "ui.set_value", "id": knob, "value": 0.5},
+                {"assert": "ui", "id": knob, "value": 0.5},
+                {"assert": "stdout", "contains": "release 0.50 s"},
+                {"do": "midi.send", "type": "noteOn", "note": 64, "velocity": 100},
+                {"wait": {"until": {"channel": "audio", "silence": false}, "timeoutMs": 5000}},
+                {"do": "midi.send", "type": "noteOff", "note": 64},
+                {"wait": {"until": {"channel": "audio", "silence": true}, "timeoutMs": 5000}},
+                {"assert": "trace", "fn": "Voice::free", "called": true},
+            ]}}),
+        )
+        .await;
+    eprintln!("{}", r.text);
+    assert_eq!(r.value["passed"], true, "{}", r.text);
+
+    // The spec's scenario: knob to 0, a note, its note-off, wait for silence.
+    let r = c
+        .reply(
+            "debug_test_scenario",
+            json!({"sessionId": id, "scenario": {"channels": ["ui", "midi", "audio"], "steps": [
+                {"do": "ui.set_value", "id": knob, "value": 0.0},
+                {"do": "midi.send", "type": "noteOn", "note": 60, "velocity": 100},
+                {"wait": 100},
+                {"do": "midi.send", "type": "noteOff", "note": 60},
+                {"wait": {"until": {"channel": "audio", "silence": true}, "timeoutMs": 500}},
+                {"assert": "trace", "fn": "Voice::free", "called": true},
+                {"assert": "audio", "rms": {"<": 0.01}},
+            ]}}),
+        )
+        .await;
+    eprintln!("{}", r.text);
+    assert_eq!(r.value["failure"]["step"], 5, "{}", r.text);
+    assert!(
+        r.value["steps"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("verified"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("still running"), "{}", r.text);
+    // The GUI action is on the timeline with the scenario's steps.
+    let actions = c.events(&id, Some("ui_action")).await;
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -192,6 +192,7 @@ fn scenario_path(root: &std::path::Path, file: &str) -> Result<std::path::PathBu
 pub(crate) async fn debug_test_scenario(
     mgr: Arc<SessionManager>,
     p: crate::params::ScenarioParams,
+    settings: strobe_core::Settings,
 ) -> CallToolResult {
     let r = blocking(move || -> Result<(Value, String), ToolError> {
         let id = p.session_id;
@@ -227,7 +228,11 @@ pub(crate) async fn debug_test_scenario(
                 (stem, doc)
             }
         };
-        let report = strobe_scenario::run_document(&mgr, &id, &name, &doc)
+        let ui: Arc<dyn strobe_scenario::UiDriver> = Arc::new(McpUi {
+            mgr: mgr.clone(),
+            settings,
+        });
+        let report = strobe_scenario::run_document(&mgr, &id, &name, &doc, Some(ui))
             .map_err(|e| ToolError::validation(e.to_string()))?;
         let text = strobe_scenario::render(&report);
         Ok((serde_json::to_value(&report).expect("serializable"), text))
@@ -236,5 +241,71 @@ pub(crate) async fn debug_test_scenario(
     match r {
         Ok((v, text)) => ok(v, text),
         Err(e) => fail(e),
+    }
+}
+
+/// `ui.*` scenario steps and `ui` checks, done as `debug_ui_action` and
+/// `debug_ui` do them (the same checks, the same verification).
+struct McpUi {
+    mgr: Arc<SessionManager>,
+    settings: strobe_core::Settings,
+}
+
+impl McpUi {
+    fn params(
+        &self,
+        session: &str,
+        action: &Value,
+    ) -> Result<crate::params::UiActionParams, String> {
+        let spec: crate::params::UiActionSpec =
+            serde_json::from_value(action.clone()).map_err(|e| e.to_string())?;
+        Ok(crate::params::UiActionParams {
+            session_id: session.to_string(),
+            action: spec,
+            verify: None,
+            timeout_ms: None,
+        })
+    }
+}
+
+impl strobe_scenario::UiDriver for McpUi {
+    fn check(&self, action: &Value) -> Result<(), String> {
+        let p = self.params("", action)?;
+        crate::ui_action::intent(&p.action)
+            .map(|_| ())
+            .map_err(|e| e.message)
+    }
+
+    fn act(&self, session: &str, action: &Value) -> Result<String, String> {
+        let p = self.params(session, action)?;
+        let req = crate::ui_action::request(&p, &self.settings).map_err(|e| e.message)?;
+        let resp = self.mgr.ui_action(session, &req).map_err(|e| e.message())?;
+        let line = crate::ui_action::text(session, &resp)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        if resp.verified {
+            Ok(line)
+        } else {
+            Err(format!("sent but not seen to take effect: {line}"))
+        }
+    }
+
+    fn node(&self, session: &str, id: &str) -> Result<Option<Value>, String> {
+        let look = crate::params::UiParams {
+            session_id: session.to_string(),
+            mode: Some(crate::params::UiModeParam::Tree),
+            id: Some(id.to_string()),
+            max_nodes: Some(1),
+            all: true,
+            vision: None,
+        };
+        let req = crate::ui::request(&look, &self.settings).map_err(|e| e.message)?;
+        match self.mgr.ui(session, &req) {
+            Ok(r) => Ok(r.nodes.into_iter().next()),
+            Err(e) if e.message().starts_with("no node has id") => Ok(None),
+            Err(e) => Err(e.message()),
+        }
     }
 }

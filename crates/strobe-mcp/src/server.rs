@@ -370,7 +370,8 @@ impl StrobeServer {
         &self,
         Args(p): Args<ScenarioParams>,
     ) -> Result<CallToolResult, McpError> {
-        Ok(crate::channel::debug_test_scenario(self.mgr.clone(), p).await)
+        let (settings, _) = self.settings_for_session(&p.session_id);
+        Ok(crate::channel::debug_test_scenario(self.mgr.clone(), p, settings).await)
     }
 
     #[tool(

@@ -98,6 +98,7 @@ pub fn evaluate(
     id: &str,
     check: &Check,
     from_ns: u64,
+    ui: Option<&dyn crate::UiDriver>,
 ) -> Result<Outcome, String> {
     let from = if check.since_start { 0 } else { from_ns };
     let window = if check.since_start {
@@ -266,6 +267,49 @@ pub fn evaluate(
                 }
                 (Ok(b), true, None) => (true, format!("{path} exists ({} bytes)", b.len())),
             };
+            Ok(Outcome::new(pass, expected, actual, vec![]))
+        }
+        On::Ui {
+            id: node,
+            value,
+            name,
+            exists,
+        } => {
+            let ui = ui.ok_or("ui checks need a GUI driver (debug_test_scenario gives one)")?;
+            let found = ui.node(id, node)?;
+            let mut expected = vec![format!(
+                "node {node} {}",
+                if *exists { "exists" } else { "does not exist" }
+            )];
+            if let Some(v) = value {
+                expected.push(format!("its value {v}"));
+            }
+            if let Some(n) = name {
+                expected.push(format!("its name contains {n:?}"));
+            }
+            let expected = expected.join(", ");
+            let Some(n) = found else {
+                return Ok(Outcome::new(
+                    !exists,
+                    expected,
+                    format!("no node {node} in the tree"),
+                    vec![],
+                ));
+            };
+            let shown_value = n.get("value").cloned().unwrap_or(Value::Null);
+            let shown_name = n["name"].as_str().unwrap_or("").to_string();
+            let pass = *exists
+                && value.as_ref().is_none_or(|c| {
+                    c.holds(&shown_value)
+                        || shown_value
+                            .as_str()
+                            .and_then(|s| s.parse::<f64>().ok())
+                            .is_some_and(|f| c.holds(&json!(f)))
+                })
+                && name
+                    .as_ref()
+                    .is_none_or(|t| shown_name.contains(t.as_str()));
+            let actual = format!("{node} [{shown_name}] value {shown_value}");
             Ok(Outcome::new(pass, expected, actual, vec![]))
         }
         On::Midi {

@@ -28,6 +28,21 @@ pub use eval::Outcome;
 pub use run::{Failure, Report, StepResult, render, run, run_document};
 pub use spec::{Check, Kinds, On, Scenario, SpecError, Step, StepKind, parse};
 
+/// How `ui.*` steps reach the program's GUI: the MCP layer gives the runner
+/// one that does what `debug_ui_action` does (the same checks, the same
+/// verification), so a scenario and a tool call act alike.
+pub trait UiDriver: Send + Sync {
+    /// Whether `action` (`{type: "set_value", id, value}`) is well formed;
+    /// nothing is done.
+    fn check(&self, action: &serde_json::Value) -> Result<(), String>;
+    /// Does `action` in session `session`; a line saying what was done and
+    /// seen, or why it failed or was not seen to take effect.
+    fn act(&self, session: &str, action: &serde_json::Value) -> Result<String, String>;
+    /// The node `id` as `debug_ui` shows it (`value`, `name`, `states`…),
+    /// `None` when the tree has no such node.
+    fn node(&self, session: &str, id: &str) -> Result<Option<serde_json::Value>, String>;
+}
+
 /// Why a scenario could not run (a failing step is a [`Report`], not this).
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {

@@ -72,7 +72,12 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// Runs `scenario` in session `id`.
-pub fn run(mgr: &SessionManager, id: &str, scenario: &Scenario) -> Result<Report, ScenarioError> {
+pub fn run(
+    mgr: &SessionManager,
+    id: &str,
+    scenario: &Scenario,
+    ui: Option<&dyn crate::UiDriver>,
+) -> Result<Report, ScenarioError> {
     let started = Instant::now();
     let mut report = Report {
         name: scenario.name.clone(),
@@ -84,7 +89,8 @@ pub fn run(mgr: &SessionManager, id: &str, scenario: &Scenario) -> Result<Report
         elapsed_ms: 0.0,
         warnings: Vec::new(),
     };
-    for c in &scenario.channels {
+    // `ui` is the GUI driver, not a session channel.
+    for c in scenario.channels.iter().filter(|c| *c != "ui") {
         mgr.add_channel(id, c)
             .map_err(|e| ScenarioError::Session(format!("channel {c}: {}", e.message())))?;
     }
@@ -94,6 +100,26 @@ pub fn run(mgr: &SessionManager, id: &str, scenario: &Scenario) -> Result<Report
     for step in &scenario.steps {
         let t = Instant::now();
         let (ok, summary, failure) = match &step.kind {
+            StepKind::Do { channel, data } if channel == "ui" => {
+                window = mgr.session_now_ns(id).map_err(session)?;
+                let driver = ui.ok_or_else(|| {
+                    ScenarioError::Session(
+                        "ui steps need a GUI driver (debug_test_scenario gives one)".into(),
+                    )
+                })?;
+                match driver.act(id, data) {
+                    Ok(line) => (true, format!("ui: {line}"), None),
+                    Err(why) => {
+                        let f = failure(
+                            step,
+                            format!("the GUI action {data} takes effect"),
+                            why.clone(),
+                            vec![],
+                        );
+                        (false, format!("ui: {why}"), Some(f))
+                    }
+                }
+            }
             StepKind::Do { channel, data } => {
                 window = mgr.session_now_ns(id).map_err(session)?;
                 match mgr.channel_send(id, channel, data) {
@@ -116,7 +142,7 @@ pub fn run(mgr: &SessionManager, id: &str, scenario: &Scenario) -> Result<Report
             }
             StepKind::Until { check, timeout_ms } => {
                 let deadline = t + Duration::from_millis(*timeout_ms);
-                let o = poll(mgr, id, check, window, deadline, &mut report.warnings)
+                let o = poll(mgr, id, check, window, deadline, &mut report.warnings, ui)
                     .map_err(ScenarioError::Session)?;
                 if o.pass {
                     (true, format!("{} after {:.1} ms", o.expected, ms(t)), None)
@@ -133,10 +159,10 @@ pub fn run(mgr: &SessionManager, id: &str, scenario: &Scenario) -> Result<Report
             StepKind::Assert(check) => {
                 let o = if check.is_negative() {
                     report.warnings.extend(settle(mgr, id));
-                    evaluate(mgr, id, check, window).map_err(ScenarioError::Session)?
+                    evaluate(mgr, id, check, window, ui).map_err(ScenarioError::Session)?
                 } else {
                     let deadline = t + Duration::from_millis(check.within_ms);
-                    poll(mgr, id, check, window, deadline, &mut report.warnings)
+                    poll(mgr, id, check, window, deadline, &mut report.warnings, ui)
                         .map_err(ScenarioError::Session)?
                 };
                 if o.pass {
@@ -209,6 +235,7 @@ fn poll(
     window: u64,
     deadline: Instant,
     warnings: &mut Vec<String>,
+    ui: Option<&dyn crate::UiDriver>,
 ) -> Result<Outcome, String> {
     loop {
         for w in settle(mgr, id) {
@@ -216,7 +243,7 @@ fn poll(
                 warnings.push(w);
             }
         }
-        let o = evaluate(mgr, id, check, window)?;
+        let o = evaluate(mgr, id, check, window, ui)?;
         if o.pass || Instant::now() >= deadline {
             return Ok(o);
         }
@@ -275,7 +302,12 @@ pub fn run_document(
     id: &str,
     name: &str,
     doc: &Value,
+    ui: Option<std::sync::Arc<dyn crate::UiDriver>>,
 ) -> Result<Report, ScenarioError> {
-    let scenario = crate::spec::parse(name, doc, &crate::spec::Kinds::registered())?;
-    run(mgr, id, &scenario)
+    let kinds = match &ui {
+        Some(d) => crate::spec::Kinds::with_ui(d.clone()),
+        None => crate::spec::Kinds::registered(),
+    };
+    let scenario = crate::spec::parse(name, doc, &kinds)?;
+    run(mgr, id, &scenario, ui.as_deref())
 }

@@ -4,7 +4,7 @@
 //! refused naming the step (numbered from 1) and the field.
 
 use crate::compare::Compare;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::fmt;
 
 /// Longest fixed wait, and longest `until` timeout.
@@ -118,6 +118,17 @@ pub enum On {
         /// Text it contains.
         contains: Option<String>,
     },
+    /// A node of the program's GUI.
+    Ui {
+        /// Its id, from debug_ui.
+        id: String,
+        /// A condition on its value.
+        value: Option<Compare>,
+        /// Text its name contains.
+        name: Option<String>,
+        /// Whether it is in the tree (default true).
+        exists: bool,
+    },
     /// MIDI messages the program sent (a midi channel's `seen` events).
     Midi {
         /// Only this channel ("midi:synth").
@@ -163,6 +174,7 @@ impl Check {
             On::Output { present, .. } | On::Events { present, .. } => !present,
             On::File { exists, .. } => !exists,
             On::Midi { present, .. } => !present,
+            On::Ui { exists, .. } => !exists,
             On::Net { .. } | On::Audio { .. } => false,
         }
     }
@@ -188,8 +200,12 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-/// The channel kinds a `do` step may name, with their stimulus fields.
-pub struct Kinds(pub Vec<(String, Vec<String>)>);
+/// The channel kinds a `do` step may name, with their stimulus fields, and
+/// the GUI driver `ui.*` steps go through (none: they are refused).
+pub struct Kinds(
+    pub Vec<(String, Vec<String>)>,
+    pub Option<std::sync::Arc<dyn crate::UiDriver>>,
+);
 
 impl Kinds {
     /// The registered channel kinds.
@@ -204,7 +220,15 @@ impl Kinds {
                     )
                 })
                 .collect(),
+            None,
         )
+    }
+
+    /// The registered kinds, with `ui` steps going through `driver`.
+    pub fn with_ui(driver: std::sync::Arc<dyn crate::UiDriver>) -> Kinds {
+        let mut k = Kinds::registered();
+        k.1 = Some(driver);
+        k
     }
 
     fn fields(&self, kind: &str) -> Option<&[String]> {
@@ -334,9 +358,22 @@ fn do_step(obj: &Map<String, Value>, kinds: &Kinds) -> Result<StepKind, String> 
         .ok_or_else(|| format!("\"do\": {target:?} is not <channel>.<verb> (\"stdio.send\")"))?;
     let kind = channel.split(':').next().unwrap_or("");
     if kind == "ui" {
-        return Err(
-            "ui steps are not available yet: drive the GUI with debug_ui_action between scenario runs".into(),
-        );
+        let driver = kinds
+            .1
+            .as_ref()
+            .ok_or("ui steps need a GUI driver (debug_test_scenario gives one)")?;
+        let mut data: Map<String, Value> = obj
+            .iter()
+            .filter(|(k, _)| *k != "do")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        data.insert("type".into(), json!(verb));
+        let data = Value::Object(data);
+        driver.check(&data)?;
+        return Ok(StepKind::Do {
+            channel: "ui".into(),
+            data,
+        });
     }
     let fields = kinds.fields(kind).ok_or_else(|| {
         format!(
@@ -435,6 +472,7 @@ fn fields_of(what: &str) -> Option<&'static [&'static str]> {
             "present",
         ],
         "audio" => &["channel", "rms", "peak", "frequency", "silence", "clipping"],
+        "ui" => &["id", "value", "name", "exists"],
         _ => return None,
     })
 }
@@ -442,7 +480,7 @@ fn fields_of(what: &str) -> Option<&'static [&'static str]> {
 fn check(obj: &Map<String, Value>, what: &str, at: &str) -> Result<Check, String> {
     let fields = fields_of(what).ok_or_else(|| {
         format!(
-            "{at}: cannot check {what:?}; checks: trace, stdout, stderr, net, file, stdin, files (what a file channel saw), midi, audio"
+            "{at}: cannot check {what:?}; checks: trace, stdout, stderr, net, file, stdin, files (what a file channel saw), midi, audio, ui"
         )
     })?;
     for k in obj.keys() {
@@ -544,6 +582,12 @@ fn check(obj: &Map<String, Value>, what: &str, at: &str) -> Result<Check, String
                 body_contains,
             }
         }
+        "ui" => On::Ui {
+            id: str_of("id")?.ok_or("a ui check needs \"id\", a node id from debug_ui")?,
+            value: obj.get("value").map(Compare::parse).transpose()?,
+            name: str_of("name")?,
+            exists: bool_of("exists")?.unwrap_or(true),
+        },
         "midi" => {
             let mut want = Map::new();
             for k in ["type", "note", "velocity", "controller", "value", "program"] {

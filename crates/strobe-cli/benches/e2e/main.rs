@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob) or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd) or `=overhead` (native tracing per call) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{Env, fixture};
 
+mod channels;
 mod debugging;
 mod gui;
 mod gui_action;
@@ -134,6 +135,10 @@ async fn main() {
             gui_action::gui_interaction(&c, runs).await;
             return;
         }
+        Ok("channels") => {
+            channels::channels(&c, runs).await;
+            return;
+        }
         Ok("hooks") => {
             hook_installation(&c).await;
             return;
@@ -207,6 +212,7 @@ async fn main() {
     javascript::javascript_tracing(&c, runs).await;
     gui::gui_observation(&c, runs).await;
     gui_action::gui_interaction(&c, runs).await;
+    channels::channels(&c, runs).await;
 
     let t = Instant::now();
     let (id, _) = c.launch(&flood, &[&mb.to_string()]).await;

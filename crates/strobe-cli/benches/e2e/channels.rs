@@ -1,0 +1,281 @@
+//! I/O channels and scenarios (issue 23), each beside a baseline in the
+//! same run:
+//!
+//! - step overhead: a scenario's `do stdio.send` step and a (true) `assert`
+//!   step, beside the same stimulus sent by one `debug_channel` call;
+//! - `wait.until` wake-up: from the matching stdout event's timestamp to
+//!   the wait step's end (session clock), and an iteration of send + wait
+//!   beside an agent's send + `debug_query` polling every 20 ms;
+//! - MIDI note-on → the synth's traced `Synth::note_on`, against one JACK
+//!   period (256 frames at 48 kHz);
+//! - xruns while the audio channel captures at 256 frames / 48 kHz, with
+//!   the synth's process callback traced and without.
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+use crate::{median, percentile, support};
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+async fn wait_line(c: &support::Client, id: &str, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !c.stdout_lines(id).await.iter().any(|l| l.contains(text)) {
+        assert!(Instant::now() < deadline, "no {text:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn run(c: &support::Client, id: &str, steps: Value) -> Value {
+    let r = c
+        .reply(
+            "debug_test_scenario",
+            json!({"sessionId": id, "scenario": {"steps": steps}}),
+        )
+        .await;
+    assert!(!r.is_error && r.value["passed"] == true, "{}", r.text);
+    r.value
+}
+
+fn step_ms(report: &Value, text_has: &str) -> Vec<f64> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["text"].as_str().unwrap().contains(text_has))
+        .map(|s| s["elapsedMs"].as_f64().unwrap())
+        .collect()
+}
+
+/// Every event of `kind` as (id, ts ns, event).
+async fn timeline(c: &support::Client, id: &str, kind: &str) -> Vec<(u64, u64, Value)> {
+    c.events(id, Some(kind))
+        .await
+        .into_iter()
+        .map(|e| {
+            (
+                e["id"].as_u64().unwrap(),
+                e["timestampNs"].as_u64().unwrap(),
+                e,
+            )
+        })
+        .collect()
+}
+
+pub async fn channels(c: &support::Client, runs: usize) {
+    let n = runs.max(20);
+    stdio_steps(c, n).await;
+    jack_latency(c, n).await;
+}
+
+async fn stdio_steps(c: &support::Client, n: usize) {
+    let exe = support::fixture("repl");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap(), "stdin": "pipe"}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    wait_line(c, &id, "ready").await;
+
+    // Baseline: the stimulus as one debug_channel call over MCP.
+    let mut direct = Vec::new();
+    for i in 0..n {
+        let t = Instant::now();
+        c.ok(
+            "debug_channel",
+            json!({"sessionId": id, "action": "send", "channel": "stdio", "data": {"line": format!("add {i} 0")}}),
+        )
+        .await;
+        direct.push(ms(t));
+    }
+    // The same as scenario steps, and true asserts (each settles the session).
+    let mut steps = Vec::new();
+    for i in 0..n {
+        steps.push(json!({"do": "stdio.send", "line": format!("mul {i} 1")}));
+        steps.push(json!({"assert": "stdout", "contains": "ready", "since": "start"}));
+    }
+    let report = run(c, &id, json!(steps)).await;
+    let dos = step_ms(&report, "\"do\"");
+    let asserts = step_ms(&report, "\"assert\"");
+    println!("scenario step overhead ({n} steps each, median / p95)");
+    println!(
+        "  do stdio.send step:                 {:>7.2} / {:>7.2} ms",
+        median(dos.clone()),
+        percentile(dos.clone(), 0.95)
+    );
+    println!(
+        "  assert step (settle + query):       {:>7.2} / {:>7.2} ms",
+        median(asserts.clone()),
+        percentile(asserts, 0.95)
+    );
+    println!(
+        "  baseline debug_channel send (MCP):  {:>7.2} / {:>7.2} ms",
+        median(direct.clone()),
+        percentile(direct.clone(), 0.95)
+    );
+    println!(
+        "  ratio do step / MCP call:           {:>7.2}x",
+        median(dos) / median(direct)
+    );
+
+    // wait.until: from the matching line's timestamp to the step's end.
+    let mut steps = Vec::new();
+    for i in 0..n {
+        let a = 1000 + i;
+        steps.push(json!({"do": "stdio.send", "line": format!("add {a} {a}")}));
+        steps.push(json!({"wait": {"until": {"assert": "stdout", "contains": format!("= {}", 2 * a)}, "timeoutMs": 5000}}));
+    }
+    let t = Instant::now();
+    run(c, &id, json!(steps)).await;
+    let scenario_iter = ms(t) / n as f64;
+    let outs = timeline(c, &id, "stdout").await;
+    let waits: Vec<(u64, u64, Value)> = timeline(c, &id, "scenario_step")
+        .await
+        .into_iter()
+        .filter(|(_, _, e)| e["text"].as_str().unwrap_or("").contains("until"))
+        .collect();
+    let mut wake = Vec::new();
+    for (i, (_, end_ts, _)) in waits.iter().rev().take(n).enumerate() {
+        let want = format!("= {}", 2 * (1000 + (n - 1 - i)));
+        let line = outs
+            .iter()
+            .find(|(_, _, e)| e["text"] == want)
+            .expect("the awaited line");
+        wake.push((*end_ts as f64 - line.1 as f64) / 1e6);
+    }
+    // Baseline: the agent sends, then polls debug_query every 20 ms.
+    let mut polled = Vec::new();
+    for i in 0..n {
+        let a = 5000 + i;
+        let t = Instant::now();
+        c.ok(
+            "debug_channel",
+            json!({"sessionId": id, "action": "send", "channel": "stdio", "data": {"line": format!("add {a} {a}")}}),
+        )
+        .await;
+        loop {
+            let q = c
+                .ok(
+                    "debug_query",
+                    json!({"sessionId": id, "eventType": "stdout", "textContains": format!("= {}", 2 * a), "limit": 1}),
+                )
+                .await;
+            if q["totalCount"].as_u64().unwrap() > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        polled.push(ms(t));
+    }
+    println!("wait.until wake-up ({n} waits)");
+    println!(
+        "  matching stdout event -> wait step done (session clock): median {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+        median(wake.clone()),
+        percentile(wake.clone(), 0.95),
+        wake.iter().cloned().fold(0.0, f64::max)
+    );
+    println!(
+        "  send + wait, per iteration: scenario {:.1} ms vs agent send + debug_query every 20 ms {:.1} ms (median): {:.2}x",
+        scenario_iter,
+        median(polled.clone()),
+        scenario_iter / median(polled)
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+async fn jack_latency(c: &support::Client, n: usize) {
+    let exe = support::compile_with("synth.cpp", "g++", &["-g", "-O0", "--", "-ljack", "-lm"]);
+    for traced in [false, true] {
+        if traced {
+            c.ok("debug_trace", json!({"add": ["Synth::note_on", "process"]}))
+                .await;
+        }
+        let v = c
+            .ok(
+                "debug_launch",
+                json!({"command": exe, "args": ["0.01"], "projectRoot": exe.parent().unwrap(),
+                       "jack": "auto", "channels": ["midi", "audio"]}),
+            )
+            .await;
+        let id = v["sessionId"].as_str().unwrap().to_string();
+        wait_line(c, &id, "synth ready").await;
+        let mut steps = vec![json!({"wait": 300})];
+        for i in 0..n {
+            let note = 48 + (i % 24) as u64;
+            steps.push(json!({"do": "midi.send", "type": "noteOn", "note": note}));
+            steps.push(json!({"wait": 150}));
+            steps.push(json!({"do": "midi.send", "type": "noteOff", "note": note}));
+            steps.push(json!({"wait": 100}));
+        }
+        let t = Instant::now();
+        run(c, &id, json!(steps)).await;
+        let seconds = t.elapsed().as_secs_f64();
+        let audio = timeline(c, &id, "audio").await;
+        let xruns = audio
+            .iter()
+            .filter_map(|(_, _, e)| e["xruns"].as_u64())
+            .max()
+            .unwrap_or(0);
+        let windows = audio
+            .iter()
+            .filter(|(_, _, e)| e.get("rms").is_some())
+            .count();
+        if traced {
+            let sent: Vec<u64> = timeline(c, &id, "midi")
+                .await
+                .into_iter()
+                .filter(|(_, _, e)| e["dir"] == "sent" && e["action"]["type"] == "noteOn")
+                .map(|(_, ts, _)| ts)
+                .collect();
+            let calls: Vec<u64> = c
+                .calls_of(&id, "function_enter", "Synth::note_on")
+                .await
+                .iter()
+                .map(|e| e["timestampNs"].as_u64().unwrap())
+                .collect();
+            let lat: Vec<f64> = sent
+                .iter()
+                .filter_map(|s| {
+                    calls
+                        .iter()
+                        .find(|c| *c >= s)
+                        .map(|c| (*c - s) as f64 / 1e6)
+                })
+                .collect();
+            let period = 256.0 / 48_000.0 * 1e3;
+            println!(
+                "MIDI note-on sent -> Synth::note_on entered ({} notes)",
+                lat.len()
+            );
+            println!(
+                "  median {:.2} ms, p95 {:.2} ms, max {:.2} ms; one JACK period (256 frames at 48 kHz): {period:.2} ms; median / period {:.2}x",
+                median(lat.clone()),
+                percentile(lat.clone(), 0.95),
+                lat.iter().cloned().fold(0.0, f64::max),
+                median(lat) / period
+            );
+        }
+        println!(
+            "audio capture at 256 frames / 48 kHz, {} ({seconds:.1} s, {windows} windows measured): {xruns} xruns",
+            if traced {
+                "Synth::note_on and the process callback traced"
+            } else {
+                "nothing traced (baseline)"
+            }
+        );
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+        if traced {
+            c.ok(
+                "debug_trace",
+                json!({"remove": ["Synth::note_on", "process"]}),
+            )
+            .await;
+        }
+    }
+}
