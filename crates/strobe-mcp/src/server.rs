@@ -171,52 +171,7 @@ impl StrobeServer {
                 Ok(id) => {
                     let (_, warnings) = self.settings_for_session(&id);
                     blocking(move || mgr.status(&id)).await.map(|s| {
-                        let mut text = format!(
-                            "{}: {}",
-                            s.session_id,
-                            serde_json::to_value(s.state)
-                                .unwrap()
-                                .as_str()
-                                .unwrap_or("?")
-                        );
-                        if let Some(why) = &s.stopped {
-                            text.push_str(&format!(" but {why}"));
-                        }
-                        if let Some(c) = s.exit_code {
-                            text.push_str(&format!(", exit code {c}"));
-                        }
-                        if let Some(sig) = &s.signal {
-                            text.push_str(&format!(", signal {sig}"));
-                        }
-                        text.push_str(&format!(", {} events stored", s.events.stored));
-                        for t in &s.paused_threads {
-                            text.push_str(&format!(
-                                "; thread {} paused ({}) in {} {}:{}",
-                                t.thread_id,
-                                t.breakpoint_id.as_deref().unwrap_or(&t.reason),
-                                t.function.as_deref().unwrap_or("?"),
-                                t.file
-                                    .as_deref()
-                                    .map_or("?", |f| { f.rsplit('/').next().unwrap_or(f) }),
-                                t.line.map_or("?".to_string(), |l| l.to_string())
-                            ));
-                        }
-                        if s.events.evicted > 0 || s.events.dropped > 0 {
-                            text.push_str(&format!(
-                                " ({} evicted: {} calls by events.maxPerSession, {} output by \
-                                 events.maxOutputPerSession; {} dropped)",
-                                s.events.evicted,
-                                s.events.evicted.saturating_sub(s.events.evicted_output),
-                                s.events.evicted_output,
-                                s.events.dropped
-                            ));
-                        }
-                        if s.rejected_agent_messages > 0 {
-                            text.push_str(&format!(
-                                "; {} malformed agent messages rejected (the daemon's log names each)",
-                                s.rejected_agent_messages
-                            ));
-                        }
+                        let text = render::status_text(&s);
                         (
                             with_warnings(
                                 serde_json::to_value(&s).expect("serializable"),

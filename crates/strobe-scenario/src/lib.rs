@@ -18,6 +18,7 @@
 //! API and `strobe-query`; every step is a `scenario_step` event.
 //! Never depends on: mcp, store internals.
 
+mod checks;
 mod compare;
 mod eval;
 mod run;
