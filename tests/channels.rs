@@ -435,3 +435,68 @@ async fn bad_channels_and_scenarios_are_refused_with_what_to_do() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+/// Scenario files with a `launch` section are a test suite:
+/// `debug_test {framework: "scenario"}` runs `strobe scenarios`, one test
+/// per file, and a failed one keeps its session for debug_query.
+#[tokio::test(flavor = "multi_thread")]
+async fn scenario_files_run_as_a_test_suite_through_debug_test() {
+    let env = Env::new();
+    let c = env.client().await;
+    let repl = fixture("repl");
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(".strobe/scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let launch = json!({"command": repl, "stdin": "pipe"});
+    std::fs::write(
+        dir.join("adds.json"),
+        json!({"launch": launch, "steps": [
+            {"wait": {"until": {"assert": "stdout", "contains": "ready"}}},
+            {"do": "stdio.send", "line": "add 2 3"},
+            {"wait": {"until": {"assert": "stdout", "contains": "= 5"}}},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("multiplies.json"),
+        json!({"launch": launch, "steps": [
+            {"wait": {"until": {"assert": "stdout", "contains": "ready"}}},
+            {"do": "stdio.send", "line": "mul 2 3"},
+            {"assert": "stdout", "contains": "= 5", "withinMs": 300},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = c
+        .test_run(
+            json!({"action": "run", "projectRoot": root.path(), "framework": "scenario"}),
+            3,
+        )
+        .await;
+    let result = &r;
+    assert_eq!(result["framework"], "scenario", "{r}");
+    assert_eq!(result["summary"]["passed"], 1, "{r}");
+    assert_eq!(result["summary"]["failed"], 1, "{r}");
+    let f = &result["failures"][0];
+    assert_eq!(f["name"], "multiplies", "{r}");
+    assert_eq!(f["file"], ".strobe/scenarios/multiplies.json", "{r}");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("step 3/3") && message.contains("\"= 6\""),
+        "{message}"
+    );
+    // The failed scenario's session is kept; the passed one's is not.
+    let sessions = c.ok("debug_session", json!({"action": "list"})).await;
+    let kept: Vec<&Value> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["retained"] == true)
+        .collect();
+    assert_eq!(kept.len(), 1, "{sessions}");
+    let id = kept[0]["sessionId"].as_str().unwrap();
+    assert!(message.contains(id), "{message}");
+    let out = c.stdout_lines(id).await;
+    assert!(out.contains(&"= 6".to_string()), "{out:?}");
+}

@@ -12,6 +12,8 @@
 //! Exit codes: 0 success, 1 the command failed, 2 a usage error (clap's
 //! convention, also used for an unusable STROBE_HOME).
 
+mod scenarios;
+
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 use strobe_core::{Settings, StrobeHome};
@@ -66,6 +68,20 @@ enum Verb {
         /// Where to write (default: SESSION.trace.json); `-` for stdout
         #[arg(short, long, value_name = "FILE")]
         output: Option<String>,
+    },
+    /// Run a project's scenario files (.strobe/scenarios/*.json) as a test suite
+    ///
+    /// Each file's `launch` section starts its program through the daemon,
+    /// its steps run as debug_test_scenario runs them, and one SCENARIO
+    /// PASS/FAIL line is printed per file (debug_test {framework: "scenario"}
+    /// runs this). Exits 1 when one failed; a failed one's session is kept.
+    Scenarios {
+        /// The project (default: the current directory)
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project_root: std::path::PathBuf,
+        /// Only the scenario of this name (its file's stem)
+        #[arg(long, value_name = "NAME")]
+        only: Option<String>,
     },
     /// Print a shell completion script (e.g. `source <(strobe completions bash)`)
     Completions {
@@ -181,6 +197,9 @@ fn main() -> ExitCode {
             export(&home, &session, &file)
         }
         Verb::Ui => ui(home),
+        Verb::Scenarios { project_root, only } => {
+            scenarios::run(&home, &project_root, only.as_deref())
+        }
         Verb::Completions { .. } => unreachable!("handled before STROBE_HOME is read"),
     }
 }

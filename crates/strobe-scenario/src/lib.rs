@@ -7,7 +7,8 @@
 //! program stays alive for the agent to investigate.
 //!
 //! Windows: a check looks at what happened since the previous `do` step
-//! (or since the session started with `since: "start"`). Before a check
+//! (before the first one, and with `since: "start"`, since the session
+//! started). Before a check
 //! is read the session is settled (every agent ships the calls it holds,
 //! the store commits), so a call made before the check is in it. A
 //! positive check may take `withinMs` (default 1 s) to come true; a

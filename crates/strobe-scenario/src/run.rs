@@ -96,7 +96,10 @@ pub fn run(
     }
     // The window of trace and output checks starts at the previous do step.
     let session = |e: strobe_session::SessionError| ScenarioError::Session(e.message());
-    let mut window = mgr.session_now_ns(id).map_err(session)?;
+    // Before the first `do` step, "since the previous do step" is since
+    // the session began: a first wait sees what the program printed at start.
+    mgr.session_now_ns(id).map_err(session)?;
+    let mut window = 0;
     for step in &scenario.steps {
         let t = Instant::now();
         let (ok, summary, failure) = match &step.kind {

@@ -255,9 +255,9 @@ pub fn parse(name: &str, doc: &Value, kinds: &Kinds) -> Result<Scenario, SpecErr
         .as_object()
         .ok_or_else(|| top("a scenario is an object: {channels?, steps: [...]}".into()))?;
     for key in obj.keys() {
-        if !["name", "channels", "steps", "description"].contains(&key.as_str()) {
+        if !["name", "channels", "steps", "description", "launch"].contains(&key.as_str()) {
             return Err(top(format!(
-                "unknown field {key:?} (a scenario has name, description, channels, steps)"
+                "unknown field {key:?} (a scenario has name, description, launch, channels, steps)"
             )));
         }
     }

@@ -141,7 +141,9 @@ mod tests {
         std::fs::write(dir.path().join("setup.py"), "").unwrap();
         let python = describe(dir.path()).hint;
         assert!(
-            python.ends_with("(debug_test's frameworks for Python: unittest, pytest, generic)"),
+            python.ends_with(
+                "(debug_test's frameworks for Python: unittest, pytest, scenario, generic)"
+            ),
             "{python}"
         );
     }

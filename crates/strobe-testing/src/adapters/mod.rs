@@ -35,6 +35,7 @@ registered! {
     bun::BunAdapter,
     deno::DenoAdapter,
     nextest::NextestAdapter,
+    scenario::ScenarioAdapter,
     generic::GenericAdapter,
 }
 

@@ -1,0 +1,225 @@
+//! `strobe scenarios`: a project's scenario files run as a test suite
+//! through the daemon (started if need be). Each `.strobe/scenarios/*.json`
+//! with a `launch` section (debug_launch's arguments) is launched, run by
+//! `debug_test_scenario`, and stopped — its data kept when it failed, for
+//! debug_query. One `SCENARIO START|PASS|FAIL` line per scenario is what
+//! the `scenario` test adapter (strobe-testing) reads.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use strobe_core::StrobeHome;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+/// Where a project keeps its scenario files.
+const DIR: &str = ".strobe/scenarios";
+
+/// A line-delimited JSON-RPC (MCP) client on the daemon's socket.
+struct Mcp {
+    reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    writer: tokio::net::unix::OwnedWriteHalf,
+    next: u64,
+}
+
+impl Mcp {
+    async fn open(stream: UnixStream) -> std::io::Result<Mcp> {
+        let (r, w) = stream.into_split();
+        let mut m = Mcp {
+            reader: BufReader::new(r),
+            writer: w,
+            next: 1,
+        };
+        m.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "strobe-scenarios", "version": env!("CARGO_PKG_VERSION")}}),
+        )
+        .await?;
+        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await?;
+        Ok(m)
+    }
+
+    async fn send(&mut self, msg: &Value) -> std::io::Result<()> {
+        let mut line = msg.to_string();
+        line.push('\n');
+        self.writer.write_all(line.as_bytes()).await
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> std::io::Result<Value> {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line).await? == 0 {
+                return Err(std::io::Error::other("the daemon closed the connection"));
+            }
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v["id"] == json!(id) {
+                if let Some(e) = v.get("error") {
+                    return Err(std::io::Error::other(e.to_string()));
+                }
+                return Ok(v["result"].clone());
+            }
+        }
+    }
+
+    /// A tool call: its structured content, or its error text.
+    async fn tool(&mut self, name: &str, args: Value) -> std::io::Result<Result<Value, String>> {
+        let r = self
+            .request("tools/call", json!({"name": name, "arguments": args}))
+            .await?;
+        let text = r["content"][0]["text"].as_str().unwrap_or("").to_string();
+        Ok(if r["isError"] == true {
+            Err(text)
+        } else {
+            Ok(r["structuredContent"].clone())
+        })
+    }
+}
+
+/// The scenario files of `root`, by name, sorted.
+fn files(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(root.join(DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), p)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Runs the suite; the exit code is 0 when every scenario passed.
+pub fn run(home: &StrobeHome, root: &Path, only: Option<&str>) -> ExitCode {
+    let root = match root.canonicalize() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("strobe scenarios: project root {}: {e}", root.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut todo = files(&root);
+    if let Some(name) = only {
+        todo.retain(|(n, _)| n == name);
+    }
+    if todo.is_empty() {
+        eprintln!(
+            "strobe scenarios: no scenario {}in {}: each is a JSON file with a launch section and steps (README, Scenarios)",
+            only.map(|o| format!("{o:?} ")).unwrap_or_default(),
+            root.join(DIR).display()
+        );
+        return ExitCode::from(2);
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("strobe scenarios: cannot find my own executable to start the daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async {
+        let stream = match strobe_daemon::proxy::connect_or_start(home, &exe).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("strobe scenarios: cannot reach the daemon: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mut mcp = match Mcp::open(stream).await {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("strobe scenarios: the daemon did not answer MCP's initialize: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mut failed = 0;
+        for (name, path) in todo {
+            println!("SCENARIO START {name}");
+            let started = std::time::Instant::now();
+            let outcome = one(&mut mcp, &root, &name, &path).await;
+            let ms = (started.elapsed().as_secs_f64() * 1e4).round() / 10.0;
+            let shown = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            match outcome {
+                Ok(()) => println!("SCENARIO PASS {name} {ms}"),
+                Err(why) => {
+                    failed += 1;
+                    println!(
+                        "SCENARIO FAIL {name} {ms} {shown} {}",
+                        why.replace('\n', "; ")
+                    );
+                }
+            }
+        }
+        if failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    })
+}
+
+/// Launches, runs and stops one scenario; why it failed.
+async fn one(mcp: &mut Mcp, root: &Path, name: &str, path: &Path) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("the daemon connection failed: {e}");
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
+    let mut launch = doc
+        .get("launch")
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or("no \"launch\" section: a suite scenario says what to run, as debug_launch's arguments ({command, args, stdin, channels, jack, display})")?;
+    launch.entry("projectRoot").or_insert_with(|| json!(root));
+    let launched = mcp
+        .tool("debug_launch", Value::Object(launch))
+        .await
+        .map_err(io)?;
+    let launched = launched.map_err(|e| format!("launch failed: {e}"))?;
+    let id = launched["sessionId"].as_str().unwrap_or("").to_string();
+    let ran = mcp
+        .tool(
+            "debug_test_scenario",
+            json!({"sessionId": id, "scenarioFile": name}),
+        )
+        .await
+        .map_err(io)?;
+    let result = match ran {
+        Err(e) => Err(e),
+        Ok(report) if report["passed"] == true => Ok(()),
+        Ok(report) => {
+            let f = &report["failure"];
+            Err(format!(
+                "step {}/{}: {} — expected {}; actual {}; session {id} kept: debug_query {{sessionId: \"{id}\"}}",
+                f["step"],
+                report["stepsTotal"],
+                f["text"].as_str().unwrap_or(""),
+                f["expected"].as_str().unwrap_or(""),
+                f["actual"].as_str().unwrap_or("")
+            ))
+        }
+    };
+    let _ = mcp
+        .tool(
+            "debug_session",
+            json!({"action": "stop", "sessionId": id, "retain": result.is_err()}),
+        )
+        .await
+        .map_err(io)?;
+    result
+}
