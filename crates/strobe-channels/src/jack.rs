@@ -372,6 +372,73 @@ fn connect_all(
     }
 }
 
+/// What a JACK channel's spec names: the channel's name (`midi`,
+/// `midi:synth`), the program's client, and the server to use.
+pub(crate) fn target(
+    kind: &str,
+    spec: &crate::ChannelSpec,
+    session: &crate::SessionTarget,
+) -> (String, Program, String) {
+    let (name, program) = match &spec.target {
+        Some(t) => (format!("{kind}:{t}"), Program::Named(t.clone())),
+        None => (kind.to_string(), Program::Pids(session.pids.clone())),
+    };
+    (name, program, server_name(&session.env))
+}
+
+/// A JACK channel's observation side: the session's sink, and the thread
+/// that turns what the real-time side queued into observations.
+#[derive(Default)]
+pub(crate) struct Observer {
+    sink: std::sync::Mutex<Option<Arc<dyn crate::ObservationSink>>>,
+    stop: AtomicBool,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Observer {
+    /// The sink, while capturing.
+    pub(crate) fn sink(&self) -> Option<Arc<dyn crate::ObservationSink>> {
+        self.sink.lock().expect("sink lock").clone()
+    }
+
+    /// Whether the work should end.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Takes `sink` and starts `work` on a thread (once).
+    pub(crate) fn start(
+        &self,
+        channel: &str,
+        sink: Arc<dyn crate::ObservationSink>,
+        work: impl FnOnce() + Send + 'static,
+    ) -> Result<(), crate::ChannelError> {
+        *self.sink.lock().expect("sink lock") = Some(sink);
+        let mut thread = self.thread.lock().expect("thread lock");
+        if thread.is_none() {
+            *thread = Some(
+                std::thread::Builder::new()
+                    .name(format!("strobe-{channel}"))
+                    .spawn(work)
+                    .map_err(|e| crate::ChannelError::Unavailable {
+                        channel: channel.to_string(),
+                        why: e.to_string(),
+                    })?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Ends the work (joined) and lets the sink go.
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.lock().expect("thread lock").take() {
+            let _ = t.join();
+        }
+        self.sink.lock().expect("sink lock").take();
+    }
+}
+
 /// CLOCK_MONOTONIC now, in ns (the session clock's base).
 pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -84,6 +84,21 @@ pub struct SessionTarget {
     pub data_dir: PathBuf,
 }
 
+#[cfg(test)]
+impl SessionTarget {
+    /// A session of process `pids` rooted at `root`, for unit tests.
+    pub(crate) fn for_tests(root: &str, pids: Vec<u32>) -> SessionTarget {
+        SessionTarget {
+            session_id: "s".into(),
+            pids,
+            project_root: root.into(),
+            stdin: None,
+            env: vec![],
+            data_dir: std::env::temp_dir(),
+        }
+    }
+}
+
 /// One thing a channel saw: stored by the session as a timeline event of
 /// the channel's kind.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 //! and once when silence begins (so a silent program costs nothing); what
 //! it played is also written to a WAV file (the first five minutes).
 
-use crate::jack::{AUDIO, Client, Cycle, Link, Port, PortSpec, Program, monotonic_ns, server_name};
+use crate::jack::{AUDIO, Client, Cycle, Link, Observer, Port, PortSpec, monotonic_ns, target};
 use crate::{
     ChannelError, ChannelKind, ChannelSpec, InputChannel, Observation, ObservationSink,
     OpenChannel, OutputChannel, SessionTarget,
@@ -13,7 +13,7 @@ use crate::{
 use serde_json::{Value, json};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,8 +58,7 @@ struct Shared {
     cycle_ns: AtomicU64,
     cycle_head: AtomicU64,
     playing: Mutex<Option<Playing>>,
-    sink: Mutex<Option<Arc<dyn ObservationSink>>>,
-    stop: AtomicBool,
+    observer: Observer,
 }
 
 impl Cycle for Arc<Shared> {
@@ -128,7 +127,6 @@ struct AudioChannel {
     wav: PathBuf,
     shared: Arc<Shared>,
     client: Client,
-    reader: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl ChannelKind for Audio {
@@ -149,15 +147,7 @@ impl ChannelKind for Audio {
         spec: &ChannelSpec,
         session: &SessionTarget,
     ) -> Result<OpenChannel, ChannelError> {
-        let name = match &spec.target {
-            Some(t) => format!("audio:{t}"),
-            None => "audio".to_string(),
-        };
-        let program = match &spec.target {
-            Some(t) => Program::Named(t.clone()),
-            None => Program::Pids(session.pids.clone()),
-        };
-        let server = server_name(&session.env);
+        let (name, program, server) = target("audio", spec, session);
         let shared = Arc::new(Shared {
             ring: (0..RING).map(|_| AtomicU32::new(0)).collect(),
             head: AtomicU64::new(0),
@@ -166,8 +156,7 @@ impl ChannelKind for Audio {
             cycle_ns: AtomicU64::new(0),
             cycle_head: AtomicU64::new(0),
             playing: Mutex::new(None),
-            sink: Mutex::new(None),
-            stop: AtomicBool::new(false),
+            observer: Observer::default(),
         });
         let client = Client::open(
             &server,
@@ -198,7 +187,6 @@ impl ChannelKind for Audio {
             server,
             shared,
             client,
-            reader: Mutex::new(None),
         });
         Ok(OpenChannel {
             input: Some(Box::new(ch.clone())),
@@ -343,29 +331,14 @@ impl OutputChannel for Arc<AudioChannel> {
     }
 
     fn start_capture(&self, sink: Arc<dyn ObservationSink>) -> Result<(), ChannelError> {
-        *self.shared.sink.lock().expect("sink lock") = Some(sink);
-        let mut reader = self.reader.lock().expect("reader lock");
-        if reader.is_none() {
-            let me = self.clone();
-            *reader = Some(
-                std::thread::Builder::new()
-                    .name("strobe-audio-read".into())
-                    .spawn(move || me.analyse())
-                    .map_err(|e| ChannelError::Unavailable {
-                        channel: self.name.clone(),
-                        why: e.to_string(),
-                    })?,
-            );
-        }
-        Ok(())
+        let me = self.clone();
+        self.shared
+            .observer
+            .start(&self.name, sink, move || me.analyse())
     }
 
     fn stop_capture(&self) -> Result<(), ChannelError> {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.reader.lock().expect("reader lock").take() {
-            let _ = t.join();
-        }
-        self.shared.sink.lock().expect("sink lock").take();
+        self.shared.observer.stop();
         Ok(())
     }
 }
@@ -380,7 +353,7 @@ impl AudioChannel {
         let mut was_silent = true;
         let mut first = true;
         let mut reported_overruns = 0;
-        while !self.shared.stop.load(Ordering::Relaxed) {
+        while !self.shared.observer.stopped() {
             std::thread::sleep(READ_EVERY);
             let head = self.shared.head.load(Ordering::Acquire);
             let mut tail = self.shared.tail.load(Ordering::Relaxed);
@@ -424,7 +397,7 @@ impl AudioChannel {
     }
 
     fn observe(&self, at: Option<u64>, m: &Measure, silent: bool) {
-        let Some(sink) = self.shared.sink.lock().expect("sink lock").clone() else {
+        let Some(sink) = self.shared.observer.sink() else {
             return;
         };
         let xruns = self.client.xruns.load(Ordering::Relaxed);
@@ -455,7 +428,7 @@ impl AudioChannel {
     }
 
     fn note(&self, text: String) {
-        if let Some(sink) = self.shared.sink.lock().expect("sink lock").clone() {
+        if let Some(sink) = self.shared.observer.sink() {
             sink.observe(Observation {
                 channel: self.name.clone(),
                 at_ns: None,

@@ -501,14 +501,7 @@ mod tests {
     #[test]
     fn writes_renames_and_deletes_are_seen_and_other_files_are_not() {
         let dir = tempfile::tempdir().unwrap();
-        let session = SessionTarget {
-            session_id: "s".into(),
-            pids: vec![],
-            project_root: dir.path().into(),
-            stdin: None,
-            env: vec![],
-            data_dir: "/tmp".into(),
-        };
+        let session = SessionTarget::for_tests(dir.path().to_str().unwrap(), vec![]);
         let spec = ChannelSpec::parse("file:*.ini").unwrap();
         let ch = Files.open(&spec, &session).unwrap();
         let seen = Arc::new(Seen::default());

@@ -3,7 +3,7 @@
 //! program's client is found by its pid (or named); the channel's ports
 //! are linked to its ports as they appear.
 
-use crate::jack::{Client, Cycle, Link, MIDI, Port, PortSpec, Program, monotonic_ns, server_name};
+use crate::jack::{Client, Cycle, Link, MIDI, Observer, Port, PortSpec, monotonic_ns, target};
 use crate::{
     ChannelError, ChannelKind, ChannelSpec, InputChannel, Observation, ObservationSink,
     OpenChannel, OutputChannel, SessionTarget,
@@ -11,7 +11,7 @@ use crate::{
 use jack_sys as j;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,8 +40,7 @@ struct Shared {
     /// (CLOCK_MONOTONIC ns, status, data1, data2, length)
     incoming: Mutex<Vec<(u64, [u8; 3], usize)>>,
     lost: AtomicU64,
-    sink: Mutex<Option<Arc<dyn ObservationSink>>>,
-    stop: AtomicBool,
+    observer: Observer,
 }
 
 impl Cycle for Arc<Shared> {
@@ -90,7 +89,6 @@ struct MidiChannel {
     server: String,
     shared: Arc<Shared>,
     client: Client,
-    reader: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl ChannelKind for Midi {
@@ -111,21 +109,12 @@ impl ChannelKind for Midi {
         spec: &ChannelSpec,
         session: &SessionTarget,
     ) -> Result<OpenChannel, ChannelError> {
-        let name = match &spec.target {
-            Some(t) => format!("midi:{t}"),
-            None => "midi".to_string(),
-        };
-        let program = match &spec.target {
-            Some(t) => Program::Named(t.clone()),
-            None => Program::Pids(session.pids.clone()),
-        };
-        let server = server_name(&session.env);
+        let (name, program, server) = target("midi", spec, session);
         let shared = Arc::new(Shared {
             outgoing: Mutex::new(VecDeque::with_capacity(QUEUE)),
             incoming: Mutex::new(Vec::with_capacity(QUEUE)),
             lost: AtomicU64::new(0),
-            sink: Mutex::new(None),
-            stop: AtomicBool::new(false),
+            observer: Observer::default(),
         });
         let client_name = format!("strobe-midi-{}", std::process::id() % 100_000);
         let client = Client::open(
@@ -155,7 +144,6 @@ impl ChannelKind for Midi {
             server,
             shared,
             client,
-            reader: Mutex::new(None),
         });
         Ok(OpenChannel {
             input: Some(Box::new(ch.clone())),
@@ -327,29 +315,14 @@ impl OutputChannel for Arc<MidiChannel> {
     }
 
     fn start_capture(&self, sink: Arc<dyn ObservationSink>) -> Result<(), ChannelError> {
-        *self.shared.sink.lock().expect("sink lock") = Some(sink);
-        let mut reader = self.reader.lock().expect("reader lock");
-        if reader.is_none() {
-            let (shared, name) = (self.shared.clone(), self.name.clone());
-            *reader = Some(
-                std::thread::Builder::new()
-                    .name("strobe-midi-read".into())
-                    .spawn(move || read_loop(&shared, &name))
-                    .map_err(|e| ChannelError::Unavailable {
-                        channel: self.name.clone(),
-                        why: e.to_string(),
-                    })?,
-            );
-        }
-        Ok(())
+        let (shared, name) = (self.shared.clone(), self.name.clone());
+        self.shared
+            .observer
+            .start(&self.name, sink, move || read_loop(&shared, &name))
     }
 
     fn stop_capture(&self) -> Result<(), ChannelError> {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.reader.lock().expect("reader lock").take() {
-            let _ = t.join();
-        }
-        self.shared.sink.lock().expect("sink lock").take();
+        self.shared.observer.stop();
         Ok(())
     }
 }
@@ -357,12 +330,13 @@ impl OutputChannel for Arc<MidiChannel> {
 /// Turns received messages into observations until stopped.
 fn read_loop(shared: &Shared, name: &str) {
     let mut reported_lost = 0;
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !shared.observer.stopped() {
         std::thread::sleep(READ_EVERY);
         let got: Vec<(u64, [u8; 3], usize)> =
             std::mem::take(&mut *shared.incoming.lock().expect("incoming lock"));
-        let sink = shared.sink.lock().expect("sink lock").clone();
-        let Some(sink) = sink else { continue };
+        let Some(sink) = shared.observer.sink() else {
+            continue;
+        };
         for (at, bytes, len) in got {
             let (text, message) = decode(&bytes[..len.min(3)]);
             let mut data =

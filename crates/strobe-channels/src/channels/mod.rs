@@ -131,14 +131,7 @@ mod tests {
     #[test]
     fn a_registered_kind_is_opened_by_spec_and_its_observations_reach_the_session() {
         let kinds: Vec<Box<dyn ChannelKind>> = vec![Box::new(Echo)];
-        let session = SessionTarget {
-            session_id: "s".into(),
-            pids: vec![1],
-            project_root: "/p".into(),
-            stdin: None,
-            env: vec![],
-            data_dir: "/tmp".into(),
-        };
+        let session = SessionTarget::for_tests("/p", vec![1]);
         let ch = open(&kinds, "echo:9", &session).unwrap();
         let timeline = Arc::new(Timeline::default());
         let output = ch.output.unwrap();

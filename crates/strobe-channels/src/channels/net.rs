@@ -545,14 +545,7 @@ mod tests {
             req
         });
         let spec = ChannelSpec::parse(&format!("net:{port}")).unwrap();
-        let session = SessionTarget {
-            session_id: "s".into(),
-            pids: vec![],
-            project_root: "/".into(),
-            stdin: None,
-            env: vec![],
-            data_dir: "/tmp".into(),
-        };
+        let session = SessionTarget::for_tests("/", vec![]);
         let ch = Net.open(&spec, &session).unwrap();
         let r = ch
             .input
@@ -585,14 +578,7 @@ mod tests {
             .unwrap()
             .port();
         let spec = ChannelSpec::parse(&format!("net:{port}")).unwrap();
-        let session = SessionTarget {
-            session_id: "s".into(),
-            pids: vec![],
-            project_root: "/".into(),
-            stdin: None,
-            env: vec![],
-            data_dir: "/tmp".into(),
-        };
+        let session = SessionTarget::for_tests("/", vec![]);
         let e = Net
             .open(&spec, &session)
             .unwrap()
