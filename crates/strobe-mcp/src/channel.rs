@@ -120,32 +120,30 @@ async fn run(mgr: Arc<SessionManager>, p: ChannelParams) -> Result<(Value, Strin
             refuse_extra(&p, "query", &["channel", "limit"])?;
             let name = need_channel(&p, "query")?;
             let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
-            let open = blocking({
-                let (mgr, id) = (mgr.clone(), id.clone());
-                move || mgr.list_channels(&id)
-            })
-            .await?;
-            let c = open.iter().find(|c| c.name == name).ok_or_else(|| {
+            // By the channel's kind, so a closed channel (its program
+            // ended, or removed) and a retained session still answer.
+            let event_type = SessionManager::channel_event_type(&name).ok_or_else(|| {
                 ToolError::validation(format!(
-                    "channel {name:?} is not open in session {id} (open: {}); for a removed one use debug_query {{eventType, textContains: {name:?}}}",
-                    open.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(", ")
+                    "{name:?} is not a channel: a kind ({}) or kind:target",
+                    strobe_channels_kinds()
                 ))
             })?;
-            if c.kind == "trace" {
+            let kind = name.split(':').next().unwrap_or("").to_string();
+            if kind == "trace" {
                 return Err(ToolError::validation(
                     "the trace channel's events are function calls: debug_query {eventType: \"function_enter\"} (or function, threadName… filters) shows them",
                 ));
             }
             let params: strobe_query::QueryParams = serde_json::from_value(json!({
                 "sessionId": id,
-                "eventType": c.event_type,
-                "textContains": format!("\"channel\":{}", json!(c.name)),
+                "eventType": event_type,
+                "textContains": format!("\"channel\":{}", json!(name)),
                 "limit": limit,
             }))
             .map_err(|e| ToolError::internal(e.to_string()))?;
             let (v, body) = blocking(move || strobe_query::run_query(&mgr, params)).await?;
-            let mut text = format!("{} events of channel {}:\n{body}", c.event_type, c.name);
-            if c.kind == "stdio" {
+            let mut text = format!("{event_type} events of channel {name}:\n{body}");
+            if kind == "stdio" {
                 text.push_str(
                     "\n(The program's output: debug_query {eventType: \"stdout\"} or \"stderr\".)",
                 );
@@ -153,6 +151,13 @@ async fn run(mgr: Arc<SessionManager>, p: ChannelParams) -> Result<(Value, Strin
             Ok((v, text))
         }
     }
+}
+
+/// The channel kinds, for errors.
+fn strobe_channels_kinds() -> String {
+    let mut kinds = vec!["stdio".to_string(), "trace".to_string()];
+    kinds.extend(SessionManager::channel_kinds().into_iter().map(|k| k.kind));
+    kinds.join(", ")
 }
 
 /// Finds a scenario file: a path (absolute, or relative to the project

@@ -147,6 +147,16 @@ impl SessionManager {
             .collect()
     }
 
+    /// The `debug_query` event type of channel `name`'s events (by its
+    /// kind), whether or not it is open.
+    pub fn channel_event_type(name: &str) -> Option<String> {
+        let kind = name.split(':').next().unwrap_or(name);
+        strobe_channels::channels::all()
+            .iter()
+            .find(|k| k.kind() == kind)
+            .map(|k| k.event_type().to_string())
+    }
+
     /// Opens the always-present channels and those the launch names.
     pub(super) fn open_launch_channels(
         &self,

@@ -169,6 +169,9 @@ impl SessionManager {
         drop(life);
         if live.root.is_none() && self.running_children(live).is_empty() {
             Self::release_display(live);
+            // Its channels go with it (a private JACK server too); what
+            // they recorded stays queryable.
+            Self::close_channels(live);
         }
         live.ended.notify_all();
         live.debug_changed.notify_all();
