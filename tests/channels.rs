@@ -96,7 +96,11 @@ async fn stdin_drives_a_repl_line_by_line_until_eof() {
     let listed = c
         .reply("debug_channel", json!({"sessionId": id, "action": "list"}))
         .await;
-    assert!(listed.text.starts_with("0 channel(s) open"), "{}", listed.text);
+    assert!(
+        listed.text.starts_with("0 channel(s) open"),
+        "{}",
+        listed.text
+    );
     // What was written is on the timeline, in order, before the answers.
     let q = c
         .reply(
