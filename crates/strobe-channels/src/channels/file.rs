@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 const QUIET: Duration = Duration::from_millis(150);
 /// Characters of a file's content in an observation.
 const EXCERPT: usize = 120;
+/// Bytes read of a changed file for its excerpt.
+const HEAD_BYTES: usize = 4096;
 
 /// The `file` kind.
 pub struct Files;
@@ -427,17 +429,22 @@ fn observation(ch: &FileChannel, what: &str, name: &str, from: Option<String>) -
         None => format!("{shown} {what}"),
     };
     if what != "deleted"
-        && let Ok(bytes) = std::fs::read(ch.dir.join(name))
+        && let Some((size, head)) = head_of(&ch.dir.join(name))
     {
-        data["size"] = json!(bytes.len());
-        summary.push_str(&format!(" ({} bytes)", bytes.len()));
-        match std::str::from_utf8(&bytes) {
-            Ok(text) => {
-                let excerpt = clip(text, EXCERPT);
+        data["size"] = json!(size);
+        summary.push_str(&format!(" ({size} bytes)"));
+        // A multi-byte character cut at the end of the head is not binary.
+        let text = match std::str::from_utf8(&head) {
+            Ok(t) => Some(t),
+            Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok(),
+            Err(_) => None,
+        };
+        match text {
+            Some(text) => {
                 summary.push_str(&format!(": {:?}", clip(text, 60)));
-                data["excerpt"] = json!(excerpt);
+                data["excerpt"] = json!(clip(text, EXCERPT));
             }
-            Err(_) => data["binary"] = json!(true),
+            None => data["binary"] = json!(true),
         }
     }
     if let Some(f) = from {
@@ -449,6 +456,16 @@ fn observation(ch: &FileChannel, what: &str, name: &str, from: Option<String>) -
         at_ns: None,
         data,
     }
+}
+
+/// A file's size and its first bytes (never the whole of a big file).
+fn head_of(path: &Path) -> Option<(u64, Vec<u8>)> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    let size = f.metadata().ok()?.len();
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    f.take(HEAD_BYTES as u64).read_to_end(&mut head).ok()?;
+    Some((size, head))
 }
 
 /// Whether `name` matches `pattern` (`*` any run, `?` one character).
@@ -478,6 +495,16 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_big_file_is_measured_without_being_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.log");
+        std::fs::write(&path, "é".repeat(300_000)).unwrap();
+        let (size, head) = head_of(&path).unwrap();
+        assert_eq!(size, 600_000);
+        assert_eq!(head.len(), HEAD_BYTES);
+    }
 
     #[test]
     fn globs_match_names() {
