@@ -447,7 +447,8 @@ async fn bad_channels_and_scenarios_are_refused_with_what_to_do() {
 
 /// Scenario files with a `launch` section are a test suite:
 /// `debug_test {framework: "scenario"}` runs `strobe scenarios`, one test
-/// per file, and a failed one keeps its session for debug_query.
+/// per file, a long wait is not taken for a hung test, and a failed one
+/// keeps its session for debug_query.
 #[tokio::test(flavor = "multi_thread")]
 async fn scenario_files_run_as_a_test_suite_through_debug_test() {
     let env = Env::new();
@@ -463,6 +464,10 @@ async fn scenario_files_run_as_a_test_suite_through_debug_test() {
             {"wait": {"until": {"assert": "stdout", "contains": "ready"}}},
             {"do": "stdio.send", "line": "add 2 3"},
             {"wait": {"until": {"assert": "stdout", "contains": "= 5"}}},
+            // Longer than debug_test's stuck detector gives a silent test
+            // (4 s of silence, then 1.5 s between stack samples): the
+            // runner's heartbeat lines keep it from being taken for hung.
+            {"wait": 6500},
         ]})
         .to_string(),
     )

@@ -192,13 +192,25 @@ async fn one(mcp: &mut Mcp, root: &Path, name: &str, path: &Path) -> Result<(), 
         .map_err(io)?;
     let launched = launched.map_err(|e| format!("launch failed: {e}"))?;
     let id = launched["sessionId"].as_str().unwrap_or("").to_string();
-    let ran = mcp
-        .tool(
+    // A line a second while it runs: a scenario waiting on its program is
+    // not a hung test (debug_test's stuck detector listens for output).
+    let started = std::time::Instant::now();
+    let ran = {
+        let call = mcp.tool(
             "debug_test_scenario",
             json!({"sessionId": id, "scenarioFile": name}),
-        )
-        .await
-        .map_err(io)?;
+        );
+        tokio::pin!(call);
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                r = &mut call => break r,
+                _ = tick.tick() => println!("SCENARIO RUNNING {name} {}s", started.elapsed().as_secs()),
+            }
+        }
+    }
+    .map_err(io)?;
     let result = match ran {
         Err(e) => Err(e),
         Ok(report) if report["passed"] == true => Ok(()),

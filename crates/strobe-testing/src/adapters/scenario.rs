@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! SCENARIO START name
+//! SCENARIO RUNNING name 3s        (once a second while it runs)
 //! SCENARIO PASS name 812.3
 //! SCENARIO FAIL name 1530.9 .strobe/scenarios/name.json step 5/7: expected …; actual …
 //! ```
@@ -186,6 +187,7 @@ mod tests {
         let mut p: Box<dyn OutputParser> = Box::new(ScenarioParser::default());
         p.line(Stream::Stdout, "SCENARIO START a-note");
         assert_eq!(p.running(), ["a-note"]);
+        p.line(Stream::Stdout, "SCENARIO RUNNING a-note 1s");
         p.line(Stream::Stdout, "SCENARIO PASS a-note 812.5");
         p.line(Stream::Stdout, "SCENARIO START zero");
         p.line(
