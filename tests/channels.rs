@@ -465,8 +465,8 @@ async fn scenario_files_run_as_a_test_suite_through_debug_test() {
             {"do": "stdio.send", "line": "add 2 3"},
             {"wait": {"until": {"assert": "stdout", "contains": "= 5"}}},
             // Longer than debug_test's stuck detector gives a silent test
-            // (4 s of silence, then 1.5 s between stack samples): the
-            // runner's heartbeat lines keep it from being taken for hung.
+            // (4 s of silence, then 1.5 s between stack samples): a long
+            // wait is not taken for a hung test.
             {"wait": 6500},
         ]})
         .to_string(),

@@ -192,8 +192,9 @@ async fn one(mcp: &mut Mcp, root: &Path, name: &str, path: &Path) -> Result<(), 
         .map_err(io)?;
     let launched = launched.map_err(|e| format!("launch failed: {e}"))?;
     let id = launched["sessionId"].as_str().unwrap_or("").to_string();
-    // A line a second while it runs: a scenario waiting on its program is
-    // not a hung test (debug_test's stuck detector listens for output).
+    // A line a second while it runs: progress for whoever reads the output
+    // (debug_test's running tests), and output for its stuck detector, so
+    // a scenario waiting on its program never looks silent.
     let started = std::time::Instant::now();
     let ran = {
         let call = mcp.tool(
