@@ -330,6 +330,10 @@ impl OutputChannel for Arc<MidiChannel> {
 /// Turns received messages into observations until stopped.
 fn read_loop(shared: &Shared, name: &str) {
     let mut reported_lost = 0;
+    // Clock and active sensing come dozens of times a second: counted,
+    // and said once a second, not stored one by one.
+    let mut realtime = 0u64;
+    let mut realtime_said = std::time::Instant::now();
     while !shared.observer.stopped() {
         std::thread::sleep(READ_EVERY);
         let got: Vec<(u64, [u8; 3], usize)> =
@@ -338,6 +342,10 @@ fn read_loop(shared: &Shared, name: &str) {
             continue;
         };
         for (at, bytes, len) in got {
+            if is_realtime(bytes[0]) {
+                realtime += 1;
+                continue;
+            }
             let (text, message) = decode(&bytes[..len.min(3)]);
             let mut data =
                 json!({"dir": "seen", "message": message, "summary": format!("received {text}")});
@@ -349,6 +357,16 @@ fn read_loop(shared: &Shared, name: &str) {
                 at_ns: Some(at),
                 data,
             });
+        }
+        if realtime > 0 && realtime_said.elapsed() >= Duration::from_secs(1) {
+            sink.observe(Observation {
+                channel: name.to_string(),
+                at_ns: None,
+                data: json!({"dir": "seen", "realtime": realtime,
+                    "summary": format!("received {realtime} MIDI realtime message(s) (clock, start/stop, active sensing): counted, not stored one by one")}),
+            });
+            realtime = 0;
+            realtime_said = std::time::Instant::now();
         }
         let lost = shared.lost.load(Ordering::Relaxed);
         if lost > reported_lost {
@@ -363,9 +381,21 @@ fn read_loop(shared: &Shared, name: &str) {
     }
 }
 
+/// System realtime messages (0xF8-0xFF: clock, start, stop, active
+/// sensing, reset).
+fn is_realtime(status: u8) -> bool {
+    status >= 0xF8
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clock_and_active_sensing_are_realtime_and_notes_are_not() {
+        assert!(is_realtime(0xF8) && is_realtime(0xFE));
+        assert!(!is_realtime(0x90) && !is_realtime(0xF0));
+    }
 
     #[test]
     fn stimuli_encode_and_messages_decode() {
