@@ -16,6 +16,7 @@ pub mod params;
 mod progress;
 pub mod render;
 mod reply;
+mod scenario;
 pub mod schema;
 mod server;
 #[cfg(test)]

@@ -326,7 +326,7 @@ impl StrobeServer {
         Args(p): Args<ScenarioParams>,
     ) -> Result<CallToolResult, McpError> {
         let (settings, _) = self.settings_for_session(&p.session_id);
-        Ok(crate::channel::debug_test_scenario(self.mgr.clone(), p, settings).await)
+        Ok(crate::scenario::debug_test_scenario(self.mgr.clone(), p, settings).await)
     }
 
     #[tool(
