@@ -339,72 +339,39 @@ async fn bad_channels_and_scenarios_are_refused_with_what_to_do() {
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
     wait_line(&c, &id, "ready").await;
-    let add = |channel: &str| json!({"sessionId": id, "action": "add", "channel": channel});
-
-    let e = c.reply("debug_channel", add("bogus")).await;
-    assert!(
-        e.error_text()
-            .contains("available: stdio, trace, file, net, midi, audio"),
-        "{}",
-        e.text
-    );
-    // MIDI without a JACK server says how to get one.
-    let e = c.reply("debug_channel", add("midi")).await;
-    assert!(
-        e.error_text().contains("no JACK server") && e.error_text().contains("jack: \"auto\""),
-        "{}",
-        e.text
-    );
-    let e = c.reply("debug_channel", add("net:tcp://10.1.2.3:80")).await;
-    assert!(e.error_text().contains("not loopback"), "{}", e.text);
-    let e = c
-        .reply("debug_channel", add("net:tcp://example.com:80"))
-        .await;
-    assert!(
-        e.error_text().contains("not a loopback address"),
-        "{}",
-        e.text
-    );
-    let e = c
-        .reply(
-            "debug_channel",
-            json!({"sessionId": id, "action": "send", "channel": "net:9"}),
-        )
-        .await;
-    assert!(e.error_text().contains("needs 'data'"), "{}", e.text);
-    let e = c
-        .reply(
-            "debug_channel",
-            json!({"sessionId": id, "action": "send", "channel": "net:9", "data": {"path": "/"}}),
-        )
-        .await;
-    assert!(
-        e.error_text().contains("is not open in this session"),
-        "{}",
-        e.text
-    );
-    let e = c
-        .reply(
-            "debug_channel",
-            json!({"sessionId": id, "action": "list", "channel": "stdio"}),
-        )
-        .await;
-    assert!(
-        e.error_text().contains("'list' takes no 'channel'"),
-        "{}",
-        e.text
-    );
-    let e = c
-        .reply(
-            "debug_channel",
-            json!({"sessionId": id, "action": "remove", "channel": "stdio"}),
-        )
-        .await;
-    assert!(
-        e.error_text().contains("part of every session"),
-        "{}",
-        e.text
-    );
+    let add = |channel: &str| json!({"action": "add", "channel": channel});
+    // Each refusal says what is wrong and what to do.
+    let refusals = [
+        (
+            add("bogus"),
+            "available: stdio, trace, file, net, midi, audio",
+        ),
+        // MIDI without a JACK server says how to get one.
+        (add("midi"), "jack: \"auto\""),
+        (add("net:tcp://10.1.2.3:80"), "not loopback"),
+        (add("net:tcp://example.com:80"), "not a loopback address"),
+        (
+            json!({"action": "send", "channel": "net:9"}),
+            "needs 'data'",
+        ),
+        (
+            json!({"action": "send", "channel": "net:9", "data": {"path": "/"}}),
+            "is not open in this session",
+        ),
+        (
+            json!({"action": "list", "channel": "stdio"}),
+            "'list' takes no 'channel'",
+        ),
+        (
+            json!({"action": "remove", "channel": "stdio"}),
+            "part of every session",
+        ),
+    ];
+    for (mut args, says) in refusals {
+        args["sessionId"] = json!(id);
+        let e = c.reply("debug_channel", args.clone()).await;
+        assert!(e.error_text().contains(says), "{args}: {}", e.text);
+    }
 
     // A malformed scenario is refused whole, naming the step and field:
     // nothing ran, so nothing was written to the program.
