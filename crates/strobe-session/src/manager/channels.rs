@@ -199,6 +199,11 @@ impl SessionManager {
                 ))
             })?;
         let mut channels = live.channels.lock().expect("channels lock");
+        // A channel's name is its spec: one already open is not opened again
+        // (a second JACK client would come and go for nothing).
+        if let Some(existing) = channels.open.get(spec) {
+            return Ok(info(spec, existing));
+        }
         let target = SessionTarget {
             session_id: live.id.clone(),
             pids: vec![live.pid],
