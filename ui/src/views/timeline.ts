@@ -7,24 +7,14 @@
 
 import { api, errorText } from '../api';
 import { debounce, h, throttle } from '../dom';
-import { functionColor } from '../lib/color';
-import { compact } from '../lib/events';
 import { formatDuration, formatTick } from '../lib/format';
-import {
-  agentAt,
-  agentCallEndNs,
-  agentOutside,
-  agentRect,
-  countBars,
-  itemAt,
-  spanAt,
-  spanRect,
-} from '../lib/geom';
-import { DEFAULT_METRICS as M, depthAt, laneAt, layoutLanes, spanY, threadLabel, type LaneBox, type LaneSpec } from '../lib/lanes';
+import { agentAt, agentCallEndNs, itemAt, spanAt } from '../lib/geom';
+import { DEFAULT_METRICS as M, depthAt, laneAt, layoutLanes, threadLabel, type LaneBox, type LaneSpec } from '../lib/lanes';
 import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, span as viewSpan, ticks, wheelFactor, xOf, zoomAt } from '../lib/scale';
 import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
-import { type Colors, drawMarker, ellipsize, readColors } from './timeline_paint';
+import { GUTTER, type LanePaint, type Target, drawAgent, drawItems, drawThread, tipLines } from './timeline_lanes';
+import { type Colors, ellipsize, readColors } from './timeline_paint';
 
 export type TimelineSelection =
   | { kind: 'span'; span: Span; lane: Lane; name: string }
@@ -53,14 +43,6 @@ export interface TimelineHandle {
   destroy: () => void;
 }
 
-const GUTTER = 150;
-
-type Target =
-  | { kind: 'span'; span: Span; lane: Lane; box: LaneBox }
-  | { kind: 'density'; count: number; box: LaneBox; what: string }
-  | { kind: 'item'; item: Item; box: LaneBox }
-  | { kind: 'agent'; call: AgentCall; box: LaneBox }
-  | { kind: 'label'; text: string };
 
 export function createTimeline(sessionId: string, onSelect: (s: TimelineSelection) => void): TimelineHandle {
   const canvas = h('canvas', { role: 'img', 'aria-label': 'Timeline of the session: threads, output, markers and agent calls' });
@@ -209,18 +191,18 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
       if (data) {
         if (box.kind === 'thread') {
           const lane = data.lanes.find((l) => laneKey(l) === box.key);
-          if (lane) drawnSpans += drawThread(ctx, c, box, lane, plotW, maxCount);
+          if (lane) drawnSpans += drawThread(paint(ctx, c, data, plotW), box, lane, maxCount);
           else {
             ctx.fillStyle = c.muted;
             ctx.fillText('no traced calls in this window', GUTTER + 6, box.y + box.height / 2);
           }
         } else if (box.kind === 'output') {
-          outputItems = drawItems(ctx, c, box, data.output, data.outputCounts, plotW, 'output');
+          outputItems = drawItems(paint(ctx, c, data, plotW), box, data.output, data.outputCounts, 'output');
         } else if (box.kind === 'markers') {
-          markerItems = drawItems(ctx, c, box, data.markers, data.markerCounts, plotW, 'markers');
+          markerItems = drawItems(paint(ctx, c, data, plotW), box, data.markers, data.markerCounts, 'markers');
         }
       }
-      if (box.kind === 'agent') drawAgent(ctx, c, box, plotW);
+      if (box.kind === 'agent' && agentAvailable !== null) drawAgent(paint(ctx, c, data, plotW), box, agentCalls);
       ctx.restore();
     }
 
@@ -279,145 +261,9 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     range.textContent = `${formatTick(view.from, tk.step, maxAbs, 1)} – ${formatTick(view.to, tk.step, maxAbs, 1)} (${formatDuration(viewSpan(view))} shown)`;
   }
 
-  function drawThread(ctx: CanvasRenderingContext2D, c: Colors, box: LaneBox, lane: Lane, plotW: number, maxCount: number): number {
-    if (!data) return 0;
-    // Density of calls too narrow to draw: the whole lane when nothing is wide enough.
-    const dh = lane.spans.length ? M.densityHeight : box.height;
-    const bars = countBars(lane.counts, data.fromNs, data.toNs, view, plotW);
-    ctx.fillStyle = c.density;
-    const logMax = Math.log1p(maxCount);
-    for (const b of bars) {
-      const hgt = Math.max(2, (Math.log1p(b.value) / logMax) * (dh - 2));
-      ctx.fillRect(GUTTER + b.x, box.y + dh - hgt, b.w, hgt);
-    }
-    let n = 0;
-    const rowH = M.rowHeight;
-    for (const s of lane.spans) {
-      const r = spanRect(s, view, plotW);
-      if (!r) continue;
-      const y = spanY(box, s.depth, M);
-      if (y === null) continue;
-      n++;
-      const name = data.functions[String(s.func)] ?? `#${s.func}`;
-      ctx.fillStyle = functionColor(name, dark);
-      const x = GUTTER + r.x;
-      ctx.fillRect(x, y + 1, r.w, rowH - 2);
-      if (s.open) {
-        // Not ended inside the window: a hatched tail.
-        ctx.fillStyle = c.bg;
-        ctx.globalAlpha = 0.5;
-        ctx.fillRect(x + Math.max(0, r.w - 6), y + 1, Math.min(6, r.w), rowH - 2);
-        ctx.globalAlpha = 1;
-      }
-      if (r.w > 28) {
-        ctx.save();
-        ctx.beginPath();
-        ctx.rect(x, y, r.w, rowH);
-        ctx.clip();
-        ctx.fillStyle = c.spanText;
-        ctx.fillText(name, Math.max(x, GUTTER) + 3, y + rowH / 2);
-        ctx.restore();
-      }
-      if (s.seq === selectedSeq) {
-        ctx.strokeStyle = c.select;
-        ctx.lineWidth = 2;
-        ctx.strokeRect(x + 1, y + 1, Math.max(1, r.w - 2), rowH - 2);
-        ctx.lineWidth = 1;
-      }
-    }
-    if (hover?.kind === 'span' && hover.lane === lane) {
-      const r = spanRect(hover.span, view, plotW);
-      const y = spanY(box, hover.span.depth, M);
-      if (r && y !== null) {
-        ctx.strokeStyle = c.fg;
-        ctx.strokeRect(GUTTER + r.x + 0.5, y + 0.5, Math.max(1, r.w - 1), rowH - 1);
-      }
-    }
-    return n;
-  }
-
-  function drawItems(
-    ctx: CanvasRenderingContext2D,
-    c: Colors,
-    box: LaneBox,
-    items: Item[],
-    counts: number[],
-    plotW: number,
-    what: 'output' | 'markers',
-  ): number {
-    if (!data) return 0;
-    const total = counts.reduce((a, b) => a + b, 0);
-    if (!items.length && total > 0) {
-      // Too many to send one by one: density.
-      const bars = countBars(counts, data.fromNs, data.toNs, view, plotW);
-      const max = Math.max(1, ...counts);
-      ctx.fillStyle = what === 'output' ? c.stdout : c.logpoint;
-      for (const b of bars) {
-        const hgt = Math.max(2, (Math.log1p(b.value) / Math.log1p(max)) * (box.height - 4));
-        ctx.fillRect(GUTTER + b.x, box.y + box.height - 2 - hgt, b.w, hgt);
-      }
-      return total;
-    }
-    // stderr after stdout so it stays visible where they overlap.
-    const sorted = what === 'output' ? [...items].sort((a, b) => (a.kind === 'stderr' ? 1 : 0) - (b.kind === 'stderr' ? 1 : 0)) : items;
-    for (const it of sorted) {
-      const x = xOf(view, plotW, it.tsNs);
-      if (x < -6 || x > plotW + 6) continue;
-      // Keep glyphs at the very ends (a process exit is the last event) inside.
-      const px = GUTTER + (what === 'markers' ? Math.min(Math.max(x, 6), plotW - 7) : x);
-      const mid = box.y + box.height / 2;
-      if (what === 'output') {
-        ctx.fillStyle = it.kind === 'stderr' ? c.stderr : c.stdout;
-        ctx.fillRect(Math.round(px) - (it.kind === 'stderr' ? 1 : 0.5), box.y + 3, it.kind === 'stderr' ? 2 : 1.5, box.height - 6);
-      } else {
-        drawMarker(ctx, c, it.kind, px, mid);
-      }
-      if (hover?.kind === 'item' && hover.item === it) {
-        ctx.strokeStyle = c.fg;
-        ctx.strokeRect(px - 5.5, box.y + 1.5, 11, box.height - 3);
-      }
-      if (it.seq === selectedSeq) {
-        ctx.strokeStyle = c.select;
-        ctx.lineWidth = 2;
-        ctx.strokeRect(px - 6, box.y + 1, 12, box.height - 2);
-        ctx.lineWidth = 1;
-      }
-    }
-    return items.length;
-  }
-
-  function drawAgent(ctx: CanvasRenderingContext2D, c: Colors, box: LaneBox, plotW: number) {
-    if (agentAvailable === null) return;
-    for (const call of agentCalls) {
-      const r = agentRect(call, view, plotW);
-      if (!r) continue;
-      ctx.fillStyle = call.isError ? c.agentError : c.agent;
-      ctx.fillRect(GUTTER + r.x, box.y + 3, r.w, box.height - 6);
-      if (hover?.kind === 'agent' && hover.call === call) {
-        ctx.strokeStyle = c.fg;
-        ctx.strokeRect(GUTTER + r.x - 0.5, box.y + 1.5, r.w + 1, box.height - 3);
-      }
-    }
-    const out = agentOutside(agentCalls, view);
-    const label = (t: string, x: number) => {
-      const w = ctx.measureText(t).width + 8;
-      ctx.fillStyle = c.bg;
-      ctx.globalAlpha = 0.9;
-      ctx.fillRect(x, box.y + 2, w, box.height - 4);
-      ctx.globalAlpha = 1;
-      ctx.fillStyle = c.fg;
-      ctx.fillText(t, x + 4, box.y + box.height / 2);
-      return w;
-    };
-    if (out.before) label(`◀ ${out.before} earlier`, GUTTER + 2);
-    if (out.after) {
-      const t = `${out.after} later ▶`;
-      label(t, GUTTER + plotW - ctx.measureText(t).width - 10);
-    }
-    if (!agentCalls.length) {
-      ctx.fillStyle = c.muted;
-      ctx.fillText('no tool calls recorded for this session', GUTTER + 4, box.y + box.height / 2);
-    }
+  /** The lanes' drawing state for this frame. */
+  function paint(ctx: CanvasRenderingContext2D, c: Colors, d: Timeline | null, plotW: number): LanePaint {
+    return { ctx, c, data: d, view, plotW, hover, selectedSeq, dark };
   }
 
   function describe(spans: number, output: number, markers: number) {
@@ -584,35 +430,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
       tip.hidden = true;
       return;
     }
-    const lines: (string | HTMLElement)[] = [];
-    switch (t.kind) {
-      case 'label':
-        lines.push(h('b', null, t.text));
-        break;
-      case 'span': {
-        const name = data?.functions[String(t.span.func)] ?? `#${t.span.func}`;
-        lines.push(h('b', { class: 'mono' }, name));
-        lines.push(`${formatDuration(t.span.durNs)}${t.span.open ? ' so far (no exit in this window)' : ''} · depth ${t.span.depth}`);
-        lines.push(`starts at ${formatTick(t.span.startNs, 1000, t.span.startNs)}`);
-        lines.push(h('span', { class: 'muted' }, 'click for its arguments and return value'));
-        break;
-      }
-      case 'density':
-        lines.push(`${t.count} ${t.what}`);
-        lines.push(h('span', { class: 'muted' }, 'click or scroll to zoom in'));
-        break;
-      case 'item':
-        lines.push(h('b', null, t.item.kind));
-        lines.push(h('span', { class: 'mono tip-text' }, compact(t.item.text, 300) || '(empty)'));
-        lines.push(h('span', { class: 'muted' }, `at ${formatTick(t.item.tsNs, 1000, t.item.tsNs)}`));
-        break;
-      case 'agent':
-        lines.push(h('b', { class: 'mono' }, t.call.tool), t.call.isError ? h('span', { class: 'badge err' }, 'error') : '');
-        lines.push(`${formatDuration(t.call.durationMs * 1e6)} · ${t.call.offsetNs < 0 ? 'before launch' : `at ${formatTick(t.call.offsetNs, 1000, t.call.offsetNs)}`}`);
-        if (t.call.args !== undefined) lines.push(h('span', { class: 'mono tip-text' }, compact(t.call.args, 300)));
-        if (t.call.summary) lines.push(h('span', { class: 'muted tip-text' }, compact(t.call.summary, 200)));
-        break;
-    }
+    const lines = tipLines(t, data?.functions);
     tip.replaceChildren(...lines.map((l) => h('div', null, l)));
     tip.hidden = false;
     const ww = wrap.clientWidth;
