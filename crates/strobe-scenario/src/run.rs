@@ -94,47 +94,40 @@ pub fn run(
         mgr.add_channel(id, c)
             .map_err(|e| ScenarioError::Session(format!("channel {c}: {}", e.message())))?;
     }
-    // The window of trace and output checks starts at the previous do step.
     let session = |e: strobe_session::SessionError| ScenarioError::Session(e.message());
-    // Before the first `do` step, "since the previous do step" is since
-    // the session began: a first wait sees what the program printed at start.
+    // Checks look at what happened since the previous do step; before the
+    // first one, since the session began (a first wait sees what the
+    // program printed at start). The session must be live.
     mgr.session_now_ns(id).map_err(session)?;
     let mut window = 0;
     for step in &scenario.steps {
         let t = Instant::now();
         let (ok, summary, failure) = match &step.kind {
-            StepKind::Do { channel, data } if channel == "ui" => {
-                window = mgr.session_now_ns(id).map_err(session)?;
-                let driver = ui.ok_or_else(|| {
-                    ScenarioError::Session(
-                        "ui steps need a GUI driver (debug_test_scenario gives one)".into(),
-                    )
-                })?;
-                match driver.act(id, data) {
-                    Ok(line) => (true, format!("ui: {line}"), None),
-                    Err(why) => {
-                        let f = failure(
-                            step,
-                            format!("the GUI action {data} takes effect"),
-                            why.clone(),
-                            vec![],
-                        );
-                        (false, format!("ui: {why}"), Some(f))
-                    }
-                }
-            }
             StepKind::Do { channel, data } => {
                 window = mgr.session_now_ns(id).map_err(session)?;
-                match mgr.channel_send(id, channel, data) {
-                    Ok(sent) => (true, format!("{channel}: {}", sent.summary), None),
-                    Err(e) => {
-                        let why = e.message();
-                        let f = failure(
-                            step,
-                            format!("{channel} takes the stimulus"),
-                            why.clone(),
-                            vec![],
-                        );
+                // `ui` goes through the GUI driver, every other channel
+                // through the session.
+                let (sent, expected) = if channel == "ui" {
+                    let driver = ui.ok_or_else(|| {
+                        ScenarioError::Session(
+                            "ui steps need a GUI driver (debug_test_scenario gives one)".into(),
+                        )
+                    })?;
+                    (
+                        driver.act(id, data),
+                        format!("the GUI action {data} takes effect"),
+                    )
+                } else {
+                    let sent = mgr
+                        .channel_send(id, channel, data)
+                        .map(|s| s.summary)
+                        .map_err(|e| e.message());
+                    (sent, format!("{channel} takes the stimulus"))
+                };
+                match sent {
+                    Ok(line) => (true, format!("{channel}: {line}"), None),
+                    Err(why) => {
+                        let f = failure(step, expected, why.clone(), vec![]);
                         (false, format!("{channel}: {why}"), Some(f))
                     }
                 }

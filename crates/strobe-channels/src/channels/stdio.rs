@@ -125,17 +125,7 @@ impl InputChannel for StdioChannel {
         if eof && !port.close() {
             return Err(unavailable(crate::stdin_port::StdinError::Closed));
         }
-        let mut summary = match &text {
-            Some(t) => format!("wrote {:?}", super::clip(t, 80)),
-            None => String::new(),
-        };
-        if eof {
-            summary.push_str(if summary.is_empty() {
-                "EOF"
-            } else {
-                ", then EOF"
-            });
-        }
+        let summary = self.preview(action);
         Ok(json!({"written": written, "eof": eof, "text": text, "summary": summary}))
     }
 }
