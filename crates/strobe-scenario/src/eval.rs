@@ -62,6 +62,22 @@ fn events(mgr: &SessionManager, id: &str, args: Value) -> Result<(Vec<Value>, u6
     }
 }
 
+/// The newest page (up to 500) of the events matching `args`, oldest
+/// first: the latest state without reading a long session from its start.
+fn newest(mgr: &SessionManager, id: &str, args: Value) -> Result<Vec<Value>, String> {
+    let mut head = args.clone();
+    head["limit"] = json!(1);
+    let total = query(mgr, id, head)?["totalCount"].as_u64().unwrap_or(0);
+    let mut page = args;
+    page["limit"] = json!(500);
+    page["offset"] = json!(total.saturating_sub(500));
+    page["verbose"] = json!(true);
+    Ok(query(mgr, id, page)?["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
+}
+
 fn ids(events: &[&Value]) -> Vec<u64> {
     events
         .iter()
@@ -357,10 +373,10 @@ pub fn evaluate(
             clipping,
         } => {
             // Sound is a state, not an occurrence: the latest window measured.
-            let (evs, _) = events(
+            let evs = newest(
                 mgr,
                 id,
-                json!({"eventType": "audio", "timeFrom": 0, "textContains": "\"rms\""}),
+                json!({"eventType": "audio", "textContains": "\"rms\""}),
             )?;
             let latest = evs.iter().rev().find(|e| {
                 e.get("rms").is_some() && channel.as_ref().is_none_or(|c| e["channel"] == json!(c))
