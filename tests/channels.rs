@@ -235,20 +235,192 @@ async fn a_scenario_finds_the_http_apis_bug_and_leaves_the_program_to_investigat
     assert_eq!(steps[4]["ok"], false);
     assert_eq!(steps[4]["step"], 5);
     let nets = c.events(&id, Some("net")).await;
-    let sent = nets.iter().filter(|e| e["dir"] == "sent").count();
-    let answers = nets.iter().filter(|e| e["dir"] == "answer").count();
+    let ours: Vec<&Value> = nets.iter().filter(|e| e["dir"] != "program").collect();
+    let sent = ours.iter().filter(|e| e["dir"] == "sent").count();
+    let answers = ours.iter().filter(|e| e["dir"] == "answer").count();
     assert_eq!((sent, answers), (3, 3), "{nets:?}");
     assert!(
-        nets[0]["dir"] == "sent" && nets[1]["dir"] == "answer",
+        ours[0]["dir"] == "sent" && ours[1]["dir"] == "answer",
         "a request comes before its answer: {nets:?}"
+    );
+
+    // The program's own socket I/O is on the timeline too, between each
+    // request and its answer: the accept, the request it read, the answer
+    // it wrote, with the peer and the first bytes.
+    // (By time: the agent ships its records every few ms, so they are
+    // stored after the daemon's own events of the same moment.)
+    let ts = |e: &Value| e["timestampNs"].as_u64().unwrap();
+    let (first_sent, first_answer) = (ts(ours[0]), ts(ours[1]));
+    let program: Vec<&Value> = nets
+        .iter()
+        .filter(|e| e["dir"] == "program" && (first_sent..=first_answer).contains(&ts(e)))
+        .collect();
+    let accept = program.iter().find(|e| e["op"] == "accept");
+    let accept = accept.unwrap_or_else(|| panic!("no accept: {nets:#?}"));
+    assert_eq!(accept["localPort"], port, "{accept}");
+    assert!(accept["peer"].as_str().unwrap().starts_with("127.0.0.1:"));
+    let read = program
+        .iter()
+        .find(|e| {
+            e["op"] == "recv"
+                && e["head"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("GET /items/3 HTTP/1.1")
+        })
+        .unwrap_or_else(|| panic!("no request read: {program:#?}"));
+    assert_eq!(read["fd"], accept["fd"], "read on the accepted socket");
+    assert_eq!(read["function"], "recv", "CPython reads with recv: {read}");
+    let wrote = program
+        .iter()
+        .find(|e| e["op"] == "send" && e["head"].as_str().unwrap_or("").starts_with("HTTP/1.0 200"))
+        .unwrap_or_else(|| panic!("no answer written: {program:#?}"));
+    assert!(
+        wrote["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("program sent "),
+        "{wrote}"
+    );
+    // The 500 went out too.
+    assert!(
+        nets.iter()
+            .any(|e| e["op"] == "send"
+                && e["head"].as_str().unwrap_or("").starts_with("HTTP/1.0 500")),
+        "{nets:#?}"
     );
     let q = c
         .ok(
             "debug_query",
-            json!({"sessionId": id, "eventType": "net", "limit": 50}),
+            json!({"sessionId": id, "eventType": "net", "limit": 500}),
         )
         .await;
-    assert_eq!(q["totalCount"], 6);
+    assert_eq!(q["totalCount"], nets.len(), "{q}");
+    assert!(
+        nets.len() > 6 + 3 * 3,
+        "requests, answers and program I/O: {nets:#?}"
+    );
+}
+
+/// The program's socket events (`dir: "program"`) whose first bytes start
+/// with `head`.
+async fn program_io(c: &Client, id: &str, op: &str, head: &str) -> Vec<Value> {
+    c.events(id, Some("net"))
+        .await
+        .into_iter()
+        .filter(|e| {
+            e["dir"] == "program"
+                && e["op"] == op
+                && e["head"].as_str().unwrap_or("").starts_with(head)
+        })
+        .collect()
+}
+
+/// Waits (up to 30 s) until `program_io` finds one.
+async fn wait_program_io(c: &Client, id: &str, op: &str, head: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(e) = program_io(c, id, op, head).await.pop() {
+            return e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no program {op} starting {head:?}: {:#?}",
+            c.events(id, Some("net")).await
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_servers_own_socket_io_is_recorded_while_a_net_channel_is_open() {
+    let env = Env::new();
+    let c = env.client().await;
+    let root = channel_fixtures();
+    // Bare `net` at launch: it sends nothing, it only has the program's
+    // socket I/O recorded.
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": "node", "args": ["hello.js"], "projectRoot": root, "cwd": root,
+                   "channels": ["net"]}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let port = api_port(&c, &id).await;
+    let net = format!("net:{port}");
+    c.ok(
+        "debug_channel",
+        json!({"sessionId": id, "action": "add", "channel": net}),
+    )
+    .await;
+    let list = c
+        .ok("debug_channel", json!({"sessionId": id, "action": "list"}))
+        .await;
+    let bare = list["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|ch| ch["name"] == "net")
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        (bare["sends"].clone(), bare["sees"].clone()),
+        (json!(false), json!(true)),
+        "{bare}"
+    );
+
+    let r = send(&c, &id, &net, json!({"path": "/hello/ada"})).await;
+    assert_eq!(r["result"]["status"], 200, "{r}");
+    // libuv reads the request with read() and writes the answer with
+    // write()/writev(): recorded all the same, with the peer.
+    let read = wait_program_io(&c, &id, "recv", "GET /hello/ada HTTP/1.1").await;
+    assert_eq!(read["function"], "read", "{read}");
+    assert!(
+        read["peer"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{read}"
+    );
+    let wrote = wait_program_io(&c, &id, "send", "HTTP/1.1 200 OK").await;
+    assert!(
+        ["write", "writev"].contains(&wrote["function"].as_str().unwrap()),
+        "{wrote}"
+    );
+    assert_eq!(wrote["fd"], read["fd"], "the same connection");
+    let accept = wait_program_io(&c, &id, "accept", "").await;
+    assert_eq!(accept["localPort"], port, "{accept}");
+
+    // With every net channel closed, the hooks come off: a request made
+    // then is not recorded. (Records reach the store in the order they
+    // were made, so once the next request's are there, the unhooked one's
+    // would have been.)
+    for name in [net.as_str(), "net"] {
+        c.ok(
+            "debug_channel",
+            json!({"sessionId": id, "action": "remove", "channel": name}),
+        )
+        .await;
+    }
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    use std::io::{Read, Write};
+    s.write_all(b"GET /hello/unwatched HTTP/1.0\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.contains("unwatched"), "{answer}");
+    c.ok(
+        "debug_channel",
+        json!({"sessionId": id, "action": "add", "channel": net}),
+    )
+    .await;
+    send(&c, &id, &net, json!({"path": "/hello/again"})).await;
+    wait_program_io(&c, &id, "recv", "GET /hello/again").await;
+    assert!(
+        program_io(&c, &id, "recv", "GET /hello/unwatched")
+            .await
+            .is_empty(),
+        "recorded with no net channel open"
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

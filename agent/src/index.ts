@@ -5,6 +5,7 @@ import { updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { guardBulkCloses } from "./native/bulkclose.js";
 import { closeFds, ownOutput } from "./output.js";
+import { watchSockets } from "./native/sockets.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, HookTarget, PyTarget, send_ } from "./protocol.js";
 import { crashContext, detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";
@@ -104,6 +105,12 @@ function listen(): void {
                     const { id } = msg;
                     answer(() => { drainTracers(true); return { type: "flushed", id, error: null }; },
                         { type: "flushed", id, error: null });
+                    break;
+                }
+                case "watch-sockets": {
+                    const { id, on } = msg;
+                    answer(() => ({ type: "sockets_watched", id, hooked: watchSockets(on), error: null }),
+                        { type: "sockets_watched", id, hooked: 0, error: null });
                     break;
                 }
                 case "inherit": {

@@ -114,6 +114,8 @@ export type AgentMessage =
     | { type: "inherited"; id: number; undone: number; error: string | null }
     /** Every record the tracers held was shipped before this. */
     | { type: "flushed"; id: number; error: string | null }
+    /** How many socket functions are hooked now (0: off). */
+    | { type: "sockets_watched"; id: number; hooked: number; error: string | null }
     /** The language runtime loaded into an attached process (`how` it got
      *  in), or why it was not. */
     | { type: "runtime_loaded"; id: number; how: string | null; error: string | null }
@@ -193,6 +195,8 @@ export type DaemonMessage =
     | { type: "guard-forks"; id: number }
     | { type: "inherit"; id: number; journal: string }
     | { type: "flush"; id: number }
+    /** Record (`on`) or stop recording the program's own socket I/O. */
+    | { type: "watch-sockets"; id: number; on: boolean }
     /** Load the language runtime in `dir` into this (attached) process. */
     | { type: "load-runtime"; id: number; tracer: string; dir: string }
     | { type: "exit-ack" }

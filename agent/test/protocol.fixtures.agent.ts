@@ -131,6 +131,12 @@ export const agentMessages = [
         "error": null
     },
     {
+        "type": "sockets_watched",
+        "id": 12,
+        "hooked": 16,
+        "error": null
+    },
+    {
         "type": "runtime_loaded",
         "id": 8,
         "how": "event loop",

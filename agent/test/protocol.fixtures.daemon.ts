@@ -395,6 +395,11 @@ export const daemonMessages = [
         "id": 11
     },
     {
+        "type": "watch-sockets",
+        "id": 12,
+        "on": true
+    },
+    {
         "type": "load-runtime",
         "id": 11,
         "tracer": "javascript",

@@ -177,6 +177,12 @@ pub trait ChannelKind: Send + Sync {
     fn always_present(&self) -> bool {
         false
     }
+    /// Its observations include the program's own socket I/O, which the
+    /// session records from the agent's hooks while a channel of this kind
+    /// is open (they are not this crate's to make).
+    fn watches_program_sockets(&self) -> bool {
+        false
+    }
     /// Opens the channel `spec` names for `session`.
     fn open(
         &self,

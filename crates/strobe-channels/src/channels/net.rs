@@ -1,7 +1,8 @@
 //! `net:<port>` or `net:tcp://127.0.0.1:8080`, `net:udp://…`,
 //! `net:http://…`: requests and payloads from the daemon to the program,
-//! on loopback only, and the answers. (The program's own socket I/O is
-//! traced by the agent, not here.)
+//! on loopback only, and the answers. Bare `net` sends nothing: while any
+//! net channel is open the session records the program's own socket I/O
+//! (from agent hooks, not here).
 
 use super::clip;
 use crate::{ChannelError, ChannelKind, ChannelSpec, InputChannel, OpenChannel, SessionTarget};
@@ -57,11 +58,21 @@ impl ChannelKind for Net {
     }
 
     fn describe(&self) -> &'static str {
-        "net:<port> | tcp://|udp://|http://127.0.0.1:<port> (loopback only): send {method?, path, headers?, body?} (HTTP) or {data | hex, readMs?}; each answer is an event"
+        "net:<port> | tcp://|udp://|http://127.0.0.1:<port> (loopback only): send {method?, path, headers?, body?} (HTTP) or {data | hex, readMs?}; each answer is an event. Any net channel (bare `net` only observes) also records the program's own socket I/O"
+    }
+
+    fn watches_program_sockets(&self) -> bool {
+        true
     }
 
     fn open(&self, spec: &ChannelSpec, _: &SessionTarget) -> Result<OpenChannel, ChannelError> {
-        let target = spec.target.clone().unwrap_or_default();
+        let Some(target) = spec.target.clone() else {
+            // Bare `net`: the program's socket I/O only.
+            return Ok(OpenChannel {
+                input: None,
+                output: None,
+            });
+        };
         let (proto, addr) = parse_target(&target).map_err(|why| ChannelError::Unavailable {
             channel: format!("net:{target}"),
             why,

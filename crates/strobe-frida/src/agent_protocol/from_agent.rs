@@ -45,6 +45,9 @@ pub enum AgentMessage {
     /// Answer to [`super::DaemonMessage::Flush`].
     #[serde(rename = "flushed")]
     Flushed(Flushed),
+    /// Answers `watch-sockets`.
+    #[serde(rename = "sockets_watched")]
+    SocketsWatched(SocketsWatched),
     /// Answer to [`super::DaemonMessage::LoadRuntime`].
     #[serde(rename = "runtime_loaded")]
     RuntimeLoaded(RuntimeLoaded),
@@ -265,6 +268,18 @@ pub struct Flushed {
     /// The request's id.
     pub id: u64,
     /// Why shipping failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `sockets_watched`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SocketsWatched {
+    /// The request's id.
+    pub id: u64,
+    /// How many socket functions are hooked now (0: off).
+    pub hooked: u32,
+    /// Why hooking failed.
     #[serde(deserialize_with = "nullable")]
     pub error: Option<String>,
 }
@@ -542,6 +557,7 @@ impl AgentMessage {
             AgentMessage::ExprsUpdated(_) => "exprs_updated",
             AgentMessage::Inherited(_) => "inherited",
             AgentMessage::Flushed(_) => "flushed",
+            AgentMessage::SocketsWatched(_) => "sockets_watched",
             AgentMessage::RuntimeLoaded(_) => "runtime_loaded",
             AgentMessage::ForksGuarded(_) => "forks_guarded",
             AgentMessage::OutputOwned(_) => "output_owned",
@@ -573,6 +589,7 @@ impl AgentMessage {
             AgentMessage::ExprsUpdated(m) => m.id,
             AgentMessage::Inherited(m) => m.id,
             AgentMessage::Flushed(m) => m.id,
+            AgentMessage::SocketsWatched(m) => m.id,
             AgentMessage::RuntimeLoaded(m) => m.id,
             AgentMessage::ForksGuarded(m) => m.id,
             AgentMessage::OutputOwned(m) => m.id,
@@ -624,6 +641,7 @@ answers!(
     ExprsUpdated(ExprsUpdated),
     Inherited(Inherited),
     Flushed(Flushed),
+    SocketsWatched(SocketsWatched),
     RuntimeLoaded(RuntimeLoaded),
     ForksGuarded(ForksGuarded),
     OutputOwned(OutputOwned),

@@ -95,6 +95,16 @@ pub enum DaemonMessage {
         /// Request id.
         id: u64,
     },
+    /// Record (`on`) or stop recording the program's own socket I/O (its
+    /// inet sockets' connects, accepts, sends and receives); answered by
+    /// `sockets_watched`.
+    #[serde(rename = "watch-sockets")]
+    WatchSockets {
+        /// Request id.
+        id: u64,
+        /// Hooks on or off.
+        on: bool,
+    },
     /// Undo the patches a forked child inherited; answered by `inherited`.
     #[serde(rename = "inherit")]
     Inherit {
@@ -560,6 +570,7 @@ impl DaemonMessage {
             DaemonMessage::CloseFds { .. } => "close-fds",
             DaemonMessage::GuardForks { .. } => "guard-forks",
             DaemonMessage::Flush { .. } => "flush",
+            DaemonMessage::WatchSockets { .. } => "watch-sockets",
             DaemonMessage::Inherit { .. } => "inherit",
             DaemonMessage::LoadRuntime { .. } => "load-runtime",
             DaemonMessage::ExitAck => "exit-ack",

@@ -9,6 +9,7 @@ use strobe_channels::{
     ChannelKind, InputChannel, Observation, ObservationSink, OutputChannel, SessionTarget,
     StdinPort,
 };
+use strobe_frida::agent_protocol::SocketsWatched;
 
 /// The channels open in a session, by name.
 #[derive(Default)]
@@ -19,6 +20,9 @@ pub(super) struct Channels {
     /// The session's private JACK server (`jack: "auto"`), stopped after
     /// its channels closed.
     pub(super) jack: Option<strobe_channels::JackServer>,
+    /// The agents record the program's socket I/O (a channel that watches
+    /// it is open); a process followed later gets the hooks too.
+    pub(super) sockets_watched: bool,
 }
 
 impl Channels {
@@ -31,6 +35,7 @@ impl Channels {
             open: BTreeMap::new(),
             stdin,
             jack,
+            sockets_watched: false,
         }
     }
 }
@@ -40,6 +45,7 @@ struct Opened {
     event_type: EventKind,
     about: &'static str,
     always: bool,
+    watches_sockets: bool,
     input: Option<Arc<dyn InputChannel>>,
     output: Option<Box<dyn OutputChannel>>,
 }
@@ -160,7 +166,7 @@ impl SessionManager {
     /// Opens the always-present channels and those the launch names.
     pub(super) fn open_launch_channels(
         &self,
-        live: &Live,
+        live: &Arc<Live>,
         names: &[String],
     ) -> Result<(), SessionError> {
         for kind in strobe_channels::channels::all() {
@@ -171,13 +177,71 @@ impl SessionManager {
         for name in names {
             self.open_channel(live, name)?;
         }
-        Ok(())
+        self.sync_socket_watch(live)
     }
 
     /// `debug_channel {action: "add"}`: opens `spec` in session `id`.
     pub fn add_channel(&self, id: &str, spec: &str) -> Result<ChannelInfo, SessionError> {
         let live = self.channel_live(id)?;
-        self.open_channel(&live, spec)
+        let shown = self.open_channel(&live, spec)?;
+        if let Err(e) = self.sync_socket_watch(&live) {
+            live.channels
+                .lock()
+                .expect("channels lock")
+                .open
+                .remove(&shown.name);
+            return Err(e);
+        }
+        Ok(shown)
+    }
+
+    /// Turns the agents' socket hooks on while a channel that watches the
+    /// program's socket I/O is open, and off when the last one closes.
+    fn sync_socket_watch(&self, live: &Arc<Live>) -> Result<(), SessionError> {
+        let want = {
+            let channels = live.channels.lock().expect("channels lock");
+            let want = channels.open.values().any(|c| c.watches_sockets);
+            if want == channels.sockets_watched {
+                return Ok(());
+            }
+            want
+        };
+        let timeout = Duration::from_millis(live.settings.bridge_request_timeout_ms.max(5_000));
+        let mut failed = Vec::new();
+        for p in self.active_images(live) {
+            if let Err(e) = self.watch_sockets(&p, want, timeout) {
+                failed.push(format!("process {}: {e}", p.pid));
+            }
+        }
+        if want && !failed.is_empty() {
+            return Err(SessionError::validation(format!(
+                "the program's socket I/O cannot be recorded ({}); requests can still be sent, but without \"net\" channels",
+                failed.join("; ")
+            )));
+        }
+        live.channels.lock().expect("channels lock").sockets_watched = want;
+        Ok(())
+    }
+
+    /// Asks one process's agent to hook (or unhook) its socket calls.
+    pub(super) fn watch_sockets(
+        &self,
+        p: &Live,
+        on: bool,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        match self.agent_request::<SocketsWatched>(
+            p,
+            |id| DaemonMessage::WatchSockets { id, on },
+            timeout,
+        ) {
+            Ok(SocketsWatched { error: Some(e), .. }) => Err(e),
+            Ok(SocketsWatched { hooked: 0, .. }) if on => {
+                Err("its libc exports none of the socket functions".into())
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.message().to_string()),
+        }
     }
 
     fn open_channel(&self, live: &Live, spec: &str) -> Result<ChannelInfo, SessionError> {
@@ -240,6 +304,7 @@ impl SessionManager {
             event_type,
             about: kind.describe(),
             always: kind.always_present(),
+            watches_sockets: kind.watches_program_sockets(),
             input: opened.input.map(Arc::from),
             output: opened.output,
         };
@@ -259,6 +324,12 @@ impl SessionManager {
             ))),
             Some(_) => {
                 let c = channels.open.remove(name).expect("present");
+                drop(channels);
+                // Unhooking can only fail for a process that is stopped or
+                // gone; its hooks then go with it.
+                if let Err(e) = self.sync_socket_watch(&live) {
+                    tracing::warn!("session {id}: {}", e.message());
+                }
                 Ok(info(name, &c))
             }
             None => Err(not_open(name, &channels)),
@@ -379,7 +450,7 @@ fn info(name: &str, c: &Opened) -> ChannelInfo {
         kind: c.kind.to_string(),
         event_type: c.event_type.name().to_string(),
         sends: c.input.is_some(),
-        sees: c.output.is_some(),
+        sees: c.output.is_some() || c.watches_sockets,
         always: c.always,
         about: c.about.to_string(),
     }

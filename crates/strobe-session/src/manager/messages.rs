@@ -117,6 +117,7 @@ impl SessionManager {
             | AgentMessage::ExprsUpdated(_)
             | AgentMessage::Inherited(_)
             | AgentMessage::Flushed(_)
+            | AgentMessage::SocketsWatched(_)
             | AgentMessage::RuntimeLoaded(_)
             | AgentMessage::ForksGuarded(_)
             | AgentMessage::OutputOwned(_)

@@ -351,6 +351,13 @@ impl SessionManager {
                 );
             }
             self.guard_forks(&child, timeout);
+            let sockets = root.channels.lock().expect("channels lock").sockets_watched;
+            if sockets && let Err(e) = self.watch_sockets(&child, true, timeout) {
+                tracing::warn!(
+                    "session {}: socket I/O of {pid} is not recorded: {e}",
+                    root.id
+                );
+            }
         }
         if let Err(e) = root.bridge.resume(pid, timeout) {
             tracing::warn!("session {}: could not resume {pid}: {e}", root.id);

@@ -3,11 +3,13 @@
 //!
 //! `patterns.rs` resolves patterns to functions and hook plans, `hooks.rs`
 //! what each hook needs (stack copy, capture plan, light mode),
-//! `watches.rs` the watches, `records.rs` the decoder of the agent's records.
+//! `watches.rs` the watches, `records.rs` the decoder of the agent's records,
+//! `sockets.rs` that of its socket records (the program's own network I/O).
 
 mod hooks;
 mod patterns;
 mod records;
+mod sockets;
 #[cfg(test)]
 mod tests;
 mod watches;

@@ -151,6 +151,25 @@ pub fn decode_records(
         let extra = u32_at(28) as usize;
         let payload_at = at + RECORD_SIZE;
         at = payload_at + extra * RECORD_SIZE;
+        if raw_kind & 0xff == super::sockets::KIND_SOCKET {
+            // The program's own socket I/O: a `net` event.
+            let slots = data.get(payload_at..at.min(data.len())).unwrap_or(&[]);
+            if let Some(body) = super::sockets::socket_event(slots) {
+                batch.push(
+                    EventHeader {
+                        ts_ns: u64_at(0).saturating_sub(origin_ns),
+                        kind: EventKind::Net as u8,
+                        flags: FLAG_JSON,
+                        pid,
+                        tid: u32_at(12),
+                        ..Default::default()
+                    },
+                    body.to_string().as_bytes(),
+                );
+                n += 1;
+            }
+            continue;
+        }
         let kind = match raw_kind & 0xff {
             1 => EventKind::FunctionEnter,
             2 => EventKind::FunctionExit,
