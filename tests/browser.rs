@@ -4,9 +4,10 @@
 //! finished traced run and a segfault. The script checks that the
 //! sessions appear, the timeline draws and zooms, filtering works, live
 //! output arrives, patterns can be added, the export opens, the crash view
-//! names the signal, a GUI program's ui_snapshot is a marker whose detail
-//! shows its tree and screenshot, and that the token and Origin checks refuse
-//! strangers. Screenshots land in `$CARGO_TARGET_TMPDIR/browser/`.
+//! names the signal, a GUI program's ui_snapshot sits on its ui channel
+//! lane and its detail shows its tree and screenshot, a program driven
+//! through stdin by a scenario has lanes for its stdin channel and the
+//! steps, and that the token and Origin checks refuse strangers. Screenshots land in `$CARGO_TARGET_TMPDIR/browser/`.
 
 mod support;
 
@@ -59,8 +60,8 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .await;
     let live = v["sessionId"].as_str().unwrap().to_string();
 
-    // A GUI program looked at through debug_ui: its ui_snapshot event is a
-    // marker with the tree and the screenshot in its detail.
+    // A GUI program looked at through debug_ui: its ui_snapshot event is
+    // on its ui channel lane, with the tree and the screenshot in its detail.
     let gtk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/gui/gtk_demo.py");
     let v = c
         .ok(
@@ -72,7 +73,7 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
     let look = c
         .ok("debug_ui", json!({"sessionId": gui, "mode": "both"}))
         .await;
-    // And acted on through debug_ui_action: a ui_action marker, and the
+    // And acted on through debug_ui_action: a ui_action on that lane, and the
     // call in the agent's lane.
     fn node_id(nodes: &Value, name: &str) -> Option<String> {
         nodes.as_array()?.iter().find_map(|n| {
@@ -95,6 +96,28 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .as_u64()
         .unwrap();
 
+    // A program driven through its stdin channel, by a scenario: its
+    // stimuli and the scenario's steps are on channel lanes of their own.
+    let repl = fixture("repl");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": repl, "projectRoot": repl.parent().unwrap(), "stdin": "pipe"}),
+        )
+        .await;
+    let driven = v["sessionId"].as_str().unwrap().to_string();
+    let r = c
+        .reply(
+            "debug_test_scenario",
+            json!({"sessionId": driven, "scenario": {"steps": [
+                {"wait": {"until": {"channel": "stdout", "contains": "ready"}, "timeoutMs": 10000}},
+                {"do": "stdio.send", "line": "add 2 3"},
+                {"wait": {"until": {"channel": "stdout", "contains": "= 5"}, "timeoutMs": 10000}},
+            ]}}),
+        )
+        .await;
+    assert_eq!(r.value["passed"], true, "{}", r.text);
+
     let out = env.command(&["ui"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -114,6 +137,7 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .env("CRASH_SESSION", &crashed)
         .env("GUI_SESSION", &gui)
         .env("GUI_SNAPSHOT", snapshot.to_string())
+        .env("CHANNEL_SESSION", &driven)
         .env("OUT_DIR", &shots)
         .env("CHROMIUM", &chromium)
         // Its own process group, so a hung run takes its browser with it.

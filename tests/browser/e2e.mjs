@@ -189,10 +189,12 @@ try {
   check((await crash.textContent()).includes('SIGSEGV'), 'the crash view names the signal');
   await shot('05-crash');
 
-  // A GUI session: its debug_ui look is a ui_snapshot marker on the
-  // timeline, and its detail shows the tree and the screenshot.
+  // A GUI session: its debug_ui look is a ui_snapshot on the timeline's
+  // ui channel lane, and its detail shows the tree and the screenshot.
   await page.goto(`${origin}/#/session/${encodeURIComponent(gui)}`);
   await page.locator('[data-testid=timeline][data-ready=true]').waitFor({ timeout: 15000 });
+  const guiLanes = (await page.locator('[data-testid=timeline]').getAttribute('data-channels')) || '';
+  check(/(^|,)ui:[1-9]/.test(guiLanes), 'the GUI session\'s look and click are on its ui channel lane', guiLanes);
   const tl = await page.evaluate(async ([id]) => {
     const t = sessionStorage.getItem('strobe.token');
     const r = await fetch(`/api/sessions/${encodeURIComponent(id)}/timeline?from=0&columns=800`, {
@@ -241,6 +243,18 @@ try {
   const actCall = page.locator('[data-testid=agent-calls] [data-testid=agent-call][data-tool=debug_ui_action]');
   await actCall.first().waitFor({ timeout: 10000 });
   check((await actCall.count()) >= 1, 'the agent lane lists the debug_ui_action call');
+
+  // The program driven through stdin by a scenario: a lane for its stdin
+  // channel and one for the scenario's steps, each with its items.
+  await page.goto(`${origin}/#/session/${encodeURIComponent(env("CHANNEL_SESSION"))}`);
+  const driven = page.locator('[data-testid=timeline][data-ready=true]');
+  await driven.waitFor({ timeout: 15000 });
+  const channelLanes = Object.fromEntries(
+    ((await driven.getAttribute('data-channels')) || '').split(',').filter(Boolean).map((p) => p.split(':')).map(([k, v]) => [k, Number(v)]),
+  );
+  check(channelLanes.stdin >= 1, 'the stdin channel has a lane with the line sent', JSON.stringify(channelLanes));
+  check(channelLanes.scenario >= 3, 'the scenario\'s steps have a lane of their own', JSON.stringify(channelLanes));
+  await shot('07-channel-lanes');
 
   // Test runs view.
   await page.goto(`${origin}/#/tests`);

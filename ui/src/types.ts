@@ -65,6 +65,15 @@ export interface Item {
   text: string;
 }
 
+/** One I/O channel's events on the timeline (its lane). */
+export interface ChannelLane {
+  /** `stdin`, `file`, `net`, `midi`, `audio`, `ui` or `scenario`. */
+  channel: string;
+  /** Empty when there were too many to send one by one (then counts). */
+  items: Item[];
+  counts: number[];
+}
+
 export interface Timeline {
   fromNs: number;
   toNs: number;
@@ -75,6 +84,8 @@ export interface Timeline {
   outputCounts: number[];
   markers: Item[];
   markerCounts: number[];
+  /** Lanes of the channels with events in the window, in drawing order. */
+  channels?: ChannelLane[];
   functions: Record<string, string>;
   eventsRead?: number;
 }

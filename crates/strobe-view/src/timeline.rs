@@ -5,7 +5,9 @@
 //! with its nesting depth); calls narrower than a column are only counted,
 //! per column, so the client draws their density instead. Output lines and
 //! markers (crashes, logpoints, snapshots, exits) come back one by one
-//! while there are few, else as counts per column too. What is shipped
+//! while there are few, else as counts per column too; so do the events of
+//! each I/O channel (stdin, file, net, midi, audio, ui, scenario steps), on
+//! a lane per channel, each item's text its one-line summary. What is shipped
 //! therefore grows with the screen's width, not with the session's size.
 //!
 //! A call that began before the window and ends after it (`main` while
@@ -65,10 +67,45 @@ pub struct Timeline {
     pub markers: Vec<Item>,
     /// Markers per column (always).
     pub marker_counts: Vec<u32>,
+    /// One lane per I/O channel with events in the window, in
+    /// [`CHANNEL_LANES`] order.
+    pub channels: Vec<ChannelLane>,
     /// Names of the functions the spans refer to.
     pub functions: BTreeMap<u32, String>,
     /// Events read to build it.
     pub events_read: u64,
+}
+
+/// The channel lanes, in drawing order, and the event kinds each shows.
+pub const CHANNEL_LANES: [(&str, &[EventKind]); 7] = [
+    ("stdin", &[EventKind::Stdin]),
+    ("file", &[EventKind::File]),
+    ("net", &[EventKind::Net]),
+    ("midi", &[EventKind::Midi]),
+    ("audio", &[EventKind::Audio]),
+    ("ui", &[EventKind::UiAction, EventKind::UiSnapshot]),
+    ("scenario", &[EventKind::ScenarioStep]),
+];
+
+/// One I/O channel's events: what was sent to the program through it and
+/// what it saw.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelLane {
+    /// The lane's name (`net`, `midi`, `scenario`, …).
+    pub channel: &'static str,
+    /// Its events, when at most [`MAX_ITEMS`]; each item's text is the
+    /// event's summary.
+    pub items: Vec<Item>,
+    /// Its events per column (always).
+    pub counts: Vec<u32>,
+}
+
+/// The index in [`CHANNEL_LANES`] of the lane showing `kind`.
+fn channel_lane_of(kind: EventKind) -> Option<usize> {
+    CHANNEL_LANES
+        .iter()
+        .position(|(_, kinds)| kinds.contains(&kind))
 }
 
 /// One thread's calls.
@@ -149,6 +186,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
     let mut output_counts = vec![0u32; columns as usize];
     let mut markers = Vec::new();
     let mut marker_counts = vec![0u32; columns as usize];
+    let mut channels: Vec<Option<ChannelLane>> = vec![None; CHANNEL_LANES.len()];
     let mut events_read = 0u64;
     // Per thread, the parent link of its first function event in the window.
     let mut first_parent: HashMap<Thread, u64> = HashMap::new();
@@ -192,18 +230,29 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
                         output.push(Item::of(e, kind, TEXT_CHARS));
                     }
                 }
-                EventKind::Crash
-                | EventKind::Logpoint
-                | EventKind::VariableSnapshot
-                | EventKind::Exception
-                | EventKind::UiSnapshot
+                EventKind::UiSnapshot
                 | EventKind::UiAction
                 | EventKind::Stdin
                 | EventKind::File
                 | EventKind::Net
                 | EventKind::Midi
                 | EventKind::Audio
-                | EventKind::ScenarioStep
+                | EventKind::ScenarioStep => {
+                    let i = channel_lane_of(kind).expect("every channel kind has a lane");
+                    let lane = channels[i].get_or_insert_with(|| ChannelLane {
+                        channel: CHANNEL_LANES[i].0,
+                        items: Vec::new(),
+                        counts: vec![0; columns as usize],
+                    });
+                    lane.counts[column(h.ts_ns)] += 1;
+                    if lane.items.len() <= MAX_ITEMS {
+                        lane.items.push(Item::summarized(e, kind, TEXT_CHARS));
+                    }
+                }
+                EventKind::Crash
+                | EventKind::Logpoint
+                | EventKind::VariableSnapshot
+                | EventKind::Exception
                 | EventKind::ProcessExit => {
                     marker_counts[column(h.ts_ns)] += 1;
                     if markers.len() <= MAX_ITEMS {
@@ -266,6 +315,16 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
     if markers.len() > MAX_ITEMS {
         markers.clear();
     }
+    let channels: Vec<ChannelLane> = channels
+        .into_iter()
+        .flatten()
+        .map(|mut lane| {
+            if lane.items.len() > MAX_ITEMS {
+                lane.items.clear();
+            }
+            lane
+        })
+        .collect();
 
     let mut names = Names::new(store, session.key);
     let mut functions = BTreeMap::new();
@@ -327,6 +386,7 @@ pub fn build(store: &Store, session_id: &str, window: Window) -> Result<Timeline
         output_counts,
         markers,
         marker_counts,
+        channels,
         functions,
         events_read,
     })
@@ -363,5 +423,17 @@ impl Item {
             tid: e.header.tid,
             text: strobe_store::clip(text.trim_end_matches('\n'), max_chars),
         }
+    }
+
+    /// A channel event's item: its text is the event's one-line `summary`
+    /// (its JSON when it has none).
+    pub fn summarized(e: &Event, kind: EventKind, max_chars: usize) -> Item {
+        let mut item = Item::of(e, kind, max_chars);
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&e.payload)
+            && let Some(s) = v["summary"].as_str()
+        {
+            item.text = strobe_store::clip(s, max_chars);
+        }
+        item
     }
 }

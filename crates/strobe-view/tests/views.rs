@@ -86,6 +86,25 @@ fn session(store: &Store) -> String {
     crash.flags = FLAG_JSON;
     b.push(crash, br#"{"signal":"SIGSEGV"}"#);
     b.push(header(FunctionExit, 100 * MS, 1, 1, 100 * MS), b"");
+    // A request sent through a net channel, the program reading it, and a
+    // scenario step: channel events, on lanes of their own.
+    for (kind, ts, body) in [
+        (Net, 30 * MS, r#"{"dir":"sent","summary":"GET /items/0"}"#),
+        (
+            Net,
+            31 * MS,
+            r#"{"dir":"program","summary":"program received 18 B on fd 7"}"#,
+        ),
+        (
+            ScenarioStep,
+            32 * MS,
+            r#"{"step":1,"ok":true,"summary":"step 1 passed"}"#,
+        ),
+    ] {
+        let mut h = header(kind, ts, 0, 0, 0);
+        h.flags = FLAG_JSON;
+        b.push(h, body.as_bytes());
+    }
     store.append(key, b).unwrap();
     store.flush().unwrap();
     id
@@ -201,6 +220,24 @@ fn the_timeline_ships_wide_calls_as_spans_and_counts_the_rest() {
     );
     assert_eq!(whole.output.len(), 2);
     assert_eq!(whole.markers[0].kind, "crash");
+    assert_eq!(whole.markers.len(), 1, "channel events are not markers");
+    let lanes: Vec<&str> = whole.channels.iter().map(|c| c.channel).collect();
+    assert_eq!(
+        lanes,
+        ["net", "scenario"],
+        "only channels with events, in order"
+    );
+    let net = &whole.channels[0];
+    assert_eq!(
+        net.items
+            .iter()
+            .map(|i| i.text.as_str())
+            .collect::<Vec<_>>(),
+        ["GET /items/0", "program received 18 B on fd 7"],
+        "each item says its summary"
+    );
+    assert_eq!(net.counts.iter().sum::<u32>(), 2);
+    assert_eq!(whole.channels[1].items[0].kind, "scenario_step");
 
     // Zoomed into the hot calls, each is wide enough to draw.
     let zoom = timeline::build(

@@ -28,6 +28,9 @@ describe('event display helpers', () => {
     expect(eventSubject({ id: 2, timestampNs: 0, eventType: 'scenario_step', summary: 's step 1/2 passed: x' })).toBe(
       's step 1/2 passed: x',
     );
+    // A step's `text` is the step as written: the summary says how it went.
+    const step = { id: 3, timestampNs: 0, eventType: 'scenario_step', text: '{"do":"stdio.send"}', summary: 'step 2/3 passed' };
+    expect(eventSubject(step)).toBe('step 2/3 passed');
   });
   it('picks the subject by event type', () => {
     expect(eventSubject({ id: 1, timestampNs: 0, eventType: 'function_exit', function: 'add' })).toBe('add');

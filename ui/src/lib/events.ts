@@ -37,9 +37,15 @@ export function compact(v: unknown, max = 160): string {
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
 }
 
+/** Event types of I/O channels and scenario steps. */
+const CHANNEL_TYPES = new Set(['stdin', 'file', 'net', 'midi', 'audio', 'scenario_step']);
+
 /** What the table's "function / text" column shows. */
 export function eventSubject(e: QueryEvent): string {
   if (typeof e.function === 'string' && e.function) return e.function;
+  // Channel and scenario events carry their own one-line summary (a
+  // scenario step's `text` is the step as written).
+  if (CHANNEL_TYPES.has(e.eventType) && str(e.summary)) return str(e.summary) as string;
   if (typeof e.text === 'string') return e.text;
   if (e.eventType === 'crash') {
     const sig = str(e.signal) ?? 'crash';
@@ -65,8 +71,6 @@ export function eventSubject(e: QueryEvent): string {
     const seen = e.verified === true ? 'verified' : 'not verified';
     return `${what}${how ? ` by ${how}` : ''}: ${seen}`;
   }
-  // Channel and scenario events carry their own one-line summary.
-  if (str(e.summary)) return str(e.summary) as string;
   for (const k of ['message', 'label', 'name']) if (str(e[k])) return str(e[k]) as string;
   return '';
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_METRICS, depthAt, laneAt, layoutLanes, spanY, threadLabel } from './lanes';
+import { DEFAULT_METRICS, channelSpecs, depthAt, laneAt, layoutLanes, spanY, threadLabel } from './lanes';
 
 const M = { rowHeight: 10, densityHeight: 6, stripHeight: 12, gap: 4, top: 20, maxRows: 5 };
 
@@ -57,5 +57,14 @@ describe('threadLabel', () => {
     expect(threadLabel({ pid: 1, tid: 7, name: 'worker-0' }, false)).toBe('worker-0 (7)');
     expect(threadLabel({ pid: 1, tid: 7, name: null }, false)).toBe('tid 7');
     expect(threadLabel({ pid: 1, tid: 7, name: null }, true)).toBe('tid 7 · pid 1');
+  });
+});
+
+describe('channelSpecs', () => {
+  it('orders channel lanes as the server does, unknown names last', () => {
+    const specs = channelSpecs(new Set(['scenario', 'zeta', 'net', 'stdin']));
+    expect(specs.map((s) => s.key)).toEqual(['c:stdin', 'c:net', 'c:scenario', 'c:zeta']);
+    expect(specs.every((s) => s.kind === 'channel')).toBe(true);
+    expect(specs[1].label).toBe('channel net');
   });
 });

@@ -1,8 +1,8 @@
 // Where each timeline lane sits vertically: thread lanes get a density
 // strip (calls too narrow to draw) and one row per nesting depth; the
-// output, markers and agent lanes are one strip each.
+// output, marker, channel and agent lanes are one strip each.
 
-export type LaneKind = 'thread' | 'output' | 'markers' | 'agent';
+export type LaneKind = 'thread' | 'output' | 'markers' | 'channel' | 'agent';
 
 export interface LaneSpec {
   kind: LaneKind;
@@ -10,6 +10,20 @@ export interface LaneSpec {
   label: string;
   /** Deepest nesting (0-based) for thread lanes. */
   maxDepth?: number;
+}
+
+/** The I/O channel lanes in drawing order (the server's). */
+export const CHANNEL_ORDER = ['stdin', 'file', 'net', 'midi', 'audio', 'ui', 'scenario'];
+
+/** The lane key of channel `name`. */
+export const channelKey = (name: string) => `c:${name}`;
+
+/** Lanes of the channels seen so far, in CHANNEL_ORDER (unknown names last). */
+export function channelSpecs(seen: Iterable<string>): LaneSpec[] {
+  const rank = (n: string) => (CHANNEL_ORDER.includes(n) ? CHANNEL_ORDER.indexOf(n) : CHANNEL_ORDER.length);
+  return [...seen]
+    .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+    .map((name) => ({ kind: 'channel', key: channelKey(name), label: `channel ${name}` }));
 }
 
 export interface LaneMetrics {

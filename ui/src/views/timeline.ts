@@ -1,5 +1,6 @@
 // The timeline: a canvas with one lane per thread (nested call bars over a
-// density strip of calls too narrow to draw), then output, markers and the
+// density strip of calls too narrow to draw), then output, markers, a lane
+// per I/O channel (stdin, file, net, midi, audio, ui, scenario steps) and the
 // agent's tool calls. The server aggregates by zoom level; on zoom/pan the
 // data in hand is redrawn at once at the new scale and the new window is
 // fetched ~100 ms later, stale replies dropped. A window already drawn or
@@ -9,7 +10,7 @@ import { api, errorText } from '../api';
 import { debounce, h, throttle } from '../dom';
 import { formatDuration, formatTick } from '../lib/format';
 import { agentAt, agentCallEndNs, itemAt, spanAt } from '../lib/geom';
-import { DEFAULT_METRICS as M, depthAt, laneAt, layoutLanes, threadLabel, type LaneBox, type LaneSpec } from '../lib/lanes';
+import { DEFAULT_METRICS as M, channelKey, channelSpecs, depthAt, laneAt, layoutLanes, threadLabel, type LaneBox, type LaneSpec } from '../lib/lanes';
 import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, span as viewSpan, ticks, wheelFactor, xOf, zoomAt } from '../lib/scale';
 import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
@@ -45,7 +46,7 @@ export interface TimelineHandle {
 
 
 export function createTimeline(sessionId: string, onSelect: (s: TimelineSelection) => void): TimelineHandle {
-  const canvas = h('canvas', { role: 'img', 'aria-label': 'Timeline of the session: threads, output, markers and agent calls' });
+  const canvas = h('canvas', { role: 'img', 'aria-label': 'Timeline of the session: threads, output, markers, channels and agent calls' });
   const tip = h('div', { class: 'tl-tip', role: 'tooltip', hidden: true });
   const wrap = h(
     'div',
@@ -114,6 +115,8 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
   // zooming into windows where some threads made no calls.
   const threads = new Map<string, { pid: number; tid: number; name: string | null }>();
   const laneKey = (l: { pid: number; tid: number }) => `t${l.pid}:${l.tid}`;
+  // Channel lanes likewise.
+  const channelsSeen = new Set<string>();
 
   const specs = (): LaneSpec[] => {
     const out: LaneSpec[] = [];
@@ -123,6 +126,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     for (const l of all) out.push({ kind: 'thread', key: laneKey(l), label: threadLabel(l, pids.size > 1), maxDepth: depth.get(laneKey(l)) ?? 0 });
     out.push({ kind: 'output', key: 'output', label: 'output' });
     out.push({ kind: 'markers', key: 'markers', label: 'markers' });
+    out.push(...channelSpecs(channelsSeen));
     if (agentAvailable !== false) out.push({ kind: 'agent', key: 'agent', label: 'agent' });
     return out;
   };
@@ -174,6 +178,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     let drawnSpans = 0;
     let outputItems = 0;
     let markerItems = 0;
+    const channelItems: string[] = [];
     const maxCount = Math.max(1, ...(data?.lanes ?? []).flatMap((l) => l.counts));
 
     for (let i = 0; i < layout.lanes.length; i++) {
@@ -200,6 +205,10 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
           outputItems = drawItems(paint(ctx, c, data, plotW), box, data.output, data.outputCounts, 'output');
         } else if (box.kind === 'markers') {
           markerItems = drawItems(paint(ctx, c, data, plotW), box, data.markers, data.markerCounts, 'markers');
+        } else if (box.kind === 'channel') {
+          const lane = channelLane(box.key);
+          const n = lane ? drawItems(paint(ctx, c, data, plotW), box, lane.items, lane.counts, 'channel') : 0;
+          channelItems.push(`${box.key.slice(2)}:${n}`);
         }
       }
       if (box.kind === 'agent' && agentAvailable !== null) drawAgent(paint(ctx, c, data, plotW), box, agentCalls);
@@ -253,9 +262,10 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
       wrap.dataset.toNs = String(data.toNs);
       wrap.dataset.outputItems = String(outputItems);
       wrap.dataset.markers = String(markerItems);
+      wrap.dataset.channels = channelItems.join(',');
       wrap.dataset.agentCalls = String(agentCalls.length);
       wrap.dataset.ready = 'true';
-      describe(drawnSpans, outputItems, markerItems);
+      describe(drawnSpans, outputItems, markerItems, channelItems.length);
     }
     const maxAbs = Math.max(Math.abs(view.from), Math.abs(view.to), 1);
     range.textContent = `${formatTick(view.from, tk.step, maxAbs, 1)} – ${formatTick(view.to, tk.step, maxAbs, 1)} (${formatDuration(viewSpan(view))} shown)`;
@@ -266,7 +276,13 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     return { ctx, c, data: d, view, plotW, hover, selectedSeq, dark };
   }
 
-  function describe(spans: number, output: number, markers: number) {
+  /** The channel lane drawn in box `key`, if it has events in this window. */
+  function channelLane(key: string) {
+    const lane = data?.channels?.find((l) => channelKey(l.channel) === key);
+    return lane ? { ...lane, what: `${lane.channel} events` } : undefined;
+  }
+
+  function describe(spans: number, output: number, markers: number, channels: number) {
     if (!data) return;
     const narrow = data.lanes.reduce((a, l) => a + l.counts.reduce((x, y) => x + y, 0), 0);
     const parts = [
@@ -275,9 +291,10 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     ];
     if (narrow) parts.push(`${narrow} too short to draw at this zoom (shaded; zoom in to see them)`);
     parts.push(`${output} output line${output === 1 ? '' : 's'}`, `${markers} marker${markers === 1 ? '' : 's'}`);
+    if (channels) parts.push(`${channels} channel lane${channels === 1 ? '' : 's'}`);
     if (agentAvailable) parts.push(`${agentCalls.length} agent call${agentCalls.length === 1 ? '' : 's'}`);
     else if (agentAvailable === false) parts.push('agent calls: not available in this daemon');
-    if (!data.lanes.length && !data.output.length && !data.markers.length)
+    if (!data.lanes.length && !data.output.length && !data.markers.length && !data.channels?.length)
       parts.push('nothing recorded in this window');
     caption.textContent = parts.join(' · ');
   }
@@ -327,6 +344,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
         if (abort === mine) abort = null;
         error = null;
         data = t;
+        for (const l of t.channels ?? []) channelsSeen.add(l.channel);
         for (const l of t.lanes) {
           const known = threads.get(laneKey(l));
           if (!known || (l.name && !known.name)) threads.set(laneKey(l), { pid: l.pid, tid: l.tid, name: l.name });
@@ -418,11 +436,15 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
       const n = countAt(lane.counts);
       return n ? { kind: 'density', count: n, box, what: 'calls too short to draw here' } : null;
     }
-    const items = box.kind === 'output' ? data.output : data.markers;
-    const it = itemAt(items, px, view, plotW);
+    // Output, markers or a channel.
+    const lane = box.kind === 'output' ? { items: data.output, counts: data.outputCounts, what: 'output lines' }
+      : box.kind === 'markers' ? { items: data.markers, counts: data.markerCounts, what: 'markers' }
+      : channelLane(box.key);
+    if (!lane) return null;
+    const it = itemAt(lane.items, px, view, plotW);
     if (it) return { kind: 'item', item: it, box };
-    const n = countAt(box.kind === 'output' ? data.outputCounts : data.markerCounts);
-    return n ? { kind: 'density', count: n, box, what: box.kind === 'output' ? 'output lines' : 'markers' } : null;
+    const n = countAt(lane.counts);
+    return n ? { kind: 'density', count: n, box, what: lane.what } : null;
   }
 
   function showTip(t: Target | null, x: number, y: number) {

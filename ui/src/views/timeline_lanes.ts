@@ -1,6 +1,6 @@
 // The timeline's lanes drawn on its canvas: a thread's call bars over the
-// density of calls too narrow to draw, output and marker items (or their
-// density), and the agent's tool calls; and what a tooltip says of each.
+// density of calls too narrow to draw, output, marker and channel items (or
+// their density), and the agent's tool calls; and what a tooltip says of each.
 // Pure drawing: what to draw and the hover and selection come in a LanePaint.
 
 import { h } from '../dom';
@@ -94,7 +94,13 @@ export function drawThread(p: LanePaint, box: LaneBox, lane: Lane, maxCount: num
   return n;
 }
 
-export function drawItems(p: LanePaint, box: LaneBox, items: Item[], counts: number[], what: 'output' | 'markers'): number {
+/** A channel item that reports a failure (a failed scenario step, a
+ *  request that failed). */
+function failed(it: Item): boolean {
+  return /\bFAIL|\bfailed\b/.test(it.text);
+}
+
+export function drawItems(p: LanePaint, box: LaneBox, items: Item[], counts: number[], what: 'output' | 'markers' | 'channel'): number {
   const { ctx, c, data, view, plotW, hover, selectedSeq } = p;
   if (!data) return 0;
   const total = counts.reduce((a, b) => a + b, 0);
@@ -115,11 +121,15 @@ export function drawItems(p: LanePaint, box: LaneBox, items: Item[], counts: num
     const x = xOf(view, plotW, it.tsNs);
     if (x < -6 || x > plotW + 6) continue;
     // Keep glyphs at the very ends (a process exit is the last event) inside.
-    const px = GUTTER + (what === 'markers' ? Math.min(Math.max(x, 6), plotW - 7) : x);
+    const px = GUTTER + (what === 'output' ? x : Math.min(Math.max(x, 6), plotW - 7));
     const mid = box.y + box.height / 2;
     if (what === 'output') {
       ctx.fillStyle = it.kind === 'stderr' ? c.stderr : c.stdout;
       ctx.fillRect(Math.round(px) - (it.kind === 'stderr' ? 1 : 0.5), box.y + 3, it.kind === 'stderr' ? 2 : 1.5, box.height - 6);
+    } else if (what === 'channel' && !it.kind.startsWith('ui_')) {
+      // A tick per stimulus or observation; failures in the crash colour.
+      ctx.fillStyle = failed(it) ? c.crash : c.logpoint;
+      ctx.fillRect(Math.round(px) - 1, box.y + 3, 2, box.height - 6);
     } else {
       drawMarker(ctx, c, it.kind, px, mid);
     }
