@@ -5,7 +5,7 @@ import { updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { guardBulkCloses } from "./native/bulkclose.js";
 import { closeFds, ownOutput } from "./output.js";
-import { watchSockets } from "./native/sockets.js";
+import { watchSockets } from "./sockets.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
 import { AgentMessage, DaemonMessage, HookTarget, PyTarget, send_ } from "./protocol.js";
 import { crashContext, detachTracers, drainTracers, guardForks, startTracers, tracerFor } from "./tracers/index.js";

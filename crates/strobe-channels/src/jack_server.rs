@@ -22,11 +22,16 @@ impl std::fmt::Debug for JackServer {
 }
 
 impl JackServer {
-    /// Starts `jackd -n <name> -d dummy -r 48000 -p 256` and waits until it
+    /// Starts `jackd -n <name> -R -d dummy -r 48000 -p 256` and waits until it
     /// takes clients.
     pub fn start(name: &str) -> Result<JackServer, String> {
         let child = Command::new("jackd")
-            .args(["-n", name, "-r", "-d", "dummy", "-r", "48000", "-p", "256"])
+            // -R: real-time scheduling for the server and its clients'
+            // process threads where the user may have it (jackd goes on
+            // without it where not): a traced program's process callback
+            // then does not lose the CPU to the agent, the daemon and the
+            // store, which it did (xruns) without it.
+            .args(["-n", name, "-R", "-d", "dummy", "-r", "48000", "-p", "256"])
             .env("JACK_NO_AUDIO_RESERVATION", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

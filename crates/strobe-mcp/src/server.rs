@@ -305,7 +305,8 @@ impl StrobeServer {
     #[tool(
         description = "A session's I/O channels: list (open ones and kinds), add \"net:8080\" / \"file:*.ini\", \
         send data (stdio: {line} or {eof: true}; net: {path} or {data}; file: {op, text}), query what it saw, remove. \
-        Every stimulus and observation is a timeline event.",
+        Every stimulus and observation is a timeline event; an open net channel (bare \"net\": only that) also \
+        records the program's own socket I/O.",
         input_schema = crate::schema::input::<ChannelParams>()
     )]
     async fn debug_channel(

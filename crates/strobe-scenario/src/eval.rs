@@ -200,7 +200,9 @@ pub fn evaluate(
             status,
             body_contains,
         } => {
-            let (evs, _) = events(mgr, id, json!({"eventType": "net", "timeFrom": from}))?;
+            // The newest page: the program's own socket I/O (also `net`
+            // events) may fill the window well past the first pages.
+            let evs = newest(mgr, id, json!({"eventType": "net", "timeFrom": from}))?;
             // Each request's outcome: its answer, or why it failed.
             let sent: Vec<&Value> = evs
                 .iter()

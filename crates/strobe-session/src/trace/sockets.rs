@@ -1,4 +1,4 @@
-//! The agent's socket records (agent/src/native/sockets.ts) → the JSON body
+//! The agent's socket records (agent/src/sockets.ts) → the JSON body
 //! of a `net` event: the program's own connects, accepts, sends, receives
 //! and closes on its inet sockets, each with its peer and first bytes.
 
@@ -82,7 +82,8 @@ pub(crate) fn socket_event(payload: &[u8]) -> Option<Value> {
             let send = op == 3;
             doc["op"] = json!(if send { "send" } else { "recv" });
             doc["bytes"] = json!(result);
-            if result == 0 && !send {
+            // 0 bytes read: the peer closed (a stream); an empty datagram.
+            if result == 0 && !send && proto == "tcp" {
                 doc["eof"] = json!(true);
                 format!("program recv on fd {fd}{}: end of stream", from_to("from"))
             } else {

@@ -10,7 +10,7 @@
 // inet socket is asked once (getsockopt) and kept in a table by descriptor,
 // forgotten at close/dup2/dup3; Unix sockets, pipes and files are skipped
 // after that one question. errno is kept as the call left it.
-import { PAYLOAD_MAX, RING_WRITER_C, noteTracedIds, sharedRing } from "../tracers/ring.js";
+import { PAYLOAD_MAX, RING_WRITER_C, noteTracedIds, sharedRing } from "./tracers/ring.js";
 
 /** Record kind of a socket event (low byte of the kind word). */
 export const KIND_SOCKET = 7;
