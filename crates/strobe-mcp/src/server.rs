@@ -303,10 +303,10 @@ impl StrobeServer {
     }
 
     #[tool(
-        description = "A session's I/O channels: list (open ones and kinds), add \"net:8080\" / \"file:*.ini\", \
-        send data (stdio: {line} or {eof: true}; net: {path} or {data}; file: {op, text}), query what it saw, remove. \
-        Every stimulus and observation is a timeline event; an open net channel (bare \"net\": only that) also \
-        records the program's own socket I/O.",
+        description = "A session's I/O channels: list, add \"net:8080\" / \"file:*.ini\", \
+        send data (stdio: {line} or {eof: true}; net: {path} or {data}; file: {op, text}), query, remove. \
+        Stimuli and observations are timeline events; a net channel (bare \"net\": only this) also records the \
+        program's socket I/O.",
         input_schema = crate::schema::input::<ChannelParams>()
     )]
     async fn debug_channel(
