@@ -5,6 +5,7 @@
 //! - `strobe setup`  creates the Python venv with the pinned frida and py-spy
 //! - `strobe ui`     turns on the daemon's loopback web UI and prints its URL
 //! - `strobe export` writes a stored session as a Perfetto / chrome://tracing trace
+//! - `strobe install` registers `strobe mcp` (and its skills) with the coding agents installed
 //! - `strobe completions SHELL` prints a shell completion script
 //!
 //! Arguments are parsed by clap before anything runs, so `--help`, a usage
@@ -12,6 +13,7 @@
 //! Exit codes: 0 success, 1 the command failed, 2 a usage error (clap's
 //! convention, also used for an unusable STROBE_HOME).
 
+mod install;
 mod scenarios;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -83,6 +85,28 @@ enum Verb {
         #[arg(long, value_name = "NAME")]
         only: Option<String>,
     },
+    /// Register `strobe mcp` (and Strobe's skills) with the coding agents you have
+    ///
+    /// Writes each agent's own MCP config (Claude Code, Codex, Cursor, VS Code,
+    /// Claude Desktop, opencode, Gemini CLI) in its own format, keeping comments
+    /// and other servers; every changed file is backed up as
+    /// <file>.strobe-backup first, and a file that cannot be parsed or is
+    /// read-only is left alone. Without --agent, only agents found on this
+    /// machine are written. Exits 1 when a file was refused.
+    Install {
+        /// The agents (repeatable): claude-code, codex, cursor, vscode, claude-desktop, opencode, gemini, all
+        #[arg(long = "agent", value_name = "AGENT")]
+        agents: Vec<String>,
+        /// Print what would change (diffs), write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Remove Strobe's entries and skills instead
+        #[arg(long)]
+        uninstall: bool,
+        /// user: your own configs; project: the current directory's (to commit)
+        #[arg(long, value_enum, default_value = "user")]
+        scope: install::ScopeArg,
+    },
     /// Print a shell completion script (e.g. `source <(strobe completions bash)`)
     Completions {
         /// The shell to complete for
@@ -121,6 +145,15 @@ fn main() -> ExitCode {
     if let Verb::Completions { shell } = verb {
         clap_complete::generate(shell, &mut cmd, "strobe", &mut std::io::stdout());
         return ExitCode::SUCCESS;
+    }
+    if let Verb::Install {
+        agents,
+        dry_run,
+        uninstall,
+        scope,
+    } = verb
+    {
+        return install::install(agents, dry_run, uninstall, scope);
     }
     let home = match home_or_exit() {
         Ok(h) => h,
@@ -200,7 +233,9 @@ fn main() -> ExitCode {
         Verb::Scenarios { project_root, only } => {
             scenarios::run(&home, &project_root, only.as_deref())
         }
-        Verb::Completions { .. } => unreachable!("handled before STROBE_HOME is read"),
+        Verb::Completions { .. } | Verb::Install { .. } => {
+            unreachable!("handled before STROBE_HOME is read")
+        }
     }
 }
 

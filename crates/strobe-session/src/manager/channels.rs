@@ -215,7 +215,7 @@ impl SessionManager {
         }
         if want && !failed.is_empty() {
             return Err(SessionError::validation(format!(
-                "the program's socket I/O cannot be recorded ({}); requests can still be sent, but without \"net\" channels",
+                "the channel was not added: the program's socket I/O could not be hooked ({}); add it again once every process of the session runs",
                 failed.join("; ")
             )));
         }
