@@ -5,6 +5,7 @@
 //! - `strobe setup`  creates the Python venv with the pinned frida and py-spy
 //! - `strobe ui`     turns on the daemon's loopback web UI and prints its URL
 //! - `strobe export` writes a stored session as a Perfetto / chrome://tracing trace
+//! - `strobe dap`    the Debug Adapter Protocol on stdio, for editors (shares the daemon's sessions)
 //! - `strobe install` registers `strobe mcp` (and its skills) with the coding agents installed
 //! - `strobe completions SHELL` prints a shell completion script
 //!
@@ -13,7 +14,9 @@
 //! Exit codes: 0 success, 1 the command failed, 2 a usage error (clap's
 //! convention, also used for an unusable STROBE_HOME).
 
+mod dap;
 mod install;
+mod mcp_client;
 mod scenarios;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -85,6 +88,12 @@ enum Verb {
         #[arg(long, value_name = "NAME")]
         only: Option<String>,
     },
+    /// Serve the Debug Adapter Protocol on stdin/stdout (for editors)
+    ///
+    /// Each DAP session is a Strobe session the agent sees over MCP (and the
+    /// web UI shows); `attach` with a `sessionId` joins a session an agent
+    /// started. Starts the daemon when none runs.
+    Dap,
     /// Register `strobe mcp` (and Strobe's skills) with the coding agents you have
     ///
     /// Writes each agent's own MCP config (Claude Code, Codex, Cursor, VS Code,
@@ -230,6 +239,7 @@ fn main() -> ExitCode {
             export(&home, &session, &file)
         }
         Verb::Ui => ui(home),
+        Verb::Dap => dap::run(&home),
         Verb::Scenarios { project_root, only } => {
             scenarios::run(&home, &project_root, only.as_deref())
         }

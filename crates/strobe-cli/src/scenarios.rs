@@ -5,84 +5,14 @@
 //! debug_query. One `SCENARIO START|PASS|FAIL` line per scenario is what
 //! the `scenario` test adapter (strobe-testing) reads.
 
+use crate::mcp_client::Mcp;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use strobe_core::StrobeHome;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 
 /// Where a project keeps its scenario files.
 const DIR: &str = ".strobe/scenarios";
-
-/// A line-delimited JSON-RPC (MCP) client on the daemon's socket.
-struct Mcp {
-    reader: BufReader<tokio::net::unix::OwnedReadHalf>,
-    writer: tokio::net::unix::OwnedWriteHalf,
-    next: u64,
-}
-
-impl Mcp {
-    async fn open(stream: UnixStream) -> std::io::Result<Mcp> {
-        let (r, w) = stream.into_split();
-        let mut m = Mcp {
-            reader: BufReader::new(r),
-            writer: w,
-            next: 1,
-        };
-        m.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "strobe-scenarios", "version": env!("CARGO_PKG_VERSION")}}),
-        )
-        .await?;
-        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await?;
-        Ok(m)
-    }
-
-    async fn send(&mut self, msg: &Value) -> std::io::Result<()> {
-        let mut line = msg.to_string();
-        line.push('\n');
-        self.writer.write_all(line.as_bytes()).await
-    }
-
-    async fn request(&mut self, method: &str, params: Value) -> std::io::Result<Value> {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await?;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.reader.read_line(&mut line).await? == 0 {
-                return Err(std::io::Error::other("the daemon closed the connection"));
-            }
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if v["id"] == json!(id) {
-                if let Some(e) = v.get("error") {
-                    return Err(std::io::Error::other(e.to_string()));
-                }
-                return Ok(v["result"].clone());
-            }
-        }
-    }
-
-    /// A tool call: its structured content, or its error text.
-    async fn tool(&mut self, name: &str, args: Value) -> std::io::Result<Result<Value, String>> {
-        let r = self
-            .request("tools/call", json!({"name": name, "arguments": args}))
-            .await?;
-        let text = r["content"][0]["text"].as_str().unwrap_or("").to_string();
-        Ok(if r["isError"] == true {
-            Err(text)
-        } else {
-            Ok(r["structuredContent"].clone())
-        })
-    }
-}
 
 /// The scenario files of `root`, by name, sorted.
 fn files(root: &Path) -> Vec<(String, PathBuf)> {
@@ -138,7 +68,7 @@ pub fn run(home: &StrobeHome, root: &Path, only: Option<&str>) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let mut mcp = match Mcp::open(stream).await {
+        let mut mcp = match Mcp::open(stream, "strobe-scenarios").await {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("strobe scenarios: the daemon did not answer MCP's initialize: {e}");

@@ -1,0 +1,57 @@
+//! `strobe dap`: the Debug Adapter Protocol on stdin/stdout for editors
+//! (`strobe-dap` does the work), driving the daemon (started if need be)
+//! through its MCP tools like an agent, so editor and agent share sessions.
+
+use crate::mcp_client::Mcp;
+use serde_json::Value;
+use std::process::ExitCode;
+use strobe_core::StrobeHome;
+
+impl strobe_dap::Tools for Mcp {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value, String> {
+        match self.tool(tool, args).await {
+            Ok(r) => r,
+            Err(e) => Err(format!("the daemon did not answer {tool}: {e}")),
+        }
+    }
+}
+
+/// Serves DAP on stdin/stdout until the client disconnects.
+pub(crate) fn run(home: &StrobeHome) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("strobe dap: cannot find my own executable to start the daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async {
+        let stream = match strobe_daemon::proxy::connect_or_start(home, &exe).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("strobe dap: cannot reach the daemon: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mcp = match Mcp::open(stream, "strobe-dap").await {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("strobe dap: the daemon refused the MCP session: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        match strobe_dap::serve(mcp, stdin, tokio::io::stdout()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("strobe dap: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

@@ -1,0 +1,34 @@
+//! `strobe dap`: a Debug Adapter Protocol server for editors. Every DAP
+//! session is a Strobe session: the adapter drives the daemon through the
+//! same MCP tools an agent calls ([`Tools`]), so the agent sees what the
+//! editor does and the other way round (`attach {sessionId}` joins a
+//! session an agent started).
+//!
+//! `wire.rs` is the framing; `adapter.rs` maps requests to tools and the
+//! session's state (paused threads, output, its end, polled every 50 ms
+//! while it runs) to events; `values.rs` turns typed values into DAP
+//! variables with lazily expanded, paged children.
+//!
+//! What `pause` does: Strobe has no all-stop (a breakpoint pauses only its
+//! thread, the rest runs on), so `pause` is refused with that explanation
+//! and `supportsSuspendDebuggee`-style capabilities are not claimed.
+
+mod adapter;
+mod values;
+pub mod wire;
+
+pub use adapter::serve;
+
+use serde_json::Value;
+use std::future::Future;
+
+/// The daemon's MCP tools, as the adapter calls them.
+pub trait Tools: Send {
+    /// Calls `tool` with `args`: its structured result, or the error text
+    /// the tool answered.
+    fn call(
+        &mut self,
+        tool: &str,
+        args: Value,
+    ) -> impl Future<Output = Result<Value, String>> + Send;
+}

@@ -1,0 +1,99 @@
+//! `strobe dap` end to end: a real DAP client (@vscode/debugadapter-testsupport's
+//! DebugClient, from npm, run by node on tests/dap/dap.mjs) drives `strobe dap`,
+//! which drives a real daemon over MCP against real programs under Frida:
+//! launch, a line breakpoint, the stop, stack, arguments, hover, next/stepIn/
+//! stepOut, readable refusals, output events and the exit code. The sessions
+//! the editor made are then seen by an agent over MCP.
+
+mod support;
+
+use serde_json::json;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::{Env, fixture, fixture_with};
+
+/// The script's whole run (two debug sessions).
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// The line of `tests/fixtures/debugee.c` holding `@marker`.
+fn line_of(marker: &str) -> usize {
+    let src = include_str!("fixtures/debugee.c");
+    let tag = format!("@{marker} ");
+    src.lines().position(|l| l.contains(&tag)).unwrap() + 1
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dap_client_launches_stops_steps_and_sees_the_end() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let env = Env::new();
+    let c = env.client().await;
+    let debugee = fixture_with("debugee", &["-pthread"]);
+    let output = fixture("output");
+    let source = repo
+        .join("tests/fixtures/debugee.c")
+        .canonicalize()
+        .unwrap();
+
+    let strobe = env.command(&["dap"]);
+    let mut script = std::process::Command::new("node");
+    script
+        .arg(repo.join("tests/dap/dap.mjs"))
+        .env("STROBE_BIN", strobe.get_program())
+        .env("DEBUGEE", &debugee)
+        .env("DEBUGEE_SOURCE", &source)
+        .env("OUTPUT_FIXTURE", &output)
+        .process_group(0);
+    for (k, v) in strobe.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    for m in ["compute-body", "compute-call"] {
+        script.env(
+            format!("LINE_{}", m.to_uppercase().replace('-', "_")),
+            line_of(m).to_string(),
+        );
+    }
+    let mut child = script
+        .spawn()
+        .expect("node is missing: `./dev test` installs it");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > SCRIPT_TIMEOUT {
+            support::signal_group(child.id(), 9);
+            let _ = child.wait();
+            panic!("the DAP script ran past {SCRIPT_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        status.success(),
+        "the DAP checks failed ({status}); see the output above"
+    );
+
+    // The editor's sessions are Strobe sessions the agent sees (the
+    // debugee's was stopped by the disconnect, which drops an unretained
+    // session; the one that exited is still there).
+    let list = c.ok("debug_session", json!({"action": "list"})).await;
+    let output_name = output.file_name().unwrap().to_string_lossy().into_owned();
+    let seen = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["binaryPath"]
+                .as_str()
+                .is_some_and(|b| b.ends_with(&output_name))
+        })
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        (seen["state"].clone(), seen["exitCode"].clone()),
+        (json!("exited"), json!(3)),
+        "{seen}"
+    );
+}

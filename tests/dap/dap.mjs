@@ -1,0 +1,130 @@
+// `strobe dap` driven by a real DAP client (@vscode/debugadapter-testsupport's
+// DebugClient, the one VS Code's own adapters are tested with): run by
+// tests/dap.rs, which passes the strobe binary, the fixtures and the
+// environment (STROBE_HOME, STROBE_VENV) of its daemon. Exits non-zero at the
+// first failed check, saying which.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import os from 'node:os';
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run through tests/dap.rs)`);
+  return v;
+};
+const modules =
+  process.env.STROBE_TEST_NODE_MODULES ||
+  path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'strobe/test-tools/node/node_modules');
+const { DebugClient } = createRequire(path.join(modules, 'noop.js'))('@vscode/debugadapter-testsupport');
+
+const strobe = env('STROBE_BIN');
+const debugee = env('DEBUGEE');
+const debugeeSource = env('DEBUGEE_SOURCE');
+const output = env('OUTPUT_FIXTURE');
+const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '_')}`));
+
+function check(ok, what, detail = '') {
+  if (!ok) throw new Error(`FAILED: ${what}${detail ? `: ${detail}` : ''}`);
+  console.log(`ok - ${what}`);
+}
+
+async function client() {
+  // DebugClient runs `<runtime> <executable>`: here `strobe dap`.
+  const dc = new DebugClient(strobe, 'dap', 'strobe', { env: process.env });
+  dc.defaultTimeout = 20000;
+  await dc.start();
+  return dc;
+}
+
+// 1. Launch, a line breakpoint, the stop, the stack, the arguments, a step.
+{
+  const dc = await client();
+  const init = await dc.initializeRequest();
+  check(init.body.supportsConfigurationDoneRequest && init.body.supportsConditionalBreakpoints,
+    'initialize answers the capabilities', JSON.stringify(init.body));
+  check(!init.body.supportsStepBack, 'no capability is claimed that is not there');
+  const initialized = dc.waitForEvent('initialized');
+  await dc.launchRequest({ program: debugee });
+  await initialized;
+  const set = await dc.setBreakpointsRequest({
+    source: { path: debugeeSource },
+    breakpoints: [{ line: line('compute-body') }],
+  });
+  const bp = set.body.breakpoints[0];
+  check(bp.verified && bp.line === line('compute-body'), 'the line breakpoint is verified at its line', JSON.stringify(bp));
+  const stopped = dc.waitForEvent('stopped');
+  await dc.configurationDoneRequest();
+  const ev = await stopped;
+  check(ev.body.reason === 'breakpoint' && ev.body.hitBreakpointIds?.[0] === bp.id,
+    'the program stops at the breakpoint', JSON.stringify(ev.body));
+  const tid = ev.body.threadId;
+  const threads = await dc.threadsRequest();
+  check(threads.body.threads.some((t) => t.id === tid), 'the stopped thread is listed', JSON.stringify(threads.body));
+  const st = await dc.stackTraceRequest({ threadId: tid });
+  const top = st.body.stackFrames[0];
+  check(top.name === 'compute' && top.line === line('compute-body') && top.source.path.endsWith('debugee.c'),
+    'the top frame is compute at its file:line', JSON.stringify(top));
+  check(st.body.stackFrames.some((f) => f.name.startsWith('main')), 'main is on the stack',
+    JSON.stringify(st.body.stackFrames.map((f) => f.name)));
+  const scopes = await dc.scopesRequest({ frameId: top.id });
+  const args = scopes.body.scopes.find((s) => s.name === 'Arguments');
+  check(args && args.variablesReference > 0, 'the frame has its arguments scope', JSON.stringify(scopes.body));
+  const vars = await dc.variablesRequest({ variablesReference: args.variablesReference });
+  const x = vars.body.variables.find((v) => v.name === 'x');
+  check(x && /^\d+$/.test(x.value) && x.type === 'int', 'the argument x is typed', JSON.stringify(vars.body));
+  const ev2 = await dc.evaluateRequest({ expression: 'x', frameId: top.id, context: 'hover' });
+  check(ev2.body.result === x.value, 'hovering x evaluates it', JSON.stringify(ev2.body));
+
+  // Step over: the next line, same function.
+  await dc.setBreakpointsRequest({ source: { path: debugeeSource }, breakpoints: [] });
+  const stepped = dc.waitForEvent('stopped');
+  await dc.nextRequest({ threadId: tid });
+  const s2 = await stepped;
+  check(s2.body.reason === 'step', 'next stops with reason step', JSON.stringify(s2.body));
+  const st2 = await dc.stackTraceRequest({ threadId: tid });
+  check(st2.body.stackFrames[0].line === line('compute-call'), 'next went to the following line',
+    JSON.stringify(st2.body.stackFrames[0]));
+  const into = dc.waitForEvent('stopped');
+  await dc.stepInRequest({ threadId: tid });
+  await into;
+  const st3 = await dc.stackTraceRequest({ threadId: tid });
+  check(st3.body.stackFrames[0].name === 'square', 'stepIn enters the callee', JSON.stringify(st3.body.stackFrames[0]));
+  const out = dc.waitForEvent('stopped');
+  await dc.stepOutRequest({ threadId: tid });
+  await out;
+  const st4 = await dc.stackTraceRequest({ threadId: tid });
+  check(st4.body.stackFrames[0].name === 'compute', 'stepOut returns to the caller', JSON.stringify(st4.body.stackFrames[0]));
+
+  // Bad requests are DAP errors that say what is wrong.
+  const bad = await dc.customRequest('frobnicate').then(() => null, (e) => e.message);
+  check(bad && bad.includes("does not support the 'frobnicate' request"), 'an unknown request is refused readably', bad);
+  const pause = await dc.pauseRequest({ threadId: tid }).then(() => null, (e) => e.message);
+  check(pause && pause.includes('no all-stop'), 'pause says what Strobe does instead', pause);
+
+  await dc.continueRequest({ threadId: tid });
+  // disconnect (launched here: the program is stopped with it).
+  await dc.stop();
+}
+
+// 2. A program that prints and exits: its output, then exited with the code.
+{
+  const dc = await client();
+  await dc.initializeRequest();
+  const initialized = dc.waitForEvent('initialized');
+  const bad = await dc.launchRequest({}).then(() => null, (e) => e.message);
+  check(bad && bad.includes("launch needs 'program'"), 'launch without a program is refused readably', bad);
+  await dc.launchRequest({ program: output, args: ['3'] });
+  await initialized;
+  const exited = dc.waitForEvent('exited');
+  const terminated = dc.waitForEvent('terminated');
+  const seen = dc.assertOutput('stdout', 'out 0\nout 1\nout 2\n');
+  await dc.configurationDoneRequest();
+  await seen;
+  check(true, "the program's stdout arrives as output events");
+  const e = await exited;
+  check(e.body.exitCode === 3, 'exited carries the exit code', JSON.stringify(e.body));
+  await terminated;
+  check(true, 'terminated follows');
+  await dc.stop();
+}
+console.log('all DAP checks passed');
