@@ -50,7 +50,7 @@ async fn a_dap_client_launches_stops_steps_and_sees_the_end() {
             None => script.env_remove(k),
         };
     }
-    for m in ["compute-body", "compute-call"] {
+    for m in ["compute-body", "compute-call", "main-compute"] {
         script.env(
             format!("LINE_{}", m.to_uppercase().replace('-', "_")),
             line_of(m).to_string(),

@@ -46,9 +46,12 @@ async function client() {
   const initialized = dc.waitForEvent('initialized');
   await dc.launchRequest({ program: debugee });
   await initialized;
+  const consoleOut = [];
+  dc.on('output', (e) => { if (e.body.category === 'console') consoleOut.push(e.body.output); });
+  // A conditional breakpoint, and a logpoint in main's loop.
   const set = await dc.setBreakpointsRequest({
     source: { path: debugeeSource },
-    breakpoints: [{ line: line('compute-body') }],
+    breakpoints: [{ line: line('compute-body'), condition: 'x == 2' }, { line: line('main-compute'), logMessage: 'round={round}' }],
   });
   const bp = set.body.breakpoints[0];
   check(bp.verified && bp.line === line('compute-body'), 'the line breakpoint is verified at its line', JSON.stringify(bp));
@@ -71,9 +74,25 @@ async function client() {
   check(args && args.variablesReference > 0, 'the frame has its arguments scope', JSON.stringify(scopes.body));
   const vars = await dc.variablesRequest({ variablesReference: args.variablesReference });
   const x = vars.body.variables.find((v) => v.name === 'x');
-  check(x && /^\d+$/.test(x.value) && x.type === 'int', 'the argument x is typed', JSON.stringify(vars.body));
+  check(x && x.value === '2' && x.type === 'int', 'the argument x is typed, and the condition held', JSON.stringify(vars.body));
+  for (let i = 0; i < 100 && !consoleOut.join('').includes('round=2'); i++) await new Promise((r) => setTimeout(r, 50));
+  check(consoleOut.join('').startsWith('round=0\nround=1\nround=2\n'), 'the logpoint writes output lines', JSON.stringify(consoleOut));
   const ev2 = await dc.evaluateRequest({ expression: 'x', frameId: top.id, context: 'hover' });
   check(ev2.body.result === x.value, 'hovering x evaluates it', JSON.stringify(ev2.body));
+  // setVariable: an argument, and a global's field reached through evaluate.
+  const setX = await dc.setVariableRequest({ variablesReference: args.variablesReference, name: 'x', value: '7' });
+  check(setX.body.value === '7', 'setVariable writes an argument', JSON.stringify(setX.body));
+  const xNow = await dc.evaluateRequest({ expression: 'x', frameId: top.id, context: 'watch' });
+  check(xNow.body.result === '7', 'and it reads back', JSON.stringify(xNow.body));
+  const cfg = await dc.evaluateRequest({ expression: 'g_config', frameId: top.id, context: 'watch' });
+  check(cfg.body.variablesReference > 0, 'a struct global evaluates to an expandable value', JSON.stringify(cfg.body));
+  const fields = await dc.variablesRequest({ variablesReference: cfg.body.variablesReference });
+  check(fields.body.variables.some((v) => v.name === 'origin' && v.variablesReference > 0), 'its nested struct expands',
+    JSON.stringify(fields.body));
+  const setGain = await dc.setVariableRequest({ variablesReference: cfg.body.variablesReference, name: 'gain', value: '2.5' });
+  check(setGain.body.value === '2.5', "setVariable writes a global's field", JSON.stringify(setGain.body));
+  const gain = await dc.evaluateRequest({ expression: 'g_config.gain', frameId: top.id, context: 'watch' });
+  check(gain.body.result === '2.5', 'and the program sees it', JSON.stringify(gain.body));
 
   // Step over: the next line, same function.
   await dc.setBreakpointsRequest({ source: { path: debugeeSource }, breakpoints: [] });

@@ -76,14 +76,19 @@ struct Adapter<T> {
     stop_on_entry: bool,
     /// The thread paused on entry until configurationDone.
     entry_thread: Option<u64>,
+    /// The breakpoint `stopOnEntry` made in `main`: removed at
+    /// configurationDone, never shown as the user's.
+    entry_breakpoint: Option<String>,
     configured: bool,
     ended: bool,
     /// Strobe's breakpoint ids set by each setBreakpoints source.
     set_by_source: HashMap<String, Vec<String>>,
     dap_ids: HashMap<String, i64>,
+    /// The last DAP breakpoint id handed out.
+    next_bp: i64,
     paused: BTreeMap<u64, Value>,
     refs: Refs,
-    output_from: [i64; 2],
+    output_from: [i64; 3],
 }
 
 impl<T: Tools> Adapter<T> {
@@ -97,13 +102,15 @@ impl<T: Tools> Adapter<T> {
             pid: 0,
             stop_on_entry: false,
             entry_thread: None,
+            entry_breakpoint: None,
             configured: false,
             ended: false,
             set_by_source: HashMap::new(),
             dap_ids: HashMap::new(),
+            next_bp: 0,
             paused: BTreeMap::new(),
             refs: Refs::default(),
-            output_from: [0, 0],
+            output_from: [0, 0, 0],
         }
     }
 
@@ -169,6 +176,7 @@ impl<T: Tools> Adapter<T> {
             "scopes" => self.scopes(&args),
             "variables" => self.variables(&args),
             "evaluate" => self.evaluate(&args).await,
+            "setVariable" => self.set_variable(&args).await,
             "continue" => self.resume().await,
             "next" | "stepIn" | "stepOut" => {
                 let action = match command.as_str() {
@@ -232,6 +240,9 @@ impl<T: Tools> Adapter<T> {
         self.stop_on_entry = args["stopOnEntry"] == true;
         let status = self.status().await?;
         self.entry_thread = status["pausedThreads"][0]["threadId"].as_u64();
+        self.entry_breakpoint = status["pausedThreads"][0]["breakpointId"]
+            .as_str()
+            .map(str::to_string);
         Ok(json!({}))
     }
 
@@ -272,6 +283,9 @@ impl<T: Tools> Adapter<T> {
     async fn replace_breakpoints(&mut self, key: String, add: Vec<Value>) -> Result<Value, String> {
         let id = self.session_id()?;
         let old = self.set_by_source.remove(&key).unwrap_or_default();
+        for o in &old {
+            self.dap_ids.remove(o);
+        }
         if !old.is_empty() {
             self.tools
                 .call("debug_breakpoint", json!({"sessionId": id, "remove": old}))
@@ -309,8 +323,14 @@ impl<T: Tools> Adapter<T> {
         let mut dap = Vec::new();
         for b in fresh {
             let sid = b["id"].as_str().unwrap_or("").to_string();
-            let next = self.dap_ids.len() as i64 + 1;
-            let num = *self.dap_ids.entry(sid.clone()).or_insert(next);
+            let num = match self.dap_ids.get(&sid) {
+                Some(n) => *n,
+                None => {
+                    self.next_bp += 1;
+                    self.dap_ids.insert(sid.clone(), self.next_bp);
+                    self.next_bp
+                }
+            };
             ids.push(sid);
             let mut d = json!({"id": num, "verified": true});
             if let Some(l) = b["line"].as_u64() {
@@ -367,6 +387,12 @@ impl<T: Tools> Adapter<T> {
 
     async fn configuration_done(&mut self) -> Result<Value, String> {
         self.configured = true;
+        if let Some(bp) = self.entry_breakpoint.take() {
+            let id = self.session_id()?;
+            self.tools
+                .call("debug_breakpoint", json!({"sessionId": id, "remove": [bp]}))
+                .await?;
+        }
         if let Some(tid) = self.entry_thread {
             if self.stop_on_entry {
                 self.stopped(tid, "entry", None).await;
@@ -477,10 +503,10 @@ impl<T: Tools> Adapter<T> {
             return Ok(json!({"scopes": []}));
         }
         let mut scopes = vec![json!({"name": "Arguments", "presentationHint": "arguments",
-                                     "variablesReference": self.refs.hold(&p["arguments"]), "expensive": false})];
+                                     "variablesReference": self.refs.hold(&p["arguments"], ""), "expensive": false})];
         if let Some(l) = p.get("locals").filter(|l| l.is_array()) {
             scopes.push(json!({"name": "Locals", "presentationHint": "locals",
-                               "variablesReference": self.refs.hold(l), "expensive": false}));
+                               "variablesReference": self.refs.hold(l, ""), "expensive": false}));
         }
         Ok(json!({"scopes": scopes}))
     }
@@ -502,7 +528,8 @@ impl<T: Tools> Adapter<T> {
         let expr = args["expression"]
             .as_str()
             .ok_or("evaluate needs expression")?;
-        let mut call = json!({"sessionId": id, "targets": [{"variable": expr}]});
+        // Nested structs three levels deep: what an editor shows unfolded.
+        let mut call = json!({"sessionId": id, "targets": [{"variable": expr}], "depth": 3});
         if let Some(f) = args["frameId"].as_i64() {
             call["threadId"] = json!(f / FRAMES_PER_THREAD);
         }
@@ -513,8 +540,34 @@ impl<T: Tools> Adapter<T> {
         }
         let value = r["value"].clone();
         Ok(
-            json!({"result": text(&value), "type": r["type"], "variablesReference": self.refs.hold(&value)}),
+            json!({"result": text(&value), "type": r["type"], "variablesReference": self.refs.hold(&value, expr)}),
         )
+    }
+
+    /// Writes a variable (a paused frame's argument or local, or a global's
+    /// field reached through evaluate) with `debug_memory`.
+    async fn set_variable(&mut self, args: &Value) -> Result<Value, String> {
+        let id = self.session_id()?;
+        let r = args["variablesReference"]
+            .as_i64()
+            .ok_or("setVariable needs variablesReference")?;
+        let name = args["name"].as_str().ok_or("setVariable needs name")?;
+        let path = self.refs.path_of(r, name).ok_or(
+            "that variablesReference is gone: the program ran on since (ask for the scopes again)",
+        )?;
+        let text = args["value"].as_str().ok_or("setVariable needs value")?;
+        // Numbers and booleans as such; anything else (an enum's name) as text.
+        let value = serde_json::from_str::<Value>(text.trim()).unwrap_or_else(|_| json!(text));
+        let mut call = json!({"sessionId": id, "action": "write", "targets": [{"variable": path, "value": value}]});
+        if let Some(tid) = self.paused.keys().next() {
+            call["threadId"] = json!(tid);
+        }
+        let v = self.tools.call("debug_memory", call).await?;
+        let w = &v["results"][0];
+        if let Some(e) = w["error"].as_str() {
+            return Err(e.to_string());
+        }
+        Ok(json!({"value": crate::values::text(&w["newValue"])}))
     }
 
     async fn resume(&mut self) -> Result<Value, String> {
@@ -609,6 +662,7 @@ impl<T: Tools> Adapter<T> {
             }
             self.event("stopped", body);
         }
+        self.announce_breakpoints(&s);
         let state = s["state"].as_str().unwrap_or("running");
         if state != "running" && state != "starting" {
             self.pump_output().await;
@@ -618,10 +672,48 @@ impl<T: Tools> Adapter<T> {
         }
     }
 
+    /// Breakpoints someone else (the agent) set or removed, as
+    /// `breakpoint` events, so the editor shows them.
+    fn announce_breakpoints(&mut self, status: &Value) {
+        let listed = status["breakpoints"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for b in &listed {
+            let Some(sid) = b["id"].as_str() else {
+                continue;
+            };
+            if self.dap_ids.contains_key(sid) {
+                continue;
+            }
+            self.next_bp += 1;
+            let num = self.next_bp;
+            self.dap_ids.insert(sid.to_string(), num);
+            let mut bp = json!({"id": num, "verified": true, "line": b["line"]});
+            if let Some(f) = b["file"].as_str() {
+                bp["source"] = json!({"path": f});
+            }
+            self.event("breakpoint", json!({"reason": "new", "breakpoint": bp}));
+        }
+        let gone: Vec<(String, i64)> = self
+            .dap_ids
+            .iter()
+            .filter(|(sid, _)| !listed.iter().any(|b| b["id"] == sid.as_str()))
+            .map(|(s, n)| (s.clone(), *n))
+            .collect();
+        for (sid, num) in gone {
+            self.dap_ids.remove(&sid);
+            self.event(
+                "breakpoint",
+                json!({"reason": "removed", "breakpoint": {"id": num, "verified": false}}),
+            );
+        }
+    }
+
     /// The program's new stdout and stderr lines as `output` events.
     async fn pump_output(&mut self) {
         let Ok(id) = self.session_id() else { return };
-        for (i, kind) in ["stdout", "stderr"].into_iter().enumerate() {
+        for (i, kind) in ["stdout", "stderr", "logpoint"].into_iter().enumerate() {
             let q = json!({"sessionId": id, "eventType": kind, "eventIdFrom": self.output_from[i], "limit": 500});
             let Ok(v) = self.tools.call("debug_query", q).await else {
                 continue;
@@ -630,10 +722,17 @@ impl<T: Tools> Adapter<T> {
                 if let Some(n) = e["id"].as_i64() {
                     self.output_from[i] = self.output_from[i].max(n + 1);
                 }
-                let text = e["text"].as_str().unwrap_or("");
+                let raw = e["text"].as_str().unwrap_or("");
+                // A logpoint's text is its JSON; the line is its message.
+                let message = (kind == "logpoint")
+                    .then(|| serde_json::from_str::<Value>(raw).ok())
+                    .flatten()
+                    .and_then(|v| v["message"].as_str().map(str::to_string));
+                let text = message.as_deref().unwrap_or(raw);
+                let category = if kind == "logpoint" { "console" } else { kind };
                 self.event(
                     "output",
-                    json!({"category": kind, "output": format!("{text}\n")}),
+                    json!({"category": category, "output": format!("{text}\n")}),
                 );
             }
         }
@@ -663,6 +762,7 @@ fn capabilities() -> Value {
         "supportsHitConditionalBreakpoints": true,
         "supportsLogPoints": true,
         "supportsEvaluateForHovers": true,
+        "supportsSetVariable": true,
         "supportsTerminateRequest": true,
         "supportTerminateDebuggee": true,
         "supportsDelayedStackTraceLoading": true,

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 /// Children handed out by reference; a reference is the index plus one.
 #[derive(Default)]
 pub(crate) struct Refs {
-    held: Vec<Value>,
+    /// Each container, and the path its children are named under
+    /// (`g_config`, `cfg.origin`; empty for a scope's list of variables).
+    held: Vec<(Value, String)>,
 }
 
 impl Refs {
@@ -19,20 +21,26 @@ impl Refs {
 
     /// A reference to `container` (an object, an array, or a list of
     /// `{name, type, value}`); 0 for a scalar.
-    pub(crate) fn hold(&mut self, container: &Value) -> i64 {
+    pub(crate) fn hold(&mut self, container: &Value, path: &str) -> i64 {
         match container {
             Value::Object(o) if !o.is_empty() => {}
             Value::Array(a) if !a.is_empty() => {}
             _ => return 0,
         }
-        self.held.push(container.clone());
+        self.held.push((container.clone(), path.to_string()));
         self.held.len() as i64
+    }
+
+    /// The `debug_memory` path of child `name` of reference `r`.
+    pub(crate) fn path_of(&self, r: i64, name: &str) -> Option<String> {
+        let (_, base) = self.held.get((r as usize).checked_sub(1)?)?;
+        Some(child_path(base, name))
     }
 
     /// The variables of reference `r`, from `start`, at most `count` (0:
     /// all).
     pub(crate) fn variables(&mut self, r: i64, start: usize, count: usize) -> Option<Vec<Value>> {
-        let held = self.held.get((r as usize).checked_sub(1)?)?.clone();
+        let (held, base) = self.held.get((r as usize).checked_sub(1)?)?.clone();
         let items: Vec<(String, Option<String>, Value)> = match &held {
             Value::Object(o) => o
                 .iter()
@@ -65,14 +73,23 @@ impl Refs {
                 .get(start.min(items.len())..end)
                 .unwrap_or_default()
                 .iter()
-                .map(|(name, ty, v)| self.variable(name, ty.as_deref(), v))
+                .map(|(name, ty, v)| {
+                    let path = child_path(&base, name);
+                    self.variable(name, ty.as_deref(), v, &path)
+                })
                 .collect(),
         )
     }
 
     /// One variable: its text, and a reference when it has children.
-    pub(crate) fn variable(&mut self, name: &str, ty: Option<&str>, v: &Value) -> Value {
-        let reference = self.hold(v);
+    pub(crate) fn variable(
+        &mut self,
+        name: &str,
+        ty: Option<&str>,
+        v: &Value,
+        path: &str,
+    ) -> Value {
+        let reference = self.hold(v, path);
         let mut out = json!({"name": name, "value": text(v), "variablesReference": reference});
         if let Some(t) = ty {
             out["type"] = json!(t);
@@ -81,6 +98,17 @@ impl Refs {
             out["indexedVariables"] = json!(a.len());
         }
         out
+    }
+}
+
+/// `base.name`, `base[3]` (a child named `[3]`), or `name` at the top.
+fn child_path(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else if name.starts_with('[') {
+        format!("{base}{name}")
+    } else {
+        format!("{base}.{name}")
     }
 }
 
@@ -108,7 +136,7 @@ mod tests {
         let mut refs = Refs::default();
         let args = json!([{"name": "cfg", "type": "struct config", "value": {"rate": 48000, "tags": [1, 2, 3, 4, 5]}},
                           {"name": "n", "type": "int", "value": 3}]);
-        let r = refs.hold(&args);
+        let r = refs.hold(&args, "");
         let vars = refs.variables(r, 0, 0).unwrap();
         assert_eq!(
             vars[1],
@@ -120,6 +148,8 @@ mod tests {
         assert_eq!(fields[0]["value"], "48000");
         assert_eq!(fields[1]["indexedVariables"], 5);
         let tags = fields[1]["variablesReference"].as_i64().unwrap();
+        assert_eq!(refs.path_of(tags, "[2]").unwrap(), "cfg.tags[2]");
+        assert_eq!(refs.path_of(cfg, "rate").unwrap(), "cfg.rate");
         let page = refs.variables(tags, 2, 2).unwrap();
         assert_eq!(
             page.iter()
