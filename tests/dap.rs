@@ -97,3 +97,105 @@ async fn a_dap_client_launches_stops_steps_and_sees_the_end() {
         "{seen}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
+    use std::io::{BufRead, Write};
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let env = Env::new();
+    let c = env.client().await;
+    let debugee = fixture_with("debugee", &["-pthread"]);
+    let source = repo
+        .join("tests/fixtures/debugee.c")
+        .canonicalize()
+        .unwrap();
+    let (id, _) = c.launch(&debugee, &[]).await;
+
+    let strobe = env.command(&["dap"]);
+    let mut script = std::process::Command::new("node");
+    script
+        .arg(repo.join("tests/dap/attach.mjs"))
+        .env("STROBE_BIN", strobe.get_program())
+        .env("SESSION", &id)
+        .env("LINE", line_of("compute-body").to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .process_group(0);
+    for (k, v) in strobe.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let mut child = script
+        .spawn()
+        .expect("node is missing: `./dev test` installs it");
+    let pgid = child.id();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let next_line = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(l) = rx.try_recv() {
+                return l;
+            }
+            if Instant::now() > deadline {
+                support::signal_group(pgid, 9);
+                panic!("the attach script said nothing for 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert_eq!(next_line(&mut rx), "READY");
+    // The agent sets a breakpoint; the editor is told, and stops at it.
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "add": [{"file": source, "line": line_of("compute-body")}]}),
+    )
+    .await;
+    let stopped = next_line(&mut rx);
+    let tid: u64 = stopped.strip_prefix("STOPPED ").unwrap().parse().unwrap();
+    // The same stop is the agent's paused thread.
+    let status = c.status(&id).await;
+    assert!(
+        status["pausedThreads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["threadId"] == tid),
+        "{status}"
+    );
+    c.ok(
+        "debug_breakpoint",
+        json!({"sessionId": id, "remove": ["bp-1"]}),
+    )
+    .await;
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let started = Instant::now();
+    let status_code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > SCRIPT_TIMEOUT {
+            support::signal_group(pgid, 9);
+            panic!("the attach script ran past {SCRIPT_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        status_code.success(),
+        "the attach checks failed ({status_code})"
+    );
+    // The editor left; the agent's session runs on.
+    assert_eq!(c.status(&id).await["state"], "running");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

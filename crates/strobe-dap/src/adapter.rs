@@ -633,6 +633,8 @@ impl<T: Tools> Adapter<T> {
     async fn poll(&mut self) {
         self.pump_output().await;
         let Ok(s) = self.status().await else { return };
+        // First: a stop names its breakpoint by the id announced here.
+        self.announce_breakpoints(&s);
         let paused = s["pausedThreads"].as_array().cloned().unwrap_or_default();
         let now: Vec<u64> = paused
             .iter()
@@ -662,7 +664,6 @@ impl<T: Tools> Adapter<T> {
             }
             self.event("stopped", body);
         }
-        self.announce_breakpoints(&s);
         let state = s["state"].as_str().unwrap_or("running");
         if state != "running" && state != "starting" {
             self.pump_output().await;
