@@ -14,7 +14,7 @@ mod support;
 use serde_json::{Value, json};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::{Env, fixture};
 
 /// The script's own limit; it normally takes 10–20 s.
@@ -145,19 +145,7 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
     let mut child = script
         .spawn()
         .expect("node is missing: `./dev test` installs it");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > SCRIPT_TIMEOUT {
-            // The group: the script and the browser it started.
-            support::signal_group(child.id(), 9);
-            let _ = child.wait();
-            panic!("the browser script ran past {SCRIPT_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = support::wait_script(&mut child, SCRIPT_TIMEOUT, "the browser script").await;
     println!("screenshots in {}", shots.display());
     assert!(
         status.success(),

@@ -59,18 +59,7 @@ async fn a_dap_client_launches_stops_steps_and_sees_the_end() {
     let mut child = script
         .spawn()
         .expect("node is missing: `./dev test` installs it");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > SCRIPT_TIMEOUT {
-            support::signal_group(child.id(), 9);
-            let _ = child.wait();
-            panic!("the DAP script ran past {SCRIPT_TIMEOUT:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let status = support::wait_script(&mut child, SCRIPT_TIMEOUT, "the DAP script").await;
     assert!(
         status.success(),
         "the DAP checks failed ({status}); see the output above"
@@ -179,17 +168,7 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
     )
     .await;
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    let started = Instant::now();
-    let status_code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > SCRIPT_TIMEOUT {
-            support::signal_group(pgid, 9);
-            panic!("the attach script ran past {SCRIPT_TIMEOUT:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let status_code = support::wait_script(&mut child, SCRIPT_TIMEOUT, "the attach script").await;
     assert!(
         status_code.success(),
         "the attach checks failed ({status_code})"

@@ -3,29 +3,10 @@
 // prints READY once attached and configured, then STOPPED <threadId> when the
 // agent's breakpoint (announced as a breakpoint event) stops a thread, and
 // waits for a line on stdin before it continues and detaches.
-import { createRequire } from 'node:module';
 import readline from 'node:readline';
-import path from 'node:path';
-import os from 'node:os';
+import { check, client, env } from './common.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set (run through tests/dap.rs)`);
-  return v;
-};
-const modules =
-  process.env.STROBE_TEST_NODE_MODULES ||
-  path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'strobe/test-tools/node/node_modules');
-const { DebugClient } = createRequire(path.join(modules, 'noop.js'))('@vscode/debugadapter-testsupport');
-
-function check(ok, what, detail = '') {
-  if (!ok) throw new Error(`FAILED: ${what}${detail ? `: ${detail}` : ''}`);
-  console.error(`ok - ${what}`);
-}
-
-const dc = new DebugClient(env('STROBE_BIN'), 'dap', 'strobe', { env: process.env });
-dc.defaultTimeout = 20000;
-await dc.start();
+const dc = await client();
 await dc.initializeRequest();
 const initialized = dc.waitForEvent('initialized');
 await dc.attachRequest({ sessionId: env('SESSION') });

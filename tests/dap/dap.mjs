@@ -3,38 +3,12 @@
 // tests/dap.rs, which passes the strobe binary, the fixtures and the
 // environment (STROBE_HOME, STROBE_VENV) of its daemon. Exits non-zero at the
 // first failed check, saying which.
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import os from 'node:os';
+import { check, client, env } from './common.mjs';
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set (run through tests/dap.rs)`);
-  return v;
-};
-const modules =
-  process.env.STROBE_TEST_NODE_MODULES ||
-  path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'strobe/test-tools/node/node_modules');
-const { DebugClient } = createRequire(path.join(modules, 'noop.js'))('@vscode/debugadapter-testsupport');
-
-const strobe = env('STROBE_BIN');
 const debugee = env('DEBUGEE');
 const debugeeSource = env('DEBUGEE_SOURCE');
 const output = env('OUTPUT_FIXTURE');
 const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '_')}`));
-
-function check(ok, what, detail = '') {
-  if (!ok) throw new Error(`FAILED: ${what}${detail ? `: ${detail}` : ''}`);
-  console.log(`ok - ${what}`);
-}
-
-async function client() {
-  // DebugClient runs `<runtime> <executable>`: here `strobe dap`.
-  const dc = new DebugClient(strobe, 'dap', 'strobe', { env: process.env });
-  dc.defaultTimeout = 20000;
-  await dc.start();
-  return dc;
-}
 
 // 1. Launch, a line breakpoint, the stop, the stack, the arguments, a step.
 {

@@ -386,6 +386,28 @@ pub fn signal(pid: u32, sig: i32) {
 
 /// Sends `sig` to the process group `pgid` (one the test started with
 /// `process_group(0)`, so its id is its leader's pid).
+/// Waits for a script started in its own process group; past `timeout`
+/// kills the group (the script and what it started, a browser, an
+/// adapter) and fails the test naming `what`.
+pub async fn wait_script(
+    child: &mut std::process::Child,
+    timeout: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if started.elapsed() > timeout {
+            signal_group(child.id(), 9);
+            let _ = child.wait();
+            panic!("{what} ran past {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub fn signal_group(pgid: u32, sig: i32) {
     // SAFETY: plain kill(2) on a negative pid: the group.
     unsafe { libc_kill(-(pgid as i32), sig) };

@@ -18,30 +18,16 @@ impl strobe_dap::Tools for Mcp {
 
 /// Serves DAP on stdin/stdout until the client disconnects.
 pub(crate) fn run(home: &StrobeHome) -> ExitCode {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("strobe dap: cannot find my own executable to start the daemon: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("tokio runtime");
     rt.block_on(async {
-        let stream = match strobe_daemon::proxy::connect_or_start(home, &exe).await {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("strobe dap: cannot reach the daemon: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        let mcp = match Mcp::open(stream, "strobe-dap").await {
+        let mcp = match crate::mcp_client::connect(home, "strobe-dap").await {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("strobe dap: the daemon refused the MCP session: {e}");
+                eprintln!("strobe dap: {e}");
                 return ExitCode::from(2);
             }
         };

@@ -6,6 +6,19 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+/// An MCP session on the daemon of `home` (started when none runs), named
+/// `client`; the error says which step failed.
+pub(crate) async fn connect(home: &strobe_core::StrobeHome, client: &str) -> Result<Mcp, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find my own executable to start the daemon: {e}"))?;
+    let stream = strobe_daemon::proxy::connect_or_start(home, &exe)
+        .await
+        .map_err(|e| format!("cannot reach the daemon: {e}"))?;
+    Mcp::open(stream, client)
+        .await
+        .map_err(|e| format!("the daemon did not answer MCP's initialize: {e}"))
+}
+
 /// A line-delimited JSON-RPC (MCP) client on the daemon's socket.
 pub(crate) struct Mcp {
     reader: BufReader<tokio::net::unix::OwnedReadHalf>,

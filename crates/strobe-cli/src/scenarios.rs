@@ -49,29 +49,15 @@ pub fn run(home: &StrobeHome, root: &Path, only: Option<&str>) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("strobe scenarios: cannot find my own executable to start the daemon: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     rt.block_on(async {
-        let stream = match strobe_daemon::proxy::connect_or_start(home, &exe).await {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("strobe scenarios: cannot reach the daemon: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        let mut mcp = match Mcp::open(stream, "strobe-scenarios").await {
+        let mut mcp = match crate::mcp_client::connect(home, "strobe-scenarios").await {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("strobe scenarios: the daemon did not answer MCP's initialize: {e}");
+                eprintln!("strobe scenarios: {e}");
                 return ExitCode::from(2);
             }
         };
