@@ -244,6 +244,37 @@ try {
   await actCall.first().waitFor({ timeout: 10000 });
   check((await actCall.count()) >= 1, 'the agent lane lists the debug_ui_action call');
 
+  // Embedded in an editor (a page that frames the UI, as a VS Code webview
+  // does), a click on an event's source asks the editor to open it.
+  // (Framed from a page of the UI's own origin: a cross-site frame, as a
+  // webview is, does not get the token cookie; the extension will pass the
+  // token another way.)
+  const host = await context.newPage();
+  await host.goto(url.href);
+  await host.evaluate(([src]) => {
+    window.fromUi = [];
+    window.addEventListener('message', (e) => window.fromUi.push(e.data));
+    document.body.innerHTML = `<iframe id="ui" style="width:1300px;height:900px" src="${src}"></iframe>`;
+  }, [`${origin}/#/session/${encodeURIComponent(done)}`]);
+  const framed = host.frameLocator('#ui');
+  await framed.locator('[data-testid=event-row][data-event-type=function_enter]').first().click({ timeout: 15000 });
+  await framed.locator('[data-testid=event-source]').click({ timeout: 10000 });
+  await host.waitForFunction(() => window.fromUi.length > 0, null, { timeout: 10000 });
+  const asked = await host.evaluate(() => window.fromUi[0]);
+  check(
+    asked.type === 'strobe.openSource' && asked.path.endsWith('trace_c.c') && asked.line > 0,
+    'inside an editor, clicking an event\'s source asks the editor to open it',
+    JSON.stringify(asked),
+  );
+  await host.close();
+  // In a browser tab the same click sends nothing (nothing embeds it).
+  await page.goto(`${origin}/#/session/${encodeURIComponent(done)}`);
+  await page.locator('[data-testid=event-row][data-event-type=function_enter]').first().click({ timeout: 15000 });
+  check(
+    (await page.locator('[data-testid=event-source]').getAttribute('class')) === null,
+    'in a browser tab the source is not offered as a link',
+  );
+
   // The program driven through stdin by a scenario: a lane for its stdin
   // channel and one for the scenario's steps, each with its items.
   await page.goto(`${origin}/#/session/${encodeURIComponent(env("CHANNEL_SESSION"))}`);

@@ -3,6 +3,7 @@
 
 import { ApiError, api, errorText } from '../api';
 import { details, h, jsonBlock, replace } from '../dom';
+import { embedded, openInEditor } from '../lib/editor';
 import { compact, eventSubject, location, threadOf } from '../lib/events';
 import { formatBytes, formatClock, formatDuration, formatMs, formatTimestamp } from '../lib/format';
 import type { AgentCall, QueryEvent } from '../types';
@@ -56,7 +57,16 @@ export function createDetail(sessionId: string) {
     const thread = threadOf(e);
     if (thread) facts.push(['thread', thread]);
     if (typeof e.pid === 'number') facts.push(['pid', String(e.pid)]);
-    if (e.sourceFile) facts.push(['source', h('span', { title: String(e.sourceFile) }, location(e.sourceFile, e.line, true))]);
+    if (e.sourceFile) {
+      // Inside an editor, a click opens the file there (lib/editor.ts).
+      const inEditor = embedded();
+      facts.push(['source', h('span', {
+        title: inEditor ? `open ${String(e.sourceFile)} in the editor` : String(e.sourceFile),
+        class: inEditor ? 'open-source' : null,
+        'data-testid': 'event-source',
+        onClick: () => openInEditor(e.sourceFile, e.line),
+      }, location(e.sourceFile, e.line, true))]);
+    }
     if (typeof e.functionRaw === 'string' && e.functionRaw) facts.push(['symbol', e.functionRaw]);
     if ('returnValue' in e) facts.push(['returned', compact(e.returnValue, 400)]);
     if (typeof e.parentEventId === 'number') facts.push(['called from', `event #${e.parentEventId}`]);
