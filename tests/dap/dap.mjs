@@ -118,6 +118,15 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   check(e.body.exitCode === 3, 'exited carries the exit code', JSON.stringify(e.body));
   await terminated;
   check(true, 'terminated follows');
-  await dc.stop();
+  // After disconnect the adapter exits by itself (an editor waits for it).
+  const adapter = dc._adapterProcess;
+  const gone = new Promise((resolve) => {
+    if (adapter.exitCode !== null) return resolve(true);
+    const timer = setTimeout(() => resolve(false), 5000);
+    adapter.on('exit', () => { clearTimeout(timer); resolve(true); });
+  });
+  await dc.disconnectRequest({});
+  check(await gone, 'the adapter exits after disconnect');
+  dc.stopAdapter();
 }
 console.log('all DAP checks passed');

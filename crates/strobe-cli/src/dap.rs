@@ -23,7 +23,7 @@ pub(crate) fn run(home: &StrobeHome) -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    rt.block_on(async {
+    let code = rt.block_on(async {
         let mcp = match crate::mcp_client::connect(home, "strobe-dap").await {
             Ok(m) => m,
             Err(e) => {
@@ -39,5 +39,10 @@ pub(crate) fn run(home: &StrobeHome) -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    // The stdin reader may still be blocked on a read the client will never
+    // answer (it waits for the adapter to exit after disconnect): do not
+    // wait for it.
+    rt.shutdown_background();
+    code
 }

@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd), `=sockets` (the program's socket I/O recorded by a net channel) or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd), `=sockets` (the program's socket I/O recorded by a net channel), `=dap` (strobe dap beside MCP) or `=overhead` (native tracing per call) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use support::{Env, fixture};
 
 mod channels;
+mod dap;
 mod debugging;
 mod gui;
 mod gui_action;
@@ -138,6 +139,10 @@ async fn main() {
         }
         Ok("sockets") => {
             sockets::sockets(&c, runs).await;
+            return;
+        }
+        Ok("dap") => {
+            dap::dap(&env, &c, runs).await;
             return;
         }
         Ok("channels") => {
