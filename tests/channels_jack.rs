@@ -12,6 +12,10 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use support::{Client, Env, compile_with};
 
+/// One real-time audio test at a time: two synths, two JACK servers and two
+/// daemons at once on 2 cores starve each other's JACK cycles.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn synth() -> std::path::PathBuf {
     compile_with("synth.cpp", "g++", &["-g", "-O0", "--", "-ljack", "-lm"])
 }
@@ -60,6 +64,7 @@ fn processes_with(needle: &str) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_synths_release_bug_is_found_by_a_midi_audio_and_trace_scenario() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let env = Env::new();
     let c = env.client().await;
     let exe = synth();
@@ -214,6 +219,7 @@ fn synth_gui() -> std::path::PathBuf {
 /// through the GUI, MIDI, audio and a trace check in one scenario.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_spec_validation_scenario_turns_the_release_knob_through_the_gui() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let env = Env::new();
     let c = env.client().await;
     let exe = synth_gui();

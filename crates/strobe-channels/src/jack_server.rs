@@ -22,7 +22,7 @@ impl std::fmt::Debug for JackServer {
 }
 
 impl JackServer {
-    /// Starts `jackd -n <name> -r -d dummy -r 48000 -p 256` and waits until it
+    /// Starts `jackd -n <name> -r -t 5000 -d dummy -r 48000 -p 256` and waits until it
     /// takes clients.
     pub fn start(name: &str) -> Result<JackServer, String> {
         let child = Command::new("jackd")
@@ -32,7 +32,11 @@ impl JackServer {
             // with it (a SCHED_FIFO thread in a hook can starve what it
             // waits for on 2 cores; not yet proven): off until the hooks
             // are shown safe on real-time threads (docs/BENCHMARKS.md).
-            .args(["-n", name, "-r", "-d", "dummy", "-r", "48000", "-p", "256"])
+            // -t 5000: a client that misses cycles for up to 5 s (a loaded
+            // machine, a traced program) is not thrown out; at JACK's
+            // default 500 ms a stalled channel client or program stops
+            // hearing and sending for good.
+            .args(["-n", name, "-r", "-t", "5000", "-d", "dummy", "-r", "48000", "-p", "256"])
             .env("JACK_NO_AUDIO_RESERVATION", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
