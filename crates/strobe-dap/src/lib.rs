@@ -4,17 +4,23 @@
 //! editor does and the other way round (`attach {sessionId}` joins a
 //! session an agent started).
 //!
-//! `wire.rs` is the framing; `adapter.rs` maps requests to tools and the
-//! session's state (paused threads, output, its end, polled every 50 ms
-//! while it runs) to events; `values.rs` turns typed values into DAP
-//! variables with lazily expanded, paged children.
+//! `wire.rs` is the framing; `adapter.rs` the request loop, launch,
+//! attach, configuration, resuming and stepping; `breakpoints.rs` the
+//! editor's breakpoints and the agent's announced; `inspect.rs` a stopped
+//! thread's stack, scopes, variables, evaluate and setVariable; `watch.rs`
+//! the session's state polled every 50 ms while it runs into events;
+//! `values.rs` turns typed values into DAP variables with lazily expanded,
+//! paged children.
 //!
 //! What `pause` does: Strobe has no all-stop (a breakpoint pauses only its
 //! thread, the rest runs on), so `pause` is refused with that explanation
 //! and `supportsSuspendDebuggee`-style capabilities are not claimed.
 
 mod adapter;
+mod breakpoints;
+mod inspect;
 mod values;
+mod watch;
 pub mod wire;
 
 pub use adapter::serve;

@@ -14,7 +14,7 @@ import { DEFAULT_METRICS as M, channelKey, channelSpecs, depthAt, laneAt, layout
 import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, span as viewSpan, ticks, wheelFactor, xOf, zoomAt } from '../lib/scale';
 import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
-import { GUTTER, type LanePaint, type Target, drawAgent, drawItems, drawThread, tipLines } from './timeline_lanes';
+import { GUTTER, type LanePaint, type Target, captionText, drawAgent, drawItems, drawThread, tipLines } from './timeline_lanes';
 import { type Colors, ellipsize, readColors } from './timeline_paint';
 
 export type TimelineSelection =
@@ -284,19 +284,8 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
 
   function describe(spans: number, output: number, markers: number, channels: number) {
     if (!data) return;
-    const narrow = data.lanes.reduce((a, l) => a + l.counts.reduce((x, y) => x + y, 0), 0);
-    const parts = [
-      `${threads.size} thread lane${threads.size === 1 ? '' : 's'}`,
-      `${spans} call${spans === 1 ? '' : 's'} drawn`,
-    ];
-    if (narrow) parts.push(`${narrow} too short to draw at this zoom (shaded; zoom in to see them)`);
-    parts.push(`${output} output line${output === 1 ? '' : 's'}`, `${markers} marker${markers === 1 ? '' : 's'}`);
-    if (channels) parts.push(`${channels} channel lane${channels === 1 ? '' : 's'}`);
-    if (agentAvailable) parts.push(`${agentCalls.length} agent call${agentCalls.length === 1 ? '' : 's'}`);
-    else if (agentAvailable === false) parts.push('agent calls: not available in this daemon');
-    if (!data.lanes.length && !data.output.length && !data.markers.length && !data.channels?.length)
-      parts.push('nothing recorded in this window');
-    caption.textContent = parts.join(' · ');
+    const drawn = { threads: threads.size, spans, output, markers, channels };
+    caption.textContent = captionText(data, drawn, agentAvailable, agentCalls.length);
   }
 
   // ---- fetching ------------------------------------------------------

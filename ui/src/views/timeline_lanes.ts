@@ -1,6 +1,7 @@
 // The timeline's lanes drawn on its canvas: a thread's call bars over the
 // density of calls too narrow to draw, output, marker and channel items (or
-// their density), and the agent's tool calls; and what a tooltip says of each.
+// their density), and the agent's tool calls; what a tooltip says of each,
+// and the caption under the timeline.
 // Pure drawing: what to draw and the hover and selection come in a LanePaint.
 
 import { h } from '../dom';
@@ -213,4 +214,29 @@ export function tipLines(t: Target, functions: Record<string, string> | undefine
       break;
   }
   return lines;
+}
+
+/** What a frame drew, for its caption. */
+export interface Drawn {
+  threads: number;
+  spans: number;
+  output: number;
+  markers: number;
+  channels: number;
+}
+
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** The caption under the timeline: what is drawn, and what is only counted. */
+export function captionText(data: Timeline, d: Drawn, agentAvailable: boolean | null, agentCalls: number): string {
+  const narrow = data.lanes.reduce((a, l) => a + l.counts.reduce((x, y) => x + y, 0), 0);
+  const parts = [plural(d.threads, 'thread lane'), `${plural(d.spans, 'call')} drawn`];
+  if (narrow) parts.push(`${narrow} too short to draw at this zoom (shaded; zoom in to see them)`);
+  parts.push(plural(d.output, 'output line'), plural(d.markers, 'marker'));
+  if (d.channels) parts.push(plural(d.channels, 'channel lane'));
+  if (agentAvailable) parts.push(plural(agentCalls, 'agent call'));
+  else if (agentAvailable === false) parts.push('agent calls: not available in this daemon');
+  if (!data.lanes.length && !data.output.length && !data.markers.length && !data.channels?.length)
+    parts.push('nothing recorded in this window');
+  return parts.join(' · ');
 }

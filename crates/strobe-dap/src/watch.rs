@@ -1,0 +1,76 @@
+//! While the program runs: the session's state polled (every 50 ms) into
+//! `stopped`, `breakpoint`, `output`, `exited` and `terminated` events.
+
+use crate::Tools;
+use crate::adapter::Adapter;
+use serde_json::{Value, json};
+
+impl<T: Tools> Adapter<T> {
+    /// While it runs: new pauses, new output, and its end.
+    pub(crate) async fn poll(&mut self) {
+        self.pump_output().await;
+        let Ok(s) = self.status().await else { return };
+        // First: a stop names its breakpoint by the id announced here.
+        self.announce_breakpoints(&s);
+        let paused = s["pausedThreads"].as_array().cloned().unwrap_or_default();
+        let now: Vec<u64> = paused
+            .iter()
+            .filter_map(|p| p["threadId"].as_u64())
+            .collect();
+        self.paused.retain(|t, _| now.contains(t));
+        for p in paused {
+            let Some(tid) = p["threadId"].as_u64() else {
+                continue;
+            };
+            if self.paused.contains_key(&tid) {
+                continue;
+            }
+            let bp = p["breakpointId"]
+                .as_str()
+                .and_then(|b| self.dap_ids.get(b))
+                .copied();
+            let reason = if p["reason"] == "step" {
+                "step"
+            } else {
+                "breakpoint"
+            };
+            self.paused.insert(tid, p);
+            self.stopped_event(tid, reason, bp);
+        }
+        let state = s["state"].as_str().unwrap_or("running");
+        if state != "running" && state != "starting" {
+            self.pump_output().await;
+            self.ended = true;
+            self.event("exited", json!({"exitCode": s["exitCode"].as_i64().unwrap_or(if state == "exited" { 0 } else { 1 })}));
+            self.event("terminated", json!({}));
+        }
+    }
+
+    /// The program's new stdout and stderr lines as `output` events.
+    pub(crate) async fn pump_output(&mut self) {
+        let Ok(id) = self.session_id() else { return };
+        for (i, kind) in ["stdout", "stderr", "logpoint"].into_iter().enumerate() {
+            let q = json!({"sessionId": id, "eventType": kind, "eventIdFrom": self.output_from[i], "limit": 500});
+            let Ok(v) = self.tools.call("debug_query", q).await else {
+                continue;
+            };
+            for e in v["events"].as_array().cloned().unwrap_or_default() {
+                if let Some(n) = e["id"].as_i64() {
+                    self.output_from[i] = self.output_from[i].max(n + 1);
+                }
+                let raw = e["text"].as_str().unwrap_or("");
+                // A logpoint's text is its JSON; the line is its message.
+                let message = (kind == "logpoint")
+                    .then(|| serde_json::from_str::<Value>(raw).ok())
+                    .flatten()
+                    .and_then(|v| v["message"].as_str().map(str::to_string));
+                let text = message.as_deref().unwrap_or(raw);
+                let category = if kind == "logpoint" { "console" } else { kind };
+                self.event(
+                    "output",
+                    json!({"category": category, "output": format!("{text}\n")}),
+                );
+            }
+        }
+    }
+}
