@@ -228,6 +228,22 @@ fn failed(agent: &'static str, path: &Path, e: InstallError) -> Outcome {
     outcome(agent, Action::Failed, path, e.to_string())
 }
 
+/// `file`'s text with Strobe's entry set to `entry`, or without it (`None`);
+/// `None` when that changes nothing.
+fn edit(
+    file: &ConfigFile,
+    text: &str,
+    entry: Option<&serde_json::Value>,
+    shown: &str,
+) -> Result<Option<String>, InstallError> {
+    match (file.format, entry) {
+        (Format::Json, Some(e)) => json_edit::set_entry(text, file.table, SERVER_NAME, e, shown),
+        (Format::Json, None) => json_edit::remove_entry(text, file.table, SERVER_NAME, shown),
+        (Format::Toml, Some(e)) => toml_file::set_entry(text, file.table, SERVER_NAME, e, shown),
+        (Format::Toml, None) => toml_file::remove_entry(text, file.table, SERVER_NAME, shown),
+    }
+}
+
 /// Strobe's entry in one agent's config file.
 fn config_outcome(agent: &dyn Agent, file: &ConfigFile, cx: &Cx) -> Outcome {
     let (opts, env) = (cx.opts, cx.env);
@@ -238,26 +254,11 @@ fn config_outcome(agent: &dyn Agent, file: &ConfigFile, cx: &Cx) -> Outcome {
         Err(e) => return failed(id, &file.path, e),
     };
     let text = old.as_deref().unwrap_or("");
-    let edited = if opts.uninstall {
-        match file.format {
-            Format::Json => json_edit::remove_entry(text, file.table, SERVER_NAME, &shown),
-            Format::Toml => toml_file::remove_entry(text, file.table, SERVER_NAME, &shown),
-        }
-    } else {
-        let entry = agent.entry(&opts.strobe);
-        match file.format {
-            Format::Json => json_edit::set_entry(text, file.table, SERVER_NAME, &entry, &shown),
-            Format::Toml => toml_file::set_entry(text, file.table, SERVER_NAME, &entry, &shown),
-        }
-    };
+    let entry = (!opts.uninstall).then(|| agent.entry(&opts.strobe));
+    let edited = edit(file, text, entry.as_ref(), &shown);
     let key = format!("{}.{SERVER_NAME}", file.table.join("."));
     // Install over an entry that is there: an update.
-    let had = !opts.uninstall
-        && match file.format {
-            Format::Json => json_edit::remove_entry(text, file.table, SERVER_NAME, &shown),
-            Format::Toml => toml_file::remove_entry(text, file.table, SERVER_NAME, &shown),
-        }
-        .is_ok_and(|r| r.is_some());
+    let had = !opts.uninstall && edit(file, text, None, &shown).is_ok_and(|r| r.is_some());
     let action = match (opts.uninstall, had) {
         (true, _) => Action::Removed,
         (false, true) => Action::Updated,
