@@ -86,35 +86,12 @@ impl<T: Tools> Adapter<T> {
             .as_str()
             .ok_or("setBreakpoints needs source.path")?
             .to_string();
-        let add = args["breakpoints"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|b| {
-                let mut x = json!({"file": path, "line": b["line"]});
-                add_conditions(&mut x, b);
-                if let Some(m) = b["logMessage"].as_str() {
-                    x["message"] = json!(m);
-                }
-                x
-            })
-            .collect();
+        let add = requested(args, |b| json!({"file": path, "line": b["line"]}));
         self.replace_breakpoints(path, add).await
     }
 
     pub(crate) async fn set_function_breakpoints(&mut self, args: &Value) -> Result<Value, String> {
-        let add = args["breakpoints"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|b| {
-                let mut x = json!({"function": b["name"]});
-                add_conditions(&mut x, b);
-                x
-            })
-            .collect();
+        let add = requested(args, |b| json!({"function": b["name"]}));
         self.replace_breakpoints("<functions>".into(), add).await
     }
 
@@ -157,16 +134,28 @@ impl<T: Tools> Adapter<T> {
     }
 }
 
-/// A DAP breakpoint's condition and hit condition, as debug_breakpoint
-/// takes them (a hit condition is a count: "3" or ">= 3").
-pub(crate) fn add_conditions(x: &mut Value, b: &Value) {
-    if let Some(c) = b["condition"].as_str().filter(|c| !c.is_empty()) {
-        x["condition"] = json!(c);
-    }
-    if let Some(h) = b["hitCondition"].as_str() {
-        let digits: String = h.chars().filter(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse::<u32>() {
-            x["hitCount"] = json!(n);
-        }
-    }
+/// A request's `breakpoints` as debug_breakpoint's items: where (`at`),
+/// plus the condition, the hit condition (a count: "3" or ">= 3") and a
+/// logpoint's message.
+fn requested(args: &Value, at: impl Fn(&Value) -> Value) -> Vec<Value> {
+    let items = args["breakpoints"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .map(|b| {
+            let mut x = at(b);
+            if let Some(c) = b["condition"].as_str().filter(|c| !c.is_empty()) {
+                x["condition"] = json!(c);
+            }
+            if let Some(h) = b["hitCondition"].as_str() {
+                let digits: String = h.chars().filter(char::is_ascii_digit).collect();
+                if let Ok(n) = digits.parse::<u32>() {
+                    x["hitCount"] = json!(n);
+                }
+            }
+            if let Some(m) = b["logMessage"].as_str() {
+                x["message"] = json!(m);
+            }
+            x
+        })
+        .collect()
 }
