@@ -43,6 +43,16 @@ async fn a_dap_client_launches_stops_steps_and_sees_the_end() {
         .env("DEBUGEE", &debugee)
         .env("DEBUGEE_SOURCE", &source)
         .env("OUTPUT_FIXTURE", &output)
+        .env("CRASH_FIXTURE", fixture("crash"))
+        .env(
+            "LINE_CRASH",
+            (include_str!("fixtures/crash.c")
+                .lines()
+                .position(|l| l.contains("*p = doubled;"))
+                .unwrap()
+                + 1)
+            .to_string(),
+        )
         .process_group(0);
     for (k, v) in strobe.get_envs() {
         match v {
@@ -165,6 +175,11 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
     c.ok(
         "debug_breakpoint",
         json!({"sessionId": id, "remove": ["bp-1"]}),
+    )
+    .await;
+    c.ok(
+        "debug_continue",
+        json!({"sessionId": id, "threadId": tid, "timeoutMs": 1}),
     )
     .await;
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();

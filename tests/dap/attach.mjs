@@ -2,7 +2,8 @@
 // plays the agent over MCP. Protocol with it on stdout/stdin: this script
 // prints READY once attached and configured, then STOPPED <threadId> when the
 // agent's breakpoint (announced as a breakpoint event) stops a thread, and
-// waits for a line on stdin before it continues and detaches.
+// waits for a line on stdin (the agent has removed the breakpoint and resumed
+// the thread by then) before it checks both reached it and detaches.
 import readline from 'node:readline';
 import { check, client, env } from './common.mjs';
 
@@ -23,11 +24,18 @@ check(ev.body.reason === 'breakpoint' && ev.body.hitBreakpointIds?.[0] === bp.bo
   'and stops the editor at it', JSON.stringify(ev.body));
 const st = await dc.stackTraceRequest({ threadId: ev.body.threadId });
 check(st.body.stackFrames[0].name === 'compute', 'with its stack', JSON.stringify(st.body.stackFrames[0]));
+// The agent removes its breakpoint and resumes the thread: the editor sees both.
+const removed = dc.waitForEvent('breakpoint');
+const continued = dc.waitForEvent('continued');
 console.log(`STOPPED ${ev.body.threadId}`);
 const rl = readline.createInterface({ input: process.stdin });
 await new Promise((resolve) => rl.once('line', resolve));
 rl.close();
-await dc.continueRequest({ threadId: ev.body.threadId });
+const gone = await removed;
+check(gone.body.reason === 'removed' && gone.body.breakpoint.id === bp.body.breakpoint.id,
+  "the agent's removal reaches the editor", JSON.stringify(gone.body));
+const cont = await continued;
+check(cont.body.threadId === ev.body.threadId, "the agent's continue reaches the editor", JSON.stringify(cont.body));
 // Disconnecting from an agent's session leaves it running.
 await dc.stop();
 console.error('attach checks passed');

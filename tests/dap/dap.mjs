@@ -68,6 +68,23 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   const gain = await dc.evaluateRequest({ expression: 'g_config.gain', frameId: top.id, context: 'watch' });
   check(gain.body.result === '2.5', 'and the program sees it', JSON.stringify(gain.body));
 
+  // Memory: a global's address opens as memory; read it, write it, see it.
+  const counter = await dc.evaluateRequest({ expression: 'g_counter', frameId: top.id, context: 'watch' });
+  check(/^0x[0-9a-f]+$/.test(counter.body.memoryReference ?? ''), 'a global evaluates with its memoryReference',
+    JSON.stringify(counter.body));
+  const mem = await dc.customRequest('readMemory', { memoryReference: counter.body.memoryReference, count: 4 });
+  check(Buffer.from(mem.body.data, 'base64').readInt32LE(0) === Number(counter.body.result),
+    'readMemory returns the bytes of its value', JSON.stringify(mem.body));
+  const patch = Buffer.alloc(4);
+  patch.writeInt32LE(424242);
+  const wrote = await dc.customRequest('writeMemory', { memoryReference: counter.body.memoryReference, data: patch.toString('base64') });
+  check(wrote.body.bytesWritten === 4, 'writeMemory writes the bytes', JSON.stringify(wrote.body));
+  const counter2 = await dc.evaluateRequest({ expression: 'g_counter', frameId: top.id, context: 'watch' });
+  check(counter2.body.result === '424242', 'and the program sees them', JSON.stringify(counter2.body));
+  const unmapped = await dc.customRequest('readMemory', { memoryReference: '0x8', count: 16 });
+  check(unmapped.body.unreadableBytes === 16 && !unmapped.body.data, 'unmapped memory reads as unreadable',
+    JSON.stringify(unmapped.body));
+
   // Step over: the next line, same function.
   await dc.setBreakpointsRequest({ source: { path: debugeeSource }, breakpoints: [] });
   const stepped = dc.waitForEvent('stopped');
@@ -128,5 +145,44 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   await dc.disconnectRequest({});
   check(await gone, 'the adapter exits after disconnect');
   dc.stopAdapter();
+}
+// 3. A crash: a post-mortem stop with the exception, its stack and locals.
+{
+  const dc = await client();
+  const init = await dc.initializeRequest();
+  check(init.body.supportsExceptionInfoRequest && init.body.exceptionBreakpointFilters?.[0]?.filter === 'crash',
+    'the crash exception filter is offered', JSON.stringify(init.body.exceptionBreakpointFilters));
+  const initialized = dc.waitForEvent('initialized');
+  await dc.launchRequest({ program: env('CRASH_FIXTURE'), args: ['segv'] });
+  await initialized;
+  const badFilter = await dc.setExceptionBreakpointsRequest({ filters: ['everything'] }).then(() => null, (e) => e.message);
+  check(badFilter && badFilter.includes("the one filter is 'crash'"), 'an unknown filter is refused readably', badFilter);
+  await dc.setExceptionBreakpointsRequest({ filters: ['crash'] });
+  const stopped = dc.waitForEvent('stopped');
+  await dc.configurationDoneRequest();
+  const ev = await stopped;
+  check(ev.body.reason === 'exception' && ev.body.description.includes('SIGSEGV'),
+    'the crash stops with reason exception', JSON.stringify(ev.body));
+  const info = await dc.customRequest('exceptionInfo', { threadId: ev.body.threadId });
+  check(info.body.exceptionId === 'SIGSEGV' && info.body.description.includes('null pointer')
+    && info.body.details.stackTrace.includes('write_through'), 'exceptionInfo names the signal, the cause and the stack',
+    JSON.stringify(info.body));
+  const st = await dc.stackTraceRequest({ threadId: ev.body.threadId });
+  const top = st.body.stackFrames[0];
+  check(top.name === 'write_through' && top.line === Number(env('LINE_CRASH')) && top.source.path.endsWith('crash.c'),
+    'the top frame is the faulting line', JSON.stringify(top));
+  const scopes = await dc.scopesRequest({ frameId: top.id });
+  const locals = scopes.body.scopes.find((s) => s.name === 'Locals');
+  check(locals, 'the crashing frame has its locals', JSON.stringify(scopes.body));
+  const vars = await dc.variablesRequest({ variablesReference: locals.variablesReference });
+  const value = vars.body.variables.find((v) => v.name === 'value');
+  check(value && value.value === '21', 'read as they were at the crash', JSON.stringify(vars.body));
+  const exited = dc.waitForEvent('exited');
+  const terminated = dc.waitForEvent('terminated');
+  await dc.continueRequest({ threadId: ev.body.threadId });
+  await exited;
+  await terminated;
+  check(true, 'continuing past the crash ends the session');
+  await dc.stop();
 }
 console.log('all DAP checks passed');

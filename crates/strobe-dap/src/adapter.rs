@@ -89,6 +89,15 @@ pub(crate) struct Adapter<T> {
     pub(crate) paused: BTreeMap<u64, Value>,
     pub(crate) refs: Refs,
     pub(crate) output_from: [i64; 3],
+    /// The `crash` exception filter is on (the default).
+    pub(crate) break_on_crash: bool,
+    /// The crash event, once the program crashed and that was shown.
+    pub(crate) crash: Option<Value>,
+    /// Stopped at a crash (the process gone): the session is not polled
+    /// until the client continues, which ends it.
+    pub(crate) post_mortem: bool,
+    /// Threads announced with a `thread` event.
+    pub(crate) known_threads: std::collections::BTreeSet<u64>,
 }
 
 impl<T: Tools> Adapter<T> {
@@ -111,11 +120,15 @@ impl<T: Tools> Adapter<T> {
             paused: BTreeMap::new(),
             refs: Refs::default(),
             output_from: [0, 0, 0],
+            break_on_crash: true,
+            crash: None,
+            post_mortem: false,
+            known_threads: Default::default(),
         }
     }
 
     fn running(&self) -> bool {
-        self.session.is_some() && !self.ended && self.configured
+        self.session.is_some() && !self.ended && self.configured && !self.post_mortem
     }
 
     fn next_seq(&mut self) -> i64 {
@@ -179,7 +192,10 @@ impl<T: Tools> Adapter<T> {
             "attach" => self.attach(&args).await,
             "setBreakpoints" => self.set_breakpoints(&args).await,
             "setFunctionBreakpoints" => self.set_function_breakpoints(&args).await,
-            "setExceptionBreakpoints" => Ok(json!({})),
+            "setExceptionBreakpoints" => self.set_exception_breakpoints(&args),
+            "exceptionInfo" => self.exception_info(&args),
+            "readMemory" => self.read_memory(&args).await,
+            "writeMemory" => self.write_memory(&args).await,
             "configurationDone" => self.configuration_done().await,
             "threads" => self.threads().await,
             "stackTrace" => self.stack_trace(&args),
@@ -310,6 +326,14 @@ impl<T: Tools> Adapter<T> {
     }
 
     async fn resume(&mut self) -> Result<Value, String> {
+        if self.post_mortem {
+            // Past a crash there is nothing to resume: the next poll
+            // reports the end.
+            self.post_mortem = false;
+            self.paused.clear();
+            self.refs.clear();
+            return Ok(json!({"allThreadsContinued": true}));
+        }
         let id = self.session_id()?;
         self.tools
             .call(
@@ -336,6 +360,10 @@ impl<T: Tools> Adapter<T> {
             }
         };
         self.respond(req, Ok(json!({})));
+        if self.post_mortem {
+            let _ = self.resume().await;
+            return false;
+        }
         self.paused.remove(&tid);
         self.refs.clear();
         let r = self
@@ -382,6 +410,9 @@ fn capabilities() -> Value {
         "supportsTerminateRequest": true,
         "supportTerminateDebuggee": true,
         "supportsDelayedStackTraceLoading": true,
-        "exceptionBreakpointFilters": [],
+        "supportsExceptionInfoRequest": true,
+        "supportsReadMemoryRequest": true,
+        "supportsWriteMemoryRequest": true,
+        "exceptionBreakpointFilters": crate::exceptions::filters(),
     })
 }

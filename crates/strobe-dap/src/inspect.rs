@@ -95,14 +95,17 @@ impl<T: Tools> Adapter<T> {
             .get(&tid)
             .cloned()
             .ok_or("that frame's thread is not paused")?;
-        if index != 0 {
-            // Strobe reads the paused frame's variables; outer frames' are
-            // not read yet.
-            return Ok(json!({"scopes": []}));
+        // Locals are read in one frame: the paused one, or at a crash the
+        // frame of the program's own code Strobe read them in.
+        let locals_frame = p["localsFrame"].as_i64().unwrap_or(0);
+        let mut scopes = Vec::new();
+        if index == 0 && p["arguments"].as_array().is_some_and(|a| !a.is_empty()) {
+            scopes.push(json!({"name": "Arguments", "presentationHint": "arguments",
+                               "variablesReference": self.refs.hold(&p["arguments"], ""), "expensive": false}));
         }
-        let mut scopes = vec![json!({"name": "Arguments", "presentationHint": "arguments",
-                                     "variablesReference": self.refs.hold(&p["arguments"], ""), "expensive": false})];
-        if let Some(l) = p.get("locals").filter(|l| l.is_array()) {
+        if index == locals_frame
+            && let Some(l) = p.get("locals").filter(|l| l.is_array())
+        {
             scopes.push(json!({"name": "Locals", "presentationHint": "locals",
                                "variablesReference": self.refs.hold(l, ""), "expensive": false}));
         }
@@ -137,9 +140,11 @@ impl<T: Tools> Adapter<T> {
             return Err(e.to_string());
         }
         let value = r["value"].clone();
-        Ok(
-            json!({"result": text(&value), "type": r["type"], "variablesReference": self.refs.hold(&value, expr)}),
-        )
+        let mut out = json!({"result": text(&value), "type": r["type"], "variablesReference": self.refs.hold(&value, expr)});
+        if let Some(a) = r["address"].as_str() {
+            out["memoryReference"] = json!(a);
+        }
+        Ok(out)
     }
 
     /// Writes a variable (a paused frame's argument or local, or a global's

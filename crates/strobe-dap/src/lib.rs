@@ -10,7 +10,8 @@
 //! thread's stack, scopes, variables, evaluate and setVariable; `watch.rs`
 //! the session's state polled every 50 ms while it runs into events;
 //! `values.rs` turns typed values into DAP variables with lazily expanded,
-//! paged children.
+//! paged children; `exceptions.rs` shows a crash as a post-mortem stop
+//! with `exceptionInfo`; `memory.rs` serves `readMemory`/`writeMemory`.
 //!
 //! What `pause` does: Strobe has no all-stop (a breakpoint pauses only its
 //! thread, the rest runs on), so `pause` is refused with that explanation
@@ -18,7 +19,9 @@
 
 mod adapter;
 mod breakpoints;
+mod exceptions;
 mod inspect;
+mod memory;
 mod values;
 mod watch;
 pub mod wire;

@@ -93,6 +93,12 @@ impl Refs {
         let mut out = json!({"name": name, "value": text(v), "variablesReference": reference});
         if let Some(t) = ty {
             out["type"] = json!(t);
+            // A pointer opens in the editor's memory view.
+            if t.trim_end().ends_with('*')
+                && let Some(a) = v.as_str().filter(|a| a.starts_with("0x"))
+            {
+                out["memoryReference"] = json!(a);
+            }
         }
         if let Value::Array(a) = v {
             out["indexedVariables"] = json!(a.len());

@@ -17,7 +17,21 @@ impl<T: Tools> Adapter<T> {
             .iter()
             .filter_map(|p| p["threadId"].as_u64())
             .collect();
-        self.paused.retain(|t, _| now.contains(t));
+        // Threads someone else (the agent) resumed.
+        let resumed: Vec<u64> = self
+            .paused
+            .keys()
+            .filter(|t| !now.contains(t))
+            .copied()
+            .collect();
+        for tid in resumed {
+            self.paused.remove(&tid);
+            self.refs.clear();
+            self.event(
+                "continued",
+                json!({"threadId": tid, "allThreadsContinued": false}),
+            );
+        }
         for p in paused {
             let Some(tid) = p["threadId"].as_u64() else {
                 continue;
@@ -34,8 +48,16 @@ impl<T: Tools> Adapter<T> {
             } else {
                 "breakpoint"
             };
+            if tid != self.pid && self.known_threads.insert(tid) {
+                self.event("thread", json!({"reason": "started", "threadId": tid}));
+            }
             self.paused.insert(tid, p);
             self.stopped_event(tid, reason, bp);
+        }
+        if self.stop_at_crash(&s).await {
+            self.pump_output().await;
+            self.post_mortem = true;
+            return;
         }
         let state = s["state"].as_str().unwrap_or("running");
         if state != "running" && state != "starting" {
