@@ -193,3 +193,42 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_loopback_port_a_client_needs_the_daemons_token() {
+    use std::io::BufRead;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let env = Env::new();
+    let _c = env.client().await;
+    let output = fixture("output");
+    let ui = env.command(&["ui"]).output().unwrap();
+    let url = String::from_utf8(ui.stdout).unwrap();
+    let token = url.trim().split_once("token=").unwrap().1.to_string();
+
+    let mut dap = env.command(&["dap", "--port", "0"]);
+    dap.stdout(std::process::Stdio::piped()).process_group(0);
+    let mut server = dap.spawn().unwrap();
+    let server_pid = server.id();
+    let mut first = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port = first
+        .trim()
+        .strip_prefix("listening on 127.0.0.1:")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .to_string();
+
+    let mut script = std::process::Command::new("node");
+    script
+        .arg(repo.join("tests/dap/port.mjs"))
+        .env("PORT", &port)
+        .env("TOKEN", &token)
+        .env("OUTPUT_FIXTURE", &output)
+        .process_group(0);
+    let mut child = script.spawn().expect("node");
+    let status = support::wait_script(&mut child, SCRIPT_TIMEOUT, "the port script").await;
+    support::signal_group(server_pid, 9);
+    let _ = server.wait();
+    assert!(status.success(), "the port checks failed ({status})");
+}

@@ -165,6 +165,46 @@ async fn the_web_api_serves_a_real_session_behind_its_token() {
     );
     assert_eq!(rebound.status, 403);
 
+    // The UI's bundle (no data) loads without the token, so a page framed
+    // by another site (an editor's webview, which gets no SameSite cookie)
+    // can start; the Host and Origin checks still hold, and the API does
+    // not open up.
+    let ui_dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/dist");
+    let assets = std::fs::read_dir(ui_dist.join("assets"))
+        .expect("the web UI is built (./dev test builds it)")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".js"))
+        .expect("a built script");
+    let asset = format!("/assets/{assets}");
+    let public = http(port, "GET", &asset, &[], None);
+    assert_eq!(public.status, 200, "{}", public.headers);
+    let rebound_asset = http(
+        port,
+        "GET",
+        &asset,
+        &[("Host", &format!("evil.example:{port}"))],
+        None,
+    );
+    assert_eq!(rebound_asset.status, 403);
+    let foreign_asset = http(
+        port,
+        "GET",
+        &asset,
+        &[("Origin", "https://evil.example")],
+        None,
+    );
+    assert_eq!(foreign_asset.status, 403);
+    assert_eq!(
+        http(port, "GET", "/", &[], None).status,
+        401,
+        "the page itself needs the token"
+    );
+    assert_eq!(
+        http(port, "GET", "/assets/../api/sessions", &[], None).status,
+        400,
+        "no way from /assets/ to the API"
+    );
+
     // The session list and one session.
     let list = http(port, "GET", "/api/sessions", &bearer, None);
     assert_eq!(list.status, 200);

@@ -244,29 +244,41 @@ try {
   await actCall.first().waitFor({ timeout: 10000 });
   check((await actCall.count()) >= 1, 'the agent lane lists the debug_ui_action call');
 
-  // Embedded in an editor (a page that frames the UI, as a VS Code webview
-  // does), a click on an event's source asks the editor to open it.
-  // (Framed from a page of the UI's own origin: a cross-site frame, as a
-  // webview is, does not get the token cookie; the extension will pass the
-  // token another way.)
-  const host = await context.newPage();
-  await host.goto(url.href);
-  await host.evaluate(([src]) => {
-    window.fromUi = [];
-    window.addEventListener('message', (e) => window.fromUi.push(e.data));
-    document.body.innerHTML = `<iframe id="ui" style="width:1300px;height:900px" src="${src}"></iframe>`;
-  }, [`${origin}/#/session/${encodeURIComponent(done)}`]);
-  const framed = host.frameLocator('#ui');
+  // Embedded in an editor: the VS Code extension's own panel page
+  // (editors/vscode's timelineHtml, its CSP and its message relay) served
+  // from another site (localhost, the UI being on 127.0.0.1), in a fresh
+  // context with no cookie, as a webview frames it. The UI must load with
+  // the token from its address alone, and a click on an event's source must
+  // reach the extension through the relay.
+  const { timelineHtml } = createRequire(import.meta.url)(
+    path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../editors/vscode/out/src/webview.js'),
+  );
+  const panelHtml = timelineHtml(`${origin}/?token=${token}#/session/${encodeURIComponent(done)}`, 'n0nce0123456789abcdef');
+  const webview = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(panelHtml));
+  await new Promise((r) => webview.listen(0, '127.0.0.1', r));
+  const editorContext = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  await editorContext.addInitScript(() => {
+    window.toExtension = [];
+    window.acquireVsCodeApi = () => ({ postMessage: (m) => window.toExtension.push(m) });
+  });
+  const host = await editorContext.newPage();
+  const blocked = [];
+  host.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) blocked.push(m.text()); });
+  await host.goto(`http://localhost:${webview.address().port}/`);
+  const framed = host.frameLocator('#strobe-ui');
   await framed.locator('[data-testid=event-row][data-event-type=function_enter]').first().click({ timeout: 15000 });
   await framed.locator('[data-testid=event-source]').click({ timeout: 10000 });
-  await host.waitForFunction(() => window.fromUi.length > 0, null, { timeout: 10000 });
-  const asked = await host.evaluate(() => window.fromUi[0]);
+  await host.waitForFunction(() => window.toExtension.length > 0, null, { timeout: 10000 });
+  const asked = await host.evaluate(() => window.toExtension[0]);
   check(
     asked.type === 'strobe.openSource' && asked.path.endsWith('trace_c.c') && asked.line > 0,
-    'inside an editor, clicking an event\'s source asks the editor to open it',
+    "in the VS Code panel's page (another site, no cookie), clicking an event's source reaches the extension",
     JSON.stringify(asked),
   );
-  await host.close();
+  check(blocked.length === 0, "the panel's CSP blocks nothing the UI needs", blocked.join(' | '));
+  await host.screenshot({ path: path.join(out, '08-editor-panel.png') });
+  await editorContext.close();
+  webview.close();
   // In a browser tab the same click sends nothing (nothing embeds it).
   await page.goto(`${origin}/#/session/${encodeURIComponent(done)}`);
   await page.locator('[data-testid=event-row][data-event-type=function_enter]').first().click({ timeout: 15000 });

@@ -14,7 +14,7 @@ export const env = (name) => {
 const modules =
   process.env.STROBE_TEST_NODE_MODULES ||
   path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'strobe/test-tools/node/node_modules');
-const { DebugClient } = createRequire(path.join(modules, 'noop.js'))('@vscode/debugadapter-testsupport');
+export const { DebugClient } = createRequire(path.join(modules, 'noop.js'))('@vscode/debugadapter-testsupport');
 
 /** A started DebugClient on `strobe dap` (DebugClient runs `<runtime> <executable>`). */
 export async function client() {

@@ -1,6 +1,8 @@
 //! `strobe dap`: the Debug Adapter Protocol on stdin/stdout for editors
 //! (`strobe-dap` does the work), driving the daemon (started if need be)
 //! through its MCP tools like an agent, so editor and agent share sessions.
+//! With `--port`, on a loopback port instead: a client per connection, each
+//! proving itself with the daemon's token in its launch or attach.
 
 use crate::mcp_client::Mcp;
 use serde_json::Value;
@@ -16,14 +18,18 @@ impl strobe_dap::Tools for Mcp {
     }
 }
 
-/// Serves DAP on stdin/stdout until the client disconnects.
-pub(crate) fn run(home: &StrobeHome) -> ExitCode {
+/// Serves DAP on stdin/stdout until the client disconnects, or on a
+/// loopback `port` until stopped.
+pub(crate) fn run(home: &StrobeHome, port: Option<u16>) -> ExitCode {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("tokio runtime");
     let code = rt.block_on(async {
+        if let Some(port) = port {
+            return listen(home, port).await;
+        }
         let mcp = match crate::mcp_client::connect(home, "strobe-dap").await {
             Ok(m) => m,
             Err(e) => {
@@ -45,4 +51,73 @@ pub(crate) fn run(home: &StrobeHome) -> ExitCode {
     // wait for it.
     rt.shutdown_background();
     code
+}
+
+/// The daemon's access token (the web endpoint's, which `strobe ui`
+/// prints in its URL), starting both if need be.
+async fn daemon_token(home: &StrobeHome) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+    let reply =
+        strobe_daemon::proxy::control(home, &exe, serde_json::json!({"strobeControl": "ui"}))
+            .await
+            .map_err(|e| format!("cannot reach the daemon: {e}"))?;
+    reply["url"]
+        .as_str()
+        .and_then(|u| u.split_once("token=").map(|(_, t)| t.to_string()))
+        .ok_or_else(|| {
+            format!(
+                "the daemon gave no token: {}",
+                reply["error"].as_str().unwrap_or("no reason given")
+            )
+        })
+}
+
+/// Accepts DAP clients on 127.0.0.1:`port` until stopped.
+async fn listen(home: &StrobeHome, port: u16) -> ExitCode {
+    let token = match daemon_token(home).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("strobe dap: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("strobe dap: cannot listen on 127.0.0.1:{port}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let at = listener.local_addr().map(|a| a.port()).unwrap_or(port);
+    // The one line on stdout: what a script waits for.
+    println!("listening on 127.0.0.1:{at}");
+    eprintln!(
+        "strobe dap: each client's launch or attach must carry \"token\": the daemon's, the \
+         `token=` of the URL `strobe ui` prints. Ctrl-C stops."
+    );
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("strobe dap: accept failed: {e}");
+                continue;
+            }
+        };
+        let home = home.clone();
+        let token = token.clone();
+        tokio::spawn(async move {
+            let mcp = match crate::mcp_client::connect(&home, "strobe-dap").await {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("strobe dap: client {peer}: {e}");
+                    return;
+                }
+            };
+            let (r, w) = stream.into_split();
+            let r = tokio::io::BufReader::new(r);
+            if let Err(e) = strobe_dap::serve_with_token(mcp, r, w, Some(token)).await {
+                eprintln!("strobe dap: client {peer}: {e}");
+            }
+        });
+    }
 }

@@ -93,7 +93,13 @@ enum Verb {
     /// Each DAP session is a Strobe session the agent sees over MCP (and the
     /// web UI shows); `attach` with a `sessionId` joins a session an agent
     /// started. Starts the daemon when none runs.
-    Dap,
+    Dap {
+        /// Listen on this loopback port instead (0: any free one, printed):
+        /// each connection is a DAP client whose launch or attach carries
+        /// "token", the daemon's (the `token=` of the URL `strobe ui` prints)
+        #[arg(long, value_name = "PORT")]
+        port: Option<u16>,
+    },
     /// Register `strobe mcp` (and Strobe's skills) with the coding agents you have
     ///
     /// Writes each agent's own MCP config (Claude Code, Codex, Cursor, VS Code,
@@ -239,7 +245,7 @@ fn main() -> ExitCode {
             export(&home, &session, &file)
         }
         Verb::Ui => ui(home),
-        Verb::Dap => dap::run(&home),
+        Verb::Dap { port } => dap::run(&home, port),
         Verb::Scenarios { project_root, only } => {
             scenarios::run(&home, &project_root, only.as_deref())
         }

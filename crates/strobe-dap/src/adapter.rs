@@ -19,7 +19,24 @@ pub(crate) const FRAMES_PER_THREAD: i64 = 1000;
 const STEP_WAIT_MS: u64 = 10_000;
 
 /// Serves one DAP client on `r`/`w` until it disconnects.
-pub async fn serve<T, R, W>(tools: T, r: R, mut w: W) -> Result<(), WireError>
+pub async fn serve<T, R, W>(tools: T, r: R, w: W) -> Result<(), WireError>
+where
+    T: Tools,
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin,
+{
+    serve_with_token(tools, r, w, None).await
+}
+
+/// [`serve`], for a client on a loopback port: its `launch` or `attach`
+/// must carry `"token"` (the daemon's), and nothing but `initialize` is
+/// answered before. A wrong or missing token ends the connection.
+pub async fn serve_with_token<T, R, W>(
+    tools: T,
+    r: R,
+    mut w: W,
+    token: Option<String>,
+) -> Result<(), WireError>
 where
     T: Tools,
     R: AsyncBufRead + Unpin + Send + 'static,
@@ -37,6 +54,7 @@ where
         }
     });
     let mut a = Adapter::new(tools);
+    a.required_token = token;
     let mut tick = tokio::time::interval(POLL);
     loop {
         tokio::select! {
@@ -98,6 +116,9 @@ pub(crate) struct Adapter<T> {
     pub(crate) post_mortem: bool,
     /// Threads announced with a `thread` event.
     pub(crate) known_threads: std::collections::BTreeSet<u64>,
+    /// On a port: the token `launch`/`attach` must carry (taken once
+    /// they did).
+    pub(crate) required_token: Option<String>,
 }
 
 impl<T: Tools> Adapter<T> {
@@ -124,6 +145,7 @@ impl<T: Tools> Adapter<T> {
             crash: None,
             post_mortem: false,
             known_threads: Default::default(),
+            required_token: None,
         }
     }
 
@@ -185,6 +207,35 @@ impl<T: Tools> Adapter<T> {
         let command = req["command"].as_str().unwrap_or("").to_string();
         if req["type"] != "request" {
             return false;
+        }
+        if let Some(token) = self.required_token.clone() {
+            match command.as_str() {
+                "initialize" => {}
+                "launch" | "attach" => {
+                    let given = args["token"].as_str().unwrap_or("");
+                    if !same_secret(given.as_bytes(), token.as_bytes()) {
+                        let why = if given.is_empty() {
+                            "needs"
+                        } else {
+                            "has the wrong"
+                        };
+                        self.respond(req, Err(format!(
+                            "this strobe dap listens on a port: {command} {why} \"token\" (the daemon's, the `token=` of the URL `strobe ui` prints); closing the connection"
+                        )));
+                        return true;
+                    }
+                    self.required_token = None;
+                }
+                _ => {
+                    self.respond(
+                        req,
+                        Err(format!(
+                            "send launch or attach with the daemon's \"token\" before '{command}'"
+                        )),
+                    );
+                    return command == "disconnect";
+                }
+            }
         }
         let result = match command.as_str() {
             "initialize" => Ok(capabilities()),
@@ -395,6 +446,12 @@ impl<T: Tools> Adapter<T> {
         self.ended = true;
         Ok(json!({}))
     }
+}
+
+/// Compares without stopping at the first difference, so the answer's time
+/// does not tell how much of a guess was right.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// What the adapter does, said honestly.

@@ -26,7 +26,7 @@ mod values;
 mod watch;
 pub mod wire;
 
-pub use adapter::serve;
+pub use adapter::{serve, serve_with_token};
 
 use serde_json::Value;
 use std::future::Future;

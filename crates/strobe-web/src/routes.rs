@@ -64,9 +64,19 @@ pub fn router(state: Arc<State>) -> Router {
         .with_state(state)
 }
 
-/// Every request passes the guard first.
+/// Every request passes the guard first. The UI's own files under
+/// `/assets/` (the built bundle: code and styles, no data) need no token,
+/// only the Host, Origin and fetch-site checks: a page framed by another
+/// site (an editor's webview) loads them without the SameSite cookie,
+/// while its API requests carry the token as a Bearer header.
 async fn check(s: Shared, req: Request, next: Next) -> Response {
-    match s.guard.check(req.headers(), req.uri().query()) {
+    let public_asset =
+        req.method() == axum::http::Method::GET && req.uri().path().starts_with("/assets/");
+    let verdict = match s.guard.check(req.headers(), req.uri().query()) {
+        Err(Refusal::Token) if public_asset => return next.run(req).await,
+        v => v,
+    };
+    match verdict {
         Ok(source) => {
             let from_query = source == TokenSource::Query;
             let mut resp = next.run(req).await;
