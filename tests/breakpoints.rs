@@ -481,3 +481,133 @@ async fn a_short_program_stops_at_staged_breakpoints_and_on_entry() {
         .await;
     assert!(r.error_text().contains("stopOnEntry"), "{}", r.text);
 }
+
+/// Pauses thread `tid`, retrying while it happens to be between system
+/// calls (running the program's code for a moment).
+async fn pause(c: &Client, id: &str, tid: u32) -> Value {
+    for _ in 0..50 {
+        let r = c
+            .reply(
+                "debug_continue",
+                json!({"sessionId": id, "action": "pause", "threadId": tid}),
+            )
+            .await;
+        if !r.is_error {
+            return r.value;
+        }
+        assert!(r.text.contains("running the program's code"), "{}", r.text);
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    panic!("thread {tid} was never found waiting in a system call");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_thread_pauses_where_its_system_call_returns_and_a_busy_one_is_refused() {
+    let env = Env::new();
+    let c = env.client().await;
+    let debugee = fixture_with("debugee", &["-pthread"]);
+    let (id, pid) = c.launch(&debugee, &["1"]).await;
+    c.wait_stdout(&id).await;
+
+    // main sleeps in usleep between rounds: it pauses where usleep returns.
+    let v = pause(&c, &id, pid).await;
+    let usleep_in_main = include_str!("fixtures/debugee.c")
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("usleep(20000);"))
+        .last()
+        .unwrap()
+        .0 as u64
+        + 1;
+    // At the return address: the rest of the usleep line, or (usleep being
+    // the loop body's last call) the loop's increment, as the compiler's
+    // line table says.
+    let loop_line = include_str!("fixtures/debugee.c")
+        .lines()
+        .position(|l| l.contains("for (int round"))
+        .unwrap() as u64
+        + 1;
+    assert_eq!(v["status"], "paused", "{v}");
+    assert_eq!(
+        (v["reason"].clone(), v["function"].clone()),
+        (json!("pause"), json!("main")),
+        "{v}"
+    );
+    assert!(
+        [usleep_in_main, loop_line].contains(&v["line"].as_u64().unwrap()),
+        "{v}"
+    );
+    // The agent's status shows the same pause, and main does no more rounds.
+    let s = c.status(&id).await;
+    let paused = s["pausedThreads"].as_array().unwrap();
+    assert!(
+        paused
+            .iter()
+            .any(|p| p["threadId"] == pid && p["reason"] == "pause"),
+        "{s}"
+    );
+    let rounds = c.stdout_lines(&id).await.len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(c.stdout_lines(&id).await.len(), rounds, "main is paused");
+    // Mistakes.
+    let again = c
+        .reply(
+            "debug_continue",
+            json!({"sessionId": id, "action": "pause", "threadId": pid}),
+        )
+        .await;
+    assert!(
+        again.error_text().contains("already paused"),
+        "{}",
+        again.text
+    );
+    let none = c
+        .reply(
+            "debug_continue",
+            json!({"sessionId": id, "action": "pause"}),
+        )
+        .await;
+    assert!(
+        none.error_text().contains("needs 'threadId'"),
+        "{}",
+        none.text
+    );
+    let stranger = c
+        .reply(
+            "debug_continue",
+            json!({"sessionId": id, "action": "pause", "threadId": 1}),
+        )
+        .await;
+    assert!(
+        stranger.error_text().contains("not a thread of session"),
+        "{}",
+        stranger.text
+    );
+    // Continued, it runs on.
+    c.ok(
+        "debug_continue",
+        json!({"sessionId": id, "threadId": pid, "timeoutMs": 1}),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.stdout_lines(&id).await.len() <= rounds {
+        assert!(Instant::now() < deadline, "main never ran on");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+
+    // A thread busy in the program's own code is not stopped from outside.
+    let busy = fixture_with("bp_loop", &[]);
+    let (id, pid) = c.launch(&busy, &["2000000000", "0"]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = c
+        .reply(
+            "debug_continue",
+            json!({"sessionId": id, "action": "pause", "threadId": pid}),
+        )
+        .await;
+    assert!(r.error_text().contains("set a breakpoint"), "{}", r.text);
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

@@ -182,7 +182,21 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
         json!({"sessionId": id, "threadId": tid, "timeoutMs": 1}),
     )
     .await;
-    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    // The editor pauses main: the agent sees it paused, reason pause.
+    let paused = next_line(&mut rx);
+    let main: u64 = paused.strip_prefix("PAUSED ").unwrap().parse().unwrap();
+    let status = c.status(&id).await;
+    assert!(
+        status["pausedThreads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["threadId"] == main && p["reason"] == "pause"),
+        "{status}"
+    );
+    stdin.write_all(b"go\n").unwrap();
     let status_code = support::wait_script(&mut child, SCRIPT_TIMEOUT, "the attach script").await;
     assert!(
         status_code.success(),

@@ -363,6 +363,12 @@ function addStops(tid: number, stops: StepStop[]): string[] {
     return failed;
 }
 
+/** Pauses running thread `tid` at the first of `stops` it reaches (the
+ *  daemon reports it as a pause); the stops that could not be planted. */
+export function armPause(tid: number, stops: StepStop[]): string[] {
+    return addStops(tid, stops);
+}
+
 /** Blocks the thread until the daemon says how to go on. */
 function pause(tid: number, site: Site, ctx: CpuContext, bp: CompiledBreakpoint | null): void {
     const ts = monotonicNs();

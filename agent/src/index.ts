@@ -1,7 +1,7 @@
 // Strobe's in-process agent. Compiled by Frida's own compiler (frida.Compiler)
 // in the bridge; the daemon embeds these sources and caches the compiled
 // output by content hash, so an edited source is never shadowed by a stale build.
-import { updateBreakpoints } from "./breakpoints.js";
+import { armPause, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { guardBulkCloses } from "./native/bulkclose.js";
 import { closeFds, ownOutput } from "./output.js";
@@ -111,6 +111,12 @@ function listen(): void {
                     const { id, on } = msg;
                     answer(() => ({ type: "sockets_watched", id, hooked: watchSockets(on), error: null }),
                         { type: "sockets_watched", id, hooked: 0, error: null });
+                    break;
+                }
+                case "pause-thread": {
+                    const { id, tid, stops } = msg;
+                    answer(() => ({ type: "pause_armed", id, failed: armPause(tid, stops), error: null }),
+                        { type: "pause_armed", id, failed: [], error: null });
                     break;
                 }
                 case "inherit": {

@@ -116,6 +116,8 @@ export type AgentMessage =
     | { type: "flushed"; id: number; error: string | null }
     /** How many socket functions are hooked now (0: off). */
     | { type: "sockets_watched"; id: number; hooked: number; error: string | null }
+    /** The stops of a pause that could not be planted (`address: why`). */
+    | { type: "pause_armed"; id: number; failed: string[]; error: string | null }
     /** The language runtime loaded into an attached process (`how` it got
      *  in), or why it was not. */
     | { type: "runtime_loaded"; id: number; how: string | null; error: string | null }
@@ -197,6 +199,8 @@ export type DaemonMessage =
     | { type: "flush"; id: number }
     /** Record (`on`) or stop recording the program's own socket I/O. */
     | { type: "watch-sockets"; id: number; on: boolean }
+    /** Pause running thread `tid` at the first of `stops` it reaches. */
+    | { type: "pause-thread"; id: number; tid: number; stops: StepStop[] }
     /** Load the language runtime in `dir` into this (attached) process. */
     | { type: "load-runtime"; id: number; tracer: string; dir: string }
     | { type: "exit-ack" }

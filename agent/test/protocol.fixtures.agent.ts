@@ -137,6 +137,14 @@ export const agentMessages = [
         "error": null
     },
     {
+        "type": "pause_armed",
+        "id": 13,
+        "failed": [
+            "0x5555555551a9: not readable"
+        ],
+        "error": null
+    },
+    {
         "type": "runtime_loaded",
         "id": 8,
         "how": "event loop",

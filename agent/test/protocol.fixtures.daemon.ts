@@ -400,6 +400,22 @@ export const daemonMessages = [
         "on": true
     },
     {
+        "type": "pause-thread",
+        "id": 13,
+        "tid": 4242,
+        "stops": [
+            [
+                "0x5555555551a9",
+                [
+                    7,
+                    0,
+                    "0x7ffd12345670"
+                ],
+                false
+            ]
+        ]
+    },
+    {
         "type": "load-runtime",
         "id": 11,
         "tracer": "javascript",

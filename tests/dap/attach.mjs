@@ -36,6 +36,25 @@ check(gone.body.reason === 'removed' && gone.body.breakpoint.id === bp.body.brea
   "the agent's removal reaches the editor", JSON.stringify(gone.body));
 const cont = await continued;
 check(cont.body.threadId === ev.body.threadId, "the agent's continue reaches the editor", JSON.stringify(cont.body));
+// The editor pauses the main thread (it sleeps between rounds: it pauses
+// where that sleep returns); the agent sees the pause in its status.
+const main = (await dc.threadsRequest()).body.threads.find((t) => t.name === 'main');
+const pausedEv = dc.waitForEvent('stopped');
+for (let i = 0; ; i++) {
+  const refused = await dc.pauseRequest({ threadId: main.id }).then(() => null, (e) => e.message);
+  if (refused === null) break;
+  check(refused.includes("running the program's code") && i < 50, 'pause is refused only while the thread is busy', refused);
+  await new Promise((r) => setTimeout(r, 3));
+}
+const p = await pausedEv;
+check(p.body.reason === 'pause' && p.body.threadId === main.id, "the editor's pause stops the thread", JSON.stringify(p.body));
+const pst = await dc.stackTraceRequest({ threadId: main.id });
+check(pst.body.stackFrames[0].name === 'main', 'in the program\'s own code', JSON.stringify(pst.body.stackFrames[0]));
+console.log(`PAUSED ${main.id}`);
+const rl2 = readline.createInterface({ input: process.stdin });
+await new Promise((resolve) => rl2.once('line', resolve));
+rl2.close();
+await dc.continueRequest({ threadId: main.id });
 // Disconnecting from an agent's session leaves it running.
 await dc.stop();
 console.error('attach checks passed');

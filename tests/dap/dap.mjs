@@ -109,7 +109,7 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   const bad = await dc.customRequest('frobnicate').then(() => null, (e) => e.message);
   check(bad && bad.includes("does not support the 'frobnicate' request"), 'an unknown request is refused readably', bad);
   const pause = await dc.pauseRequest({ threadId: tid }).then(() => null, (e) => e.message);
-  check(pause && pause.includes('no all-stop'), 'pause says what Strobe does instead', pause);
+  check(pause && pause.includes('already paused'), 'pausing a paused thread says so', pause);
 
   await dc.continueRequest({ threadId: tid });
   // disconnect (launched here: the program is stopped with it).

@@ -263,7 +263,7 @@ impl<T: Tools> Adapter<T> {
                 };
                 return self.step(req, &args, action).await;
             }
-            "pause" => Err("Strobe has no all-stop: a breakpoint pauses only its own thread while the others run on. Set a breakpoint (or a conditional one) where the thread should stop".into()),
+            "pause" => self.pause(&args).await,
             "disconnect" | "terminate" => {
                 let r = self.disconnect(&args).await;
                 self.respond(req, r);
@@ -430,6 +430,21 @@ impl<T: Tools> Adapter<T> {
             ),
         }
         false
+    }
+
+    /// Pauses one thread where its system call returns into the program's
+    /// code (no all-stop; a thread busy in user code is refused with the
+    /// reason); the `stopped` event follows from the poll.
+    async fn pause(&mut self, args: &Value) -> Result<Value, String> {
+        let id = self.session_id()?;
+        let tid = args["threadId"].as_u64().ok_or("pause needs threadId")?;
+        self.tools
+            .call(
+                "debug_continue",
+                json!({"sessionId": id, "action": "pause", "threadId": tid, "timeoutMs": 1}),
+            )
+            .await?;
+        Ok(json!({}))
     }
 
     async fn disconnect(&mut self, args: &Value) -> Result<Value, String> {

@@ -14,8 +14,10 @@
 //! with `exceptionInfo`; `memory.rs` serves `readMemory`/`writeMemory`.
 //!
 //! What `pause` does: Strobe has no all-stop (a breakpoint pauses only its
-//! thread, the rest runs on), so `pause` is refused with that explanation
-//! and `supportsSuspendDebuggee`-style capabilities are not claimed.
+//! thread, the rest runs on) and never stops a thread from outside, so
+//! `pause {threadId}` pauses that one thread where its current system call
+//! returns into the program's own code (`debug_continue {action:
+//! "pause"}`); a thread busy in user code is refused with the reason.
 
 mod adapter;
 mod breakpoints;

@@ -43,10 +43,10 @@ impl<T: Tools> Adapter<T> {
                 .as_str()
                 .and_then(|b| self.dap_ids.get(b))
                 .copied();
-            let reason = if p["reason"] == "step" {
-                "step"
-            } else {
-                "breakpoint"
+            let reason = match p["reason"].as_str() {
+                Some("step") => "step",
+                Some("pause") => "pause",
+                _ => "breakpoint",
             };
             if tid != self.pid && self.known_threads.insert(tid) {
                 self.event("thread", json!({"reason": "started", "threadId": tid}));

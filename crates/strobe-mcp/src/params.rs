@@ -418,7 +418,7 @@ pub struct ContinueParams {
     pub session_id: String,
     /// Default continue.
     #[schemars(description = "")]
-    #[schemars(extend("enum" = ["continue", "step-over", "step-into", "step-out"]))]
+    #[schemars(extend("enum" = ["continue", "step-over", "step-into", "step-out", "pause"]))]
     pub action: Option<String>,
     /// Default: continue resumes all; a step needs exactly one paused.
     pub thread_id: Option<u32>,

@@ -598,7 +598,7 @@ impl StrobeServer {
     #[tool(
         description = "Resume or step paused threads, wait for the next pause or the end, and say where. step-over: \
         next line here; step-into: into this line's call if it has debug info; step-out: to the caller. Steps stop only \
-        in the stepping thread's frame.",
+        in the stepping thread's frame. pause: threadId, where its system call returns into your code.",
         input_schema = crate::schema::input::<ContinueParams>()
     )]
     async fn debug_continue(
@@ -610,7 +610,14 @@ impl StrobeServer {
         let id = p.session_id.clone();
         let thread = p.thread_id;
         let timeout = p.timeout_ms;
-        let r = blocking(move || mgr.continue_execution(&id, &action, thread, timeout)).await;
+        let r = blocking(move || {
+            if action == "pause" {
+                mgr.pause_thread(&id, thread, timeout)
+            } else {
+                mgr.continue_execution(&id, &action, thread, timeout)
+            }
+        })
+        .await;
         Ok(match r {
             Ok(resp) => {
                 let text = resp.message.clone();

@@ -48,6 +48,9 @@ pub enum AgentMessage {
     /// Answers `watch-sockets`.
     #[serde(rename = "sockets_watched")]
     SocketsWatched(SocketsWatched),
+    /// Answers `pause-thread`.
+    #[serde(rename = "pause_armed")]
+    PauseArmed(PauseArmed),
     /// Answer to [`super::DaemonMessage::LoadRuntime`].
     #[serde(rename = "runtime_loaded")]
     RuntimeLoaded(RuntimeLoaded),
@@ -280,6 +283,18 @@ pub struct SocketsWatched {
     /// How many socket functions are hooked now (0: off).
     pub hooked: u32,
     /// Why hooking failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `pause_armed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PauseArmed {
+    /// The request's id.
+    pub id: u64,
+    /// The stops that could not be planted (`address: why`).
+    pub failed: Vec<String>,
+    /// Why nothing was armed.
     #[serde(deserialize_with = "nullable")]
     pub error: Option<String>,
 }
@@ -558,6 +573,7 @@ impl AgentMessage {
             AgentMessage::Inherited(_) => "inherited",
             AgentMessage::Flushed(_) => "flushed",
             AgentMessage::SocketsWatched(_) => "sockets_watched",
+            AgentMessage::PauseArmed(_) => "pause_armed",
             AgentMessage::RuntimeLoaded(_) => "runtime_loaded",
             AgentMessage::ForksGuarded(_) => "forks_guarded",
             AgentMessage::OutputOwned(_) => "output_owned",
@@ -590,6 +606,7 @@ impl AgentMessage {
             AgentMessage::Inherited(m) => m.id,
             AgentMessage::Flushed(m) => m.id,
             AgentMessage::SocketsWatched(m) => m.id,
+            AgentMessage::PauseArmed(m) => m.id,
             AgentMessage::RuntimeLoaded(m) => m.id,
             AgentMessage::ForksGuarded(m) => m.id,
             AgentMessage::OutputOwned(m) => m.id,
@@ -642,6 +659,7 @@ answers!(
     Inherited(Inherited),
     Flushed(Flushed),
     SocketsWatched(SocketsWatched),
+    PauseArmed(PauseArmed),
     RuntimeLoaded(RuntimeLoaded),
     ForksGuarded(ForksGuarded),
     OutputOwned(OutputOwned),

@@ -105,6 +105,18 @@ pub enum DaemonMessage {
         /// Hooks on or off.
         on: bool,
     },
+    /// Pause running thread `tid` at the first of `stops` it reaches (the
+    /// return addresses of its frames in the program's own code); answered
+    /// by `pause_armed`. The pause is reported as a step's stop.
+    #[serde(rename = "pause-thread")]
+    PauseThread {
+        /// Request id.
+        id: u64,
+        /// The thread to pause.
+        tid: u32,
+        /// Where it may stop.
+        stops: Vec<StepStop>,
+    },
     /// Undo the patches a forked child inherited; answered by `inherited`.
     #[serde(rename = "inherit")]
     Inherit {
@@ -571,6 +583,7 @@ impl DaemonMessage {
             DaemonMessage::GuardForks { .. } => "guard-forks",
             DaemonMessage::Flush { .. } => "flush",
             DaemonMessage::WatchSockets { .. } => "watch-sockets",
+            DaemonMessage::PauseThread { .. } => "pause-thread",
             DaemonMessage::Inherit { .. } => "inherit",
             DaemonMessage::LoadRuntime { .. } => "load-runtime",
             DaemonMessage::ExitAck => "exit-ack",

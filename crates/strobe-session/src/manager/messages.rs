@@ -118,6 +118,7 @@ impl SessionManager {
             | AgentMessage::Inherited(_)
             | AgentMessage::Flushed(_)
             | AgentMessage::SocketsWatched(_)
+            | AgentMessage::PauseArmed(_)
             | AgentMessage::RuntimeLoaded(_)
             | AgentMessage::ForksGuarded(_)
             | AgentMessage::OutputOwned(_)

@@ -12,7 +12,13 @@ impl SessionManager {
         let address = paused.address.0;
         let hit_ns = paused.ts;
         let regs = frames::registers_from(&json!(paused.registers));
-        let reason = paused.reason.as_str().to_string();
+        let mut reason = paused.reason.as_str().to_string();
+        // Any stop of a thread asked to pause answers that; a step's stop
+        // planted for it is shown as the pause.
+        let was_pausing = live.debug.lock().expect("debug lock").pausing.remove(&tid);
+        if reason == "step" && was_pausing {
+            reason = "pause".into();
+        }
         let breakpoint = paused
             .breakpoint
             .as_deref()

@@ -39,6 +39,7 @@ const SHOWN_ARGUMENTS: usize = 8;
 mod events;
 mod javascript;
 mod locals;
+mod pause;
 mod python;
 mod sites;
 
@@ -173,6 +174,9 @@ pub(super) struct DebugState {
     pauses: u64,
     /// Threads running a step that ends on a statement start.
     settling: HashSet<u32>,
+    /// Threads asked to pause (`pause.rs`): their next step stop is shown
+    /// as a pause.
+    pausing: HashSet<u32>,
     /// Image bases by path.
     bases: HashMap<PathBuf, u64>,
     /// Notes the agent sent for breakpoints not listed yet (a logpoint can
@@ -461,7 +465,7 @@ impl SessionManager {
         }
         if !matches!(action, "continue" | "step-over" | "step-into" | "step-out") {
             return Err(err(format!(
-                "'action' must be continue, step-over, step-into or step-out (got {action:?})"
+                "'action' must be continue, step-over, step-into, step-out or pause (got {action:?})"
             )));
         }
         let live = self.debug_live(id)?;
