@@ -204,6 +204,22 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
     );
     // The editor left; the agent's session runs on.
     assert_eq!(c.status(&id).await["state"], "running");
+    // The audit lane tells the two apart: the agent's calls and the
+    // editor's (strobe dap's), each with its client's name.
+    let calls = agent_calls(&env, &id);
+    let side_of = |tool: &str, side: &str| {
+        calls.iter().any(|c| {
+            c["tool"] == tool
+                && c["side"] == side
+                && (side != "editor" || c["client"] == "strobe-dap")
+        })
+    };
+    assert!(side_of("debug_breakpoint", "agent"), "{calls:?}");
+    assert!(
+        side_of("debug_continue", "editor"),
+        "the editor's pause: {calls:?}"
+    );
+    assert!(side_of("debug_session", "editor"), "{calls:?}");
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
@@ -245,4 +261,47 @@ async fn on_a_loopback_port_a_client_needs_the_daemons_token() {
     support::signal_group(server_pid, 9);
     let _ = server.wait();
     assert!(status.success(), "the port checks failed ({status})");
+}
+
+/// The session's audit (`/api/sessions/ID/agent` of the web endpoint
+/// `strobe ui` starts), as the UI reads it.
+fn agent_calls(env: &Env, id: &str) -> Vec<serde_json::Value> {
+    use std::io::{Read, Write};
+    let out = env.command(&["ui"]).output().unwrap();
+    let url = String::from_utf8(out.stdout).unwrap();
+    let (port, token) = url
+        .trim()
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|r| r.split_once("/?token="))
+        .unwrap_or_else(|| panic!("{url}"));
+    let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    write!(
+        s,
+        "GET /api/sessions/{id}/agent HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((n, tail)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(n.trim(), 16).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.push_str(&tail[..n]);
+            rest = &tail[n + 2..];
+        }
+        out
+    } else {
+        body.to_string()
+    };
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["calls"].as_array().unwrap().clone()
 }

@@ -147,6 +147,10 @@ export interface AgentCall {
   responseBytes?: number;
   isError?: boolean;
   summary?: string;
+  /** The MCP client that called (an agent's name, or strobe-dap). */
+  client?: string;
+  /** Who that is: the agent, an editor (strobe dap) or a scenario run. */
+  side?: 'agent' | 'editor' | 'scenarios' | string;
 }
 
 export interface TraceReply {

@@ -30,7 +30,7 @@ pub(crate) fn run(home: &StrobeHome, port: Option<u16>) -> ExitCode {
         if let Some(port) = port {
             return listen(home, port).await;
         }
-        let mcp = match crate::mcp_client::connect(home, "strobe-dap").await {
+        let mcp = match crate::mcp_client::connect(home, strobe_core::caller::EDITOR_CLIENT).await {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("strobe dap: {e}");
@@ -106,13 +106,14 @@ async fn listen(home: &StrobeHome, port: u16) -> ExitCode {
         let home = home.clone();
         let token = token.clone();
         tokio::spawn(async move {
-            let mcp = match crate::mcp_client::connect(&home, "strobe-dap").await {
-                Ok(m) => m,
-                Err(e) => {
-                    eprintln!("strobe dap: client {peer}: {e}");
-                    return;
-                }
-            };
+            let mcp =
+                match crate::mcp_client::connect(&home, strobe_core::caller::EDITOR_CLIENT).await {
+                    Ok(m) => m,
+                    Err(e) => {
+                        eprintln!("strobe dap: client {peer}: {e}");
+                        return;
+                    }
+                };
             let (r, w) = stream.into_split();
             let r = tokio::io::BufReader::new(r);
             if let Err(e) = strobe_dap::serve_with_token(mcp, r, w, Some(token)).await {

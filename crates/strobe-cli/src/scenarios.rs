@@ -54,13 +54,14 @@ pub fn run(home: &StrobeHome, root: &Path, only: Option<&str>) -> ExitCode {
         .build()
         .expect("tokio runtime");
     rt.block_on(async {
-        let mut mcp = match crate::mcp_client::connect(home, "strobe-scenarios").await {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("strobe scenarios: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let mut mcp =
+            match crate::mcp_client::connect(home, strobe_core::caller::SCENARIOS_CLIENT).await {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("strobe scenarios: {e}");
+                    return ExitCode::from(2);
+                }
+            };
         let mut failed = 0;
         for (name, path) in todo {
             println!("SCENARIO START {name}");

@@ -5,6 +5,7 @@
 //! layout of `$STROBE_HOME`, the settings hierarchy and the one clock every
 //! event is stamped with.
 
+pub mod caller;
 pub mod clock;
 pub mod error;
 pub mod event;

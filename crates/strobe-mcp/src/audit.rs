@@ -24,12 +24,15 @@ const PENDING_KEPT: usize = 64;
 pub(crate) struct CallArgs {
     json: String,
     session: Option<String>,
+    /// Who called (the MCP client's name).
+    client: String,
 }
 
 impl CallArgs {
     /// Taken from the request's arguments before the call consumes them.
-    pub(crate) fn of(args: Option<&JsonObject>) -> CallArgs {
+    pub(crate) fn of(args: Option<&JsonObject>, client: String) -> CallArgs {
         CallArgs {
+            client,
             json: args
                 .and_then(|a| serde_json::to_string(a).ok())
                 .unwrap_or_else(|| "{}".to_string()),
@@ -90,6 +93,7 @@ impl Audit {
             response_bytes,
             is_error,
             summary,
+            client: args.client,
         };
         let named = args.session;
         let mut pending = self.pending.lock().expect("audit lock");

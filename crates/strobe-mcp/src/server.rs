@@ -668,7 +668,12 @@ impl ServerHandler for StrobeServer {
             ));
         }
         let tool = request.name.to_string();
-        let args = crate::audit::CallArgs::of(request.arguments.as_ref());
+        let client = context
+            .peer
+            .peer_info()
+            .map(|i| i.client_info.name.clone())
+            .unwrap_or_default();
+        let args = crate::audit::CallArgs::of(request.arguments.as_ref(), client);
         let started = std::time::SystemTime::now();
         let clock = std::time::Instant::now();
         let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);

@@ -33,6 +33,9 @@ pub struct AgentCall {
     /// The start of the reply's text, already cut by the caller (see [`clip`]
     /// and [`SUMMARY_CHARS`]), which should not copy a long reply to cut it here.
     pub summary: String,
+    /// Who called: the MCP client's name from its `initialize` (an agent's,
+    /// or `strobe-dap` for an editor); empty when it gave none.
+    pub client: String,
 }
 
 /// A stored call.
@@ -55,6 +58,9 @@ pub struct AgentCallRow {
     pub is_error: bool,
     /// The start of the reply's text.
     pub summary: String,
+    /// Who called (the MCP client's name; empty for calls stored before
+    /// it was recorded).
+    pub client: String,
 }
 
 /// Cuts `text` to at most `max` characters on a character boundary, saying so.
@@ -85,8 +91,8 @@ pub(crate) fn record(
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO agent_calls
-                (session, started_us, duration_us, tool, args, response_bytes, is_error, summary)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                (session, started_us, duration_us, tool, args, response_bytes, is_error, summary, client)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         for c in calls {
             insert.execute(params![
@@ -98,6 +104,7 @@ pub(crate) fn record(
                 c.response_bytes as i64,
                 c.is_error,
                 c.summary,
+                c.client,
             ])?;
         }
     }
@@ -113,7 +120,7 @@ pub(crate) fn list(
     limit: usize,
 ) -> rusqlite::Result<Vec<AgentCallRow>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, started_us, duration_us, tool, args, response_bytes, is_error, summary
+        "SELECT seq, started_us, duration_us, tool, args, response_bytes, is_error, summary, client
          FROM agent_calls WHERE session = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     )?;
     let rows = stmt.query_map(params![key, after_seq, limit as i64], |r| {
@@ -126,6 +133,7 @@ pub(crate) fn list(
             response_bytes: r.get::<_, i64>(5)? as u64,
             is_error: r.get(6)?,
             summary: r.get(7)?,
+            client: r.get(8)?,
         })
     })?;
     rows.collect()
@@ -156,6 +164,7 @@ mod tests {
             response_bytes: 3,
             is_error: false,
             summary: "ok".into(),
+            client: "claude-code".into(),
         }
     }
 
@@ -182,6 +191,7 @@ mod tests {
         let newer = list(&c, 7, all[0].seq, 100).unwrap();
         assert_eq!(newer.len(), 1);
         assert_eq!(newer[0].args, "{\"a\":1}");
+        assert_eq!(newer[0].client, "claude-code");
     }
 
     #[test]

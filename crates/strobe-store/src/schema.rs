@@ -97,7 +97,8 @@ CREATE TABLE IF NOT EXISTS agent_calls (
     args            TEXT NOT NULL,
     response_bytes  INTEGER NOT NULL,
     is_error        INTEGER NOT NULL,
-    summary         TEXT NOT NULL
+    summary         TEXT NOT NULL,
+    client          TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS agent_calls_by_session ON agent_calls(session, seq);
 -- How to set widgets with no native route, learned by debug_ui_action
@@ -124,8 +125,10 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
 
 /// Columns added after a table was first released: (table, column, definition).
 /// A database made before one of them gets it on open.
-const ADDED_COLUMNS: &[(&str, &str, &str)] =
-    &[("sessions", "evicted_output", "INTEGER NOT NULL DEFAULT 0")];
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("sessions", "evicted_output", "INTEGER NOT NULL DEFAULT 0"),
+    ("agent_calls", "client", "TEXT NOT NULL DEFAULT ''"),
+];
 
 /// Creates the schema if it is missing and adds columns older databases lack.
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {

@@ -400,6 +400,8 @@ pub(crate) fn agent_call_json(c: &strobe_store::AgentCallRow, session_started_ms
         "responseBytes": c.response_bytes,
         "isError": c.is_error,
         "summary": c.summary,
+        "client": c.client,
+        "side": strobe_core::caller::side(&c.client),
     })
 }
 

@@ -1,6 +1,7 @@
 // "What the agent did": every MCP tool call the agent made on the session.
 
 import { h, replace } from '../dom';
+import { byText } from '../lib/caller';
 import { compact } from '../lib/events';
 import { formatBytes, formatDuration, formatMs } from '../lib/format';
 import type { AgentCall } from '../types';
@@ -18,7 +19,7 @@ export function createAgentPanel(onPick: (c: AgentCall) => void) {
     h(
       'thead',
       null,
-      h('tr', null, ['#', 'When', 'Tool', 'Arguments', 'Took', 'Reply'].map((t, i) => h('th', { class: i >= 4 ? 'num' : undefined }, t))),
+      h('tr', null, ['#', 'When', 'By', 'Tool', 'Arguments', 'Took', 'Reply'].map((t, i) => h('th', { class: i >= 5 ? 'num' : undefined }, t))),
     ),
     tbody,
   );
@@ -38,6 +39,7 @@ export function createAgentPanel(onPick: (c: AgentCall) => void) {
         'data-testid': 'agent-call',
         'data-tool': c.tool,
         'data-seq': c.seq,
+        'data-side': c.side ?? 'agent',
         class: `clickable${c.isError ? ' is-error' : ''}`,
         tabindex: 0,
         title: 'Show this call in the details and on the timeline',
@@ -51,6 +53,7 @@ export function createAgentPanel(onPick: (c: AgentCall) => void) {
       },
       h('td', { class: 'mono muted' }, String(c.seq)),
       h('td', { class: 'mono' }, whenText(c.offsetNs)),
+      h('td', { class: `side side-${c.side ?? 'agent'}`, title: byText(c) }, c.side ?? 'agent'),
       h('td', { class: 'mono' }, c.tool, c.isError ? [' ', h('span', { class: 'badge err', title: 'the tool call failed' }, 'error')] : ''),
       h('td', { class: 'mono args', title: compact(c.args, 2000) }, compact(c.args, 120)),
       h('td', { class: 'mono num' }, formatMs(c.durationMs)),

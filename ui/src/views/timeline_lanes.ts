@@ -5,6 +5,7 @@
 // Pure drawing: what to draw and the hover and selection come in a LanePaint.
 
 import { h } from '../dom';
+import { byText } from '../lib/caller';
 import { functionColor } from '../lib/color';
 import { compact } from '../lib/events';
 import { formatDuration, formatTick } from '../lib/format';
@@ -153,7 +154,7 @@ export function drawAgent(p: LanePaint, box: LaneBox, agentCalls: AgentCall[]) {
   for (const call of agentCalls) {
     const r = agentRect(call, view, plotW);
     if (!r) continue;
-    ctx.fillStyle = call.isError ? c.agentError : c.agent;
+    ctx.fillStyle = call.isError ? c.agentError : call.side === 'editor' ? c.editor : c.agent;
     ctx.fillRect(GUTTER + r.x, box.y + 3, r.w, box.height - 6);
     if (hover?.kind === 'agent' && hover.call === call) {
       ctx.strokeStyle = c.fg;
@@ -208,6 +209,7 @@ export function tipLines(t: Target, functions: Record<string, string> | undefine
       break;
     case 'agent':
       lines.push(h('b', { class: 'mono' }, t.call.tool), t.call.isError ? h('span', { class: 'badge err' }, 'error') : '');
+      lines.push(byText(t.call));
       lines.push(`${formatDuration(t.call.durationMs * 1e6)} · ${t.call.offsetNs < 0 ? 'before launch' : `at ${formatTick(t.call.offsetNs, 1000, t.call.offsetNs)}`}`);
       if (t.call.args !== undefined) lines.push(h('span', { class: 'mono tip-text' }, compact(t.call.args, 300)));
       if (t.call.summary) lines.push(h('span', { class: 'muted tip-text' }, compact(t.call.summary, 200)));

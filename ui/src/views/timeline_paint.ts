@@ -18,6 +18,8 @@ export interface Colors {
   snapshot: string;
   exit: string;
   agent: string;
+  /** Calls an editor made (strobe dap), on the same lane. */
+  editor: string;
   agentError: string;
   select: string;
   spanText: string;
@@ -41,6 +43,7 @@ export function readColors(el: HTMLElement): Colors {
     snapshot: v('--tl-snapshot', '#85c'),
     exit: v('--muted', '#777'),
     agent: v('--tl-agent', '#5b6'),
+    editor: v('--tl-editor', '#c7a'),
     agentError: v('--err', '#d22'),
     select: v('--tl-select', '#000'),
     spanText: v('--tl-span-text', '#111'),
