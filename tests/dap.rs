@@ -305,3 +305,47 @@ fn agent_calls(env: &Env, id: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     v["calls"].as_array().unwrap().clone()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_and_node_programs_go_through_the_same_adapter() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let env = Env::new();
+    let _c = env.client().await;
+    for (program, script) in [
+        ("python3", "tests/fixtures/python/debugee/stepper.py"),
+        ("node", "tests/fixtures/javascript/debugee/stepper.js"),
+    ] {
+        let script = repo.join(script).canonicalize().unwrap();
+        let src = std::fs::read_to_string(&script).unwrap();
+        let line = |marker: &str| {
+            (src.lines()
+                .position(|l| l.ends_with(&format!("@{marker}")))
+                .unwrap()
+                + 1)
+            .to_string()
+        };
+        let strobe = env.command(&["dap"]);
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(repo.join("tests/dap/script.mjs"))
+            .env("STROBE_BIN", strobe.get_program())
+            .env("PROGRAM", program)
+            .env("SCRIPT", &script)
+            .env("STOP_FILE", env.path().join(format!("stop-{program}")))
+            .env("LINE_COMPUTE_BODY", line("compute-body"))
+            .env("LINE_COMPUTE_CALL", line("compute-call"))
+            .process_group(0);
+        for (k, v) in strobe.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        let mut child = cmd.spawn().expect("node");
+        let status =
+            support::wait_script(&mut child, SCRIPT_TIMEOUT, "the script DAP checks").await;
+        assert!(
+            status.success(),
+            "the {program} DAP checks failed ({status})"
+        );
+    }
+}

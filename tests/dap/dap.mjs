@@ -158,8 +158,16 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   const badFilter = await dc.setExceptionBreakpointsRequest({ filters: ['everything'] }).then(() => null, (e) => e.message);
   check(badFilter && badFilter.includes("the one filter is 'crash'"), 'an unknown filter is refused readably', badFilter);
   await dc.setExceptionBreakpointsRequest({ filters: ['crash'] });
-  const stopped = dc.waitForEvent('stopped');
+  // A breakpoint on main, where the launched program waits for
+  // configurationDone: it is hit, not run past.
+  const fbp = await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'main' }] });
+  const atMain = dc.waitForEvent('stopped');
   await dc.configurationDoneRequest();
+  const m = await atMain;
+  check(m.body.reason === 'breakpoint' && m.body.hitBreakpointIds?.[0] === fbp.body.breakpoints[0].id,
+    'a breakpoint on main stops the program at once', JSON.stringify(m.body));
+  const stopped = dc.waitForEvent('stopped');
+  await dc.continueRequest({ threadId: m.body.threadId });
   const ev = await stopped;
   check(ev.body.reason === 'exception' && ev.body.description.includes('SIGSEGV'),
     'the crash stops with reason exception', JSON.stringify(ev.body));

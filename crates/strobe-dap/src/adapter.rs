@@ -13,6 +13,10 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 
 /// How often a running session is polled.
 const POLL: Duration = Duration::from_millis(50);
+/// While a thread the client looks at is stopped, every this many ticks
+/// (250 ms): the client's stack and variable requests then seldom wait
+/// behind a poll, and other threads' stops still arrive.
+const POLL_WHILE_STOPPED: u32 = 5;
 /// Frame ids: thread id × this + the frame's index.
 pub(crate) const FRAMES_PER_THREAD: i64 = 1000;
 /// A step waits this long for its pause.
@@ -56,6 +60,7 @@ where
     let mut a = Adapter::new(tools);
     a.required_token = token;
     let mut tick = tokio::time::interval(POLL);
+    let mut ticks = 0u32;
     loop {
         tokio::select! {
             m = rx.recv() => {
@@ -75,8 +80,11 @@ where
                 }
             }
             _ = tick.tick(), if a.running() => {
-                a.poll().await;
-                a.flush(&mut w).await?;
+                ticks = ticks.wrapping_add(1);
+                if a.paused.is_empty() || ticks % POLL_WHILE_STOPPED == 0 {
+                    a.poll().await;
+                    a.flush(&mut w).await?;
+                }
             }
         }
     }
@@ -291,12 +299,31 @@ impl<T: Tools> Adapter<T> {
             .as_str()
             .filter(|p| !p.is_empty())
             .ok_or("launch needs 'program': the path of the program to debug")?;
-        let path = std::path::Path::new(program);
-        let cwd = args["cwd"].as_str().map(str::to_string).unwrap_or_else(|| {
-            path.parent()
+        // A bare name (`python3`, `node`) is looked up on PATH, as a shell
+        // would; the program then runs in the adapter's folder unless
+        // `cwd` says otherwise (a path runs in its own folder).
+        let bare = !program.contains('/');
+        let resolved = if bare {
+            on_path(program).ok_or_else(|| {
+                format!("launch: '{program}' is not on PATH; give its full path as 'program'")
+            })?
+        } else {
+            std::path::PathBuf::from(program)
+        };
+        let program = resolved.display().to_string();
+        let program = program.as_str();
+        let cwd = match args["cwd"].as_str().filter(|c| !c.is_empty()) {
+            Some(c) => c.to_string(),
+            None if bare => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .map_err(|e| {
+                    format!("launch: no 'cwd' given and the adapter's folder is unknown: {e}")
+                })?,
+            None => resolved
+                .parent()
                 .map(|p| p.display().to_string())
-                .unwrap_or_else(|| ".".into())
-        });
+                .unwrap_or_else(|| "/".into()),
+        };
         if let Some(patterns) = args.get("tracePatterns").filter(|p| p.is_array()) {
             self.tools
                 .call("debug_trace", json!({"add": patterns}))
@@ -364,8 +391,12 @@ impl<T: Tools> Adapter<T> {
                 .await?;
         }
         if let Some(tid) = self.entry_thread {
-            if self.stop_on_entry {
-                self.stopped(tid, "entry").await;
+            if let Some(bp) = self.breakpoint_at_entry().await {
+                // The editor's own breakpoint where the program waits (on
+                // main): resuming would run past it, so this is its hit.
+                self.stopped(tid, "breakpoint", Some(bp)).await;
+            } else if self.stop_on_entry {
+                self.stopped(tid, "entry", None).await;
             } else {
                 let id = self.session_id()?;
                 self.tools
@@ -374,6 +405,29 @@ impl<T: Tools> Adapter<T> {
             }
         }
         Ok(json!({}))
+    }
+
+    /// The DAP id of an unconditional breakpoint of the editor's at the
+    /// address the entry thread waits at.
+    async fn breakpoint_at_entry(&mut self) -> Option<i64> {
+        let s = self.status().await.ok()?;
+        let at = s["pausedThreads"]
+            .as_array()?
+            .iter()
+            .find(|p| p["threadId"].as_u64() == self.entry_thread)?["address"]
+            .as_str()?
+            .to_string();
+        s["breakpoints"].as_array()?.iter().find_map(|b| {
+            let here = b["addresses"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(at.as_str())));
+            let plain = b["kind"] == "breakpoint"
+                && b["condition"].is_null()
+                && b["hitCount"].as_u64().unwrap_or(1) <= 1;
+            (here && plain)
+                .then(|| self.dap_ids.get(b["id"].as_str()?).copied())
+                .flatten()
+        })
     }
 
     async fn resume(&mut self) -> Result<Value, String> {
@@ -422,7 +476,7 @@ impl<T: Tools> Adapter<T> {
             .call("debug_continue", json!({"sessionId": id, "action": action, "threadId": tid, "timeoutMs": STEP_WAIT_MS}))
             .await;
         match r {
-            Ok(v) if v["status"] == "paused" => self.stopped(tid, "step").await,
+            Ok(v) if v["status"] == "paused" => self.stopped(tid, "step", None).await,
             Ok(_) => {}
             Err(e) => self.event(
                 "output",
@@ -461,6 +515,19 @@ impl<T: Tools> Adapter<T> {
         self.ended = true;
         Ok(json!({}))
     }
+}
+
+/// `name` in a folder of PATH, as an executable file.
+fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Compares without stopping at the first difference, so the answer's time

@@ -8,8 +8,9 @@ use crate::values::text;
 use serde_json::{Value, json};
 
 impl<T: Tools> Adapter<T> {
-    /// Records thread `tid` as paused (from status) and says so.
-    pub(crate) async fn stopped(&mut self, tid: u64, reason: &str) {
+    /// Records thread `tid` as paused (from status) and says so (naming
+    /// breakpoint `bp` when one was hit).
+    pub(crate) async fn stopped(&mut self, tid: u64, reason: &str, bp: Option<i64>) {
         if let Ok(s) = self.status().await {
             for p in s["pausedThreads"].as_array().cloned().unwrap_or_default() {
                 if let Some(t) = p["threadId"].as_u64() {
@@ -17,7 +18,7 @@ impl<T: Tools> Adapter<T> {
                 }
             }
         }
-        self.stopped_event(tid, reason, None);
+        self.stopped_event(tid, reason, bp);
     }
 
     pub(crate) async fn threads(&mut self) -> Result<Value, String> {

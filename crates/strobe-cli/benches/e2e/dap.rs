@@ -1,9 +1,10 @@
-//! `strobe dap` (issue 24), beside the same work done over MCP directly in
-//! the same run (the adapter's own cost): launch → stopped in `main`
-//! (`stopOnEntry`), and, stopped 21 frames deep, `stackTrace` + `scopes` +
-//! `variables` against one `debug_session status` (which carries the same
-//! backtrace and arguments). `lldb-vscode-16` (Debian's lldb-16) is not
-//! installed here, so it is not in the comparison.
+//! `strobe dap` (issue 24) side by side, in the same run and driven the
+//! same way, with `lldb-vscode-16` (the DAP adapter of Debian's lldb-16,
+//! which `./dev bench` installs) on the same program: launch → stopped at a
+//! function breakpoint on `main`, and, stopped 21 frames deep at a line
+//! breakpoint, `stackTrace` + `scopes` + `variables`. The same work over
+//! MCP directly (one `debug_session status` carries the backtrace and
+//! arguments) shows the adapter's own cost.
 
 use serde_json::{Value, json};
 use std::process::Stdio;
@@ -23,8 +24,7 @@ struct Dap {
 }
 
 impl Dap {
-    fn start(env: &support::Env) -> Dap {
-        let std_cmd = env.command(&["dap"]);
+    fn start(std_cmd: std::process::Command) -> Dap {
         let mut cmd = tokio::process::Command::new(std_cmd.get_program());
         cmd.args(std_cmd.get_args());
         for (k, v) in std_cmd.get_envs() {
@@ -88,6 +88,91 @@ fn line_of(src: &str, marker: &str) -> u64 {
     src.lines().position(|l| l.contains(&tag)).unwrap() as u64 + 1
 }
 
+/// The adapters compared: `strobe dap`, and lldb-vscode-16 where installed.
+fn adapters(env: &support::Env) -> Vec<(&'static str, std::process::Command)> {
+    let mut out = vec![("strobe dap", env.command(&["dap"]))];
+    match which("lldb-vscode-16") {
+        Some(p) => out.push(("lldb-vscode-16", std::process::Command::new(p))),
+        None => println!(
+            "  lldb-vscode-16 is not installed (`./dev bench` installs lldb-16): not compared"
+        ),
+    }
+    out
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// One debug session on `adapter`: (launch → stopped at a breakpoint on
+/// main, stack + scopes + variables at the bottom) in ms, and the frames.
+async fn one_session(
+    adapter: std::process::Command,
+    exe: &std::path::Path,
+    source: &std::path::Path,
+    bottom: u64,
+) -> (f64, f64, usize) {
+    let mut d = Dap::start(adapter);
+    d.request(
+        "initialize",
+        json!({"adapterID": "bench", "linesStartAt1": true, "pathFormat": "path"}),
+    )
+    .await;
+    let t = Instant::now();
+    d.request(
+        "launch",
+        json!({"program": exe, "cwd": exe.parent().unwrap(), "stopOnEntry": false}),
+    )
+    .await;
+    d.event("initialized").await;
+    d.request(
+        "setFunctionBreakpoints",
+        json!({"breakpoints": [{"name": "main"}]}),
+    )
+    .await;
+    d.send("configurationDone", json!({})).await;
+    let stopped = d.event("stopped").await;
+    let launch = t.elapsed().as_secs_f64() * 1e3;
+    let tid = stopped["body"]["threadId"].clone();
+    d.request("setFunctionBreakpoints", json!({"breakpoints": []}))
+        .await;
+    d.request(
+        "setBreakpoints",
+        json!({"source": {"path": source}, "breakpoints": [{"line": bottom}]}),
+    )
+    .await;
+    d.send("continue", json!({"threadId": tid})).await;
+    let stopped = d.event("stopped").await;
+    let tid = stopped["body"]["threadId"].clone();
+    let t = Instant::now();
+    let st = d.request("stackTrace", json!({"threadId": tid})).await;
+    let top = st["stackFrames"][0]["id"].clone();
+    let scopes = d.request("scopes", json!({"frameId": top})).await;
+    let r = scopes["scopes"][0]["variablesReference"].clone();
+    let vars = d
+        .request("variables", json!({"variablesReference": r}))
+        .await;
+    let inspect = t.elapsed().as_secs_f64() * 1e3;
+    let frames = st["stackFrames"].as_array().unwrap().len();
+    assert!(
+        vars["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["name"] == "depth"),
+        "{vars}"
+    );
+    d.send("disconnect", json!({"terminateDebuggee": true}))
+        .await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), d.child.wait()).await;
+    let _ = d.child.kill().await;
+    (launch, inspect, frames)
+}
+
 pub async fn dap(env: &support::Env, c: &support::Client, runs: usize) {
     let exe = support::fixture("deep");
     let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -95,45 +180,19 @@ pub async fn dap(env: &support::Env, c: &support::Client, runs: usize) {
         .canonicalize()
         .unwrap();
     let bottom = line_of(&std::fs::read_to_string(&source).unwrap(), "bottom");
-    let (mut launch_dap, mut inspect_dap, mut launch_mcp, mut inspect_mcp) =
-        (vec![], vec![], vec![], vec![]);
-    let mut frames = 0;
+    let names: Vec<&str> = adapters(env).iter().map(|(n, _)| *n).collect();
+    let mut launch = vec![Vec::new(); names.len()];
+    let mut inspect = vec![Vec::new(); names.len()];
+    let mut frames = vec![0; names.len()];
+    let (mut launch_mcp, mut inspect_mcp) = (vec![], vec![]);
     for _ in 0..runs {
-        // Over DAP.
-        let mut d = Dap::start(env);
-        d.request("initialize", json!({"adapterID": "strobe"}))
-            .await;
-        let t = Instant::now();
-        d.request("launch", json!({"program": exe, "stopOnEntry": true}))
-            .await;
-        d.event("initialized").await;
-        d.send("configurationDone", json!({})).await;
-        let stopped = d.event("stopped").await;
-        launch_dap.push(t.elapsed().as_secs_f64() * 1e3);
-        let tid = stopped["body"]["threadId"].clone();
-        d.request(
-            "setBreakpoints",
-            json!({"source": {"path": source}, "breakpoints": [{"line": bottom}]}),
-        )
-        .await;
-        d.send("continue", json!({"threadId": tid})).await;
-        let stopped = d.event("stopped").await;
-        let tid = stopped["body"]["threadId"].clone();
-        let t = Instant::now();
-        let st = d.request("stackTrace", json!({"threadId": tid})).await;
-        let top = st["stackFrames"][0]["id"].clone();
-        let scopes = d.request("scopes", json!({"frameId": top})).await;
-        let r = scopes["scopes"][0]["variablesReference"].clone();
-        let vars = d
-            .request("variables", json!({"variablesReference": r}))
-            .await;
-        inspect_dap.push(t.elapsed().as_secs_f64() * 1e3);
-        frames = st["stackFrames"].as_array().unwrap().len();
-        assert_eq!(vars["variables"][0]["name"], "depth", "{vars}");
-        d.request("disconnect", json!({"terminateDebuggee": true}))
-            .await;
-        let _ = d.child.wait().await;
-
+        // Each adapter in turn, then MCP directly, in every run.
+        for (i, (_, cmd)) in adapters(env).into_iter().enumerate() {
+            let (l, s, f) = one_session(cmd, &exe, &source, bottom).await;
+            launch[i].push(l);
+            inspect[i].push(s);
+            frames[i] = f;
+        }
         // The same over MCP.
         let t = Instant::now();
         let v = c
@@ -164,23 +223,39 @@ pub async fn dap(env: &support::Env, c: &support::Client, runs: usize) {
         c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
             .await;
     }
-    println!("strobe dap ({runs} runs, median / p95, ms)");
-    let row = |what: &str, d: &[f64], m: &[f64]| {
-        println!(
-            "  {what}: DAP {:.1} / {:.1} | MCP directly {:.1} / {:.1} | {:.2}x",
-            median(d.to_vec()),
-            percentile(d.to_vec(), 0.95),
-            median(m.to_vec()),
-            percentile(m.to_vec(), 0.95),
-            median(d.to_vec()) / median(m.to_vec())
-        );
+    println!("DAP adapters ({runs} runs each, interleaved; median / p95, ms)");
+    let cell = |v: &[f64]| {
+        format!(
+            "{:.1} / {:.1}",
+            median(v.to_vec()),
+            percentile(v.to_vec(), 0.95)
+        )
     };
-    row("launch -> stopped in main (warm)", &launch_dap, &launch_mcp);
-    row(
-        &format!(
-            "stackTrace + scopes + variables, {frames} frames (MCP: one debug_session status)"
+    for (what, per, mcp) in [
+        (
+            "launch -> stopped at a breakpoint on main",
+            &launch,
+            &launch_mcp,
         ),
-        &inspect_dap,
-        &inspect_mcp,
-    );
+        (
+            "stackTrace + scopes + variables at the bottom",
+            &inspect,
+            &inspect_mcp,
+        ),
+    ] {
+        println!("  {what}:");
+        for (i, name) in names.iter().enumerate() {
+            let ratio = median(per[i].clone()) / median(per[0].clone());
+            println!(
+                "    {name:<16} {}  ({} frames; {ratio:.2}x strobe dap)",
+                cell(&per[i]),
+                frames[i]
+            );
+        }
+        println!(
+            "    {:<16} {}  (MCP directly: launch stopOnEntry / one debug_session status)",
+            "strobe over MCP",
+            cell(mcp)
+        );
+    }
 }

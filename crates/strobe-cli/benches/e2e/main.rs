@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd), `=sockets` (the program's socket I/O recorded by a net channel), `=dap` (strobe dap beside MCP) or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd), `=sockets` (the program's socket I/O recorded by a net channel), `=dap` (strobe dap beside lldb-vscode-16 and MCP) or `=overhead` (native tracing per call) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
