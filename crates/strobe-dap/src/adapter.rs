@@ -81,7 +81,7 @@ where
             }
             _ = tick.tick(), if a.running() => {
                 ticks = ticks.wrapping_add(1);
-                if a.paused.is_empty() || ticks % POLL_WHILE_STOPPED == 0 {
+                if a.paused.is_empty() || ticks.is_multiple_of(POLL_WHILE_STOPPED) {
                     a.poll().await;
                     a.flush(&mut w).await?;
                 }
