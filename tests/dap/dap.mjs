@@ -94,6 +94,13 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   const st2 = await dc.stackTraceRequest({ threadId: tid });
   check(st2.body.stackFrames[0].line === line('compute-call'), 'next went to the following line',
     JSON.stringify(st2.body.stackFrames[0]));
+  // The frame's other variables: doubled = x * 2, with the x set above.
+  const sc2 = await dc.scopesRequest({ frameId: st2.body.stackFrames[0].id });
+  const loc2 = sc2.body.scopes.find((s) => s.name === 'Locals');
+  check(loc2, 'a native frame has a Locals scope', JSON.stringify(sc2.body));
+  const lv = await dc.variablesRequest({ variablesReference: loc2.variablesReference });
+  check(lv.body.variables.some((v) => v.name === 'doubled' && v.value === '14' && v.type === 'int'),
+    'its locals are typed and current (doubled = 7 * 2)', JSON.stringify(lv.body));
   const into = dc.waitForEvent('stopped');
   await dc.stepInRequest({ threadId: tid });
   await into;

@@ -80,18 +80,32 @@ impl SessionManager {
                 if let (Some(fi), Some(mem)) = (loc.function_index, &mem)
                     && let Some(layout) = tracer.frame_layout(m, fi, loc.offset)
                 {
+                    let frame = p.frame();
+                    let read = |v: &strobe_symbols::ScopeVariable, depth| {
+                        let mut out = read_local(mem, &layout, &frame, &v.name, &[], depth)
+                            .unwrap_or_else(|e| json!({"error": e}));
+                        out["name"] = json!(v.name);
+                        out
+                    };
                     p.arguments = layout
                         .vars
                         .iter()
                         .filter(|v| v.parameter)
                         .take(SHOWN_ARGUMENTS)
-                        .map(|v| {
-                            let mut out = read_local(mem, &layout, &p.frame(), &v.name, &[], 2)
-                                .unwrap_or_else(|e| json!({"error": e}));
-                            out["name"] = json!(v.name);
-                            out
-                        })
+                        .map(|v| read(v, 2))
                         .collect();
+                    // The other variables in scope, one level deep (an
+                    // editor expands them through debug_memory).
+                    let locals: Vec<Value> = layout
+                        .vars
+                        .iter()
+                        .filter(|v| !v.parameter)
+                        .take(SHOWN_LOCALS)
+                        .map(|v| read(v, 1))
+                        .collect();
+                    if !locals.is_empty() {
+                        p.locals = Some(locals);
+                    }
                 }
             }
         }

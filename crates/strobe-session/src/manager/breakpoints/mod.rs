@@ -35,6 +35,8 @@ pub const MAX_LOGPOINTS: usize = 100;
 pub const CONTINUE_TIMEOUT_MS: (u64, u64) = (10_000, 120_000);
 /// Arguments shown per paused thread.
 const SHOWN_ARGUMENTS: usize = 8;
+/// Other variables in scope shown per paused native thread.
+const SHOWN_LOCALS: usize = 16;
 
 mod events;
 mod javascript;
@@ -125,7 +127,9 @@ pub struct PausedThread {
     pub address: String,
     /// The paused frame's parameters (up to 8), typed (native code).
     pub arguments: Vec<Value>,
-    /// A Python frame's locals, typed (`{name, type, value}`).
+    /// The paused frame's locals, typed (`{name, type, value}`): a Python
+    /// or JavaScript frame's, or a native frame's variables in scope other
+    /// than its arguments (the first [`SHOWN_LOCALS`], one level deep).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub locals: Option<Vec<Value>>,
     /// Frames, innermost first.
