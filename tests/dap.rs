@@ -164,14 +164,7 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
     let tid: u64 = stopped.strip_prefix("STOPPED ").unwrap().parse().unwrap();
     // The same stop is the agent's paused thread.
     let status = c.status(&id).await;
-    assert!(
-        status["pausedThreads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["threadId"] == tid),
-        "{status}"
-    );
+    assert!(paused_in(&status, tid, "breakpoint"), "{status}");
     c.ok(
         "debug_breakpoint",
         json!({"sessionId": id, "remove": ["bp-1"]}),
@@ -188,14 +181,7 @@ async fn an_editor_attaches_to_the_agents_session_and_both_see_the_same_stop() {
     let paused = next_line(&mut rx);
     let main: u64 = paused.strip_prefix("PAUSED ").unwrap().parse().unwrap();
     let status = c.status(&id).await;
-    assert!(
-        status["pausedThreads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["threadId"] == main && p["reason"] == "pause"),
-        "{status}"
-    );
+    assert!(paused_in(&status, main, "pause"), "{status}");
     stdin.write_all(b"go\n").unwrap();
     let status_code = support::wait_script(&mut child, SCRIPT_TIMEOUT, "the attach script").await;
     assert!(
@@ -261,6 +247,14 @@ async fn on_a_loopback_port_a_client_needs_the_daemons_token() {
     support::signal_group(server_pid, 9);
     let _ = server.wait();
     assert!(status.success(), "the port checks failed ({status})");
+}
+
+/// Whether `status` lists thread `tid` paused for `reason`.
+fn paused_in(status: &serde_json::Value, tid: u64, reason: &str) -> bool {
+    status["pausedThreads"].as_array().is_some_and(|p| {
+        p.iter()
+            .any(|p| p["threadId"] == tid && p["reason"] == reason)
+    })
 }
 
 /// The session's audit (`/api/sessions/ID/agent` of the web endpoint

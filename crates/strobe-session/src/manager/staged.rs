@@ -229,14 +229,7 @@ impl SessionManager {
             if now >= deadline || live.life.lock().expect("lifecycle lock").ended {
                 return None;
             }
-            // Woken by pauses and by the end of the process, as
-            // debug_continue's wait is; the bound rechecks the end.
-            let wait = (deadline - now).min(Duration::from_millis(100));
-            st = live
-                .debug_changed
-                .wait_timeout(st, wait)
-                .expect("debug lock")
-                .0;
+            st = super::breakpoints::wait_debug_change(live, st, deadline);
         }
     }
 }

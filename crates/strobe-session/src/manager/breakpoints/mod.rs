@@ -168,6 +168,19 @@ pub struct ContinueResponse {
     pub message: String,
 }
 
+impl ContinueResponse {
+    /// The process ended while waiting.
+    fn exited(resumed: Vec<u32>, message: &str) -> Self {
+        ContinueResponse {
+            status: "exited",
+            paused: None,
+            resumed,
+            other_paused: Vec::new(),
+            message: message.into(),
+        }
+    }
+}
+
 /// Debugger state of a live session.
 #[derive(Debug, Default)]
 pub(super) struct DebugState {
@@ -217,6 +230,35 @@ impl DebugState {
 enum AgentSpecs {
     Native(Option<Vec<BreakpointSpec>>),
     Python(Vec<strobe_frida::agent_protocol::PyBreakpointSpec>),
+}
+
+/// `debug_continue`'s `timeoutMs`, checked (default 10 s).
+fn continue_timeout(timeout_ms: Option<u64>) -> Result<u64, SessionError> {
+    let t = timeout_ms.unwrap_or(CONTINUE_TIMEOUT_MS.0);
+    if !(1..=CONTINUE_TIMEOUT_MS.1).contains(&t) {
+        return Err(err(format!(
+            "'timeoutMs' must be 1–{} (default {})",
+            CONTINUE_TIMEOUT_MS.1, CONTINUE_TIMEOUT_MS.0
+        )));
+    }
+    Ok(t)
+}
+
+/// Waits for the next change of `live`'s debugger state: a pause, or the
+/// process's end (both notify `debug_changed`); at most until `deadline`
+/// and never over 100 ms, so the caller rechecks the end.
+pub(in crate::manager) fn wait_debug_change<'a>(
+    live: &'a Live,
+    st: std::sync::MutexGuard<'a, DebugState>,
+    deadline: Instant,
+) -> std::sync::MutexGuard<'a, DebugState> {
+    let wait = deadline
+        .saturating_duration_since(Instant::now())
+        .min(Duration::from_millis(100));
+    live.debug_changed
+        .wait_timeout(st, wait)
+        .expect("debug lock")
+        .0
 }
 
 fn hex(a: u64) -> String {
@@ -460,13 +502,7 @@ impl SessionManager {
         thread: Option<u32>,
         timeout_ms: Option<u64>,
     ) -> Result<ContinueResponse, SessionError> {
-        let timeout_ms = timeout_ms.unwrap_or(CONTINUE_TIMEOUT_MS.0);
-        if !(1..=CONTINUE_TIMEOUT_MS.1).contains(&timeout_ms) {
-            return Err(err(format!(
-                "'timeoutMs' must be 1–{} (default {})",
-                CONTINUE_TIMEOUT_MS.1, CONTINUE_TIMEOUT_MS.0
-            )));
-        }
+        let timeout_ms = continue_timeout(timeout_ms)?;
         if !matches!(action, "continue" | "step-over" | "step-into" | "step-out") {
             return Err(err(format!(
                 "'action' must be continue, step-over, step-into, step-out or pause (got {action:?})"
@@ -566,13 +602,10 @@ impl SessionManager {
                 });
             }
             if live.life.lock().expect("lifecycle lock").ended {
-                return Ok(ContinueResponse {
-                    status: "exited",
-                    paused: None,
+                return Ok(ContinueResponse::exited(
                     resumed,
-                    other_paused: Vec::new(),
-                    message: "the process ended; debug_session status says how".into(),
-                });
+                    "the process ended; debug_session status says how",
+                ));
             }
             let now = Instant::now();
             if now >= deadline {
@@ -587,13 +620,7 @@ impl SessionManager {
                     ),
                 });
             }
-            // Woken by pauses and by the end of the process (lifecycle).
-            let wait = (deadline - now).min(Duration::from_millis(100));
-            st = live
-                .debug_changed
-                .wait_timeout(st, wait)
-                .expect("debug lock")
-                .0;
+            st = wait_debug_change(&live, st, deadline);
         }
     }
 

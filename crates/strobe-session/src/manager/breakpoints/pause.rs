@@ -48,13 +48,7 @@ impl SessionManager {
         tid: Option<u32>,
         timeout_ms: Option<u64>,
     ) -> Result<ContinueResponse, SessionError> {
-        let timeout_ms = timeout_ms.unwrap_or(CONTINUE_TIMEOUT_MS.0);
-        if !(1..=CONTINUE_TIMEOUT_MS.1).contains(&timeout_ms) {
-            return Err(err(format!(
-                "'timeoutMs' must be 1–{} (default {})",
-                CONTINUE_TIMEOUT_MS.1, CONTINUE_TIMEOUT_MS.0
-            )));
-        }
+        let timeout_ms = continue_timeout(timeout_ms)?;
         let live = self.debug_live(id)?;
         let tid = tid.ok_or_else(|| {
             err("pause needs 'threadId' (Strobe pauses one thread; the others run on)")
@@ -127,13 +121,10 @@ impl SessionManager {
                 });
             }
             if live.life.lock().expect("lifecycle lock").ended {
-                return Ok(ContinueResponse {
-                    status: "exited",
-                    paused: None,
-                    resumed: Vec::new(),
-                    other_paused: Vec::new(),
-                    message: "the process ended before the thread paused".into(),
-                });
+                return Ok(ContinueResponse::exited(
+                    Vec::new(),
+                    "the process ended before the thread paused",
+                ));
             }
             let now = Instant::now();
             if now >= deadline {
@@ -149,12 +140,7 @@ impl SessionManager {
                     ),
                 });
             }
-            let wait = (deadline - now).min(Duration::from_millis(100));
-            st = live
-                .debug_changed
-                .wait_timeout(st, wait)
-                .expect("debug lock")
-                .0;
+            st = wait_debug_change(&live, st, deadline);
         }
     }
 
@@ -209,23 +195,10 @@ impl SessionManager {
             let Some(unwind) = tracer.unwind_rule(&path, at - base) else {
                 break;
             };
-            let Some(cfa) = regs
-                .get(&unwind.cfa.register)
-                .map(|r| r.wrapping_add(unwind.cfa.offset as u64))
-            else {
+            let Some(caller) = crate::manager::crash::caller_frame(&unwind, &regs, &mem) else {
                 break;
             };
-            let Ok(ret) = mem.read_u64(cfa.wrapping_sub(8)) else {
-                break;
-            };
-            if let Some(o) = unwind.rbp_saved_at {
-                let Ok(rbp) = mem.read_u64(cfa.wrapping_add(o as u64)) else {
-                    break;
-                };
-                regs.insert(6, rbp);
-            }
-            regs.insert(7, cfa);
-            regs.insert(16, ret);
+            caller.apply(&mut regs);
         }
         Ok((stops, shown))
     }
