@@ -68,6 +68,17 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   const gain = await dc.evaluateRequest({ expression: 'g_config.gain', frameId: top.id, context: 'watch' });
   check(gain.body.result === '2.5', 'and the program sees it', JSON.stringify(gain.body));
 
+  // A 64-element array: the client pages it.
+  const samples = await dc.evaluateRequest({ expression: 'g_samples', frameId: top.id, context: 'watch' });
+  const page = await dc.variablesRequest({ variablesReference: samples.body.variablesReference, filter: 'indexed', start: 40, count: 3 });
+  check(JSON.stringify(page.body.variables.map((v) => [v.name, v.value])) === JSON.stringify([['[40]', '400'], ['[41]', '410'], ['[42]', '420']]),
+    'an array is paged by start and count', JSON.stringify(page.body));
+  // A breakpoint in a file with no code of the program is unverified, saying why.
+  const nowhere = await dc.setBreakpointsRequest({ source: { path: '/tmp/strobe-no-such-source.c' }, breakpoints: [{ line: 3 }] });
+  const nb = nowhere.body.breakpoints[0];
+  check(nb.verified === false && typeof nb.message === 'string' && nb.message.length > 10,
+    'a breakpoint in a file without code is unverified with a readable message', JSON.stringify(nb));
+
   // Memory: a global's address opens as memory; read it, write it, see it.
   const counter = await dc.evaluateRequest({ expression: 'g_counter', frameId: top.id, context: 'watch' });
   check(/^0x[0-9a-f]+$/.test(counter.body.memoryReference ?? ''), 'a global evaluates with its memoryReference',

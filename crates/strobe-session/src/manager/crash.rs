@@ -109,43 +109,6 @@ fn classify_fault(pid: u32, crash: &mut Value) {
     crash["memory"]["cause"] = json!(cause);
 }
 
-/// The caller's frame in a CFI walk: its stack pointer (this frame's CFA),
-/// where it resumes, and its frame pointer when this frame saved it.
-pub(in crate::manager) struct CallerFrame {
-    pub(in crate::manager) cfa: u64,
-    pub(in crate::manager) ret: u64,
-    pub(in crate::manager) rbp: Option<u64>,
-}
-
-impl CallerFrame {
-    /// `regs` become the caller's.
-    pub(in crate::manager) fn apply(&self, regs: &mut frames::Registers) {
-        if let Some(rbp) = self.rbp {
-            regs.insert(6, rbp);
-        }
-        regs.insert(7, self.cfa);
-        regs.insert(16, self.ret);
-    }
-}
-
-/// One step of a CFI walk on x86-64: from a frame's registers and its
-/// unwind rule, its caller's (None when memory cannot be read).
-pub(in crate::manager) fn caller_frame(
-    unwind: &strobe_symbols::Unwind,
-    regs: &frames::Registers,
-    mem: &Mem,
-) -> Option<CallerFrame> {
-    let cfa = regs
-        .get(&unwind.cfa.register)?
-        .wrapping_add(unwind.cfa.offset as u64);
-    let ret = mem.read_u64(cfa.wrapping_sub(8)).ok()?;
-    let rbp = match unwind.rbp_saved_at {
-        Some(o) => Some(mem.read_u64(cfa.wrapping_add(o as u64)).ok()?),
-        None => None,
-    };
-    Some(CallerFrame { cfa, ret, rbp })
-}
-
 impl SessionManager {
     /// Stores the crash event (with the crashing frame's locals), then lets
     /// the crashing thread go on dying.
@@ -627,7 +590,7 @@ impl SessionManager {
             let Some(unwind) = tracer.unwind_rule(&path, at - base) else {
                 break;
             };
-            let Some(mut caller) = caller_frame(&unwind, &regs, &mem) else {
+            let Some(mut caller) = super::cfi::caller_frame(&unwind, &regs, &mem) else {
                 break;
             };
             if crate::images::image_at(live.pid, caller.ret.wrapping_sub(1)).is_none() {

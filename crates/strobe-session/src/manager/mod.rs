@@ -7,6 +7,7 @@ use crate::validate;
 
 mod agent_requests;
 pub mod breakpoints;
+mod cfi;
 mod channels;
 mod crash;
 mod display;

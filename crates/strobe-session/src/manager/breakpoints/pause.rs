@@ -195,7 +195,7 @@ impl SessionManager {
             let Some(unwind) = tracer.unwind_rule(&path, at - base) else {
                 break;
             };
-            let Some(caller) = crate::manager::crash::caller_frame(&unwind, &regs, &mem) else {
+            let Some(caller) = crate::manager::cfi::caller_frame(&unwind, &regs, &mem) else {
                 break;
             };
             caller.apply(&mut regs);
