@@ -293,3 +293,39 @@ async fn the_spec_validation_scenario_turns_the_release_knob_through_the_gui() {
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_audio_channel_measures_nothing_before_the_programs_output_is_linked() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let env = Env::new();
+    let c = env.client().await;
+    // A program with no JACK ports: nothing of it ever reaches the channel.
+    let exe = support::fixture_with("debugee", &["-pthread"]);
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap(),
+                   "jack": "auto", "channels": ["audio"]}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    c.wait_stdout(&id).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // JACK's silence on an unlinked input is not the program's silence: no
+    // window was measured, so a wait for silence cannot pass on it.
+    let audio = c.events(&id, Some("audio")).await;
+    assert!(
+        audio.iter().all(|e| e["silence"] != true),
+        "silence reported before any output was linked: {audio:?}"
+    );
+    let r = c
+        .reply(
+            "debug_test_scenario",
+            json!({"sessionId": id, "scenario": {"name": "unheard", "steps": [
+                {"wait": {"until": {"channel": "audio", "silence": true}, "timeoutMs": 500}}]}}),
+        )
+        .await;
+    assert_eq!(r.value["passed"], false, "{}", r.text);
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}

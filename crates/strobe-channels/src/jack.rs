@@ -91,6 +91,9 @@ pub(crate) struct Client {
     pub xruns: Arc<AtomicU64>,
     /// The program's ports linked so far.
     pub linked: Arc<std::sync::Mutex<Vec<String>>>,
+    /// A program output is linked to one of ours: what ours capture is the
+    /// program's (before, it is JACK's silence).
+    pub capture_linked: Arc<AtomicBool>,
     /// The frames per second.
     pub sample_rate: u32,
 }
@@ -207,6 +210,7 @@ impl Client {
             .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let linked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let capture_linked = Arc::new(AtomicBool::new(false));
         let mut client = Client {
             raw,
             state,
@@ -214,6 +218,7 @@ impl Client {
             connector: None,
             xruns,
             linked: linked.clone(),
+            capture_linked: capture_linked.clone(),
             sample_rate,
         };
         if !ok {
@@ -225,7 +230,7 @@ impl Client {
                 .name("strobe-jack-connect".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        connect_all(raw, &own, &full_names, &program, &linked);
+                        connect_all(raw, &own, &full_names, &program, &linked, &capture_linked);
                         std::thread::sleep(CONNECT_EVERY);
                     }
                 })
@@ -337,6 +342,7 @@ fn connect_all(
     ours: &[(String, &'static str, Link)],
     program: &Program,
     linked: &std::sync::Mutex<Vec<String>>,
+    capture_linked: &AtomicBool,
 ) {
     let clients = match program {
         Program::Pids(pids) => clients_of(pids),
@@ -363,6 +369,9 @@ fn connect_all(
             // SAFETY: open client; EEXIST (already linked) is not an error here.
             let r = unsafe { j::jack_connect(raw.0, csrc.as_ptr(), cdst.as_ptr()) };
             if r == 0 {
+                if *link == Link::FromOutputs {
+                    capture_linked.store(true, Ordering::Release);
+                }
                 let mut l = linked.lock().expect("linked lock");
                 if !l.contains(&theirs) {
                     l.push(theirs.clone());

@@ -4,6 +4,8 @@
 //! (FFT), silence and clipping. A window is an event while there is sound,
 //! and once when silence begins (so a silent program costs nothing); what
 //! it played is also written to a WAV file (the first five minutes).
+//! Nothing is measured before an output of the program is linked to the
+//! channel's input: until then the input holds JACK's silence.
 
 use crate::jack::{AUDIO, Client, Cycle, Link, Observer, Port, PortSpec, monotonic_ns, target};
 use crate::{
@@ -356,6 +358,13 @@ impl AudioChannel {
         while !self.shared.observer.stopped() {
             std::thread::sleep(READ_EVERY);
             let head = self.shared.head.load(Ordering::Acquire);
+            if !self.client.capture_linked.load(Ordering::Acquire) {
+                // No output of the program reaches ours yet: what arrives
+                // is JACK's silence, not the program's. Reporting it would
+                // let a wait for silence pass before the program is heard.
+                self.shared.tail.store(head, Ordering::Release);
+                continue;
+            }
             let mut tail = self.shared.tail.load(Ordering::Relaxed);
             while tail < head {
                 let s =
