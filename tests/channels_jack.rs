@@ -326,6 +326,14 @@ async fn an_audio_channel_measures_nothing_before_the_programs_output_is_linked(
         )
         .await;
     assert_eq!(r.value["passed"], false, "{}", r.text);
+    // The private server's own words are kept, for a channel gone deaf.
+    let server = v["jackServer"].as_str().unwrap();
+    let log = env.path().join("logs").join(format!("jackd-{server}.log"));
+    assert!(
+        std::fs::read_to_string(&log).is_ok_and(|t| !t.is_empty()),
+        "{} is missing or empty",
+        log.display()
+    );
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }

@@ -23,8 +23,17 @@ impl std::fmt::Debug for JackServer {
 
 impl JackServer {
     /// Starts `jackd -n <name> -r -t 5000 -d dummy -r 48000 -p 256` and waits until it
-    /// takes clients.
-    pub fn start(name: &str) -> Result<JackServer, String> {
+    /// takes clients. Its output goes to `log` when given (what it says of
+    /// clients it throws out explains a channel gone deaf), else nowhere.
+    pub fn start(name: &str, log: Option<&std::path::Path>) -> Result<JackServer, String> {
+        let (out, err) = match log.and_then(|p| {
+            std::fs::create_dir_all(p.parent()?).ok()?;
+            let f = std::fs::File::create(p).ok()?;
+            Some((f.try_clone().ok()?, f))
+        }) {
+            Some((o, e)) => (Stdio::from(o), Stdio::from(e)),
+            None => (Stdio::null(), Stdio::null()),
+        };
         let child = Command::new("jackd")
             // -r: no real-time scheduling. With -R a traced process callback
             // had no xruns in the benchmark (0, 0, 0 against 8, 6, 8), but
@@ -39,8 +48,8 @@ impl JackServer {
             .args(["-n", name, "-r", "-t", "5000", "-d", "dummy", "-r", "48000", "-p", "256"])
             .env("JACK_NO_AUDIO_RESERVATION", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(out)
+            .stderr(err)
             .spawn()
             .map_err(|e| {
                 format!("cannot start jackd ({e}): install JACK (Debian: apt-get install jackd2; `./dev setup` does)")

@@ -297,14 +297,16 @@ impl Web {
 
 fn purge(home: &StrobeHome, store: &Store, settings: &Settings) {
     let retention = Duration::from_secs(settings.retention_days * 86_400);
-    // Bridge logs are kept as long as retained sessions, then dropped.
+    // Bridge and private jackd logs are kept as long as retained sessions,
+    // then dropped.
     if let Ok(entries) = std::fs::read_dir(home.logs_dir()) {
         for e in entries.flatten() {
             let old = e
                 .metadata()
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > retention));
-            if old && e.file_name().to_string_lossy().starts_with("bridge-") {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if old && (name.starts_with("bridge-") || name.starts_with("jackd-")) {
                 let _ = std::fs::remove_file(e.path());
             }
         }

@@ -64,8 +64,10 @@ impl SessionManager {
                 std::process::id(),
                 SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             );
-            let server =
-                strobe_channels::JackServer::start(&name).map_err(SessionError::validation)?;
+            // Its log: what it says of clients it throws out.
+            let log = self.home.logs_dir().join(format!("jackd-{name}.log"));
+            let server = strobe_channels::JackServer::start(&name, Some(&log))
+                .map_err(SessionError::validation)?;
             req.env.insert("JACK_DEFAULT_SERVER".into(), name);
             Some(server)
         } else {
