@@ -117,6 +117,17 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   await into;
   const st3 = await dc.stackTraceRequest({ threadId: tid });
   check(st3.body.stackFrames[0].name === 'square', 'stepIn enters the callee', JSON.stringify(st3.body.stackFrames[0]));
+  // The caller's frame shows its variables as they are at this stop.
+  const caller = st3.body.stackFrames[1];
+  const csc = await dc.scopesRequest({ frameId: caller.id });
+  const cloc = csc.body.scopes.find((s) => s.name === 'Locals');
+  check(caller.name === 'compute' && cloc, "the caller's frame has a Locals scope", JSON.stringify(csc.body));
+  const cv = await dc.variablesRequest({ variablesReference: cloc.variablesReference });
+  const val = (n) => cv.body.variables.find((v) => v.name === n)?.value;
+  check(val('x') === '7' && val('doubled') === '14', "the caller's variables are read in its own frame", JSON.stringify(cv.body));
+  const ro = await dc.setVariableRequest({ variablesReference: cloc.variablesReference, name: 'doubled', value: '1' })
+    .then(() => null, (e) => e.message);
+  check(ro && ro.includes("belongs to a caller's frame"), "a caller's variable is not written by mistake", ro);
   const out = dc.waitForEvent('stopped');
   await dc.stepOutRequest({ threadId: tid });
   await out;

@@ -5,6 +5,10 @@
 use crate::Tools;
 use crate::adapter::{Adapter, FRAMES_PER_THREAD};
 use crate::values::text;
+
+/// The path a caller frame's variables are held under (never a valid
+/// `debug_memory` path, so never written by mistake).
+const OUTER_PREFIX: &str = "<frame ";
 use serde_json::{Value, json};
 
 impl<T: Tools> Adapter<T> {
@@ -104,6 +108,14 @@ impl<T: Tools> Adapter<T> {
             scopes.push(json!({"name": "Arguments", "presentationHint": "arguments",
                                "variablesReference": self.refs.hold(&p["arguments"], ""), "expensive": false}));
         }
+        // A caller's variables, as Strobe read them at the stop (shown,
+        // not writable: a write would name the paused frame's variable).
+        let outer = &p["backtrace"][index as usize]["locals"];
+        if index != locals_frame && (outer.is_array() || outer.is_object()) {
+            let path = format!("{OUTER_PREFIX}{index}>");
+            scopes.push(json!({"name": "Locals", "presentationHint": "locals",
+                               "variablesReference": self.refs.hold(outer, &path), "expensive": false}));
+        }
         if index == locals_frame
             && let Some(l) = p.get("locals").filter(|l| l.is_array())
         {
@@ -159,6 +171,11 @@ impl<T: Tools> Adapter<T> {
         let path = self.refs.path_of(r, name).ok_or(
             "that variablesReference is gone: the program ran on since (ask for the scopes again)",
         )?;
+        if path.starts_with(OUTER_PREFIX) {
+            return Err(format!(
+                "{name} belongs to a caller's frame, shown as read at the stop; only the paused frame's variables and globals can be set"
+            ));
+        }
         let text = args["value"].as_str().ok_or("setVariable needs value")?;
         // Numbers and booleans as such; anything else (an enum's name) as text.
         let value = serde_json::from_str::<Value>(text.trim()).unwrap_or_else(|_| json!(text));

@@ -107,6 +107,9 @@ impl SessionManager {
                         p.locals = Some(locals);
                     }
                 }
+                if let Some(mem) = &mem {
+                    outer::read_outer_locals(live.pid, tracer, mem, &mut p);
+                }
             }
         }
         self.refine_backtrace(live, &mut p.backtrace);

@@ -41,6 +41,7 @@ const SHOWN_LOCALS: usize = 16;
 mod events;
 mod javascript;
 mod locals;
+mod outer;
 mod pause;
 mod python;
 mod sites;

@@ -1,0 +1,87 @@
+//! The variables of a paused thread's callers: the stack is walked from
+//! the paused frame with each image's CFI, and each of the first
+//! [`MAX_OUTER_FRAMES`] frames in the program's own code gets its
+//! variables (parameters and locals in scope at the call, one level deep)
+//! on its backtrace entry as `locals`. Only the stack pointer, frame
+//! pointer and pc are recovered for a caller: a variable its compiler kept
+//! in another register reads as unavailable rather than as the paused
+//! frame's register.
+
+use super::*;
+
+/// Callers whose variables are read.
+const MAX_OUTER_FRAMES: usize = 4;
+/// Variables read per caller.
+const OUTER_VARIABLES: usize = 8;
+/// Frames walked looking for them.
+const MAX_WALK: usize = 32;
+
+/// Adds `locals` to the backtrace entries of `p`'s callers in the
+/// program's own code.
+pub(super) fn read_outer_locals(pid: u32, tracer: &mut Tracer, mem: &Mem, p: &mut PausedThread) {
+    let root = tracer.project_root.clone();
+    let executable = tracer.modules.first().map(|m| m.path().to_path_buf());
+    let mut regs: Registers = [6u16, 7, 16]
+        .into_iter()
+        .filter_map(|r| Some((r, *p.regs.get(&r)?)))
+        .collect();
+    let mut shown = 0;
+    for depth in 0..MAX_WALK {
+        let Some(&pc) = regs.get(&16) else { break };
+        let at = if depth == 0 { pc } else { pc.wrapping_sub(1) };
+        let Some((path, base)) = crate::images::image_at(pid, at) else {
+            break;
+        };
+        let module = tracer.module_index(&path);
+        if depth > 0
+            && let Some(m) = module
+        {
+            let loc = tracer.locate(m, at - base);
+            let file = loc.file.clone().unwrap_or_default();
+            let own = std::path::Path::new(&file).starts_with(&root)
+                || executable.as_deref() == Some(path.as_path());
+            if own
+                && loc.line.is_some()
+                && let Some(fi) = loc.function_index
+                && let Some(layout) = tracer.frame_layout(m, fi, at - base)
+            {
+                let frame = StoppedFrame {
+                    regs: regs.clone(),
+                    image_base: base,
+                };
+                let locals: Vec<Value> = layout
+                    .vars
+                    .iter()
+                    .take(OUTER_VARIABLES)
+                    .map(|v| {
+                        let mut out = read_local(mem, &layout, &frame, &v.name, &[], 1)
+                            .unwrap_or_else(|e| json!({"error": e}));
+                        out["name"] = json!(v.name);
+                        out
+                    })
+                    .collect();
+                if let Some(entry) = p.backtrace.as_array_mut().and_then(|bt| {
+                    bt.iter_mut().find(|f| {
+                        f["address"]
+                            .as_str()
+                            .and_then(crate::trace::parse_hex_address)
+                            == Some(pc)
+                    })
+                }) {
+                    entry["locals"] = json!(locals);
+                    shown += 1;
+                }
+                if shown == MAX_OUTER_FRAMES {
+                    break;
+                }
+            }
+        }
+        let Some(unwind) = tracer.unwind_rule(&path, at - base) else {
+            break;
+        };
+        let Some(caller) = crate::manager::cfi::caller_frame(&unwind, &regs, mem) else {
+            break;
+        };
+        caller.apply(&mut regs);
+    }
+}
