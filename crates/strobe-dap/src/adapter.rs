@@ -258,7 +258,7 @@ impl<T: Tools> Adapter<T> {
             "configurationDone" => self.configuration_done().await,
             "threads" => self.threads().await,
             "stackTrace" => self.stack_trace(&args),
-            "scopes" => self.scopes(&args),
+            "scopes" => self.scopes(&args).await,
             "variables" => self.variables(&args),
             "evaluate" => self.evaluate(&args).await,
             "setVariable" => self.set_variable(&args).await,

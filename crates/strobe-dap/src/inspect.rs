@@ -9,6 +9,9 @@ use crate::values::text;
 /// The path a caller frame's variables are held under (never a valid
 /// `debug_memory` path, so never written by mistake).
 const OUTER_PREFIX: &str = "<frame ";
+/// How many times `scopes` asks again for a caller's variables (5 ms
+/// apart) before showing the frame without them.
+const CALLER_WAITS: usize = 4;
 use serde_json::{Value, json};
 
 impl<T: Tools> Adapter<T> {
@@ -89,17 +92,36 @@ impl<T: Tools> Adapter<T> {
         )
     }
 
-    pub(crate) fn scopes(&mut self, args: &Value) -> Result<Value, String> {
+    pub(crate) async fn scopes(&mut self, args: &Value) -> Result<Value, String> {
         let frame = args["frameId"].as_i64().ok_or("scopes needs frameId")?;
         let (tid, index) = (
             (frame / FRAMES_PER_THREAD) as u64,
             frame % FRAMES_PER_THREAD,
         );
-        let p = self
+        let mut p = self
             .paused
             .get(&tid)
             .cloned()
             .ok_or("that frame's thread is not paused")?;
+        // A caller's variables land on the pause just after it is shown:
+        // ask again (briefly) when they are not there yet.
+        for _ in 0..CALLER_WAITS {
+            let has = |p: &Value| !p["backtrace"][index as usize]["locals"].is_null();
+            if index == 0 || p["reason"] == "exception" || has(&p) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let Ok(s) = self.status().await else { break };
+            let Some(fresh) = s["pausedThreads"]
+                .as_array()
+                .and_then(|a| a.iter().find(|q| q["threadId"].as_u64() == Some(tid)))
+                .cloned()
+            else {
+                break;
+            };
+            self.paused.insert(tid, fresh.clone());
+            p = fresh;
+        }
         // Locals are read in one frame: the paused one, or at a crash the
         // frame of the program's own code Strobe read them in.
         let locals_frame = p["localsFrame"].as_i64().unwrap_or(0);

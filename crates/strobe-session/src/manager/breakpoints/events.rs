@@ -107,23 +107,55 @@ impl SessionManager {
                         p.locals = Some(locals);
                     }
                 }
-                if let Some(mem) = &mem {
-                    outer::read_outer_locals(live.pid, tracer, mem, &mut p);
-                }
             }
         }
         self.refine_backtrace(live, &mut p.backtrace);
-        self.publish_pause(live, p, paused.hits, hit_ns);
+        let (tid, regs, native) = (p.thread_id, p.regs.clone(), p.location.is_some());
+        let seq = self.publish_pause(live, p, paused.hits, hit_ns);
+        // The callers' variables cost more than the rest of the pause
+        // (about 1.5 ms): added once the pause is visible.
+        if native {
+            self.add_callers_locals(live, tid, seq, &regs);
+        }
     }
 
-    /// Makes a paused thread visible (debug_continue's waiters wake up).
+    /// Puts the variables of paused thread `tid`'s callers on its
+    /// backtrace, if it is still the pause `seq`.
+    fn add_callers_locals(&self, live: &Live, tid: u32, seq: u64, regs: &Registers) {
+        let Ok(mem) = Mem::open(live.pid, false) else {
+            return;
+        };
+        let found = {
+            let mut guard = live.tracer.lock().expect("tracer lock");
+            let Some(tracer) = guard.as_mut() else { return };
+            outer::callers_locals(live.pid, tracer, &mem, regs)
+        };
+        if found.is_empty() {
+            return;
+        }
+        let mut st = live.debug.lock().expect("debug lock");
+        let Some(p) = st.paused.get_mut(&tid).filter(|p| p.seq == seq) else {
+            return;
+        };
+        for entry in p.backtrace.as_array_mut().into_iter().flatten() {
+            let at = entry["address"]
+                .as_str()
+                .and_then(crate::trace::parse_hex_address);
+            if let Some((_, locals)) = found.iter().find(|(a, _)| Some(*a) == at) {
+                entry["locals"] = locals.clone();
+            }
+        }
+    }
+
+    /// Makes a paused thread visible (debug_continue's waiters wake up);
+    /// the pause's sequence number.
     pub(in crate::manager) fn publish_pause(
         &self,
         live: &Live,
         mut p: PausedThread,
         hits: u64,
         hit_ns: u64,
-    ) {
+    ) -> u64 {
         let mut st = live.debug.lock().expect("debug lock");
         st.settling.remove(&p.thread_id);
         if let Some(id) = &p.breakpoint_id
@@ -134,9 +166,11 @@ impl SessionManager {
         st.pauses += 1;
         p.seq = st.pauses;
         p.hit_to_visible_us = monotonic_ns().saturating_sub(hit_ns) as f64 / 1000.0;
+        let seq = p.seq;
         st.paused.insert(p.thread_id, p);
         drop(st);
         live.debug_changed.notify_all();
+        seq
     }
 
     /// A step into reached a call: where the callee's body starts, if it has line info.
