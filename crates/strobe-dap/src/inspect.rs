@@ -5,6 +5,7 @@
 use crate::Tools;
 use crate::adapter::{Adapter, FRAMES_PER_THREAD};
 use crate::values::text;
+use serde_json::{Value, json};
 
 /// The path a caller frame's variables are held under (never a valid
 /// `debug_memory` path, so never written by mistake).
@@ -12,7 +13,6 @@ const OUTER_PREFIX: &str = "<frame ";
 /// How many times `scopes` asks again for a caller's variables (5 ms
 /// apart) before showing the frame without them.
 const CALLER_WAITS: usize = 4;
-use serde_json::{Value, json};
 
 impl<T: Tools> Adapter<T> {
     /// Records thread `tid` as paused (from status) and says so (naming

@@ -19,6 +19,7 @@ mod reply;
 mod scenario;
 pub mod schema;
 mod server;
+mod test_tool;
 #[cfg(test)]
 mod tool_budget;
 mod ui;
