@@ -24,5 +24,6 @@ mod test_tool;
 mod tool_budget;
 mod ui;
 mod ui_action;
+mod waits;
 
 pub use server::{INSTRUCTIONS, StrobeServer};

@@ -259,6 +259,11 @@ pub struct SessionParams {
     /// stop: keep the data.
     #[serde(default)]
     pub retain: bool,
+    /// status: first wait for this.
+    #[schemars(extend("enum" = ["exit", "paused"]))]
+    pub wait_for: Option<String>,
+    /// ≤60000 (default 10000).
+    pub wait_ms: Option<u64>,
 }
 
 // debug_query's arguments belong to the query service the web API shares.

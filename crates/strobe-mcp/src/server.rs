@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use strobe_core::{Settings, StrobeHome, ToolError};
-use strobe_query::run_query;
 use strobe_session::{LaunchRequest, SessionManager};
 use strobe_testrun::TestRunner;
 
@@ -167,18 +166,31 @@ impl StrobeServer {
                 };
                 (json!({ "sessions": list }), text)
             }),
-            SessionAction::Status => match need_id(&p) {
-                Ok(id) => {
+            SessionAction::Status => match need_id(&p).and_then(|id| {
+                crate::waits::state_wait(p.wait_for.as_deref(), p.wait_ms).map(|w| (id, w))
+            }) {
+                Ok((id, wait)) => {
                     let (_, warnings) = self.settings_for_session(&id);
-                    blocking(move || mgr.status(&id)).await.map(|s| {
-                        let text = render::status_text(&s);
-                        (
-                            with_warnings(
-                                serde_json::to_value(&s).expect("serializable"),
-                                &warnings,
-                            ),
-                            text,
-                        )
+                    blocking(move || {
+                        let started = std::time::Instant::now();
+                        let waited = match wait {
+                            Some((what, timeout)) => {
+                                Some((what, mgr.wait_for_state(&id, what, timeout)?))
+                            }
+                            None => None,
+                        };
+                        Ok::<_, ToolError>((mgr.status(&id)?, waited, started.elapsed()))
+                    })
+                    .await
+                    .map(|(s, waited, took)| {
+                        let mut text = render::status_text(&s);
+                        let mut v = serde_json::to_value(&s).expect("serializable");
+                        if let Some((what, outcome)) = waited {
+                            let (w, line) = crate::waits::state_wait_report(what, outcome, took);
+                            v["wait"] = w;
+                            text = format!("{line}\n{text}");
+                        }
+                        (with_warnings(v, &warnings), text)
                     })
                 }
                 Err(e) => Err(e),
@@ -524,10 +536,14 @@ impl StrobeServer {
         Filters combine. truncated says what the answer left out.",
         input_schema = crate::schema::input::<QueryParams>()
     )]
-    async fn debug_query(&self, Args(p): Args<QueryParams>) -> Result<CallToolResult, McpError> {
+    async fn debug_query(
+        &self,
+        Args(p): Args<QueryParams>,
+        meta: rmcp::model::RequestMetaObject,
+        peer: rmcp::Peer<rmcp::RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
         let (_, warnings) = self.settings_for_session(&p.session_id);
-        let mgr = self.mgr.clone();
-        let r = blocking(move || run_query(&mgr, p)).await;
+        let r = crate::waits::query(self.mgr.clone(), p, meta.get_progress_token(), peer).await;
         Ok(match r {
             Ok((v, t)) => ok(with_warnings(v, &warnings), t),
             Err(e) => fail(e),

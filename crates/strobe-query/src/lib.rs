@@ -16,6 +16,7 @@ pub mod params;
 pub mod render;
 mod service;
 pub mod timespec;
+pub mod wait;
 
 pub use params::QueryParams;
 pub use service::{MAX_LIMIT, event, query, run_query};

@@ -2,7 +2,7 @@
 //! function, the page's rendering and what it left out) and one event by
 //! id, shared by the MCP tool and the web API.
 
-use crate::params::QueryParams;
+use crate::params::{FileFilter, NameFilter, QueryParams};
 use crate::{render, timespec};
 use serde_json::{Value, json};
 use strobe_core::ToolError;
@@ -106,8 +106,39 @@ pub fn query(mgr: &SessionManager, p: QueryParams) -> Result<Value, ToolError> {
     run_query(mgr, p).map(|(v, _)| v)
 }
 
-/// `debug_query`: the structured result and its short text rendering.
+/// `debug_query`: the structured result and its short text rendering. With
+/// `waitMs`, blocks until a match, the process's end or the time's end
+/// (see [`crate::wait`]; MCP steps through the wait itself to report
+/// progress).
 pub fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String), ToolError> {
+    if p.wait_ms.is_some() {
+        return match crate::wait::begin(mgr, p)? {
+            crate::wait::Begun::Answered(answer) => Ok(answer),
+            crate::wait::Begun::Waiting(mut w) => {
+                let how = loop {
+                    if let Some(how) = w.step(mgr, w.deadline())? {
+                        break how;
+                    }
+                };
+                w.finish(mgr, how)
+            }
+        };
+    }
+    let prepared = prepare(mgr, &p)?;
+    answer(mgr, &p, &prepared)
+}
+
+/// `debug_query`'s arguments checked and turned into the store's filter.
+#[derive(Clone)]
+pub(crate) struct Prepared {
+    pub(crate) filter: EventFilter,
+    offset: i64,
+    limit: i64,
+}
+
+/// Checks `p` and builds its filter (function, thread and return-value
+/// conditions resolved against the session).
+pub(crate) fn prepare(mgr: &SessionManager, p: &QueryParams) -> Result<Prepared, ToolError> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ToolError::validation(format!(
@@ -173,8 +204,10 @@ pub fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String)
         }
     }
     if p.function.is_some() || p.source_file.is_some() {
-        let f = p.function.unwrap_or_default();
-        let file = p.source_file.unwrap_or_default();
+        let none_f = NameFilter::default();
+        let none_file = FileFilter::default();
+        let f = p.function.as_ref().unwrap_or(&none_f);
+        let file = p.source_file.as_ref().unwrap_or(&none_file);
         let re = match &f.matches {
             Some(m) => Some(regex::RegexBuilder::new(m).size_limit(1 << 20).build().map_err(|e| {
                 ToolError::validation(format!("'function.matches' is not a usable regex (invalid, or over the 1 MiB compiled-size limit; the engine is linear-time): {e}"))
@@ -195,11 +228,11 @@ pub fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String)
         })?;
         filter.func_ids = Some(ids);
     }
-    if let Some(t) = p.thread_name {
-        let needle = t.contains.unwrap_or_default();
+    if let Some(t) = &p.thread_name {
+        let needle = t.contains.clone().unwrap_or_default();
         filter.tids = Some(mgr.thread_ids(&p.session_id, |name| name.contains(needle.as_str()))?);
     }
-    if let Some(rv) = p.return_value {
+    if let Some(rv) = &p.return_value {
         if rv
             .equals
             .as_ref()
@@ -226,17 +259,39 @@ pub fn run_query(mgr: &SessionManager, p: QueryParams) -> Result<(Value, String)
             typed,
         });
     }
-    if let Some(mode) = &p.aggregate {
-        if mode != "function" {
-            return Err(ToolError::validation(format!(
-                "'aggregate' {mode:?} is not supported; use \"function\" (one row per traced function)"
-            )));
-        }
-        return aggregate_by_function(mgr, &p.session_id, &filter, offset as usize, limit as usize);
+    if let Some(mode) = &p.aggregate
+        && mode != "function"
+    {
+        return Err(ToolError::validation(format!(
+            "'aggregate' {mode:?} is not supported; use \"function\" (one row per traced function)"
+        )));
+    }
+    Ok(Prepared {
+        filter,
+        offset,
+        limit,
+    })
+}
+
+/// The answer to a prepared `debug_query`: a page of events (or rows per
+/// function) and its text.
+pub(crate) fn answer(
+    mgr: &SessionManager,
+    p: &QueryParams,
+    prepared: &Prepared,
+) -> Result<(Value, String), ToolError> {
+    let Prepared {
+        filter,
+        offset,
+        limit,
+    } = prepared;
+    let (offset, limit) = (*offset, *limit);
+    if p.aggregate.is_some() {
+        return aggregate_by_function(mgr, &p.session_id, filter, offset as usize, limit as usize);
     }
     let result = mgr.query(
         &p.session_id,
-        &filter,
+        filter,
         QueryPage {
             offset: offset as u64,
             limit: limit as usize,

@@ -35,4 +35,5 @@ pub use manager::{
     UiActionRequest, UiActionResponse, UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot,
     UiVerify, UiWindow,
 };
+pub use manager::{EventFrontier, StateWait, StateWaitOutcome};
 pub use trace::TraceResponse;

@@ -241,6 +241,11 @@ pub fn is_trace_kind(kind: u8) -> bool {
 }
 
 impl ChunkBuilder {
+    /// The sequence number of the chunk's first event.
+    pub fn first_seq(&self) -> u64 {
+        self.summary.first_seq
+    }
+
     /// Starts a chunk whose first event will get `first_seq`.
     pub fn new(first_seq: u64) -> Self {
         Self {

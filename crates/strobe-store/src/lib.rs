@@ -34,7 +34,8 @@ pub use error::StoreError;
 pub use motor_plans::MotorPlan;
 pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{
-    CaptureBlob, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats, SessionUpdate,
+    CaptureBlob, CommitSignal, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats,
+    SessionUpdate,
 };
 pub use store::Store;
 pub use test_history::{RUNS_KEPT, TestBaseline, TestDurations};

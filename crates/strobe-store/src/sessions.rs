@@ -189,12 +189,50 @@ pub struct SessionStats {
     pub evicted_output: AtomicU64,
     /// Events lost before reaching the store (reported by producers).
     pub dropped: AtomicU64,
+    /// Event ids below this are committed: a query without a flush sees them.
+    pub committed_seq: AtomicU64,
+    /// Rung after each commit of this session's events (and by its owner at
+    /// the session's end), so waiters learn of new events without polling.
+    pub commits: CommitSignal,
 }
 
 impl SessionStats {
     /// Reads a counter.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+}
+
+/// A generation counter and a condition variable: `ring` bumps the
+/// generation and wakes every waiter; `wait_past` sleeps until the
+/// generation moves past one the waiter saw (or a timeout).
+#[derive(Debug, Default)]
+pub struct CommitSignal {
+    generation: std::sync::Mutex<u64>,
+    rung: std::sync::Condvar,
+}
+
+impl CommitSignal {
+    /// The current generation (what a waiter saw last).
+    pub fn generation(&self) -> u64 {
+        *self.generation.lock().expect("commit signal lock")
+    }
+
+    /// Wakes every waiter.
+    pub fn ring(&self) {
+        *self.generation.lock().expect("commit signal lock") += 1;
+        self.rung.notify_all();
+    }
+
+    /// Waits until the generation is past `seen` or `timeout` passed; the
+    /// generation then.
+    pub fn wait_past(&self, seen: u64, timeout: std::time::Duration) -> u64 {
+        let g = self.generation.lock().expect("commit signal lock");
+        let (g, _) = self
+            .rung
+            .wait_timeout_while(g, timeout, |g| *g <= seen)
+            .expect("commit signal lock");
+        *g
     }
 }
 

@@ -265,6 +265,8 @@ impl Writer {
         )?;
         let key = self.conn.last_insert_rowid();
         let stats = Arc::new(SessionStats::default());
+        // Ids start at 1: nothing is below it yet.
+        stats.committed_seq.store(1, Ordering::Release);
         self.sessions.insert(
             key,
             SessionState {
@@ -434,6 +436,15 @@ impl Writer {
             s.stats
                 .evicted_output
                 .store(o.counts.evicted_output, Ordering::Relaxed);
+            // Everything before the pending chunk (or all) is now visible.
+            let committed = s
+                .pending
+                .as_ref()
+                .map_or(s.next_seq, |(b, _)| b.first_seq());
+            // Only a commit that made events visible wakes waiters.
+            if s.stats.committed_seq.swap(committed, Ordering::AcqRel) != committed {
+                s.stats.commits.ring();
+            }
             s.dirty = s.pending.is_some();
         }
         Ok(())

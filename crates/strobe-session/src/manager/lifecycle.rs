@@ -175,6 +175,8 @@ impl SessionManager {
         }
         live.ended.notify_all();
         live.debug_changed.notify_all();
+        // Query waiters learn that no more events will come.
+        live.stats.commits.ring();
     }
 
     /// Stops the session's virtual display, if it has one (only the root
@@ -244,6 +246,8 @@ impl SessionManager {
         Self::release_display(live);
         live.ended.notify_all();
         live.debug_changed.notify_all();
+        // Query waiters learn that no more events will come.
+        live.stats.commits.ring();
     }
 
     pub(super) fn watchdog(&self, live: &Arc<Live>, timeout: Duration) {

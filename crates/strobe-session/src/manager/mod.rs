@@ -32,6 +32,7 @@ mod ui_motor;
 mod ui_readout;
 mod ui_tree;
 mod ui_verify;
+mod waits;
 
 use crate::SessionError;
 pub use channels::{ChannelInfo, ChannelKindInfo, ChannelSent};
@@ -59,6 +60,7 @@ use trace_args::watch_target;
 pub use types::*;
 pub use ui::{UiChanges, UiMode, UiRequest, UiResponse, UiScreenshot, UiWindow};
 pub use ui_action::{NodeState, UiActionRequest, UiActionResponse, UiVerify};
+pub use waits::{EventFrontier, StateWait, StateWaitOutcome};
 
 /// How long `stop` waits for the target to die after asking Frida to kill it.
 const STOP_WAIT: Duration = Duration::from_secs(5);
