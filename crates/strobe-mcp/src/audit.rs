@@ -36,8 +36,9 @@ impl CallArgs {
             json: args
                 .and_then(|a| serde_json::to_string(a).ok())
                 .unwrap_or_else(|| "{}".to_string()),
+            // debug_diff names two: it is recorded on the candidate's.
             session: args
-                .and_then(|a| a.get("sessionId"))
+                .and_then(|a| a.get("sessionId").or_else(|| a.get("candidate")))
                 .and_then(Value::as_str)
                 .map(str::to_string),
         }

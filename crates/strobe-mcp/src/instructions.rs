@@ -20,5 +20,8 @@ debug_continue. Logpoints (debug_breakpoint with message) log without pausing.\n
 screenshot); launch it with display: \"virtual\" when you have no screen.\n\
    To drive it: debug_channel sends to its stdin (launch with stdin: \"pipe\"), files or a loopback port; \
 debug_test_scenario runs do/wait/assert steps in one call and stops at the first failing step, program left running.\n\
+   Instead of polling: debug_query with waitMs returns when a matching event is stored; debug_session status \
+with waitFor: \"exit\" or \"paused\". A run that works and one that does not, traced alike: debug_diff names the \
+first call where they diverge.\n\
 4. debug_session {action: \"stop\"} when done (retain: true keeps the data for later; list/delete manage retained sessions).\n\
 Errors carry a code (VALIDATION_ERROR, SESSION_NOT_FOUND, FRIDA_UNAVAILABLE, …) and say what to do next.";

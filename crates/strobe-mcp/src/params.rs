@@ -266,6 +266,9 @@ pub struct SessionParams {
     pub wait_ms: Option<u64>,
 }
 
+// debug_diff's arguments belong to the query service too.
+pub use strobe_query::diff::DiffParams;
+
 // debug_query's arguments belong to the query service the web API shares.
 pub use strobe_query::params::{
     EVENT_TYPES, FileFilter, NameFilter, QueryParams, ReturnFilter, ThreadFilter,

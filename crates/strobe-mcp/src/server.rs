@@ -3,9 +3,9 @@
 use crate::args::Args;
 use crate::malformed::{argument_error_as_tool_error, custom_request_error};
 use crate::params::{
-    BreakpointParams, ChannelParams, ContinueParams, DisplayParam, LaunchParams, MemoryParams,
-    QueryParams, ScenarioParams, SessionAction, SessionParams, TestParams, TraceParams,
-    UiActionParams, UiParams,
+    BreakpointParams, ChannelParams, ContinueParams, DiffParams, DisplayParam, LaunchParams,
+    MemoryParams, QueryParams, ScenarioParams, SessionAction, SessionParams, TestParams,
+    TraceParams, UiActionParams, UiParams,
 };
 use crate::render;
 use crate::reply::{blocking, fail, ok, watch_request, with_warnings};
@@ -527,6 +527,22 @@ impl StrobeServer {
                 let text = resp.message.clone();
                 ok(serde_json::to_value(&resp).expect("serializable"), text)
             }
+            Err(e) => fail(e),
+        })
+    }
+
+    #[tool(
+        description = "What differs between two stored runs of one program (baseline works, candidate not): \
+        the first divergence of the call sequences (both sides' event ids), functions called in one run only, \
+        call counts, argument/return values seen in one run only, first differing output line, exits. Trace both \
+        runs alike.",
+        input_schema = crate::schema::input::<DiffParams>()
+    )]
+    async fn debug_diff(&self, Args(p): Args<DiffParams>) -> Result<CallToolResult, McpError> {
+        let mgr = self.mgr.clone();
+        let r = blocking(move || strobe_query::diff::run_diff(&mgr, p)).await;
+        Ok(match r {
+            Ok((v, t)) => ok(v, t),
             Err(e) => fail(e),
         })
     }

@@ -11,6 +11,7 @@
 //! it depends on no transport — neither rmcp nor axum — so MCP and the web
 //! give the same answer to the same arguments.
 
+pub mod diff;
 mod exit_calls;
 pub mod params;
 pub mod render;

@@ -170,7 +170,11 @@ impl QueryWait {
 
     /// The answer after the wait: the page as `debug_query` gives it, with
     /// `wait` saying how the wait ended.
-    pub fn finish(self: Box<Self>, mgr: &SessionManager, how: Waited) -> Result<(Value, String), ToolError> {
+    pub fn finish(
+        self: Box<Self>,
+        mgr: &SessionManager,
+        how: Waited,
+    ) -> Result<(Value, String), ToolError> {
         let (mut v, mut text) = answer(mgr, &self.params, &self.prepared)?;
         annotate(&mut v, &mut text, how, self.started.elapsed());
         Ok((v, text))

@@ -1,0 +1,177 @@
+//! `debug_diff` end to end: two real runs of a fixture under Frida, traced
+//! alike, stored, and compared over MCP.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Client, Env, fixture};
+
+/// A finished, traced run of `diverge` with `args`: its session id.
+async fn run(c: &Client, args: &[&str]) -> String {
+    let (id, _) = c.launch(&fixture("diverge"), args).await;
+    c.wait_ended(&id).await;
+    id
+}
+
+async fn diff(c: &Client, args: Value) -> support::Reply {
+    c.reply("debug_diff", args).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_divergence_is_the_argument_deep_in_the_chain() {
+    let env = Env::new();
+    let c = env.client().await;
+    // Staged: every later launch is traced with these.
+    c.ok(
+        "debug_trace",
+        json!({"add": ["round_", "stage", "leaf", "extra_check"]}),
+    )
+    .await;
+    let good = run(&c, &[]).await;
+    let bad = run(&c, &["40"]).await;
+
+    let r = diff(&c, json!({"baseline": good, "candidate": bad})).await;
+    assert!(!r.is_error, "{}", r.text);
+    let v = &r.value;
+    let d = &v["firstDivergence"];
+    assert_eq!(d["kind"], "arguments", "{v}");
+    assert_eq!(d["candidate"]["function"], "leaf", "{d}");
+    assert_eq!(d["candidate"]["path"], "round_ > stage > leaf", "{d}");
+    assert_eq!(d["candidate"]["ordinal"], 3, "the fourth round: {d}");
+    assert_eq!(d["candidate"]["arguments"], "v=40", "{d}");
+    assert_eq!(d["baseline"]["arguments"], "v=3", "{d}");
+    // 3 rounds of 3 calls matched, then round_ and stage of the fourth.
+    assert_eq!(d["matchedBefore"], 11, "{d}");
+    // Both event ids point at the leaf's enter in each session.
+    for (side, id) in [("baseline", &good), ("candidate", &bad)] {
+        let e = c
+            .ok(
+                "debug_query",
+                json!({"sessionId": id, "eventIdFrom": d[side]["eventId"], "limit": 1}),
+            )
+            .await;
+        assert_eq!(e["events"][0]["function"], "leaf", "{side}: {e}");
+        assert_eq!(e["events"][0]["eventType"], "function_enter", "{side}: {e}");
+    }
+
+    // The rest of what differs.
+    assert_eq!(
+        v["calls"]["onlyInCandidate"][0]["function"], "extra_check",
+        "{v}"
+    );
+    assert_eq!(v["exit"]["baseline"], "exited with code 0", "{v}");
+    assert_eq!(v["exit"]["candidate"], "exited with code 1", "{v}");
+    let out = &v["output"]["firstDifferences"];
+    assert_eq!(out[0]["stream"], "stdout", "{v}");
+    assert_eq!(out[0]["line"], 3);
+    assert_eq!(out[0]["candidate"]["text"], "round 3: 81");
+    assert_eq!(out[0]["baseline"]["text"], "round 3: 7");
+    assert_eq!(out[1]["stream"], "stderr");
+    let leaf_return = v["valueDifferences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["function"] == "leaf" && x["what"] == "returnValue" && x["in"] == "candidate")
+        .unwrap_or_else(|| panic!("no leaf return difference: {v}"));
+    assert_eq!(leaf_return["value"], "80");
+    assert_eq!(leaf_return["calls"], 1);
+    assert_eq!(leaf_return["of"], 5);
+    assert!(v["notCompared"].as_array().unwrap().is_empty(), "{v}");
+    // The text answers on its own.
+    assert!(r.text.contains("First divergence"), "{}", r.text);
+    assert!(r.text.contains("leaf called with"), "{}", r.text);
+    assert!(
+        r.text.contains("Only in candidate: extra_check (1)"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text
+            .contains("leaf returned 80 in 1/5 calls in candidate, never in baseline"),
+        "{}",
+        r.text
+    );
+
+    // Two runs alike: no divergence, nothing else differs.
+    let again = run(&c, &[]).await;
+    let v = c
+        .ok("debug_diff", json!({"baseline": good, "candidate": again}))
+        .await;
+    assert!(v["firstDivergence"].is_null(), "{v}");
+    assert_eq!(v["exit"]["same"], true, "{v}");
+    assert!(
+        v["output"]["firstDifferences"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(v["valueDifferences"].as_array().unwrap().is_empty(), "{v}");
+
+    // Only some functions: leaf's calls alone still diverge at the fourth.
+    let v = c
+        .ok(
+            "debug_diff",
+            json!({"baseline": good, "candidate": bad, "functions": ["lea*"], "maxItems": 1}),
+        )
+        .await;
+    assert_eq!(v["firstDivergence"]["candidate"]["path"], "leaf", "{v}");
+    assert_eq!(v["firstDivergence"]["matchedBefore"], 3, "{v}");
+    assert!(v["calls"]["onlyInCandidate"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn different_programs_and_bad_arguments_are_refused_readably() {
+    let env = Env::new();
+    let c = env.client().await;
+    let a = run(&c, &[]).await;
+    let (other, _) = c.launch(&fixture("late_call"), &[]).await;
+    c.wait_ended(&other).await;
+    let r = diff(&c, json!({"baseline": a, "candidate": other})).await;
+    let e = r.error_text();
+    assert!(
+        e.contains("two runs of one program") && e.contains("late_call"),
+        "{e}"
+    );
+    let r = diff(&c, json!({"baseline": a, "candidate": a})).await;
+    assert!(r.error_text().contains("compares two runs"), "{}", r.text);
+    let r = diff(&c, json!({"baseline": a, "candidate": "nope"})).await;
+    assert!(r.error_text().contains("nope"), "{}", r.text);
+    let r = diff(
+        &c,
+        json!({"baseline": a, "candidate": other, "maxItems": 0}),
+    )
+    .await;
+    assert!(
+        r.error_text().contains("'maxItems' must be 1–50"),
+        "{}",
+        r.text
+    );
+    let r = diff(
+        &c,
+        json!({"baseline": a, "candidate": other, "functions": [""]}),
+    )
+    .await;
+    assert!(r.error_text().contains("'functions'"), "{}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_diff_over_evicted_events_says_what_it_could_not_compare() {
+    // A tiny cap: the oldest calls of each run are evicted.
+    let env = Env::with_settings(json!({"events.maxPerSession": 6}));
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["round_", "stage", "leaf"]}))
+        .await;
+    let good = run(&c, &[]).await;
+    let bad = run(&c, &["40"]).await;
+    let r = diff(&c, json!({"baseline": good, "candidate": bad})).await;
+    assert!(!r.is_error, "{}", r.text);
+    let notes = r.value["notCompared"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("oldest events were evicted")),
+        "{}",
+        r.value
+    );
+    assert!(r.text.contains("Not compared: baseline's"), "{}", r.text);
+}
