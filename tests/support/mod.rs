@@ -647,17 +647,23 @@ impl Client {
     /// Starts a debug_test run with `args` and waits for its result (each
     /// status call waits up to 15 s; at most `minutes` in all).
     pub async fn test_run(&self, args: Value, minutes: u32) -> Value {
+        self.test_run_reply(args, minutes).await.value
+    }
+
+    /// Like [`Client::test_run`], with the final answer's text.
+    pub async fn test_run_reply(&self, args: Value, minutes: u32) -> Reply {
         let started = self.ok("debug_test", args).await;
         assert_eq!(started["status"], "running", "{started}");
         let id = started["testRunId"].as_str().unwrap().to_string();
         for _ in 0..minutes * 4 {
             let s = self
-                .ok("debug_test", json!({"action": "status", "testRunId": id}))
+                .reply("debug_test", json!({"action": "status", "testRunId": id}))
                 .await;
-            if s["status"] == "completed" {
+            assert!(!s.is_error, "debug_test failed: {}", s.text);
+            if s.value["status"] == "completed" {
                 return s;
             }
-            assert_eq!(s["status"], "running", "{s}");
+            assert_eq!(s.value["status"], "running", "{}", s.value);
         }
         panic!("test run {id} did not finish in {minutes} minutes");
     }

@@ -7,6 +7,7 @@ mod support;
 mod baseline;
 mod bun;
 mod catch2;
+mod compare;
 mod deno;
 mod generic;
 mod go;

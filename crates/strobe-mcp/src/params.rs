@@ -462,6 +462,9 @@ pub struct TestParams {
     /// run: as debug_trace watches.add.
     #[schemars(with = "Option<Vec<serde_json::Map<String, Value>>>")]
     pub watches: Option<Vec<WatchTargetParam>>,
+    /// run: traced, diffed with its last passing traced run.
+    #[schemars(extend("enum" = ["compare"]))]
+    pub rerun: Option<String>,
     /// status: the run.
     pub test_run_id: Option<String>,
 }

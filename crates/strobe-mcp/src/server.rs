@@ -496,7 +496,16 @@ impl StrobeServer {
     ) -> Result<CallToolResult, McpError> {
         let (settings, _) = self.settings(p.project_root.as_deref().map(Path::new));
         let token = meta.get_progress_token();
-        Ok(crate::test_tool::debug_test(self.tests.clone(), settings, p, token, peer, ct).await)
+        Ok(crate::test_tool::debug_test(
+            self.mgr.clone(),
+            self.tests.clone(),
+            settings,
+            p,
+            token,
+            peer,
+            ct,
+        )
+        .await)
     }
 
     #[tool(

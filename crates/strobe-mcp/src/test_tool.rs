@@ -12,6 +12,7 @@ use strobe_testrun::TestRunner;
 /// Runs `debug_test`; `ct` is the call's cancellation (it stops a run's
 /// preparing work).
 pub(crate) async fn debug_test(
+    mgr: Arc<strobe_session::SessionManager>,
     tests: Arc<TestRunner>,
     settings: Settings,
     p: TestParams,
@@ -63,7 +64,17 @@ pub(crate) async fn debug_test(
                         "give 'level' or 'test', not both: a single test runs at whatever level it is",
                     ));
                 }
+                let compare = match p.rerun.as_deref() {
+                    None => false,
+                    Some("compare") => true,
+                    Some(other) => {
+                        return Err(ToolError::validation(format!(
+                            "'rerun' {other:?} is not \"compare\" (rerun the test traced and diff it with its last passing traced run)"
+                        )));
+                    }
+                };
                 let r = tests.run(&strobe_testrun::TestRunRequest {
+                    compare,
                     project_root,
                     framework: p.framework,
                     level,
@@ -103,8 +114,12 @@ pub(crate) async fn debug_test(
             .await
     };
     on_cancel.abort();
+    let r = match r {
+        Ok(v) => with_diff(mgr, v).await,
+        Err(e) => Err(e),
+    };
     match r {
-        Ok(v) => {
+        Ok((v, diff_text)) => {
             let text = match v["status"].as_str() {
                 Some("noTests") => format!(
                     "No tests found ({} project, {}): {}",
@@ -123,8 +138,47 @@ pub(crate) async fn debug_test(
                     v["testRunId"].as_str().unwrap_or("?"),
                 ),
             };
-            ok(v, text)
+            ok(v, format!("{text}{diff_text}"))
         }
         Err(e) => fail(e),
+    }
+}
+
+/// A finished `rerun: "compare"` run that failed, with a baseline found:
+/// the diff of its session against the baseline's, under `diff`, and its
+/// text to add to the answer's.
+async fn with_diff(
+    mgr: Arc<strobe_session::SessionManager>,
+    mut v: serde_json::Value,
+) -> Result<(serde_json::Value, String), ToolError> {
+    let (Some(baseline), Some(candidate)) = (
+        v["compare"]["baselineSessionId"]
+            .as_str()
+            .map(str::to_string),
+        v["sessionId"].as_str().map(str::to_string),
+    ) else {
+        let hint = v["compare"]["hint"]
+            .as_str()
+            .map(|h| format!("\nCompare: {h}"))
+            .unwrap_or_default();
+        return Ok((v, hint));
+    };
+    let p = strobe_query::diff::DiffParams {
+        baseline,
+        candidate,
+        functions: None,
+        max_items: None,
+    };
+    match blocking(move || strobe_query::diff::run_diff(&mgr, p)).await {
+        Ok((d, text)) => {
+            v["diff"] = d;
+            Ok((v, format!("\n{text}")))
+        }
+        // The run's own answer stands; the diff's failure is said beside it.
+        Err(e) => {
+            let msg = format!("\nCompare: the diff failed: {}", e.message);
+            v["compare"]["error"] = serde_json::json!(e.message);
+            Ok((v, msg))
+        }
     }
 }

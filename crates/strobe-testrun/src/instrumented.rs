@@ -39,6 +39,16 @@ impl TestRunner {
     /// plain subprocess, or with trace patterns or watches the test program
     /// itself under Frida as a debug session.
     pub fn run(&self, req: &TestRunRequest, settings: &Settings) -> Result<Value, ToolError> {
+        let mut req = req.clone();
+        if req.compare && req.trace_patterns.is_empty() {
+            // Traced as the failure suggested, else the project's own code.
+            req.trace_patterns = req
+                .test
+                .as_deref()
+                .and_then(|t| crate::compare::suggested_patterns(&self.runs, &req.project_root, t))
+                .unwrap_or_else(|| vec!["@usercode".to_string()]);
+        }
+        let req = &req;
         if req.trace_patterns.is_empty() && req.watches.is_empty() {
             return self.runs.start(req);
         }
@@ -53,9 +63,15 @@ impl TestRunner {
         Ok(response)
     }
 
-    /// A test run's result, or its progress after waiting up to `wait`.
+    /// A test run's result, or its progress after waiting up to `wait`. A
+    /// finished `rerun: "compare"` run's result says which session to diff
+    /// it against (`compare`).
     pub fn status(&self, id: &str, wait: Duration) -> Result<Value, ToolError> {
-        self.runs.status(id, wait)
+        let mut v = self.runs.status(id, wait)?;
+        if v["status"] == "completed" {
+            crate::compare::annotate(&self.runs, &self.mgr, id, &mut v);
+        }
+        Ok(v)
     }
 
     /// Every test run of this daemon, newest first, as `test_status` shows it now.

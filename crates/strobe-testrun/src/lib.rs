@@ -9,6 +9,7 @@
 //! which run nothing) and `strobe-session` (instrumented runs are sessions);
 //! the session layer knows nothing of test runs.
 
+mod compare;
 mod details;
 mod instrumented;
 mod runs;

@@ -44,6 +44,9 @@ pub struct TestRunRequest {
     pub trace_patterns: Vec<String>,
     /// Watches, likewise.
     pub watches: Vec<strobe_session::trace::WatchRequest>,
+    /// `rerun: "compare"`: the result names the last passing traced run of
+    /// the same test to diff against (see `compare.rs`).
+    pub compare: bool,
     /// Raised when the caller gives up on the request (an MCP cancellation):
     /// stops its preparing work (walks of the project). Shutdown stops it
     /// too, with or without this.
@@ -89,6 +92,8 @@ pub(crate) struct Run {
     pub(crate) pgid: u32,
     pub(crate) state: Mutex<RunState>,
     pub(crate) finished: Condvar,
+    /// What an instrumented run traced, for finding baselines to compare with.
+    pub(crate) traced: std::sync::OnceLock<crate::compare::Traced>,
 }
 
 pub(crate) struct RunState {
@@ -209,6 +214,7 @@ impl TestRuns {
                 rerun_pgid: None,
             }),
             finished: Condvar::new(),
+            traced: std::sync::OnceLock::new(),
         });
         self.runs.lock().expect("runs lock").insert(id, run.clone());
         run
@@ -224,6 +230,7 @@ impl TestRuns {
     ) -> Result<InstrumentedRun, Result<Value, ToolError>> {
         let (target, adapter) = self.resolve(req)?;
         let run = self.register(adapter.as_ref(), &target, String::new(), &req.env, 0);
+        let _ = run.traced.set(crate::compare::Traced::of(req));
         Ok(InstrumentedRun {
             run,
             adapter,
