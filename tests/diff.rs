@@ -13,6 +13,53 @@ async fn run(c: &Client, args: &[&str]) -> String {
     id
 }
 
+/// The web UI's port and token (`strobe ui`).
+fn ui_endpoint(env: &Env) -> (u16, String) {
+    let out = env.command(&["ui"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+    let (port, token) = rest.split_once("/?token=").unwrap();
+    (port.parse().unwrap(), token.to_string())
+}
+
+/// A GET over loopback: (status, body).
+fn get(port: u16, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let req =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{auth}\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut body = &raw[split + 4..];
+    if !head.contains("transfer-encoding: chunked") {
+        return (status, String::from_utf8_lossy(body).into_owned());
+    }
+    // Chunked: sizes in hex, each chunk followed by CRLF.
+    let mut out = Vec::new();
+    while let Some(eol) = body.windows(2).position(|w| w == b"\r\n") {
+        let n =
+            usize::from_str_radix(std::str::from_utf8(&body[..eol]).unwrap().trim(), 16).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&body[eol + 2..eol + 2 + n]);
+        body = &body[eol + 2 + n + 2..];
+    }
+    (status, String::from_utf8(out).unwrap())
+}
+
 async fn diff(c: &Client, args: Value) -> support::Reply {
     c.reply("debug_diff", args).await
 }
@@ -91,6 +138,19 @@ async fn the_first_divergence_is_the_argument_deep_in_the_chain() {
         "{}",
         r.text
     );
+
+    // The web API gives the same answer, behind the token.
+    let (port, token) = ui_endpoint(&env);
+    let path = format!("/api/diff?baseline={good}&candidate={bad}");
+    let (status, body) = get(port, &path, Some(&token));
+    assert_eq!(status, 200, "{body}");
+    let web: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(web["firstDivergence"], v["firstDivergence"], "{web}");
+    assert!(web["text"].as_str().unwrap().contains("First divergence"));
+    assert_eq!(get(port, &path, None).0, 401);
+    let (status, body) = get(port, &format!("{path}&maxItems=99"), Some(&token));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("maxItems"), "{body}");
 
     // Two runs alike: no divergence, nothing else differs.
     let again = run(&c, &[]).await;

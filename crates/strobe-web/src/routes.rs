@@ -51,6 +51,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/sessions/{id}/agent", get(agent))
         .route("/api/sessions/{id}/trace", post(trace))
         .route("/api/sessions/{id}/live", get(live))
+        .route("/api/diff", get(diff))
         .route("/api/tests", get(tests))
         .route("/api/tests/{id}", get(test))
         .fallback(|| async {
@@ -312,6 +313,42 @@ async fn timeline(s: Shared, Path(id): Path<String>, Query(p): Query<TimelinePar
         blocking(move || {
             let _ = s.store.flush();
             strobe_view::timeline::build(&s.store, &id, window).map_err(view_error)
+        })
+        .await,
+    )
+}
+
+/// `debug_diff`'s arguments in the query string (`functions` comma-separated).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DiffQuery {
+    baseline: String,
+    candidate: String,
+    functions: Option<String>,
+    max_items: Option<i64>,
+    /// The token may come in the query; it is not a diff parameter.
+    #[allow(dead_code)]
+    token: Option<String>,
+}
+
+/// `debug_diff`'s answer, with its text under `text`.
+async fn diff(s: Shared, Query(q): Query<DiffQuery>) -> Response {
+    let p = strobe_query::diff::DiffParams {
+        baseline: q.baseline,
+        candidate: q.candidate,
+        functions: q.functions.map(|f| {
+            f.split(',')
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect()
+        }),
+        max_items: q.max_items,
+    };
+    json_result(
+        blocking(move || {
+            let (mut v, text) = strobe_query::diff::run_diff(&s.mgr, p).map_err(tool_error)?;
+            v["text"] = json!(text);
+            Ok(v)
         })
         .await,
     )

@@ -35,6 +35,8 @@ pub struct Call {
     pub enter_id: u64,
     /// The exit event's id, once returned.
     pub exit_id: Option<u64>,
+    /// When the call was entered (ns since its session started).
+    pub ts_ns: u64,
     /// Function name.
     pub function: u32,
     /// Arguments, addresses masked (`None`: not recorded).
@@ -260,6 +262,7 @@ impl Reader<'_> {
                 ordinal,
                 enter_id: e.seq,
                 exit_id: None,
+                ts_ns: e.header.ts_ns,
                 function,
                 args: value.clone(),
                 ret: None,

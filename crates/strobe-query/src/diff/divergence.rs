@@ -44,6 +44,8 @@ pub struct Side {
     pub enter_id: u64,
     /// Its exit event id, if it returned.
     pub exit_id: Option<u64>,
+    /// When it was entered (ns since its session started).
+    pub ts_ns: u64,
     /// Function name.
     pub function: String,
     /// Call path, outermost first.
@@ -75,6 +77,7 @@ fn side(run: &Run, c: &Call) -> Side {
     Side {
         enter_id: c.enter_id,
         exit_id: c.exit_id,
+        ts_ns: c.ts_ns,
         function: run.functions[c.function as usize].clone(),
         path: run.paths[c.path as usize].clone(),
         ordinal: c.ordinal,
@@ -189,6 +192,7 @@ mod tests {
                 ordinal: *o,
                 enter_id: *enter,
                 exit_id: Some(*exit),
+                ts_ns: *enter,
                 function: f,
                 args: Some(args.to_string()),
                 ret: Some(ret.to_string()),

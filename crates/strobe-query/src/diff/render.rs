@@ -50,7 +50,7 @@ fn ending(s: &SessionStatus) -> String {
 
 fn side_json(s: &Side) -> Value {
     json!({
-        "eventId": s.enter_id, "exitEventId": s.exit_id, "function": s.function,
+        "eventId": s.enter_id, "exitEventId": s.exit_id, "timestampNs": s.ts_ns, "function": s.function,
         "path": s.path, "ordinal": s.ordinal, "arguments": s.args, "returnValue": s.ret,
     })
 }
