@@ -7,7 +7,8 @@
 //! names the signal, a GUI program's ui_snapshot sits on its ui channel
 //! lane and its detail shows its tree and screenshot, a program driven
 //! through stdin by a scenario has lanes for its stdin channel and the
-//! steps, and that the token and Origin checks refuse strangers. Screenshots land in `$CARGO_TARGET_TMPDIR/browser/`.
+//! steps, that two runs picked in the list open a diff with the divergence
+//! marked on both timelines, and that the token and Origin checks refuse strangers. Screenshots land in `$CARGO_TARGET_TMPDIR/browser/`.
 
 mod support;
 
@@ -118,6 +119,22 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .await;
     assert_eq!(r.value["passed"], true, "{}", r.text);
 
+    // Two runs of one program that differ deep in a call chain, for the
+    // diff view.
+    c.ok(
+        "debug_trace",
+        json!({"add": ["round_", "stage", "leaf"], "remove": ["tick_work", "tick_wait"]}),
+    )
+    .await;
+    let diverge = fixture("diverge");
+    let mut runs = Vec::new();
+    for args in [json!([]), json!(["40"])] {
+        let v = c.ok("debug_launch", launch(&diverge, args)).await;
+        let id = v["sessionId"].as_str().unwrap().to_string();
+        c.wait_ended(&id).await;
+        runs.push(id);
+    }
+
     let out = env.command(&["ui"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -138,6 +155,8 @@ async fn the_web_ui_in_chromium_shows_real_sessions_live() {
         .env("GUI_SESSION", &gui)
         .env("GUI_SNAPSHOT", snapshot.to_string())
         .env("CHANNEL_SESSION", &driven)
+        .env("DIFF_BASELINE", &runs[0])
+        .env("DIFF_CANDIDATE", &runs[1])
         .env("OUT_DIR", &shots)
         .env("CHROMIUM", &chromium)
         // Its own process group, so a hung run takes its browser with it.

@@ -299,6 +299,40 @@ try {
   check(channelLanes.scenario >= 3, 'the scenario\'s steps have a lane of their own', JSON.stringify(channelLanes));
   await shot('07-channel-lanes');
 
+  // Two runs of one program that differ deep in a call chain: ticked in
+  // the list, compared, the divergence named and marked on both timelines.
+  const diffBase = env('DIFF_BASELINE');
+  const diffCand = env('DIFF_CANDIDATE');
+  await page.goto(`${origin}/#/`);
+  for (const id of [diffCand, diffBase]) {
+    const pick = page.locator(`[data-testid=session-row][data-session-id="${id}"] [data-testid=pick]`);
+    await pick.waitFor({ timeout: 15000 });
+    await pick.check();
+  }
+  const compareButton = page.locator('[data-testid=compare]');
+  check(await compareButton.isEnabled(), 'two runs of one program picked can be compared');
+  await compareButton.click();
+  await page.waitForURL(/#\/diff\//, { timeout: 10000 });
+  check(
+    page.url().endsWith(`#/diff/${encodeURIComponent(diffBase)}/${encodeURIComponent(diffCand)}`),
+    'the older run is the baseline',
+    page.url(),
+  );
+  const divergence = page.locator('[data-testid=diff-divergence]');
+  await divergence.waitFor({ timeout: 20000 });
+  check((await divergence.getAttribute('data-kind')) === 'arguments', 'the diff names an argument as the first divergence');
+  const candText = (await page.locator('[data-testid=diff-candidate]').textContent()) || '';
+  check(candText.includes('round_ > stage > leaf') && candText.includes('v=40'), 'the divergent call and its argument are shown', candText);
+  for (const which of ['baseline', 'candidate']) {
+    await page.waitForFunction(
+      (sel) => document.querySelector(sel)?.dataset.markDrawn === '1',
+      `[data-testid=diff-timeline-${which}] [data-testid=timeline]`,
+      { timeout: 15000 },
+    );
+    check(true, `the divergence is marked on the ${which}'s timeline`);
+  }
+  await shot('08-diff');
+
   // Test runs view.
   await page.goto(`${origin}/#/tests`);
   await page.locator('[data-testid=tests-view]').waitFor({ timeout: 10000 });

@@ -5,6 +5,7 @@
 
 import type {
   AgentCall,
+  DiffReply,
   EventDetail,
   QueryArgs,
   QueryReply,
@@ -137,6 +138,8 @@ export const api = {
   },
   trace: (id: string, body: { add?: string[]; remove?: string[] }) =>
     request<TraceReply>('POST', `${base(id)}/trace`, body),
+  diff: (baseline: string, candidate: string, maxItems = 10) =>
+    request<DiffReply>('GET', `/api/diff?baseline=${enc(baseline)}&candidate=${enc(candidate)}&maxItems=${maxItems}`),
   tests: () => request<{ runs: TestRun[] }>('GET', '/api/tests'),
   test: (id: string) => request<TestRun>('GET', `/api/tests/${enc(id)}`),
   /** Whether a route exists (for the WebSocket, whose failures say nothing). */

@@ -7,6 +7,7 @@ import { h, replace, slot } from './dom';
 import { parseRoute, takeToken, type Route } from './lib/nav';
 import { sessionsView } from './views/sessions';
 import { sessionView } from './views/session';
+import { diffView } from './views/diff';
 import { testRunView, testsView } from './views/tests';
 
 export interface Ctx {
@@ -108,7 +109,7 @@ function route() {
   renderBanner();
   const r: Route = parseRoute(location.hash);
   for (const a of nav.querySelectorAll('a')) {
-    const active = (a.dataset.nav === 'sessions' && (r.name === 'sessions' || r.name === 'session')) ||
+    const active = (a.dataset.nav === 'sessions' && (r.name === 'sessions' || r.name === 'session' || r.name === 'diff')) ||
       (a.dataset.nav === 'tests' && (r.name === 'tests' || r.name === 'test'));
     if (active) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
@@ -126,6 +127,9 @@ function route() {
       break;
     case 'test':
       current = testRunView(main, ctx, r.id);
+      break;
+    case 'diff':
+      current = diffView(main, ctx, r.baseline, r.candidate);
       break;
     default:
       ctx.title('Not found');

@@ -175,3 +175,41 @@ export type LiveMessage =
   | { type: 'agent'; call: AgentCall }
   | { type: 'ended'; status: Session }
   | { type: 'error'; message: string };
+
+/** One run's call at a diff's first divergence. */
+export interface DiffSide {
+  eventId: number;
+  exitEventId?: number | null;
+  timestampNs: number;
+  function: string;
+  path: string;
+  ordinal: number;
+  arguments?: string | null;
+  returnValue?: string | null;
+}
+
+/** `GET /api/diff`: debug_diff's answer and its text. */
+export interface DiffReply {
+  baseline: { sessionId: string; program: string; ended: string; callsCompared: number; threads: number };
+  candidate: { sessionId: string; program: string; ended: string; callsCompared: number; threads: number };
+  firstDivergence: {
+    kind: string;
+    thread: string;
+    matchedBefore: number;
+    baseline?: DiffSide | null;
+    candidate?: DiffSide | null;
+  } | null;
+  exit: { same: boolean; baseline: string; candidate: string; baselineCrash?: { eventId: number; summary: string } | null; candidateCrash?: { eventId: number; summary: string } | null };
+  output: {
+    firstDifferences: { stream: string; line: number; baseline?: { eventId: number; text: string } | null; candidate?: { eventId: number; text: string } | null }[];
+  };
+  calls: {
+    onlyInBaseline: { function: string; calls: number }[];
+    onlyInCandidate: { function: string; calls: number }[];
+    countsDiffer: { function: string; baseline: number; candidate: number }[];
+  };
+  valueDifferences: { function: string; what: string; value: string; in: string; calls: number; of: number; firstEventId: number }[];
+  notCompared: string[];
+  truncated: Record<string, number>;
+  text: string;
+}

@@ -6,9 +6,10 @@ export type Route =
   | { name: 'session'; id: string }
   | { name: 'tests' }
   | { name: 'test'; id: string }
+  | { name: 'diff'; baseline: string; candidate: string }
   | { name: 'unknown'; hash: string };
 
-/** `#/`, `#/session/<id>`, `#/tests`, `#/tests/<id>` (ids URI-encoded). */
+/** `#/`, `#/session/<id>`, `#/tests`, `#/tests/<id>`, `#/diff/<baseline>/<candidate>` (ids URI-encoded). */
 export function parseRoute(hash: string): Route {
   const h = hash.replace(/^#/, '');
   const path = h.replace(/^\/+/, '').replace(/\/+$/, '');
@@ -24,11 +25,19 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'session' && parts.length === 2 && parts[1]) return { name: 'session', id: decode(parts[1]) };
   if (parts[0] === 'tests' && parts.length === 1) return { name: 'tests' };
   if (parts[0] === 'tests' && parts.length === 2 && parts[1]) return { name: 'test', id: decode(parts[1]) };
+  if (parts[0] === 'diff' && parts.length === 3 && parts[1] && parts[2]) {
+    return { name: 'diff', baseline: decode(parts[1]), candidate: decode(parts[2]) };
+  }
   return { name: 'unknown', hash: h };
 }
 
 export function sessionHref(id: string): string {
   return `#/session/${encodeURIComponent(id)}`;
+}
+
+/** The diff of `candidate` against `baseline`. */
+export function diffHref(baseline: string, candidate: string): string {
+  return `#/diff/${encodeURIComponent(baseline)}/${encodeURIComponent(candidate)}`;
 }
 
 export function testHref(id: string): string {

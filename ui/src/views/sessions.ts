@@ -4,7 +4,8 @@ import { api, errorText } from '../api';
 import { h, replace, stateBadge } from '../dom';
 import { formatAgo, formatClock, formatCount, formatDuration } from '../lib/format';
 import { baseName } from '../lib/events';
-import { sessionHref } from '../lib/nav';
+import { diffHref, sessionHref } from '../lib/nav';
+import { diffPair } from '../lib/diff';
 import type { Ctx, Unmount } from '../main';
 import type { Session } from '../types';
 
@@ -33,11 +34,31 @@ export function sessionsView(root: HTMLElement, ctx: Ctx): Unmount {
     h(
       'thead',
       null,
-      h('tr', null, h('th', null, 'Session'), h('th', null, 'Binary'), h('th', null, 'State'), h('th', null, 'Exit'), h('th', { class: 'num' }, 'Events'), h('th', null, 'Started'), h('th', null, 'Duration'), h('th', null, '')),
+      h('tr', null, h('th', null, h('span', { class: 'sr-only' }, 'Compare')), h('th', null, 'Session'), h('th', null, 'Binary'), h('th', null, 'State'), h('th', null, 'Exit'), h('th', { class: 'num' }, 'Events'), h('th', null, 'Started'), h('th', null, 'Duration'), h('th', null, '')),
     ),
     tbody,
   );
-  const container = h('div', { 'data-testid': 'sessions', class: 'sessions-view' }, h('div', { class: 'page-head' }, h('h1', null, 'Sessions'), status), table);
+  // Two sessions ticked can be compared (debug_diff): the older is the baseline.
+  const picked = new Set<string>();
+  let latest: Session[] = [];
+  const compare = h('button', { type: 'button', class: 'small', 'data-testid': 'compare', disabled: true }, 'Compare');
+  const compareNote = h('span', { class: 'muted small' }, 'tick two runs of one program to compare them');
+  const pickedSessions = () => latest.filter((s) => picked.has(s.sessionId));
+  const updateCompare = () => {
+    const pair = diffPair(pickedSessions());
+    compare.disabled = 'why' in pair;
+    compareNote.textContent = 'why' in pair ? pair.why : 'older = baseline, newer = candidate';
+  };
+  compare.addEventListener('click', () => {
+    const pair = diffPair(pickedSessions());
+    if (!('why' in pair)) location.hash = diffHref(pair.baseline, pair.candidate);
+  });
+  const container = h(
+    'div',
+    { 'data-testid': 'sessions', class: 'sessions-view' },
+    h('div', { class: 'page-head' }, h('h1', null, 'Sessions'), status, h('span', { class: 'compare-bar' }, compare, ' ', compareNote)),
+    table,
+  );
   replace(root, container);
 
   let stopped = false;
@@ -71,6 +92,9 @@ export function sessionsView(root: HTMLElement, ctx: Ctx): Unmount {
       return;
     }
     table.hidden = false;
+    latest = list;
+    for (const id of [...picked]) if (!list.some((s) => s.sessionId === id)) picked.delete(id);
+    updateCompare();
     const now = Date.now();
     const sorted = [...list].sort((a, b) => (b.startedAt ?? 0) - (a.startedAt ?? 0));
     replace(status, `${sorted.length} session${sorted.length === 1 ? '' : 's'} · refreshed every 2 s`);
@@ -101,6 +125,22 @@ export function sessionsView(root: HTMLElement, ctx: Ctx): Unmount {
               }
             },
           },
+          h(
+            'td',
+            null,
+            h('input', {
+              type: 'checkbox',
+              'data-testid': 'pick',
+              'aria-label': `Pick ${s.sessionId} to compare`,
+              checked: picked.has(s.sessionId),
+              onclick: (ev: MouseEvent) => ev.stopPropagation(),
+              onchange: (ev: Event) => {
+                if ((ev.target as HTMLInputElement).checked) picked.add(s.sessionId);
+                else picked.delete(s.sessionId);
+                updateCompare();
+              },
+            }),
+          ),
           h('td', { class: 'mono' }, h('a', { href: sessionHref(s.sessionId), tabindex: -1 }, s.sessionId)),
           h('td', { class: 'mono', title: s.binaryPath ?? '' }, baseName(s.binaryPath) || '—'),
           h('td', null, stateBadge(s.state)),

@@ -15,7 +15,7 @@ import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, sp
 import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
 import { GUTTER, type LanePaint, type Target, captionText, drawAgent, drawItems, drawThread, tipLines } from './timeline_lanes';
-import { type Colors, ellipsize, readColors } from './timeline_paint';
+import { type Colors, drawMark, ellipsize, readColors } from './timeline_paint';
 
 export type TimelineSelection =
   | { kind: 'span'; span: Span; lane: Lane; name: string }
@@ -41,6 +41,8 @@ export interface TimelineHandle {
   showCall: (c: AgentCall) => void;
   setRunning: (running: boolean) => void;
   select: (seq: number | null) => void;
+  /** Marks a moment (ns since start) with a labelled line; null removes it. */
+  mark: (ns: number | null, label?: string) => void;
   destroy: () => void;
 }
 
@@ -94,6 +96,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
   let hover: Target | null = null;
   let hoverX: number | null = null;
   let selectedSeq: number | null = null;
+  let marked: { ns: number; label: string } | null = null;
   let colors: Colors | null = null;
   let dark = matchMedia('(prefers-color-scheme: dark)').matches;
   let layoutCache: { lanes: LaneBox[]; height: number } = { lanes: [], height: 0 };
@@ -229,6 +232,13 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
         ctx.stroke();
         ctx.setLineDash([]);
       }
+    }
+
+    if (marked) {
+      const x = xOf(view, plotW, marked.ns);
+      const inView = x >= 0 && x <= plotW;
+      if (inView) drawMark(ctx, c, GUTTER, x, plotW, layout.height, marked.label);
+      wrap.dataset.markDrawn = inView ? '1' : '0';
     }
 
     // Hover cursor with its time.
@@ -678,6 +688,10 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     },
     select(seqNo) {
       selectedSeq = seqNo;
+      draw();
+    },
+    mark(ns, label = '') {
+      marked = ns === null ? null : { ns, label };
       draw();
     },
     destroy() {

@@ -118,3 +118,25 @@ export function drawMarker(ctx: CanvasRenderingContext2D, c: Colors, kind: strin
       ctx.fill();
   }
 }
+
+/**
+ * A marked moment (a diff's divergence): a solid line across every lane at
+ * `x` (plot coordinates) with its label at the top.
+ */
+export function drawMark(ctx: CanvasRenderingContext2D, c: Colors, gutter: number, x: number, plotW: number, bottom: number, label: string) {
+  const px = Math.round(gutter + x) + 0.5;
+  ctx.strokeStyle = c.crash;
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  ctx.moveTo(px, 14);
+  ctx.lineTo(px, bottom);
+  ctx.stroke();
+  ctx.lineWidth = 1;
+  const w = ctx.measureText(label).width + 8;
+  // Right of the line, or left of it where the plot ends first.
+  const lx = px + 2 + w > gutter + plotW ? px - 2 - w : px + 2;
+  ctx.fillStyle = c.crash;
+  ctx.fillRect(lx, 15, w, 14);
+  ctx.fillStyle = c.bg;
+  ctx.fillText(label, lx + 4, 22);
+}
