@@ -181,6 +181,11 @@ try {
     exported.status() === 200 && doc.traceEvents.some((e) => e.ph === 'X' && e.name === 'tick_wait'),
     'the export link gives trace-event JSON with the spans',
   );
+  const pfHref = await page.locator('[data-testid=export-perfetto]').getAttribute('href');
+  const pf = await page.request.get(new URL(pfHref, origin).href);
+  const pfBytes = await pf.body();
+  // A Trace's first field is a packet (field 1, length-delimited: 0x0a).
+  check(pf.status() === 200 && pfBytes.length > 100 && pfBytes[0] === 0x0a, 'the Perfetto link gives a protobuf trace', `${pf.status()} ${pfBytes.length} B`);
 
   // The crash view.
   await page.goto(`${origin}/#/session/${encodeURIComponent(crashed)}`);

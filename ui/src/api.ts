@@ -123,7 +123,8 @@ export const api = {
   },
   query: (id: string, args: QueryArgs, signal?: AbortSignal) =>
     request<QueryReply>('POST', `${base(id)}/query`, args, signal),
-  exportUrl: (id: string) => `${base(id)}/export`,
+  exportUrl: (id: string, format: 'chrome' | 'perfetto' = 'chrome') =>
+    format === 'chrome' ? `${base(id)}/export` : `${base(id)}/export?format=${format}`,
   event: (id: string, eventId: number) => request<EventDetail>('GET', `${base(id)}/events/${eventId}`),
   agent: (id: string) => request<{ calls: AgentCall[] }>('GET', `${base(id)}/agent`),
   /** A ui_snapshot event's screenshot, as an object URL the caller revokes. */

@@ -15,6 +15,7 @@
 //! convention, also used for an unusable STROBE_HOME).
 
 mod dap;
+mod export;
 mod install;
 mod mcp_client;
 mod scenarios;
@@ -63,16 +64,20 @@ enum Verb {
     ///
     /// The URL carries the daemon's access token: keep it to yourself.
     Ui,
-    /// Write a stored session as Chrome trace-event JSON (Perfetto, chrome://tracing)
+    /// Write a stored session as a trace: Chrome trace-event JSON or Perfetto protobuf
     ///
     /// Reads the store directly, so it works with or without the daemon. Open
-    /// the file in https://ui.perfetto.dev or chrome://tracing.
+    /// the file in https://ui.perfetto.dev (either format) or chrome://tracing (JSON).
     Export {
         /// The session id (see `debug_session {action: "list"}` or the web UI)
         session: String,
-        /// Where to write (default: SESSION.trace.json); `-` for stdout
+        /// Where to write (default: SESSION.trace.json, or SESSION.pftrace for perfetto); `-` for stdout
         #[arg(short, long, value_name = "FILE")]
         output: Option<String>,
+        /// chrome: trace-event JSON; perfetto: protobuf TrackEvent, with call arguments and
+        /// return values, and flows from the agent's calls to what they caused
+        #[arg(long, value_enum, default_value = "chrome")]
+        format: export::Format,
     },
     /// Run a project's scenario files (.strobe/scenarios/*.json) as a test suite
     ///
@@ -240,10 +245,11 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Verb::Export { session, output } => {
-            let file = output.unwrap_or_else(|| format!("{session}.trace.json"));
-            export(&home, &session, &file)
-        }
+        Verb::Export {
+            session,
+            output,
+            format,
+        } => export::run(&home, &session, output, format),
         Verb::Ui => ui(home),
         Verb::Dap { port } => dap::run(&home, port),
         Verb::Scenarios { project_root, only } => {
@@ -251,70 +257,6 @@ fn main() -> ExitCode {
         }
         Verb::Completions { .. } | Verb::Install { .. } => {
             unreachable!("handled before STROBE_HOME is read")
-        }
-    }
-}
-
-/// `strobe export SESSION [-o FILE]`: reads the store directly, so it works
-/// whether or not the daemon runs (SQLite WAL lets both read at once).
-fn export(home: &StrobeHome, session: &str, file: &str) -> ExitCode {
-    if !home.database().exists() {
-        eprintln!(
-            "strobe export: no store at {} (STROBE_HOME={}); nothing was recorded there yet",
-            home.database().display(),
-            home.root().display()
-        );
-        return ExitCode::from(1);
-    }
-    let store = match strobe_store::Store::open(&home.database()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "strobe export: cannot open {}: {e}",
-                home.database().display()
-            );
-            return ExitCode::from(1);
-        }
-    };
-    let result = if file == "-" {
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        strobe_view::export::chrome_trace(&store, session, &mut out)
-    } else {
-        // Written beside the target and renamed, so a failed export leaves
-        // no half file under the name asked for.
-        let tmp = format!("{file}.partial");
-        let written = std::fs::File::create(&tmp)
-            .map_err(strobe_view::ViewError::from)
-            .and_then(|f| {
-                let mut out = std::io::BufWriter::new(f);
-                strobe_view::export::chrome_trace(&store, session, &mut out)
-            });
-        match written {
-            Ok(s) => std::fs::rename(&tmp, file)
-                .map(|()| s)
-                .map_err(strobe_view::ViewError::from),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(e)
-            }
-        }
-    };
-    let _ = store.close();
-    match result {
-        Ok(s) => {
-            if file != "-" {
-                eprintln!(
-                    "strobe export: {} calls ({} unfinished) and {} instant events from {} stored events \
-                     written to {file}; open it in https://ui.perfetto.dev or chrome://tracing",
-                    s.spans, s.unfinished, s.instants, s.events
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("strobe export: {e}");
-            ExitCode::from(1)
         }
     }
 }

@@ -59,6 +59,10 @@ pub struct SessionUpdate {
     pub end_reason: Option<String>,
     /// Keep the data after stop.
     pub retained: Option<bool>,
+    /// Wall-clock time of the session clock's zero (what event timestamps
+    /// count from), ms since the epoch, once the program is started; the
+    /// agent's tool calls, timed by the wall clock, line up with events by it.
+    pub started_at: Option<i64>,
 }
 
 /// A session as stored.
@@ -159,7 +163,8 @@ pub(crate) fn apply_update(conn: &Connection, key: i64, u: &SessionUpdate) -> ru
             exit_code = COALESCE(?5, exit_code),
             exit_signal = COALESCE(?6, exit_signal),
             end_reason = COALESCE(?7, end_reason),
-            retained = COALESCE(?8, retained)
+            retained = COALESCE(?8, retained),
+            started_at = COALESCE(?9, started_at)
          WHERE key = ?1",
         rusqlite::params![
             key,
@@ -169,7 +174,8 @@ pub(crate) fn apply_update(conn: &Connection, key: i64, u: &SessionUpdate) -> ru
             u.exit_code,
             u.exit_signal,
             u.end_reason,
-            u.retained.map(i64::from)
+            u.retained.map(i64::from),
+            u.started_at
         ],
     )?;
     Ok(())

@@ -82,6 +82,14 @@ impl OpenCalls {
         stack.drain(at..).skip(1).collect()
     }
 
+    /// Like [`OpenCalls::exit`], but `None` when the exit closes nothing
+    /// (its enter was not recorded).
+    pub fn exit_matched(&mut self, h: &EventHeader) -> Option<Vec<OpenCall>> {
+        let stack = self.stacks.get_mut(&(h.pid, h.tid))?;
+        let at = stack.iter().rposition(|o| o.func_id == h.func_id)?;
+        Some(stack.drain(at..).skip(1).collect())
+    }
+
     /// The calls still open, per thread, outermost first.
     pub fn into_open(self) -> impl Iterator<Item = (Thread, Vec<OpenCall>)> {
         self.stacks.into_iter()

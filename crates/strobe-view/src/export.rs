@@ -34,6 +34,8 @@ pub struct ExportSummary {
     pub instants: u64,
     /// Stored events read.
     pub events: u64,
+    /// Flows from the agent's calls to events they caused (Perfetto only).
+    pub flows: u64,
 }
 
 /// Writes session `session_id` as trace-event JSON to `out`.

@@ -6,6 +6,9 @@
 //!   and `chrome://tracing` open: one complete ("X") span per traced call,
 //!   nested per thread, and instant events for output, crashes, logpoints,
 //!   variable snapshots and the process's end.
+//! - [`perfetto`]: the same as a Perfetto protobuf trace (TrackEvent): call
+//!   slices with arguments and return values, instants, a track per thread
+//!   and process, the agent's calls with flows to the events they caused.
 //! - [`timeline`]: what the web UI's timeline draws for one time window at
 //!   one zoom level: spans wide enough to see, the rest folded into counts
 //!   per pixel column, so a million-event session ships kilobytes.
@@ -17,6 +20,7 @@
 mod calls;
 pub mod export;
 mod names;
+pub mod perfetto;
 #[doc(hidden)]
 pub mod synthetic;
 pub mod timeline;

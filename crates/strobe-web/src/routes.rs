@@ -567,24 +567,57 @@ async fn test(s: Shared, Path(id): Path<String>) -> Response {
     )
 }
 
-async fn export(s: Shared, Path(id): Path<String>) -> Response {
+/// `…/export?format=chrome|perfetto`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportQuery {
+    format: Option<String>,
+    /// The token may come in the query; it is not an export parameter.
+    #[allow(dead_code)]
+    token: Option<String>,
+}
+
+async fn export(s: Shared, Path(id): Path<String>, Query(q): Query<ExportQuery>) -> Response {
+    let perfetto = match q.format.as_deref() {
+        None | Some("chrome") => false,
+        Some("perfetto") => true,
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "VALIDATION_ERROR",
+                &format!("'format' {other:?} is not \"chrome\" or \"perfetto\""),
+            );
+        }
+    };
     let name = id.clone();
     let r = blocking(move || {
         let _ = s.store.flush();
         let mut out = Vec::new();
-        strobe_view::export::chrome_trace(&s.store, &id, &mut out).map_err(view_error)?;
+        if perfetto {
+            let captures = s.mgr.captures(&id);
+            let typed = |h: &strobe_core::event::EventHeader, payload: &[u8]| {
+                let d = captures.as_ref().and_then(|c| c.read().ok());
+                strobe_session::trace::typed_in(d.as_deref(), h, payload)
+            };
+            strobe_view::perfetto::perfetto_trace(&s.store, &id, &mut out, Some(&typed))
+                .map_err(view_error)?;
+        } else {
+            strobe_view::export::chrome_trace(&s.store, &id, &mut out).map_err(view_error)?;
+        }
         Ok(out)
     })
     .await;
+    let (mime, ext) = if perfetto {
+        ("application/octet-stream", "pftrace")
+    } else {
+        ("application/json", "trace.json")
+    };
     match r {
         Ok(bytes) => Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_TYPE, mime)
             .header(
                 header::CONTENT_DISPOSITION,
-                format!(
-                    "attachment; filename=\"{}.trace.json\"",
-                    name.replace('"', "")
-                ),
+                format!("attachment; filename=\"{}.{ext}\"", name.replace('"', "")),
             )
             .body(Body::from(bytes))
             .unwrap_or_else(|e| {

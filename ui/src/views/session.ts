@@ -68,6 +68,17 @@ export function sessionView(root: HTMLElement, ctx: Ctx, id: string): Unmount {
     },
     'Export trace',
   );
+  const perfettoLink = h(
+    'a',
+    {
+      class: 'button',
+      'data-testid': 'export-perfetto',
+      href: api.exportUrl(id, 'perfetto'),
+      download: `${id}.pftrace`,
+      title: 'Perfetto protobuf trace (calls with arguments and return values, the agent’s calls with flows): open it in ui.perfetto.dev',
+    },
+    'Perfetto',
+  );
   const header = h(
     'section',
     { class: 'panel session-header', 'data-testid': 'session-header', 'data-session-id': id },
@@ -98,6 +109,7 @@ export function sessionView(root: HTMLElement, ctx: Ctx, id: string): Unmount {
         h('span', { class: 'spacer' }),
         liveState,
         exportLink,
+        perfettoLink,
       );
       return;
     }
@@ -110,6 +122,7 @@ export function sessionView(root: HTMLElement, ctx: Ctx, id: string): Unmount {
       h('span', { class: 'spacer' }),
       liveState,
       exportLink,
+      perfettoLink,
     );
     const facts: [string, Node | string][] = [];
     const pids = s.pids && s.pids.length > 1 ? ` (processes ${s.pids.join(', ')})` : '';

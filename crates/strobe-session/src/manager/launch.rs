@@ -202,6 +202,9 @@ impl SessionManager {
                 None
             };
         let origin_ns = monotonic_ns();
+        // The wall-clock time of the same zero: the store's started_at, so
+        // the agent's calls (wall-clock timed) line up with the events.
+        let origin_unix_ms = unix_millis();
         // Without `stdin: "pipe"` the write end goes now: the program reads EOF.
         let mut output = output;
         let stdin = output.stdin.take().filter(|_| req.stdin_pipe);
@@ -266,6 +269,7 @@ impl SessionManager {
             key,
             SessionUpdate {
                 pid: Some(pid),
+                started_at: Some(origin_unix_ms),
                 ..Default::default()
             },
         );
@@ -280,7 +284,7 @@ impl SessionManager {
             program_args: program.args.clone(),
             program_env: req.env.clone().into_iter().collect(),
             project_root: project_root.display().to_string(),
-            started_at: unix_millis(),
+            started_at: origin_unix_ms,
             stats,
             life: Mutex::new(Lifecycle::default()),
             ended: Condvar::new(),
