@@ -243,9 +243,7 @@ async fn a_perfetto_export_decodes_with_perfettos_own_protos() {
     // Output lines are instants on the process track.
     let answer = events
         .iter()
-        .find(|e| {
-            e["type"] == "TYPE_INSTANT" && e["name"] == "stdout" && e["ann"]["text"] == "= 5"
-        })
+        .find(|e| e["type"] == "TYPE_INSTANT" && e["name"] == "stdout" && e["ann"]["text"] == "= 5")
         .unwrap_or_else(|| panic!("no stdout instant '= 5': {doc}"));
     assert_eq!(track_of(answer)["kind"], "process");
 

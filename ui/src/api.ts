@@ -121,8 +121,10 @@ export const api = {
     q.set('columns', String(w.columns));
     return request<Timeline>('GET', `${base(id)}/timeline?${q}`, undefined, signal);
   },
+  // The page's tables size themselves by totalCount: it asks for the exact
+  // count (debug_query estimates past a few ms otherwise).
   query: (id: string, args: QueryArgs, signal?: AbortSignal) =>
-    request<QueryReply>('POST', `${base(id)}/query`, args, signal),
+    request<QueryReply>('POST', `${base(id)}/query`, { exactCount: true, ...args }, signal),
   exportUrl: (id: string, format: 'chrome' | 'perfetto' = 'chrome') =>
     format === 'chrome' ? `${base(id)}/export` : `${base(id)}/export?format=${format}`,
   event: (id: string, eventId: number) => request<EventDetail>('GET', `${base(id)}/events/${eventId}`),

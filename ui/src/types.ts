@@ -129,6 +129,8 @@ export interface QueryArgs {
   offset?: number;
   verbose?: boolean;
   aggregate?: string;
+  /** Count every match (else past a few ms totalCount is an estimate). */
+  exactCount?: boolean;
 }
 
 export interface EventDetail {

@@ -91,6 +91,9 @@ pub struct QueryParams {
     /// All fields: thread, pid, raw bytes, typed values, watchValues.
     #[serde(default)]
     pub verbose: bool,
+    /// Exact totalCount (else estimated past 6 ms, with bounds).
+    #[serde(default)]
+    pub exact_count: bool,
     /// ≤60000: when nothing matches yet, wait for a match, the exit or the time (wait says which).
     pub wait_ms: Option<u64>,
     /// Rows per traced function (calls, total/mean/max duration, returns of 0 and -1), slowest

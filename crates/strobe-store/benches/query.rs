@@ -1,11 +1,67 @@
-//! Query latency (p50/p95) of typical filters on 1 M and 10 M event sessions.
+//! Query latency (p50/p95) of every `debug_query` filter shape on 1 M and
+//! 10 M event sessions, three ways in one run: Strobe as `debug_query`
+//! answers (the count estimated, with exact bounds, once 6 ms are spent
+//! past the page), Strobe with `exactCount`, and the baseline of one
+//! SQLite row per event with an index on every filtered column.
+//!
 //! Run: `cargo bench -p strobe-store --bench query`. Sessions are synthetic
-//! traces of 200 functions on 4 threads with stdout interleaved (1 in 50).
+//! traces of 200 functions on 4 threads with stdout interleaved (1 in 50),
+//! one rare line, return value, thread and long call mid-session.
+//! `STROBE_BENCH_SIZES=1000000` limits the sizes; `STROBE_BENCH_BASELINE=0`
+//! skips the SQLite baseline.
 
+use rusqlite::{Connection, params};
 use std::collections::HashSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use strobe_core::event::{EventBatch, EventHeader, EventKind};
-use strobe_store::{EventFilter, NewSession, QueryPage, ReturnValueFilter, Store};
+use strobe_store::{Counting, EventFilter, NewSession, QueryPage, ReturnValueFilter, Store};
+
+const RUNS: usize = 15;
+/// What `debug_query` gives its count (strobe_query::COUNT_BUDGET).
+const BUDGET: Duration = Duration::from_millis(6);
+
+/// Event `i` of a session of `total`: (header, payload).
+fn event(i: u64, total: u64) -> (EventHeader, &'static [u8]) {
+    let mid = total / 2;
+    let func = (i / 2 % 200) as u32 + 1;
+    let (kind, payload): (EventKind, &[u8]) = if i == mid + 49 {
+        (EventKind::Stdout, b"fatal: checksum mismatch")
+    } else if i % 50 == 49 {
+        (EventKind::Stdout, b"progress line from the program")
+    } else if i.is_multiple_of(2) {
+        (EventKind::FunctionEnter, b"")
+    } else {
+        (EventKind::FunctionExit, b"")
+    };
+    let exit = kind == EventKind::FunctionExit;
+    // The store times a call from its enter's timestamp (the enter is the
+    // event before): a long call's exit comes that much later.
+    let duration_ns = match (exit, i) {
+        (false, _) => 0,
+        (true, i) if i == mid + 5 => 9_000_000,
+        (true, i) if i % 1000 == 1 => 60_000,
+        _ => 100,
+    };
+    let h = EventHeader {
+        ts_ns: if exit {
+            (i - 1) * 100 + duration_ns
+        } else {
+            i * 100
+        },
+        kind: kind as u8,
+        pid: 1,
+        tid: if i == mid + 3 {
+            77
+        } else {
+            (i / 1000 % 4) as u32 + 1
+        },
+        func_id: if kind == EventKind::Stdout { 0 } else { func },
+        value: if i == mid + 1 { 4242 } else { i % 7 },
+        duration_ns,
+        ..Default::default()
+    };
+    (h, payload)
+}
 
 fn fill(store: &Store, id: &str, total: u64) -> i64 {
     let (key, _) = store
@@ -21,31 +77,9 @@ fn fill(store: &Store, id: &str, total: u64) -> i64 {
     let mut i = 0u64;
     while i < total {
         let mut b = EventBatch::with_capacity(4096, 4096);
-        for _ in 0..4096 {
-            let func = (i / 2 % 200) as u32 + 1;
-            // One rare line and one rare return value mid-session: what an
-            // agent usually searches for.
-            let (kind, payload): (EventKind, &[u8]) = if i == total / 2 + 49 {
-                (EventKind::Stdout, b"fatal: checksum mismatch")
-            } else if i % 50 == 49 {
-                (EventKind::Stdout, b"progress line from the program")
-            } else if i.is_multiple_of(2) {
-                (EventKind::FunctionEnter, b"")
-            } else {
-                (EventKind::FunctionExit, b"")
-            };
-            b.push(
-                EventHeader {
-                    ts_ns: i * 100,
-                    kind: kind as u8,
-                    pid: 1,
-                    tid: (i / 1000 % 4) as u32 + 1,
-                    func_id: if kind == EventKind::Stdout { 0 } else { func },
-                    value: if i == total / 2 + 1 { 4242 } else { i % 7 },
-                    ..Default::default()
-                },
-                payload,
-            );
+        for _ in 0..4096.min(total - i) {
+            let (h, payload) = event(i, total);
+            b.push(h, payload);
             i += 1;
         }
         store.append(key, b).unwrap();
@@ -54,25 +88,118 @@ fn fill(store: &Store, id: &str, total: u64) -> i64 {
     key
 }
 
+/// The baseline: one row per event, every filtered column indexed.
+fn fill_rows(path: &std::path::Path, total: u64) -> Connection {
+    let c = Connection::open(path).unwrap();
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;
+         CREATE TABLE ev (seq INTEGER PRIMARY KEY, ts INTEGER, kind INTEGER, pid INTEGER,
+                          tid INTEGER, func INTEGER, value INTEGER, dur INTEGER, payload BLOB);",
+    )
+    .unwrap();
+    let mut i = 0u64;
+    while i < total {
+        let tx = c.unchecked_transaction().unwrap();
+        {
+            let mut st = tx
+                .prepare_cached("INSERT INTO ev VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+                .unwrap();
+            for _ in 0..100_000.min(total - i) {
+                let (h, p) = event(i, total);
+                st.execute(params![
+                    i as i64 + 1,
+                    h.ts_ns as i64,
+                    h.kind,
+                    h.pid,
+                    h.tid,
+                    h.func_id,
+                    h.value as i64,
+                    h.duration_ns as i64,
+                    p
+                ])
+                .unwrap();
+                i += 1;
+            }
+        }
+        tx.commit().unwrap();
+    }
+    c.execute_batch(
+        "CREATE INDEX ev_kind ON ev(kind, seq); CREATE INDEX ev_ts ON ev(ts);
+         CREATE INDEX ev_func ON ev(func, seq); CREATE INDEX ev_tid ON ev(tid, seq);
+         CREATE INDEX ev_value ON ev(kind, value, seq); CREATE INDEX ev_dur ON ev(dur);",
+    )
+    .unwrap();
+    c
+}
+
 fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
+/// (p50, p95) in ms of `f` over [`RUNS`] runs.
+fn time(mut f: impl FnMut()) -> (f64, f64) {
+    let times: Vec<f64> = (0..RUNS)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    (pct(times.clone(), 0.5), pct(times, 0.95))
+}
+
 fn main() {
+    let sizes: Vec<u64> = std::env::var("STROBE_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000_000, 10_000_000]);
+    let baseline = std::env::var("STROBE_BENCH_BASELINE").as_deref() != Ok("0");
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("q.db")).unwrap();
-    for total in [1_000_000u64, 10_000_000] {
+    let exit = EventKind::FunctionExit;
+    let rv = |v: u64| ReturnValueFilter {
+        equals_json: None,
+        typed: None,
+        equals: Some(v),
+        is_null: None,
+    };
+    for total in sizes {
         let t = Instant::now();
         let key = fill(&store, &format!("s{total}"), total);
         println!(
             "session of {total} events (filled in {:.1} s)",
             t.elapsed().as_secs_f64()
         );
+        let rows = baseline.then(|| {
+            let t = Instant::now();
+            let c = fill_rows(&dir.path().join(format!("rows{total}.db")), total);
+            println!(
+                "  (baseline: {total} rows with 6 indexes, filled in {:.1} s)",
+                t.elapsed().as_secs_f64()
+            );
+            c
+        });
         let last_ts = (total - 1) * 100;
-        let cases: Vec<(&str, EventFilter, u64)> = vec![
-            ("first page, no filter", EventFilter::default(), 0),
-            ("last page, no filter", EventFilter::default(), total - 50),
+        let stdout = EventKind::Stdout as u8;
+        let (enter_k, exit_k) = (EventKind::FunctionEnter as u8, exit as u8);
+        let text_sql = format!("kind NOT IN ({enter_k}, {exit_k}) AND instr(payload, ?1) > 0");
+        // (name, filter, offset, SQL condition, its text parameter)
+        let cases: Vec<(&str, EventFilter, u64, String, Option<&str>)> = vec![
+            (
+                "first page, no filter",
+                EventFilter::default(),
+                0,
+                "1".into(),
+                None,
+            ),
+            (
+                "last page, no filter",
+                EventFilter::default(),
+                total - 50,
+                "1".into(),
+                None,
+            ),
             (
                 "eventType=stdout",
                 EventFilter {
@@ -80,6 +207,8 @@ fn main() {
                     ..Default::default()
                 },
                 0,
+                format!("kind = {stdout}"),
+                None,
             ),
             (
                 "timeFrom=-1ms (relative)",
@@ -88,6 +217,8 @@ fn main() {
                     ..Default::default()
                 },
                 0,
+                format!("ts >= {}", last_ts.saturating_sub(1_000_000)),
+                None,
             ),
             (
                 "function equals (1 of 200)",
@@ -96,20 +227,79 @@ fn main() {
                     ..Default::default()
                 },
                 0,
+                "func = 17".into(),
+                None,
+            ),
+            (
+                "pid",
+                EventFilter {
+                    pid: Some(1),
+                    ..Default::default()
+                },
+                0,
+                "pid = 1".into(),
+                None,
+            ),
+            (
+                "eventIdFrom (last 10 %)",
+                EventFilter {
+                    seq_from: Some(total - total / 10),
+                    ..Default::default()
+                },
+                0,
+                format!("seq >= {}", total - total / 10),
+                None,
+            ),
+            (
+                "threadName (1 of 4 threads)",
+                EventFilter {
+                    tids: Some(HashSet::from([2])),
+                    ..Default::default()
+                },
+                0,
+                "tid = 2".into(),
+                None,
+            ),
+            (
+                "threadName (1 event)",
+                EventFilter {
+                    tids: Some(HashSet::from([77])),
+                    ..Default::default()
+                },
+                0,
+                "tid = 77".into(),
+                None,
+            ),
+            (
+                "minDurationNs (1 in 1000 exits)",
+                EventFilter {
+                    min_duration_ns: Some(50_000),
+                    ..Default::default()
+                },
+                0,
+                "dur >= 50000".into(),
+                None,
+            ),
+            (
+                "minDurationNs (1 match)",
+                EventFilter {
+                    min_duration_ns: Some(5_000_000),
+                    ..Default::default()
+                },
+                0,
+                "dur >= 5000000".into(),
+                None,
             ),
             (
                 "function_exit + returnValue=3",
                 EventFilter {
-                    kinds: Some(EventKind::FunctionExit.bit()),
-                    return_value: Some(ReturnValueFilter {
-                        equals_json: None,
-                        typed: None,
-                        equals: Some(3),
-                        is_null: None,
-                    }),
+                    kinds: Some(exit.bit()),
+                    return_value: Some(rv(3)),
                     ..Default::default()
                 },
                 0,
+                format!("kind = {exit_k} AND value = 3"),
+                None,
             ),
             (
                 "textContains",
@@ -118,20 +308,19 @@ fn main() {
                     ..Default::default()
                 },
                 0,
+                text_sql.clone(),
+                Some("progress"),
             ),
             (
                 "function_exit + returnValue (1 match)",
                 EventFilter {
-                    kinds: Some(EventKind::FunctionExit.bit()),
-                    return_value: Some(ReturnValueFilter {
-                        equals_json: None,
-                        typed: None,
-                        equals: Some(4242),
-                        is_null: None,
-                    }),
+                    kinds: Some(exit.bit()),
+                    return_value: Some(rv(4242)),
                     ..Default::default()
                 },
                 0,
+                format!("kind = {exit_k} AND value = 4242"),
+                None,
             ),
             (
                 "textContains (1 match)",
@@ -140,23 +329,56 @@ fn main() {
                     ..Default::default()
                 },
                 0,
+                text_sql.clone(),
+                Some("checksum mismatch"),
             ),
         ];
-        for (name, filter, offset) in cases {
-            let mut times = Vec::new();
-            let mut total_count = 0;
-            for _ in 0..15 {
-                let t = Instant::now();
+        for (name, filter, offset, sql, text) in cases {
+            let page = QueryPage { offset, limit: 50 };
+            let mut shown = String::new();
+            let (p50, p95) = time(|| {
                 let r = store
-                    .query(key, &filter, QueryPage { offset, limit: 50 })
+                    .query_counting(key, &filter, page, Counting::Within(BUDGET))
                     .unwrap();
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-                total_count = r.total_count;
-            }
+                shown = match r.count_bounds {
+                    Some((lo, hi)) => format!("~{} in {lo}..{hi}", r.total_count),
+                    None => r.total_count.to_string(),
+                };
+            });
+            let mut exact_count = 0;
+            let (e50, e95) = time(|| {
+                exact_count = store.query(key, &filter, page).unwrap().total_count;
+            });
+            let base = rows.as_ref().map(|c| {
+                let mut n = 0i64;
+                let times = time(|| {
+                    let bind = |st: &mut rusqlite::CachedStatement<'_>| match text {
+                        Some(t) => st.query(params![t.as_bytes()]).unwrap().mapped(|r| r.get::<_, i64>(0)).count(),
+                        None => st.query([]).unwrap().mapped(|r| r.get::<_, i64>(0)).count(),
+                    };
+                    let mut page_st = c
+                        .prepare_cached(&format!(
+                            "SELECT seq, ts, kind, tid, func, value, dur, payload FROM ev WHERE {sql} ORDER BY seq LIMIT 50 OFFSET {offset}"
+                        ))
+                        .unwrap();
+                    bind(&mut page_st);
+                    let mut count = c.prepare_cached(&format!("SELECT COUNT(*) FROM ev WHERE {sql}")).unwrap();
+                    n = match text {
+                        Some(t) => count.query_row(params![t.as_bytes()], |r| r.get(0)).unwrap(),
+                        None => count.query_row([], |r| r.get(0)).unwrap(),
+                    };
+                });
+                assert_eq!(n as u64, exact_count, "{name}: the baseline counts the same");
+                times
+            });
+            let base_text = base.map_or(String::new(), |(b50, b95)| {
+                format!(
+                    "  sqlite rows {b50:.2}/{b95:.2} ms (p95 {:.1}x Strobe's)",
+                    b95 / p95
+                )
+            });
             println!(
-                "  {name:<40} p50 {:>8.2} ms  p95 {:>8.2} ms  (totalCount {total_count})",
-                pct(times.clone(), 0.5),
-                pct(times, 0.95)
+                "  {name:<40} p50 {p50:>8.2} ms  p95 {p95:>8.2} ms  (totalCount {shown})  exactCount {e50:.2}/{e95:.2} ms (totalCount {exact_count}){base_text}"
             );
         }
     }

@@ -61,7 +61,17 @@ pub struct ContentIndex {
     /// Some exit's return value is only known once decoded: value filters
     /// cannot rule this chunk out.
     unindexed_returns: bool,
+    /// The longest duration of the chunk's events (`minDurationNs`
+    /// filters); `None` in indexes stored before it was kept.
+    dur_max: Option<u64>,
+    /// One bit per thread id hash, of [`TID_BITS`] (`threadName`
+    /// filters); `None` in indexes stored before it was kept.
+    tids: Option<[u64; TID_WORDS]>,
 }
+
+/// Bits of the thread set (few threads per chunk: false positives rare).
+const TID_BITS: usize = 256;
+const TID_WORDS: usize = TID_BITS / 64;
 
 /// Bits of a chunk's content index (1 KiB).
 const INDEX_BITS: usize = 8192;
@@ -72,6 +82,8 @@ impl Default for ContentIndex {
         Self {
             bits: vec![0; INDEX_BITS / 64],
             unindexed_returns: false,
+            dur_max: Some(0),
+            tids: Some([0; TID_WORDS]),
         }
     }
 }
@@ -103,12 +115,23 @@ impl ContentIndex {
         self.bits[p / 64] & (1 << (p % 64)) != 0
     }
 
+    fn tid_bit(tid: u32) -> usize {
+        ((u64::from(tid) | 3 << 40).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % TID_BITS
+    }
+
     fn trigram(w: &[u8]) -> u32 {
         u32::from(w[0]) << 16 | u32::from(w[1]) << 8 | u32::from(w[2])
     }
 
     /// Records one event.
     pub fn add(&mut self, h: &EventHeader, payload: &[u8]) {
+        if let Some(d) = &mut self.dur_max {
+            *d = (*d).max(h.duration_ns);
+        }
+        if let Some(t) = &mut self.tids {
+            let b = Self::tid_bit(h.tid);
+            t[b / 64] |= 1 << (b % 64);
+        }
         let function =
             h.kind == EventKind::FunctionEnter as u8 || h.kind == EventKind::FunctionExit as u8;
         if !function {
@@ -147,29 +170,61 @@ impl ContentIndex {
                 .any(|v| Self::positions(*v).iter().all(|p| self.get(*p)))
     }
 
-    /// As stored: a flags byte, then the bits.
+    /// False when no event of the chunk lasted `min_ns` or more.
+    pub fn may_last(&self, min_ns: u64) -> bool {
+        self.dur_max.is_none_or(|d| d >= min_ns)
+    }
+
+    /// False when none of `tids` has an event in the chunk.
+    pub fn may_have_thread(&self, tids: &std::collections::HashSet<u32>) -> bool {
+        let Some(t) = &self.tids else { return true };
+        tids.iter().any(|tid| {
+            let b = Self::tid_bit(*tid);
+            t[b / 64] & (1 << (b % 64)) != 0
+        })
+    }
+
+    /// As stored: a flags byte, the bits, then the longest duration and
+    /// the thread set (absent from indexes stored before they were kept).
     pub fn to_blob(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + INDEX_BITS / 8);
+        let mut out = Vec::with_capacity(1 + INDEX_BITS / 8 + 8 + TID_BITS / 8);
         out.push(u8::from(self.unindexed_returns));
         for w in &self.bits {
             out.extend_from_slice(&w.to_le_bytes());
         }
+        if let (Some(d), Some(t)) = (self.dur_max, &self.tids) {
+            out.extend_from_slice(&d.to_le_bytes());
+            for w in t {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
         out
     }
 
-    /// Parses [`ContentIndex::to_blob`]; `None` for anything else (chunks
-    /// stored before indexes existed have none).
+    /// Parses [`ContentIndex::to_blob`] (either length); `None` for
+    /// anything else (chunks stored before indexes existed have none).
     pub fn from_blob(blob: &[u8]) -> Option<ContentIndex> {
-        if blob.len() != 1 + INDEX_BITS / 8 {
-            return None;
-        }
-        let bits = blob[1..]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
+        let base = 1 + INDEX_BITS / 8;
+        let words = |b: &[u8]| -> Vec<u64> {
+            b.chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect()
+        };
+        let (dur_max, tids) = match blob.len() {
+            n if n == base => (None, None),
+            n if n == base + 8 + TID_BITS / 8 => {
+                let trailer = words(&blob[base..]);
+                let mut t = [0u64; TID_WORDS];
+                t.copy_from_slice(&trailer[1..]);
+                (Some(trailer[0]), Some(t))
+            }
+            _ => return None,
+        };
         Some(ContentIndex {
-            bits,
+            bits: words(&blob[1..base]),
             unindexed_returns: blob[0] & 1 != 0,
+            dur_max,
+            tids,
         })
     }
 }

@@ -32,7 +32,7 @@ mod writer;
 pub use agent_calls::{AgentCall, AgentCallRow, MAX_ARGS_CHARS, SUMMARY_CHARS, clip};
 pub use error::StoreError;
 pub use motor_plans::MotorPlan;
-pub use query::{EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
+pub use query::{Counting, EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{
     CaptureBlob, CommitSignal, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats,
     SessionUpdate,

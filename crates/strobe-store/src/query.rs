@@ -231,6 +231,20 @@ pub struct QueryResult {
     pub chunks_decoded: u64,
     /// Chunks answered from their summary alone.
     pub chunks_counted: u64,
+    /// `total_count` is an estimate (see [`Counting::Within`]), between
+    /// these bounds; `None` when it is exact.
+    pub count_bounds: Option<(u64, u64)>,
+}
+
+/// How hard a query works for its `total_count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// Decode every chunk the summaries cannot count.
+    Exact,
+    /// Once the page is filled, decode only what fits in this time since
+    /// the query began (a spread of the remaining chunks), and estimate the
+    /// rest from the match rate seen, with exact bounds.
+    Within(std::time::Duration),
 }
 
 struct ChunkMeta {
@@ -249,13 +263,24 @@ struct ChunkMeta {
 struct IndexProbe {
     text: Option<Vec<u8>>,
     returns: Option<Vec<u64>>,
+    min_duration: Option<u64>,
+    tids: Option<std::collections::HashSet<u32>>,
 }
 
 impl IndexProbe {
     fn of(filter: &EventFilter) -> Option<IndexProbe> {
         let text = filter.payload_contains.clone().filter(|n| n.len() >= 3);
         let returns = filter.return_value.as_ref().and_then(|r| r.candidates());
-        (text.is_some() || returns.is_some()).then_some(IndexProbe { text, returns })
+        let min_duration = filter.min_duration_ns.filter(|d| *d > 0);
+        let tids = filter.tids.clone();
+        (text.is_some() || returns.is_some() || min_duration.is_some() || tids.is_some()).then_some(
+            IndexProbe {
+                text,
+                returns,
+                min_duration,
+                tids,
+            },
+        )
     }
 
     fn may_match(&self, index: &codec::ContentIndex) -> bool {
@@ -264,6 +289,8 @@ impl IndexProbe {
                 .returns
                 .as_ref()
                 .is_none_or(|r| index.may_return_any(r))
+            && self.min_duration.is_none_or(|d| index.may_last(d))
+            && self.tids.as_ref().is_none_or(|t| index.may_have_thread(t))
     }
 }
 
@@ -272,13 +299,28 @@ pub(crate) fn run(
     session: i64,
     filter: &EventFilter,
     page: QueryPage,
+    counting: Counting,
 ) -> Result<QueryResult, StoreError> {
     // One read transaction: the chunk list and the chunk contents come from
     // the same snapshot even while the writer evicts chunks.
     let tx = conn.unchecked_transaction()?;
-    let out = run_in_snapshot(&tx, session, filter, page);
+    let out = run_in_snapshot(&tx, session, filter, page, counting);
     tx.finish()?;
     out
+}
+
+/// Chunks the page did not need, in the order an estimate samples them:
+/// 32 spread over the whole list first, then the rest in order.
+fn sample_order(n: usize) -> Vec<usize> {
+    let spread: Vec<usize> = (0..32.min(n)).map(|j| j * n / 32.min(n).max(1)).collect();
+    let mut seen = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for i in spread.into_iter().chain(0..n) {
+        if !std::mem::replace(&mut seen[i], true) {
+            order.push(i);
+        }
+    }
+    order
 }
 
 fn run_in_snapshot(
@@ -286,13 +328,18 @@ fn run_in_snapshot(
     session: i64,
     filter: &EventFilter,
     page: QueryPage,
+    counting: Counting,
 ) -> Result<QueryResult, StoreError> {
+    let started = std::time::Instant::now();
     let metas = candidate_chunks(conn, session, filter)?;
 
     let window_start = page.offset;
     let window_end = page.offset.saturating_add(page.limit as u64);
     let mut out = QueryResult::default();
     let mut data_stmt = conn.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;
+    // Decoded chunks' candidate events and matches: the rate an estimate uses.
+    let (mut seen, mut hits) = (0u64, 0u64);
+    let mut deferred = Vec::new();
     for m in metas {
         if let Some(n) = summary_count(filter, &m) {
             let overlaps = out.total_count < window_end && out.total_count + n > window_start;
@@ -302,31 +349,101 @@ fn run_in_snapshot(
                 continue;
             }
         }
-        let data: Vec<u8> = data_stmt.query_row([m.id], |r| r.get(0))?;
-        out.chunks_decoded += 1;
-        let mut matched = out.total_count;
-        let events = &mut out.events;
-        codec::decode(&data, m.first_seq, |seq, header, payload| {
-            if filter.seq_in_range(seq) && filter.matches(&header, payload) {
-                if matched >= window_start && matched < window_end {
-                    events.push(Event {
-                        seq,
-                        header,
-                        payload: payload.to_vec(),
-                    });
-                }
-                matched += 1;
+        if out.total_count >= window_end && matches!(counting, Counting::Within(_)) {
+            deferred.push(m);
+            continue;
+        }
+        let before = out.total_count;
+        decode_chunk(
+            &mut data_stmt,
+            filter,
+            &m,
+            (window_start, window_end),
+            &mut out,
+        )?;
+        seen += candidates(filter, &m);
+        hits += out.total_count - before;
+    }
+    if let (Counting::Within(budget), false) = (counting, deferred.is_empty()) {
+        let mut left = vec![true; deferred.len()];
+        for i in sample_order(deferred.len()) {
+            if started.elapsed() >= budget {
+                break;
             }
-            true
-        })
-        .map_err(|reason| StoreError::Corrupt {
-            chunk: m.id,
-            reason,
-        })?;
-        out.total_count = matched;
+            let before = out.total_count;
+            decode_chunk(&mut data_stmt, filter, &deferred[i], (0, 0), &mut out)?;
+            seen += candidates(filter, &deferred[i]);
+            hits += out.total_count - before;
+            left[i] = false;
+        }
+        let unread: u64 = deferred
+            .iter()
+            .zip(&left)
+            .filter(|(_, l)| **l)
+            .map(|(m, _)| candidates(filter, m))
+            .sum();
+        if unread > 0 {
+            let low = out.total_count;
+            let rate = if seen == 0 {
+                0.0
+            } else {
+                hits as f64 / seen as f64
+            };
+            out.total_count = low + (rate * unread as f64).round() as u64;
+            out.count_bounds = Some((low, low + unread));
+        }
     }
     out.has_more = page.offset + (out.events.len() as u64) < out.total_count;
     Ok(out)
+}
+
+/// Events of chunk `m` that could match `filter` by its summary (kinds and
+/// functions): what bounds its matches.
+fn candidates(filter: &EventFilter, m: &ChunkMeta) -> u64 {
+    let mask = filter.kinds.unwrap_or(u32::MAX);
+    if let Some(funcs) = &filter.func_ids {
+        return ChunkSummary::count_functions(&m.func_counts, funcs, mask);
+    }
+    m.kind_counts
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| mask & (1 << k) != 0)
+        .map(|(_, c)| u64::from(*c))
+        .sum()
+}
+
+/// Decodes chunk `m`, counting its matches into `out.total_count` and
+/// keeping those that fall in `window` (match numbers, end excluded).
+fn decode_chunk(
+    data_stmt: &mut rusqlite::CachedStatement<'_>,
+    filter: &EventFilter,
+    m: &ChunkMeta,
+    (window_start, window_end): (u64, u64),
+    out: &mut QueryResult,
+) -> Result<(), StoreError> {
+    let data: Vec<u8> = data_stmt.query_row([m.id], |r| r.get(0))?;
+    out.chunks_decoded += 1;
+    let mut matched = out.total_count;
+    let events = &mut out.events;
+    codec::decode(&data, m.first_seq, |seq, header, payload| {
+        if filter.seq_in_range(seq) && filter.matches(&header, payload) {
+            if matched >= window_start && matched < window_end {
+                events.push(Event {
+                    seq,
+                    header,
+                    payload: payload.to_vec(),
+                });
+            }
+            matched += 1;
+        }
+        true
+    })
+    .map_err(|reason| StoreError::Corrupt {
+        chunk: m.id,
+        reason,
+    })?;
+    out.total_count = matched;
+    Ok(())
 }
 
 /// Chunks whose summaries do not rule the filter out, in sequence order.

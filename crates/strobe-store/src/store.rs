@@ -395,13 +395,26 @@ impl Store {
         self.with_reader(|c| query::aggregate(c, key, filter))
     }
 
-    /// Runs a query over one session's committed events.
+    /// Runs a query over one session's committed events, counting every
+    /// match.
     pub fn query(
         &self,
         key: i64,
         filter: &EventFilter,
         page: QueryPage,
     ) -> Result<QueryResult, StoreError> {
-        self.with_reader(|c| query::run(c, key, filter, page))
+        self.with_reader(|c| query::run(c, key, filter, page, query::Counting::Exact))
+    }
+
+    /// Like [`Store::query`], with the work on `total_count` bounded as
+    /// `counting` says (an estimate with exact bounds past the budget).
+    pub fn query_counting(
+        &self,
+        key: i64,
+        filter: &EventFilter,
+        page: QueryPage,
+        counting: query::Counting,
+    ) -> Result<QueryResult, StoreError> {
+        self.with_reader(|c| query::run(c, key, filter, page, counting))
     }
 }

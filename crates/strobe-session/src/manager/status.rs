@@ -169,6 +169,22 @@ impl SessionManager {
         self.store.query(key, filter, page).map_err(store_err)
     }
 
+    /// Like [`SessionManager::query`], with the work on `totalCount`
+    /// bounded as `counting` says.
+    pub fn query_counting(
+        &self,
+        id: &str,
+        filter: &EventFilter,
+        page: QueryPage,
+        counting: strobe_store::Counting,
+    ) -> Result<QueryResult, SessionError> {
+        let key = self.key_of(id)?;
+        self.store.flush().map_err(store_err)?;
+        self.store
+            .query_counting(key, filter, page, counting)
+            .map_err(store_err)
+    }
+
     /// Names, files and lines of a session's functions by id (for rendering).
     pub fn function_rows(
         &self,
