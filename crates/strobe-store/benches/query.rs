@@ -20,47 +20,60 @@ const RUNS: usize = 15;
 /// What `debug_query` gives its count (strobe_query::COUNT_BUDGET).
 const BUDGET: Duration = Duration::from_millis(6);
 
-/// Event `i` of a session of `total`: (header, payload).
+/// Event `i` of a session of `total`: (header, payload). Every 50th event
+/// is an output line; the others are calls, each enter followed by its
+/// exit on the same thread, timed so the store (which times a call from
+/// its enter) sees the same durations as the baseline.
 fn event(i: u64, total: u64) -> (EventHeader, &'static [u8]) {
     let mid = total / 2;
-    let func = (i / 2 % 200) as u32 + 1;
-    let (kind, payload): (EventKind, &[u8]) = if i == mid + 49 {
-        (EventKind::Stdout, b"fatal: checksum mismatch")
-    } else if i % 50 == 49 {
-        (EventKind::Stdout, b"progress line from the program")
-    } else if i.is_multiple_of(2) {
-        (EventKind::FunctionEnter, b"")
-    } else {
-        (EventKind::FunctionExit, b"")
-    };
-    let exit = kind == EventKind::FunctionExit;
-    // The store times a call from its enter's timestamp (the enter is the
-    // event before): a long call's exit comes that much later.
-    let duration_ns = match (exit, i) {
+    if i % 50 == 49 {
+        let text: &[u8] = if i == mid + 49 {
+            b"fatal: checksum mismatch"
+        } else {
+            b"progress line from the program"
+        };
+        let h = EventHeader {
+            ts_ns: i * 100,
+            kind: EventKind::Stdout as u8,
+            pid: 1,
+            ..Default::default()
+        };
+        return (h, text);
+    }
+    // n: this call event's rank among call events; pairs are (even, odd).
+    let n = i - i / 50;
+    let rare = (mid - mid / 50) & !1;
+    let exit = n % 2 == 1;
+    let duration_ns = match (exit, n) {
         (false, _) => 0,
-        (true, i) if i == mid + 5 => 9_000_000,
-        (true, i) if i % 1000 == 1 => 60_000,
+        (true, n) if n == rare + 3 => 9_000_000,
+        (true, n) if n % 1000 == 1 => 60_000,
         _ => 100,
     };
+    let enter_i = if (i - 1) % 50 == 49 { i - 2 } else { i - 1 };
     let h = EventHeader {
         ts_ns: if exit {
-            (i - 1) * 100 + duration_ns
+            enter_i * 100 + duration_ns
         } else {
             i * 100
         },
-        kind: kind as u8,
+        kind: if exit {
+            EventKind::FunctionExit
+        } else {
+            EventKind::FunctionEnter
+        } as u8,
         pid: 1,
-        tid: if i == mid + 3 {
+        tid: if n / 2 == rare / 2 {
             77
         } else {
-            (i / 1000 % 4) as u32 + 1
+            (n / 1000 % 4) as u32 + 1
         },
-        func_id: if kind == EventKind::Stdout { 0 } else { func },
-        value: if i == mid + 1 { 4242 } else { i % 7 },
+        func_id: (n / 2 % 200) as u32 + 1,
+        value: if n == rare + 1 { 4242 } else { i % 7 },
         duration_ns,
         ..Default::default()
     };
-    (h, payload)
+    (h, b"")
 }
 
 fn fill(store: &Store, id: &str, total: u64) -> i64 {
@@ -261,7 +274,7 @@ fn main() {
                 None,
             ),
             (
-                "threadName (1 event)",
+                "threadName (1 call)",
                 EventFilter {
                     tids: Some(HashSet::from([77])),
                     ..Default::default()
