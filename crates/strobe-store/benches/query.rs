@@ -162,6 +162,111 @@ fn time(mut f: impl FnMut()) -> (f64, f64) {
     (pct(times.clone(), 0.5), pct(times, 0.95))
 }
 
+/// Four threads querying a session (a mix of filters, `debug_query`'s
+/// counting) for `secs` while, if `ingest`, another thread appends to it at
+/// full rate: (p50, p95, max) in ms and the events appended per second.
+fn under_ingest(store: &Store, id: &str, ingest: bool, secs: u64) -> (f64, f64, f64, f64) {
+    let (key, _) = store
+        .create_session(NewSession {
+            id: id.into(),
+            binary_path: "/bin/bench".into(),
+            project_root: "/".into(),
+            launch_json: "{}".into(),
+            started_at: 0,
+            caps: strobe_store::EventCaps::both(200_000_000),
+        })
+        .unwrap();
+    // A session already a million events long, as a traced program's is.
+    let total = 1_000_000;
+    let mut i = 0;
+    while i < total {
+        let mut b = EventBatch::with_capacity(4096, 4096);
+        for _ in 0..4096 {
+            let (h, p) = event(i, total);
+            b.push(h, p);
+            i += 1;
+        }
+        store.append(key, b).unwrap();
+    }
+    store.flush().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appended = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = ingest.then(|| {
+        let (store, stop, appended) = (store.clone(), stop.clone(), appended.clone());
+        std::thread::spawn(move || {
+            let mut i = total;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut b = EventBatch::with_capacity(4096, 4096);
+                for _ in 0..4096 {
+                    let (h, p) = event(i, u64::MAX);
+                    b.push(h, p);
+                    i += 1;
+                }
+                store.append(key, b).unwrap();
+                appended.fetch_add(4096, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    });
+    let filters = [
+        EventFilter::default(),
+        EventFilter {
+            kinds: Some(EventKind::Stdout.bit()),
+            ..Default::default()
+        },
+        EventFilter {
+            payload_contains: Some(b"checksum".to_vec()),
+            ..Default::default()
+        },
+        EventFilter {
+            func_ids: Some(HashSet::from([17])),
+            ..Default::default()
+        },
+        EventFilter {
+            tids: Some(HashSet::from([2])),
+            ..Default::default()
+        },
+    ];
+    let started = Instant::now();
+    let readers: Vec<_> = (0..4)
+        .map(|r| {
+            let (store, filters) = (store.clone(), filters.clone());
+            std::thread::spawn(move || {
+                let mut times = Vec::new();
+                let mut k = r;
+                while started.elapsed() < Duration::from_secs(secs) {
+                    let t = Instant::now();
+                    store
+                        .query_counting(
+                            key,
+                            &filters[k % filters.len()],
+                            QueryPage {
+                                offset: 0,
+                                limit: 50,
+                            },
+                            Counting::Within(BUDGET),
+                        )
+                        .unwrap();
+                    times.push(t.elapsed().as_secs_f64() * 1e3);
+                    k += 1;
+                }
+                times
+            })
+        })
+        .collect();
+    let times: Vec<f64> = readers
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(w) = writer {
+        w.join().unwrap();
+    }
+    let rate = appended.load(std::sync::atomic::Ordering::Relaxed) as f64
+        / started.elapsed().as_secs_f64();
+    let max = times.iter().cloned().fold(0.0, f64::max);
+    (pct(times.clone(), 0.5), pct(times, 0.95), max, rate)
+}
+
 fn main() {
     let sizes: Vec<u64> = std::env::var("STROBE_BENCH_SIZES")
         .ok()
@@ -394,5 +499,20 @@ fn main() {
                 "  {name:<40} p50 {p50:>8.2} ms  p95 {p95:>8.2} ms  (totalCount {shown})  exactCount {e50:.2}/{e95:.2} ms (totalCount {exact_count}){base_text}"
             );
         }
+    }
+    if std::env::var("STROBE_BENCH_INGEST").as_deref() != Ok("0") {
+        println!(
+            "queries by 4 threads, alone and during full-rate ingest into the session (5 s each):"
+        );
+        let (a50, a95, amax, _) = under_ingest(&store, "quiet", false, 5);
+        let (b50, b95, bmax, rate) = under_ingest(&store, "busy", true, 5);
+        println!(
+            "  alone                                    p50 {a50:>8.2} ms  p95 {a95:>8.2} ms  max {amax:.1} ms"
+        );
+        println!(
+            "  during ingest ({:.1} M events/s appended)  p50 {b50:>8.2} ms  p95 {b95:>8.2} ms  max {bmax:.1} ms  (p95 {:.1}x alone)",
+            rate / 1e6,
+            b95 / a95
+        );
     }
 }
