@@ -13,20 +13,6 @@ async fn run(c: &Client, args: &[&str]) -> String {
     id
 }
 
-/// The web UI's port and token (`strobe ui`).
-fn ui_endpoint(env: &Env) -> (u16, String) {
-    let out = env.command(&["ui"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
-    let (port, token) = rest.split_once("/?token=").unwrap();
-    (port.parse().unwrap(), token.to_string())
-}
-
 /// A GET over loopback: (status, body).
 fn get(port: u16, path: &str, token: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
@@ -140,7 +126,7 @@ async fn the_first_divergence_is_the_argument_deep_in_the_chain() {
     );
 
     // The web API gives the same answer, behind the token.
-    let (port, token) = ui_endpoint(&env);
+    let (port, token) = env.ui_endpoint();
     let path = format!("/api/diff?baseline={good}&candidate={bad}");
     let (status, body) = get(port, &path, Some(&token));
     assert_eq!(status, 200, "{body}");

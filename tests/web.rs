@@ -329,20 +329,6 @@ async fn the_web_api_serves_a_real_session_behind_its_token() {
     assert_eq!(with_cookie.status, 200);
 }
 
-/// Starts the daemon's web endpoint with `strobe ui`: (port, token).
-fn ui_endpoint(env: &Env) -> (u16, String) {
-    let out = env.command(&["ui"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
-    let (port, token) = rest.split_once("/?token=").unwrap();
-    (port.parse().unwrap(), token.to_string())
-}
-
 /// A session's live stream, read as the page reads it.
 struct Live {
     ws: tungstenite::WebSocket<std::net::TcpStream>,
@@ -413,7 +399,7 @@ async fn a_live_session_streams_output_agent_calls_and_takes_patterns_from_the_p
         )
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
-    let (port, token) = ui_endpoint(&env);
+    let (port, token) = env.ui_endpoint();
     let auth = format!("Bearer {token}");
     let bearer = [("Authorization", auth.as_str())];
 
@@ -618,7 +604,7 @@ async fn an_open_page_keeps_the_daemon_from_idling_out() {
         .await;
     let id = v["sessionId"].as_str().unwrap().to_string();
     c.wait_ended(&id).await;
-    let (port, token) = ui_endpoint(&env);
+    let (port, token) = env.ui_endpoint();
     let pid = env.daemon_pid().unwrap();
     let mut live = Live::open(port, &token, &id);
     live.until("the end", |seen| {

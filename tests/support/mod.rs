@@ -239,6 +239,21 @@ impl Env {
         }
     }
 
+    /// The web UI's loopback port and token, from `strobe ui` (which
+    /// starts the daemon's endpoint if need be).
+    pub fn ui_endpoint(&self) -> (u16, String) {
+        let out = self.command(&["ui"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        (port.parse().unwrap(), token.to_string())
+    }
+
     /// The daemon's pid as written in its pid file.
     pub fn daemon_pid(&self) -> Option<u32> {
         std::fs::read_to_string(self.path().join("strobe.pid"))
