@@ -170,26 +170,17 @@ impl ContentIndex {
                 .any(|v| Self::positions(*v).iter().all(|p| self.get(*p)))
     }
 
-    /// The longest duration of the chunk's events, if kept.
-    pub fn dur_max(&self) -> Option<u64> {
-        self.dur_max
+    /// False when no event of the chunk lasted `min_ns` or more.
+    pub fn may_last(&self, min_ns: u64) -> bool {
+        self.dur_max.is_none_or(|d| d >= min_ns)
     }
 
-    /// The thread set as stored in `chunks.tid_bits`, if kept.
-    pub fn tid_bits_blob(&self) -> Option<Vec<u8>> {
-        self.tids
-            .map(|t| t.iter().flat_map(|w| w.to_le_bytes()).collect())
-    }
-
-    /// False when a stored thread set (`chunks.tid_bits`) holds none of
-    /// `tids`; true for anything that is not one.
-    pub fn thread_set_may_hold(bits: &[u8], tids: &std::collections::HashSet<u32>) -> bool {
-        if bits.len() != TID_BITS / 8 {
-            return true;
-        }
+    /// False when none of `tids` has an event in the chunk.
+    pub fn may_have_thread(&self, tids: &std::collections::HashSet<u32>) -> bool {
+        let Some(t) = &self.tids else { return true };
         tids.iter().any(|tid| {
             let b = Self::tid_bit(*tid);
-            bits[b / 8] & (1 << (b % 8)) != 0
+            t[b / 64] & (1 << (b % 64)) != 0
         })
     }
 

@@ -42,8 +42,8 @@ pub(crate) fn insert_chunk(
 ) -> Result<ChunkRec, StoreError> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO chunks (session, first_seq, count, ts_min, ts_max, kind_mask, kind_counts,
-                             pid_min, pid_max, func_counts, data, dur_max, tid_bits)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                             pid_min, pid_max, func_counts, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     let mut insert_index =
         tx.prepare_cached("INSERT INTO chunk_indexes (id, content) VALUES (?1, ?2)")?;
@@ -60,12 +60,7 @@ pub(crate) fn insert_chunk(
         summary.pid_min,
         summary.pid_max,
         summary.func_counts_blob(),
-        data,
-        summary
-            .index
-            .dur_max()
-            .map(|d| d.min(i64::MAX as u64) as i64),
-        summary.index.tid_bits_blob(),
+        data
     ])?;
     let id = tx.last_insert_rowid();
     insert_index.execute(params![id, index])?;

@@ -259,18 +259,28 @@ struct ChunkMeta {
     func_counts: Vec<u8>,
 }
 
-/// What a filter asks of chunk content indexes. (The longest duration and
-/// the thread set are columns of `chunks`, read without the index.)
+/// What a filter asks of chunk content indexes.
 struct IndexProbe {
     text: Option<Vec<u8>>,
     returns: Option<Vec<u64>>,
+    min_duration: Option<u64>,
+    tids: Option<std::collections::HashSet<u32>>,
 }
 
 impl IndexProbe {
     fn of(filter: &EventFilter) -> Option<IndexProbe> {
         let text = filter.payload_contains.clone().filter(|n| n.len() >= 3);
         let returns = filter.return_value.as_ref().and_then(|r| r.candidates());
-        (text.is_some() || returns.is_some()).then_some(IndexProbe { text, returns })
+        let min_duration = filter.min_duration_ns.filter(|d| *d > 0);
+        let tids = filter.tids.clone();
+        (text.is_some() || returns.is_some() || min_duration.is_some() || tids.is_some()).then_some(
+            IndexProbe {
+                text,
+                returns,
+                min_duration,
+                tids,
+            },
+        )
     }
 
     fn may_match(&self, index: &codec::ContentIndex) -> bool {
@@ -279,6 +289,8 @@ impl IndexProbe {
                 .returns
                 .as_ref()
                 .is_none_or(|r| index.may_return_any(r))
+            && self.min_duration.is_none_or(|d| index.may_last(d))
+            && self.tids.as_ref().is_none_or(|t| index.may_have_thread(t))
     }
 }
 
@@ -452,13 +464,11 @@ fn candidate_chunks(
     let probe = IndexProbe::of(filter);
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.first_seq, c.ts_min, c.ts_max, c.pid_min, c.pid_max, c.kind_counts, c.func_counts,
-                CASE WHEN ?7 THEN (SELECT content FROM chunk_indexes WHERE id = c.id) END,
-                CASE WHEN ?11 THEN c.tid_bits END
+                CASE WHEN ?7 THEN (SELECT content FROM chunk_indexes WHERE id = c.id) END
          FROM chunks c
          WHERE c.session = ?1 AND c.ts_max >= ?2 AND c.ts_min <= ?3 AND (c.kind_mask & ?4) != 0
            AND c.pid_max >= ?5 AND c.pid_min <= ?6
            AND c.first_seq + c.count > ?8 AND c.first_seq <= ?9
-           AND (?10 = 0 OR c.dur_max IS NULL OR c.dur_max >= ?10)
          ORDER BY c.first_seq",
     )?;
     let metas: Vec<ChunkMeta> = stmt
@@ -475,21 +485,16 @@ fn candidate_chunks(
                 filter
                     .seq_to
                     .unwrap_or(i64::MAX as u64)
-                    .min(i64::MAX as u64) as i64,
-                filter.min_duration_ns.unwrap_or(0).min(i64::MAX as u64) as i64,
-                filter.tids.is_some(),
+                    .min(i64::MAX as u64) as i64
             ],
             |r| {
                 let blob: Vec<u8> = r.get(6)?;
-                let mut ruled_out = match (&probe, r.get::<_, Option<Vec<u8>>>(8)?) {
+                let ruled_out = match (&probe, r.get::<_, Option<Vec<u8>>>(8)?) {
                     (Some(p), Some(ix)) => {
                         codec::ContentIndex::from_blob(&ix).is_some_and(|ix| !p.may_match(&ix))
                     }
                     _ => false,
                 };
-                if let (Some(tids), Some(bits)) = (&filter.tids, r.get::<_, Option<Vec<u8>>>(9)?) {
-                    ruled_out |= !codec::ContentIndex::thread_set_may_hold(&bits, tids);
-                }
                 if ruled_out {
                     return Ok(None);
                 }

@@ -43,11 +43,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     pid_min      INTEGER NOT NULL,
     pid_max      INTEGER NOT NULL,
     func_counts  BLOB NOT NULL,
-    data         BLOB NOT NULL,
-    -- The longest duration and the thread set of the chunk's events (NULL
-    -- in chunks stored before they were kept: never ruled out by them).
-    dur_max      INTEGER,
-    tid_bits     BLOB
+    data         BLOB NOT NULL
 );
 -- Kept apart from `chunks` so that reading an index does not walk the
 -- overflow pages of the chunk's data. Chunks stored before indexes existed
@@ -132,8 +128,6 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("sessions", "evicted_output", "INTEGER NOT NULL DEFAULT 0"),
     ("agent_calls", "client", "TEXT NOT NULL DEFAULT ''"),
-    ("chunks", "dur_max", "INTEGER"),
-    ("chunks", "tid_bits", "BLOB"),
 ];
 
 /// Creates the schema if it is missing and adds columns older databases lack.

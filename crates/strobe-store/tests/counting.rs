@@ -160,34 +160,3 @@ fn the_index_rules_out_chunks_by_thread_and_by_duration() {
         .count() as u64;
     assert_eq!(store.query(key, &common, PAGE).unwrap().total_count, want);
 }
-
-#[test]
-fn chunks_stored_before_the_duration_and_thread_columns_are_never_ruled_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    {
-        let store = Store::open(&path).unwrap();
-        fill(&store);
-        store.close().unwrap();
-    }
-    // What an older database's chunks look like: no longest duration, no
-    // thread set.
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute("UPDATE chunks SET dur_max = NULL, tid_bits = NULL", [])
-        .unwrap();
-    let store = Store::open(&path).unwrap();
-    let key = 1;
-    let long = EventFilter {
-        min_duration_ns: Some(1_000_000),
-        ..Default::default()
-    };
-    let r = store.query(key, &long, PAGE).unwrap();
-    assert_eq!(r.total_count, 1);
-    assert!(r.chunks_decoded > 3, "nothing could be ruled out");
-    let rare_thread = EventFilter {
-        tids: Some(HashSet::from([99])),
-        ..Default::default()
-    };
-    assert_eq!(store.query(key, &rare_thread, PAGE).unwrap().total_count, 1);
-}
