@@ -15,7 +15,7 @@ import { type Bounds, type View, clampView, followEnd, nsAt, panBy, showsEnd, sp
 import { type Growth, WindowRequests, windowKey } from '../lib/window';
 import type { AgentCall, Item, Lane, Span, Timeline } from '../types';
 import { GUTTER, type LanePaint, type Target, captionText, drawAgent, drawItems, drawThread, tipLines } from './timeline_lanes';
-import { type Colors, drawMark, ellipsize, readColors } from './timeline_paint';
+import { type Colors, drawCursor, drawGrid, drawLine, drawMark, ellipsize, readColors } from './timeline_paint';
 
 export type TimelineSelection =
   | { kind: 'span'; span: Span; lane: Lane; name: string }
@@ -160,23 +160,8 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
     ctx.font = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
     ctx.textBaseline = 'middle';
 
-    // Axis and grid.
     const tk = ticks(view, plotW, 100);
-    ctx.strokeStyle = c.grid;
-    ctx.lineWidth = 1;
-    ctx.fillStyle = c.muted;
-    for (const t of tk.ticks) {
-      const x = Math.round(GUTTER + t.x) + 0.5;
-      ctx.beginPath();
-      ctx.moveTo(x, 14);
-      ctx.lineTo(x, cssH);
-      ctx.stroke();
-      ctx.fillText(t.label, x + 3, 9);
-    }
-    ctx.beginPath();
-    ctx.moveTo(GUTTER + 0.5, 0);
-    ctx.lineTo(GUTTER + 0.5, cssH);
-    ctx.stroke();
+    drawGrid(ctx, c, GUTTER, tk.ticks, cssH);
 
     let drawnSpans = 0;
     let outputItems = 0;
@@ -224,13 +209,7 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
         if (m.kind !== 'process_exit' && m.kind !== 'crash') continue;
         const x = xOf(view, plotW, m.tsNs);
         if (x < 0 || x > plotW) continue;
-        ctx.strokeStyle = m.kind === 'crash' ? c.crash : c.exit;
-        ctx.setLineDash([3, 3]);
-        ctx.beginPath();
-        ctx.moveTo(Math.round(GUTTER + x) + 0.5, 14);
-        ctx.lineTo(Math.round(GUTTER + x) + 0.5, layout.height);
-        ctx.stroke();
-        ctx.setLineDash([]);
+        drawLine(ctx, m.kind === 'crash' ? c.crash : c.exit, GUTTER + x, layout.height, true);
       }
     }
 
@@ -243,21 +222,8 @@ export function createTimeline(sessionId: string, onSelect: (s: TimelineSelectio
 
     // Hover cursor with its time.
     if (hoverX !== null && hoverX >= 0 && hoverX <= plotW) {
-      const x = Math.round(GUTTER + hoverX) + 0.5;
-      ctx.strokeStyle = c.muted;
-      ctx.globalAlpha = 0.6;
-      ctx.beginPath();
-      ctx.moveTo(x, 14);
-      ctx.lineTo(x, cssH);
-      ctx.stroke();
-      ctx.globalAlpha = 1;
       const label = formatTick(nsAt(view, plotW, hoverX), tk.step, Math.max(view.to, 1), 2);
-      const w = ctx.measureText(label).width + 8;
-      const lx = Math.min(x + 2, GUTTER + plotW - w);
-      ctx.fillStyle = c.bg;
-      ctx.fillRect(lx, 1, w, 16);
-      ctx.fillStyle = c.fg;
-      ctx.fillText(label, lx + 4, 9);
+      drawCursor(ctx, c, GUTTER, hoverX, plotW, cssH, label);
     }
 
     if (!data) {

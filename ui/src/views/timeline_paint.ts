@@ -1,8 +1,9 @@
 // The timeline's paint kit: its colours (read from the page's CSS
 // variables, so themes apply) and the pure drawing helpers that need
-// nothing of the timeline's state: text cut to a width, and the marker
-// glyph of each event kind. `timeline.ts` owns the state, the fetching and
-// the input; these only paint.
+// nothing of the timeline's state: text cut to a width, the marker glyph
+// of each event kind, the axis, the lines across lanes (exits, crashes, a
+// marked moment) and the hover cursor. `timeline.ts` owns the state, the
+// fetching and the input; these only paint.
 
 export interface Colors {
   bg: string;
@@ -119,19 +120,60 @@ export function drawMarker(ctx: CanvasRenderingContext2D, c: Colors, kind: strin
   }
 }
 
+/** A vertical line at `px` (canvas coordinates) from under the axis to `bottom`; dashed for exits and crashes. */
+export function drawLine(ctx: CanvasRenderingContext2D, color: string, px: number, bottom: number, dashed = false, width = 1) {
+  const x = Math.round(px) + 0.5;
+  ctx.strokeStyle = color;
+  ctx.lineWidth = width;
+  if (dashed) ctx.setLineDash([3, 3]);
+  ctx.beginPath();
+  ctx.moveTo(x, 14);
+  ctx.lineTo(x, bottom);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  ctx.lineWidth = 1;
+}
+
+/** The time axis: a grid line and label per tick, and the gutter's edge. */
+export function drawGrid(ctx: CanvasRenderingContext2D, c: Colors, gutter: number, ticks: { x: number; label: string }[], height: number) {
+  ctx.strokeStyle = c.grid;
+  ctx.lineWidth = 1;
+  ctx.fillStyle = c.muted;
+  for (const t of ticks) {
+    const x = Math.round(gutter + t.x) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(x, 14);
+    ctx.lineTo(x, height);
+    ctx.stroke();
+    ctx.fillText(t.label, x + 3, 9);
+  }
+  ctx.beginPath();
+  ctx.moveTo(gutter + 0.5, 0);
+  ctx.lineTo(gutter + 0.5, height);
+  ctx.stroke();
+}
+
+/** The hover cursor at `x` (plot coordinates) with its time in a box at the top. */
+export function drawCursor(ctx: CanvasRenderingContext2D, c: Colors, gutter: number, x: number, plotW: number, height: number, label: string) {
+  ctx.globalAlpha = 0.6;
+  drawLine(ctx, c.muted, gutter + x, height);
+  ctx.globalAlpha = 1;
+  const px = Math.round(gutter + x) + 0.5;
+  const w = ctx.measureText(label).width + 8;
+  const lx = Math.min(px + 2, gutter + plotW - w);
+  ctx.fillStyle = c.bg;
+  ctx.fillRect(lx, 1, w, 16);
+  ctx.fillStyle = c.fg;
+  ctx.fillText(label, lx + 4, 9);
+}
+
 /**
  * A marked moment (a diff's divergence): a solid line across every lane at
  * `x` (plot coordinates) with its label at the top.
  */
 export function drawMark(ctx: CanvasRenderingContext2D, c: Colors, gutter: number, x: number, plotW: number, bottom: number, label: string) {
+  drawLine(ctx, c.crash, gutter + x, bottom, false, 2);
   const px = Math.round(gutter + x) + 0.5;
-  ctx.strokeStyle = c.crash;
-  ctx.lineWidth = 2;
-  ctx.beginPath();
-  ctx.moveTo(px, 14);
-  ctx.lineTo(px, bottom);
-  ctx.stroke();
-  ctx.lineWidth = 1;
   const w = ctx.measureText(label).width + 8;
   // Right of the line, or left of it where the plot ends first.
   const lx = px + 2 + w > gutter + plotW ? px - 2 - w : px + 2;
