@@ -613,7 +613,7 @@ async fn forked_children_of_a_traced_program_run_to_completion() {
     // waiting for it).
     let env = Env::new();
     let c = env.client().await;
-    trace(&c, json!({"add": ["step"], "sampling": false})).await;
+    trace(&c, json!({"add": ["step", "forked"], "sampling": false})).await;
     let exe = fixture("fork_loop");
     let v = c
         .ok(
@@ -632,7 +632,13 @@ async fn forked_children_of_a_traced_program_run_to_completion() {
         "{out:?}"
     );
     let calls = c.calls_of(&id, "function_enter", "step").await;
-    assert!(!calls.is_empty(), "the parent's call is traced");
+    assert_eq!(calls.len(), 1, "the parent's one call, none of the child's");
+    // The fork happened inside `forked`, so its return ran in both; the
+    // child shares the parent's ring memory (a memfd) and must not write
+    // into it: one exit, the parent's.
+    let returns = c.calls_of(&id, "function_exit", "forked").await;
+    assert_eq!(returns.len(), 1, "{returns:?}");
+    assert_eq!(returns[0]["threadId"], calls[0]["threadId"], "{returns:?}");
 
     // Followed (the default), the fork comes right after a traced call:
     // Frida's handling of the gated child used to crash it in about 1 run

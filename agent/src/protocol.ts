@@ -106,6 +106,9 @@ export type AgentMessage =
         exceptionType?: string } & CrashContext
     /** `count` 32-byte records follow as the message's data. */
     | { type: "trace"; count: number }
+    /** The ring's memory is the memfd `fd` (`bytes` long): the daemon may
+     *  map it and drain the ring itself (tracers/native/shared_ring.ts). */
+    | { type: "ring"; fd: number; bytes: number }
     | { type: "trace_drops"; drops: Record<string, number> }
     | { type: "fork_barrier"; pid: number }
     | { type: "plans_updated"; id: number; count: number }
@@ -205,6 +208,9 @@ export type DaemonMessage =
     | { type: "load-runtime"; id: number; tracer: string; dir: string }
     | { type: "exit-ack" }
     | { type: "crash-ack" }
+    /** The answer to `ring`: the daemon drains the ring (`ok`), or the agent
+     *  goes on shipping it, for `reason`. */
+    | { type: "ring-attached"; ok: boolean; reason: string | null }
     | { type: "fork-barrier-ack" }
     | ({ type: `resume-${number}` } & ResumeOrder)
     | { type: `callee-${number}`; address: string | null };

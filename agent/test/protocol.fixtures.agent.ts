@@ -78,6 +78,11 @@ export const agentMessages = [
         "count": 4096
     },
     {
+        "type": "ring",
+        "fd": 17,
+        "bytes": 8388672
+    },
+    {
         "type": "trace_drops",
         "drops": {
             "7": 120,

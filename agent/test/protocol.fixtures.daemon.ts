@@ -431,6 +431,16 @@ export const daemonMessages = [
         "type": "fork-barrier-ack"
     },
     {
+        "type": "ring-attached",
+        "ok": true,
+        "reason": null
+    },
+    {
+        "type": "ring-attached",
+        "ok": false,
+        "reason": "trace.sharedRing is off"
+    },
+    {
         "type": "resume-4243",
         "action": "continue"
     },

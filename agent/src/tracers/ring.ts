@@ -170,6 +170,9 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
 /* Writes one record (and its payload in the slots after it). Returns 0
    when it had to be dropped (ring full for too long). */
 static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
+    /* A forked child records nothing: a shared ring is its parent's
+       (tracers/native/shared_ring.ts), and nobody drains a private copy. */
+    if (config[5]) return 0;
     guint64 extra = (len + 31) >> 5;
     /* Reserve only when there is room: a reserved slot is always written,
        so the drainer never waits on a hole. The common case (room, no

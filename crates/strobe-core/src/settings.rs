@@ -38,6 +38,10 @@ pub struct Settings {
     /// while patterns are active (so its functions are traced from their first call);
     /// past it the load goes on and the hooks go in when they come.
     pub library_wait_ms: u64,
+    /// `trace.sharedRing`: the daemon maps each target's record ring (a memfd)
+    /// and drains it itself; off, the agent ships records in messages
+    /// through the Frida bridge (slower; for comparison and as a fallback).
+    pub shared_ring: bool,
     /// `frida.venv`: the Python venv holding the pinned `frida` (None = `$STROBE_HOME/venv`).
     pub frida_venv: Option<PathBuf>,
     /// `ui.http`: serve the web UI on loopback from daemon start (`strobe ui` turns it on
@@ -75,6 +79,7 @@ impl Default for Settings {
             bridge_request_timeout_ms: 30_000,
             hot_calls_per_second: 100_000,
             library_wait_ms: 10_000,
+            shared_ring: true,
             frida_venv: None,
             ui_http: false,
             ui_port: 0,
@@ -277,6 +282,18 @@ impl Settings {
                         key: key.into(),
                         message: format!(
                             "{value} is not true or false; input stays refused on displays the session did not start"
+                        ),
+                    });
+                }
+            },
+            "trace.sharedRing" => match value.as_bool() {
+                Some(b) => self.shared_ring = b,
+                None => {
+                    self.shared_ring = true;
+                    warnings.push(SettingsWarning {
+                        key: key.into(),
+                        message: format!(
+                            "{value} is not true or false; the daemon drains the shared ring"
                         ),
                     });
                 }

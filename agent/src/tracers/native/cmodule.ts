@@ -273,7 +273,9 @@ void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
 
 /* Called by the hook after the original function returned. */
 void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
-    if (!cs->record) return;
+    /* A call that forked returns in the child too, which must not write
+       into its parent's shared ring (ring.ts put_record). */
+    if (!cs->record || config[5]) return;
     ThreadState *st = cs->st;
     st->busy = 1;
     BEFORE_RECORD(st);

@@ -1,11 +1,16 @@
-// Shipping the ring: a 2 ms timer (started with the runtime) sends committed
-// records in chunks as `trace` messages, with flow control by the daemon's
-// acks, and now and then the per-function drop counts and sampling changes.
-import { send_ } from "../../protocol.js";
+// Delivering the ring. When its memory is shared (shared_ring.ts) the daemon
+// drains it itself, once it accepted the offer this module makes as the
+// runtime is created. Otherwise a 2 ms timer (started with the runtime)
+// sends committed records in chunks as `trace` messages, with flow control
+// by the daemon's acks. Either way the timer runs the pumps, re-anchors the
+// clock and now and then reports per-function drop counts and sampling
+// changes.
+import { receive, send_ } from "../../protocol.js";
 import { runPumps, tracedIds } from "../ring.js";
 import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
-import { existingRuntime, onRuntimeCreated } from "./runtime.js";
+import { existingRuntime, onRuntimeCreated, type Runtime } from "./runtime.js";
+import { closeRingFd, unshare } from "./shared_ring.js";
 
 /** Drops reported so far, per function (the CModule's counts are totals). */
 const reportedDrops = new Map<number, number>();
@@ -54,13 +59,59 @@ export function onTraceAck(n: number): void {
     unacked = Math.max(0, unacked - n);
 }
 
-/** Sends every committed record to the daemon; drop counts and sampling
+/** Who takes records out of the ring: this script, in `trace` messages;
+ *  nobody yet (offered to the daemon, not answered); the daemon. */
+type Delivery = "messages" | "offered" | "shared";
+let delivery: Delivery = "messages";
+/** The pending offer's answer (a full drain waits for it). */
+let offer: MessageRecvOperation | null = null;
+/** How long a full drain waits for the daemon to take what is in a shared
+ *  ring: an exit, crash or fork is then stored after the records before it. */
+const SHARED_FLUSH_MS = 1000;
+
+/** Offers the daemon the ring's shared memory; until it answers nobody
+ *  drains (records wait in the ring), then the daemon does or, refused,
+ *  this script does again. */
+function offerRing(rt: Runtime): void {
+    const fd = rt.ringFd;
+    if (fd === null) return;
+    delivery = "offered";
+    offer = receive("ring-attached", m => {
+        delivery = m.ok ? "shared" : "messages";
+        offer = null;
+        closeRingFd(fd);
+        rt.ringFd = null;
+    });
+    send_({ type: "ring", fd, bytes: rt.ringBytes });
+}
+
+/** Waits (bounded) until the daemon has taken every record reserved so far
+ *  out of the shared ring. */
+function awaitShared(ring: NativePointer): void {
+    const head = ring.readU64();
+    const deadline = Date.now() + SHARED_FLUSH_MS;
+    while (ring.add(8).readU64().compare(head) < 0 && Date.now() < deadline) Thread.sleep(0.0002);
+}
+
+/** Sends every committed record to the daemon (a shared ring: waits until
+ *  the daemon took them, on a `full` drain); drop counts and sampling
  *  changes are reported every 50th call and on a `full` drain (exit, crash). */
 export function drain(full = false): void {
     const rt = existingRuntime();
     if (rt === null) return;
     runPumps();
-    const { ring, committed, release, drops } = rt;
+    if (full && delivery === "offered" && offer !== null) offer.wait();
+    if (delivery === "messages") shipRecords(rt, full);
+    else if (delivery === "shared" && full) awaitShared(rt.ring);
+    if (!full && ++drains % 50 !== 0) return;
+    const d = dropDeltas(rt.drops);
+    if (d !== undefined) send_({ type: "trace_drops", drops: d });
+    reportSampling(rt.fstate);
+}
+
+/** Ships committed records in `trace` messages. */
+function shipRecords(rt: Runtime, full: boolean): void {
+    const { ring, committed, release } = rt;
     // A full drain (exit, crash) also waits briefly for slots other threads
     // have reserved but not yet written.
     const deadline = Date.now() + 5;
@@ -78,10 +129,15 @@ export function drain(full = false): void {
         unacked++;
         release(n);
     }
-    if (!full && ++drains % 50 !== 0) return;
-    const d = dropDeltas(drops);
-    if (d !== undefined) send_({ type: "trace_drops", drops: d });
-    reportSampling(rt.fstate);
+}
+
+/** The agent unloads from a process that runs on: a shared ring's pages
+ *  become private ones, so the daemon's mapping is the last holder. */
+export function unshareRing(): void {
+    const rt = existingRuntime();
+    if (rt === null || delivery !== "shared") return;
+    unshare(rt.ring, rt.ringBytes);
+    delivery = "messages";
 }
 
 let timer: ReturnType<typeof setInterval> | null = null;
@@ -91,7 +147,9 @@ let timer: ReturnType<typeof setInterval> | null = null;
 function startDraining(): void {
     if (timer !== null) return;
     let ticks = 0;
-    existingRuntime()?.anchorClock();
+    const rt = existingRuntime();
+    rt?.anchorClock();
+    if (rt !== null) offerRing(rt);
     timer = setInterval(() => {
         // The records' clock: anchored every 50 ms (clock.ts).
         if (++ticks % 25 === 0) existingRuntime()?.anchorClock();

@@ -20,7 +20,7 @@
 // Code patching and near memory are shared with breakpoints (../../native/).
 import { receive, send_ } from "../../protocol.js";
 import { Tracer } from "../tracer.js";
-import { drain, onTraceAck } from "./drain.js";
+import { drain, onTraceAck, unshareRing } from "./drain.js";
 import { updateExprs } from "./exprs.js";
 import { guardForks, guardModuleForks } from "./forkguard.js";
 import { registerUnwindInfo, silenceHook } from "./hook.js";
@@ -108,6 +108,7 @@ function detach(): void {
     const keyDelete = new NativeFunction(Module.findGlobalExportByName("pthread_key_delete")!, "int", ["uint32"]);
     keyDelete(rt.config.add(24).readU32());
     silenceHook();
+    unshareRing();
 }
 
 /** The native tracer, and what only it provides: the fork guard (native

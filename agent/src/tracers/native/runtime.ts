@@ -9,12 +9,18 @@ import { CMODULE_SOURCE } from "./cmodule.js";
 import { makeExprCallback } from "./exprs.js";
 import { registerUnwindInfo, writeHook } from "./hook.js";
 import { FSTATE_SIZE, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
+import { sharedAlloc } from "./shared_ring.js";
 
 /** The tracer's live state (see createRuntime). */
 export interface Runtime {
     /** Kept referenced: a collected CModule frees the code the hooks call. */
     module: CModule;
     ring: NativePointer;
+    /** The ring's bytes (head and tail, then the slots). */
+    ringBytes: number;
+    /** The memfd the ring is mapped from, until the daemon answered the
+     *  offer (shared_ring.ts); null: private memory, shipped in messages. */
+    ringFd: number | null;
     /** Per function (64 bytes): window start, calls in window, record 1 in
      *  `every`, tick, hot, original's trampoline, stack bytes to copy, id. */
     fstate: NativePointer;
@@ -76,10 +82,13 @@ export const runtimeConfig = rawAlloc(Process.pageSize);
 
 /** Allocates the ring and tables, compiles the CModule and writes the hook. */
 function createRuntime(): Runtime {
-    const ring = Memory.alloc(64 + RING_RECORDS * RECORD_SIZE);
+    const ringBytes = 64 + RING_RECORDS * RECORD_SIZE;
+    // Shared with the daemon when the kernel allows (shared_ring.ts).
+    const shared = sharedAlloc(ringBytes);
+    const ring = shared?.base ?? Memory.alloc(ringBytes);
     // Touch every page now: first-touch page faults inside traced calls cost
     // more than the record itself (a few µs each in a VM).
-    for (let off = 0; off < 64 + RING_RECORDS * RECORD_SIZE; off += Process.pageSize) ring.add(off).writeU8(0);
+    for (let off = 0; off < ringBytes; off += Process.pageSize) ring.add(off).writeU8(0);
     const drops = Memory.alloc(MAX_FUNCTIONS * 8);
     // Read by stubs and the hook while a call is in flight: outlives the script.
     const fstate = rawAlloc(MAX_FUNCTIONS * FSTATE_SIZE);
@@ -143,6 +152,8 @@ function createRuntime(): Runtime {
     return {
         module: cm,
         ring,
+        ringBytes,
+        ringFd: shared?.fd ?? null,
         fstate,
         config,
         drops,

@@ -1,7 +1,7 @@
 //! End-to-end benchmarks through the real MCP proxy, daemon, bridge and store,
 //! each beside an uninstrumented baseline measured in the same run.
 //! Run: `cargo bench -p strobe --bench e2e` (needs STROBE_VENV; `./dev bench` sets it).
-//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd), `=sockets` (the program's socket I/O recorded by a net channel), `=dap` (strobe dap beside lldb-vscode-16 and MCP) or `=overhead` (native tracing per call) runs only that benchmark.
+//! `STROBE_BENCH_ONLY=hooks`, `=memory`, `=breakpoints`, `=forks`, `=tests`, `=python`, `=javascript`, `=javascript-launch`, `=javascript-logpoint`, `=gui` (debug_ui: tree, screenshot, vision), `=gui-action` (debug_ui_action: raw clicks beside xdotool, verified round trips, a learned and a cached knob), `=channels` (scenario steps, wait.until wake-up, MIDI → traced callback, xruns; needs jackd), `=sockets` (the program's socket I/O recorded by a net channel), `=dap` (strobe dap beside lldb-vscode-16 and MCP) `=overhead` (native tracing per call) or `=delivery` (sustained delivery: shared ring beside messages) runs only that benchmark.
 
 #[path = "../../../../tests/support/mod.rs"]
 mod support;
@@ -189,6 +189,10 @@ async fn main() {
             trace_overhead(&c).await;
             return;
         }
+        Ok("delivery") => {
+            tracing::delivery(&c, runs).await;
+            return;
+        }
         _ => {}
     }
 
@@ -214,6 +218,7 @@ async fn main() {
     );
 
     trace_overhead(&c).await;
+    tracing::delivery(&c, runs.min(3)).await;
     hook_installation(&c).await;
     memory_read_latency(&c).await;
     breakpoint_latency(&c).await;

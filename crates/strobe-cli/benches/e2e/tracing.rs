@@ -285,3 +285,47 @@ pub async fn hook_installation(c: &support::Client) {
         );
     }
 }
+
+/// Sustained lossless delivery, the daemon draining the shared ring beside
+/// the agent shipping it in messages through the Frida bridge
+/// (`trace.sharedRing: false`), interleaved run by run on the same build of
+/// hot_loop (`STROBE_BENCH_ONLY=delivery`; `STROBE_BENCH_CALLS`, default
+/// 2,000,000 calls = 4 M events, and `STROBE_BENCH_RUNS`).
+pub async fn delivery(c: &support::Client, runs: usize) {
+    let n: u64 = std::env::var("STROBE_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    let plain = support::compile_with("hot_loop.c", "gcc", &["-g0", "-O0", "-rdynamic"]);
+    let messages_env = Env::with_settings(json!({
+        "events.maxPerSession": 10_000_000,
+        "trace.sharedRing": false
+    }));
+    let m = messages_env.client().await;
+    let mut rows: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..runs {
+        for (i, client) in [c, &m].into_iter().enumerate() {
+            let run = strobe_run(client, &plain, n, true).await;
+            assert_eq!(run.stored, 2 * n + 2, "every call stored");
+            rows[i].push((run.loop_ns / n as f64, run.cpu_ns / n as f64));
+        }
+    }
+    let med = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| median(v.iter().map(f).collect());
+    println!(
+        "sustained delivery: {n} calls of a traced function ({} events), lossless, {runs} runs interleaved (median)",
+        2 * n
+    );
+    let shared = med(&rows[0], |r| r.0);
+    for (label, row) in [
+        ("shared ring (daemon drains)", &rows[0]),
+        ("messages (bridge relays)", &rows[1]),
+    ] {
+        let per = med(row, |r| r.0);
+        println!(
+            "  {label:<28} {per:>6.0} ns per call, {:>5.2} M events/s; traced thread's CPU {:>5.0} ns per call; {:.2}x the shared ring's time",
+            2.0 / per * 1e3,
+            med(row, |r| r.1),
+            per / shared
+        );
+    }
+}

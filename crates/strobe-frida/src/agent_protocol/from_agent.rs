@@ -23,6 +23,10 @@ pub enum AgentMessage {
     /// A chunk of trace records; the records are the message's binary data.
     #[serde(rename = "trace")]
     Trace(TraceChunk),
+    /// The record ring is shared memory the daemon may map and drain
+    /// itself; the agent ships nothing until [`super::DaemonMessage::RingAttached`].
+    #[serde(rename = "ring")]
+    Ring(RingOffer),
     /// Records dropped since the last report, per function.
     #[serde(rename = "trace_drops")]
     TraceDrops(TraceDrops),
@@ -220,6 +224,15 @@ pub struct Frame {
 pub struct TraceChunk {
     /// Records in the data.
     pub count: u32,
+}
+
+/// `ring`: the record ring's memory is a memfd open in the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RingOffer {
+    /// The descriptor, in the target (`/proc/<pid>/fd/<fd>`).
+    pub fd: i32,
+    /// The ring's length: 64 bytes of head and tail, then the record slots.
+    pub bytes: u64,
 }
 
 /// `trace_drops`: records dropped (the ring stayed full) since the last report.
@@ -565,6 +578,7 @@ impl AgentMessage {
             AgentMessage::Exit(_) => "exit",
             AgentMessage::Crash(_) => "crash",
             AgentMessage::Trace(_) => "trace",
+            AgentMessage::Ring(_) => "ring",
             AgentMessage::TraceDrops(_) => "trace_drops",
             AgentMessage::ForkBarrier(_) => "fork_barrier",
             AgentMessage::PlansUpdated(_) => "plans_updated",
@@ -618,6 +632,7 @@ impl AgentMessage {
             | AgentMessage::Exit(_)
             | AgentMessage::Crash(_)
             | AgentMessage::Trace(_)
+            | AgentMessage::Ring(_)
             | AgentMessage::TraceDrops(_)
             | AgentMessage::ForkBarrier(_)
             | AgentMessage::Sampling(_)

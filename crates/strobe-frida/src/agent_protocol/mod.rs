@@ -139,6 +139,11 @@ fn release_for(payload: &Value) -> Option<DaemonMessage> {
         "crash" => Some(DaemonMessage::CrashAck),
         "fork_barrier" => Some(DaemonMessage::ForkBarrierAck),
         "trace" => Some(DaemonMessage::TraceAck { tracer: None }),
+        // The agent ships nothing until the offer is answered.
+        "ring" => Some(DaemonMessage::RingAttached {
+            ok: false,
+            reason: Some("the offer did not fit the protocol".into()),
+        }),
         "module_loaded" if payload["wait"] != false => {
             Some(DaemonMessage::ModuleHooks(ModuleHooks {
                 module: payload["path"].as_str().unwrap_or_default().to_string(),
@@ -274,6 +279,13 @@ mod tests {
         assert_eq!(
             release(json!({"type": "fork_barrier"})),
             Some(DaemonMessage::ForkBarrierAck)
+        );
+        assert_eq!(
+            release(json!({"type": "ring", "fd": "x"})),
+            Some(DaemonMessage::RingAttached {
+                ok: false,
+                reason: Some("the offer did not fit the protocol".into())
+            })
         );
         // Nobody waits for these.
         assert_eq!(

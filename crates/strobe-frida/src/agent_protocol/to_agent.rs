@@ -146,6 +146,15 @@ pub enum DaemonMessage {
     /// Everything sent before the fork has arrived: the thread may fork.
     #[serde(rename = "fork-barrier-ack")]
     ForkBarrierAck,
+    /// Answers [`super::AgentMessage::Ring`]: the daemon drains the shared
+    /// ring from now on (`ok`), or the agent ships it again, for `reason`.
+    #[serde(rename = "ring-attached")]
+    RingAttached {
+        /// The daemon mapped the ring and drains it.
+        ok: bool,
+        /// Why not, when not.
+        reason: Option<String>,
+    },
     /// How a paused thread goes on (`type` is `resume-<tid>`).
     #[serde(untagged)]
     Resume(Resume),
@@ -589,6 +598,7 @@ impl DaemonMessage {
             DaemonMessage::ExitAck => "exit-ack",
             DaemonMessage::CrashAck => "crash-ack",
             DaemonMessage::ForkBarrierAck => "fork-barrier-ack",
+            DaemonMessage::RingAttached { .. } => "ring-attached",
             DaemonMessage::Resume(_) => "resume-",
             DaemonMessage::Callee(_) => "callee-",
         }

@@ -239,6 +239,11 @@ impl SessionManager {
             unsafe { libc::kill(live.pid as i32, libc::SIGKILL) };
         }
         live.bridge.terminate();
+        // The rings outlive the bridge: what they hold is still stored.
+        Self::finish_ring(live);
+        for child in self.running_children(live) {
+            Self::finish_ring(&child);
+        }
         if let Some(c) = live.capture.lock().expect("capture lock").take() {
             c.finish(OUTPUT_GRACE);
         }

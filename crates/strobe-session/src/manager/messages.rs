@@ -90,6 +90,7 @@ impl SessionManager {
                 }
             }
             AgentMessage::Trace(_) => self.on_trace(live, data),
+            AgentMessage::Ring(offer) => self.on_ring_offer(live, &offer),
             AgentMessage::TraceDrops(m) => {
                 let deltas: HashMap<u32, u64> = m.drops.into_iter().collect();
                 let lost = live
@@ -248,6 +249,14 @@ impl SessionManager {
 
     /// A chunk of trace records: decoded, stored, acknowledged.
     fn on_trace(&self, live: &Live, data: &[u8]) {
+        self.store_records(live, data);
+        // Flow control: the agent keeps a bounded number of chunks in flight.
+        let _ = live.post(&DaemonMessage::TraceAck { tracer: None });
+    }
+
+    /// Decodes and stores trace records (a message's chunk, or slots read
+    /// from a shared ring), with the functions and threads they name.
+    pub(super) fn store_records(&self, live: &Live, data: &[u8]) {
         // Functions the Python tracer matched at run time, named before
         // the events that carry their ids are stored.
         let defined = trace::defined_functions(data);
@@ -266,8 +275,6 @@ impl SessionManager {
             let _ = self.store.register_threads(live.key, live.pid, named);
         }
         let _ = self.store.append(live.key, batch);
-        // Flow control: the agent keeps a bounded number of chunks in flight.
-        let _ = live.post(&DaemonMessage::TraceAck { tracer: None });
     }
 
     /// Records the names of threads seen for the first time (from /proc, so

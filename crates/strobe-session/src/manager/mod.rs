@@ -21,6 +21,7 @@ mod messages;
 mod processes;
 mod python_hooks;
 mod python_memory;
+mod ring_drain;
 mod scenario_support;
 pub mod staged;
 mod status;
@@ -176,6 +177,9 @@ struct Live {
     ui: Mutex<ui::UiState>,
     /// Root only: the session's I/O channels and the program's stdin.
     channels: Mutex<channels::Channels>,
+    /// The thread draining this process's shared record ring, once the
+    /// agent offered it (`ring_drain`).
+    ring: Mutex<ring_drain::RingState>,
 }
 
 /// Plans registered since they were last stored, and the length of each

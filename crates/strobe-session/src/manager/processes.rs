@@ -187,6 +187,7 @@ impl Live {
             replies: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             known_threads: Mutex::new(std::collections::HashSet::new()),
+            ring: Mutex::new(Default::default()),
             modules: Mutex::new(Vec::new()),
             trace_stats: Mutex::new(Default::default()),
             late_hooks: Mutex::new(Vec::new()),
@@ -472,6 +473,8 @@ impl SessionManager {
     ) {
         let image = self.image(root, pid);
         image.gone.store(true, Ordering::SeqCst);
+        // What the image committed to its ring is stored before its end.
+        Self::finish_ring(&image);
         if reason == "process-replaced" {
             // exec: the pid lives on; its new image is reported as a child.
             image.replaced.store(true, Ordering::SeqCst);

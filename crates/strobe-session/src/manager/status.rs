@@ -60,6 +60,7 @@ impl SessionManager {
             sampled_functions: t.sampled(&stats),
             dropped_events: t.drops(&stats),
             late_libraries: stats.late_libraries().to_vec(),
+            delivery: l.ring.lock().expect("ring lock").delivery(),
         })
     }
 

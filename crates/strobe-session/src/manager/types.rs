@@ -214,6 +214,10 @@ pub struct TraceSummary {
     /// (`trace.libraryWaitMs`): calls made before they went in are missing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub late_libraries: Vec<trace::LateLibrary>,
+    /// How the records reach the daemon: "shared memory" (the daemon
+    /// drains the ring) or "messages (why)"; absent until the ring exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
 }
 
 /// `debug_session stop` result.

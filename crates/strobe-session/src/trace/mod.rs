@@ -4,11 +4,13 @@
 //! `patterns.rs` resolves patterns to functions and hook plans, `hooks.rs`
 //! what each hook needs (stack copy, capture plan, light mode),
 //! `watches.rs` the watches, `records.rs` the decoder of the agent's records,
-//! `sockets.rs` that of its socket records (the program's own network I/O).
+//! `sockets.rs` that of its socket records (the program's own network I/O),
+//! `shared_ring.rs` the reader's side of a ring mapped from the target.
 
 mod hooks;
 mod patterns;
 mod records;
+mod shared_ring;
 mod sockets;
 #[cfg(test)]
 mod tests;
@@ -20,6 +22,7 @@ pub use records::{
     BLOB_PLAN, BLOB_TYPES, Decoder, Decoders, RECORD_SIZE, decode_records, decoders_from_blobs,
     decoders_to_blobs, defined_functions, thread_names, typed_in, typed_of, typed_values,
 };
+pub use shared_ring::{RingError, SharedRing};
 pub use watches::{
     ActiveWatch, MAX_DEREFS, MAX_WATCHES, Step, Watch, WatchRequest, WatchTarget, chain_spec,
     parse_chain,

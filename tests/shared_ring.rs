@@ -1,0 +1,96 @@
+//! Records delivered from the target's shared ring straight to the store
+//! (the daemon maps the agent's memfd and drains it): lossless past the
+//! ring's size with back-pressure, through a `kill -9`, and the message
+//! path kept as the fallback (`trace.sharedRing: false`). Real targets
+//! under Frida, over MCP through the real proxy.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Client, Env, fixture};
+
+/// How many `function` calls (exits) the session stored, counted exactly.
+async fn exits(c: &Client, id: &str, function: &str) -> u64 {
+    let q = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_exit",
+                   "function": {"equals": function}, "limit": 1, "exactCount": true}),
+        )
+        .await;
+    q["totalCount"].as_u64().unwrap_or_else(|| panic!("{q}"))
+}
+
+/// Runs hot_loop with `n` calls of `tiny` traced; its final status.
+async fn hot_loop(c: &Client, n: u64) -> (String, Value) {
+    c.ok("debug_trace", json!({"add": ["tiny"], "sampling": false}))
+        .await;
+    let exe = fixture("hot_loop");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap(),
+                   "env": {"HOT_LOOP_N": n.to_string()}}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    let st = c.wait_ended(&id).await;
+    (id, st)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn records_past_the_rings_size_all_arrive_from_shared_memory() {
+    let env = Env::with_settings(json!({"events.maxPerSession": 1_000_000}));
+    let c = env.client().await;
+    // 300,000 calls are 600,000 records: the 262,144-slot ring wraps and
+    // fills, and the loop waits for the daemon instead of losing any.
+    let (id, st) = hot_loop(&c, 300_000).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    assert_eq!(st["trace"]["delivery"], "shared memory", "{st}");
+    assert_eq!(st["events"]["dropped"], 0, "{st}");
+    assert_eq!(st["events"]["evicted"], 0, "{st}");
+    assert_eq!(exits(&c, &id, "tiny").await, 300_000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_shared_ring_off_records_come_in_messages_as_before() {
+    let env =
+        Env::with_settings(json!({"trace.sharedRing": false, "events.maxPerSession": 1_000_000}));
+    let c = env.client().await;
+    let (id, st) = hot_loop(&c, 300_000).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    assert_eq!(
+        st["trace"]["delivery"], "messages (trace.sharedRing is off)",
+        "{st}"
+    );
+    assert_eq!(st["events"]["dropped"], 0, "{st}");
+    assert_eq!(st["events"]["evicted"], 0, "{st}");
+    assert_eq!(exits(&c, &id, "tiny").await, 300_000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_committed_before_a_kill_9_are_all_stored() {
+    // The program kills itself with SIGKILL right after a burst of 100,000
+    // calls: nothing in it runs after that, so the last records are still
+    // in the ring. The daemon's mapping outlives the process and its last
+    // pass stores them (shipped in messages every 2 ms, they were lost).
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["tick"], "sampling": false}))
+        .await;
+    let exe = fixture("burst_kill");
+    let (id, _) = c.launch(&exe, &["100000"]).await;
+    let st = c.wait_ended(&id).await;
+    assert!(
+        st["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("SIGKILL"),
+        "{st}"
+    );
+    assert_eq!(st["trace"]["delivery"], "shared memory", "{st}");
+    assert_eq!(st["events"]["dropped"], 0, "{st}");
+    assert_eq!(exits(&c, &id, "tick").await, 100_000);
+    let out = c.stdout_lines(&id).await;
+    assert_eq!(out, ["ticks 100000"], "{out:?}");
+}
