@@ -9,6 +9,7 @@ pub mod caller;
 pub mod clock;
 pub mod error;
 pub mod event;
+pub mod fast_hash;
 pub mod files;
 pub mod home;
 pub mod session_id;

@@ -6,8 +6,9 @@
 //! gets the same parent plus its duration. Records of one thread arrive in the
 //! order that thread produced them, which is all this needs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use strobe_core::event::{EventHeader, EventKind, FLAG_DETACHED};
+use strobe_core::fast_hash::IntMap;
 
 struct Open {
     seq: u64,
@@ -30,8 +31,8 @@ const MAX_DETACHED: usize = 65_536;
 /// generator's or coroutine's address, wherever and whenever they happen).
 #[derive(Default)]
 pub struct CallTree {
-    stacks: HashMap<(u32, u32), Vec<Open>>,
-    detached: HashMap<(u32, u64), Open>,
+    stacks: IntMap<(u32, u32), Vec<Open>>,
+    detached: IntMap<(u32, u64), Open>,
     detached_order: VecDeque<(u32, u64)>,
 }
 

@@ -284,7 +284,7 @@ pub struct ChunkBuilder {
     data: Vec<u8>,
     summary: ChunkSummary,
     last_ts: u64,
-    funcs: std::collections::HashMap<(u32, u8), u32>,
+    funcs: strobe_core::fast_hash::IntMap<(u32, u8), u32>,
 }
 
 /// The kinds eviction treats as trace load (evicted first, under
@@ -319,7 +319,7 @@ impl ChunkBuilder {
                 index: ContentIndex::default(),
             },
             last_ts: 0,
-            funcs: std::collections::HashMap::new(),
+            funcs: Default::default(),
         }
     }
 

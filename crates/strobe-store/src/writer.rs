@@ -328,10 +328,13 @@ impl Writer {
             .received
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         let max = s.chunk_events();
+        let mut last_pid = None;
         for h in &batch.headers {
-            if s.pids.insert(h.pid) {
+            // A batch is nearly always one process's: one set lookup.
+            if last_pid != Some(h.pid) && s.pids.insert(h.pid) {
                 s.pids_dirty = true;
             }
+            last_pid = Some(h.pid);
             let mut h = *h;
             s.calls.link(&mut h, s.next_seq);
             let (builder, _) = s

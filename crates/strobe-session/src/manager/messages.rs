@@ -282,7 +282,13 @@ impl SessionManager {
     fn name_new_threads(&self, live: &Live, batch: &EventBatch) {
         let mut known = live.known_threads.lock().expect("threads lock");
         let mut named = Vec::new();
+        let mut last = 0;
         for h in &batch.headers {
+            // Runs of one thread's records: one set lookup per run.
+            if h.tid == last {
+                continue;
+            }
+            last = h.tid;
             if h.tid != 0 && known.insert(h.tid) {
                 let comm =
                     std::fs::read_to_string(format!("/proc/{}/task/{}/comm", live.pid, h.tid));
