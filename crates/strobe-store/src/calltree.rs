@@ -31,12 +31,34 @@ const MAX_DETACHED: usize = 65_536;
 /// generator's or coroutine's address, wherever and whenever they happen).
 #[derive(Default)]
 pub struct CallTree {
-    stacks: IntMap<(u32, u32), Vec<Open>>,
+    /// Open calls per thread, indexed through `threads`.
+    stacks: Vec<Vec<Open>>,
+    /// (pid, tid) → index in `stacks`.
+    threads: IntMap<(u32, u32), usize>,
+    /// The thread of the previous event: runs of one thread's events skip
+    /// the lookup.
+    last: Option<((u32, u32), usize)>,
     detached: IntMap<(u32, u64), Open>,
     detached_order: VecDeque<(u32, u64)>,
 }
 
 impl CallTree {
+    /// The index of the open-call stack of thread `key`, created if new.
+    fn stack_of(&mut self, key: (u32, u32)) -> usize {
+        if let Some((k, i)) = self.last
+            && k == key
+        {
+            return i;
+        }
+        let next = self.stacks.len();
+        let i = *self.threads.entry(key).or_insert(next);
+        if i == next {
+            self.stacks.push(Vec::new());
+        }
+        self.last = Some((key, i));
+        i
+    }
+
     /// Fills `parent` (and `duration_ns` for exits) of an event about to get `seq`.
     pub fn link(&mut self, h: &mut EventHeader, seq: u64) {
         let enter = h.kind == EventKind::FunctionEnter as u8;
@@ -44,7 +66,8 @@ impl CallTree {
         if !enter && !exit {
             return;
         }
-        let stack = self.stacks.entry((h.pid, h.tid)).or_default();
+        let i = self.stack_of((h.pid, h.tid));
+        let stack = &mut self.stacks[i];
         if h.flags & FLAG_DETACHED != 0 {
             let key = (h.pid, h.value);
             if enter {

@@ -284,7 +284,12 @@ pub struct ChunkBuilder {
     data: Vec<u8>,
     summary: ChunkSummary,
     last_ts: u64,
-    funcs: strobe_core::fast_hash::IntMap<(u32, u8), u32>,
+    /// (function, kind) → index in `func_counts`.
+    funcs: strobe_core::fast_hash::IntMap<(u32, u8), usize>,
+    func_counts: Vec<(u32, u8, u32)>,
+    /// The two entries counted last: an enter and its exit, or a loop's
+    /// calls, count without a lookup.
+    recent: [usize; 2],
 }
 
 /// The kinds eviction treats as trace load (evicted first, under
@@ -320,6 +325,8 @@ impl ChunkBuilder {
             },
             last_ts: 0,
             funcs: Default::default(),
+            func_counts: Vec::new(),
+            recent: [usize::MAX; 2],
         }
     }
 
@@ -356,10 +363,10 @@ impl ChunkBuilder {
         s.kind_counts[h.kind as usize % KIND_SLOTS] += 1;
         s.pid_min = s.pid_min.min(h.pid);
         s.pid_max = s.pid_max.max(h.pid);
-        if h.func_id != 0 {
-            *self.funcs.entry((h.func_id, h.kind)).or_default() += 1;
-        }
         s.index.add(h, payload);
+        if h.func_id != 0 {
+            self.count_function(h.func_id, h.kind);
+        }
 
         let d = &mut self.data;
         d.push(h.kind);
@@ -374,6 +381,25 @@ impl ChunkBuilder {
         put_varint(d, h.value);
         put_varint(d, payload.len() as u64);
         d.extend_from_slice(payload);
+    }
+
+    fn count_function(&mut self, func: u32, kind: u8) {
+        for r in self.recent {
+            if let Some(c) = self.func_counts.get_mut(r)
+                && c.0 == func
+                && c.1 == kind
+            {
+                c.2 += 1;
+                return;
+            }
+        }
+        let next = self.func_counts.len();
+        let i = *self.funcs.entry((func, kind)).or_insert(next);
+        if i == next {
+            self.func_counts.push((func, kind, 0));
+        }
+        self.func_counts[i].2 += 1;
+        self.recent = [i, self.recent[0]];
     }
 
     /// Events so far.
@@ -393,11 +419,7 @@ impl ChunkBuilder {
 
     /// Seals the chunk.
     pub fn finish(mut self) -> (ChunkSummary, Vec<u8>) {
-        let mut fc: Vec<(u32, u8, u32)> = self
-            .funcs
-            .into_iter()
-            .map(|((f, k), c)| (f, k, c))
-            .collect();
+        let mut fc = self.func_counts;
         fc.sort_unstable();
         self.summary.func_counts = fc;
         (self.summary, self.data)

@@ -17,6 +17,7 @@
 //! - A committed transaction survives a `kill -9` of the daemon (WAL).
 
 mod agent_calls;
+mod batch_pool;
 mod calltree;
 pub mod codec;
 mod error;

@@ -3,6 +3,7 @@
 //! of their own from a small pool.
 
 use crate::agent_calls::{self, AgentCall, AgentCallRow};
+use crate::batch_pool::BatchPool;
 use crate::error::StoreError;
 use crate::motor_plans::MotorPlan;
 use crate::query::{self, EventFilter, QueryPage, QueryResult};
@@ -32,6 +33,8 @@ pub struct Store {
     /// longer take (it is gone) are still counted as dropped.
     stats: Arc<Mutex<HashMap<i64, Arc<SessionStats>>>>,
     writer_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// Batches the writer consumed, for [`Store::batch`].
+    spare: Arc<BatchPool>,
 }
 
 impl Store {
@@ -40,9 +43,11 @@ impl Store {
         let conn = schema::open(path)?;
         schema::migrate(&conn)?;
         let (tx, rx) = bounded(QUEUE_BATCHES);
+        let spare = Arc::new(BatchPool::default());
+        let pool = spare.clone();
         let handle = std::thread::Builder::new()
             .name("strobe-store-writer".into())
-            .spawn(move || Writer::new(conn).run(rx))
+            .spawn(move || Writer::new(conn, pool).run(rx))
             .map_err(|_| StoreError::WriterGone)?;
         Ok(Store {
             tx,
@@ -50,7 +55,15 @@ impl Store {
             readers: Arc::new(Mutex::new(Vec::new())),
             stats: Arc::new(Mutex::new(HashMap::new())),
             writer_thread: Arc::new(Mutex::new(Some(handle))),
+            spare,
         })
+    }
+
+    /// An empty batch to fill and [`Store::append`], with room for `events`
+    /// events and `payload` bytes: one the writer already consumed when it
+    /// has one (its memory is warm), else a new one.
+    pub fn batch(&self, events: usize, payload: usize) -> EventBatch {
+        self.spare.take(events, payload)
     }
 
     fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Msg) -> Result<T, StoreError> {

@@ -4,6 +4,7 @@
 //! through [`Msg`].
 
 use crate::agent_calls::{self, AgentCall};
+use crate::batch_pool::BatchPool;
 use crate::calltree::CallTree;
 use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
@@ -93,13 +94,16 @@ impl SessionState {
 pub(crate) struct Writer {
     conn: Connection,
     sessions: HashMap<i64, SessionState>,
+    /// Consumed batches go back here (see [`Store::batch`](crate::Store::batch)).
+    spare: Arc<BatchPool>,
 }
 
 impl Writer {
-    pub(crate) fn new(conn: Connection) -> Self {
+    pub(crate) fn new(conn: Connection, spare: Arc<BatchPool>) -> Self {
         Self {
             conn,
             sessions: HashMap::new(),
+            spare,
         }
     }
 
@@ -348,6 +352,7 @@ impl Writer {
             }
         }
         s.dirty = true;
+        self.spare.give(batch);
     }
 
     fn seal_old_partials(&mut self) {

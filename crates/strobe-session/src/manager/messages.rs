@@ -257,22 +257,26 @@ impl SessionManager {
     /// Decodes and stores trace records (a message's chunk, or slots read
     /// from a shared ring), with the functions and threads they name.
     pub(super) fn store_records(&self, live: &Live, data: &[u8]) {
+        let mut batch = self.store.batch(data.len() / trace::RECORD_SIZE, 0);
+        let decoded = {
+            let decoders = live.decoders.read().expect("decoders lock");
+            trace::decode_records(data, live.origin_ns, live.pid, Some(&decoders), &mut batch)
+        };
         // Functions the Python tracer matched at run time, named before
         // the events that carry their ids are stored.
-        let defined = trace::defined_functions(data);
-        if !defined.is_empty() {
-            let _ = self.store.register_functions(live.key, defined);
-        }
-        let mut batch = EventBatch::with_capacity(data.len() / trace::RECORD_SIZE, 0);
-        {
-            let decoders = live.decoders.read().expect("decoders lock");
-            trace::decode_records(data, live.origin_ns, live.pid, Some(&decoders), &mut batch);
+        if decoded.side_records {
+            let defined = trace::defined_functions(data);
+            if !defined.is_empty() {
+                let _ = self.store.register_functions(live.key, defined);
+            }
         }
         self.name_new_threads(live, &batch);
         // Names a runtime gave its threads (Python's threading) win over the OS's.
-        let named = trace::thread_names(data);
-        if !named.is_empty() {
-            let _ = self.store.register_threads(live.key, live.pid, named);
+        if decoded.side_records {
+            let named = trace::thread_names(data);
+            if !named.is_empty() {
+                let _ = self.store.register_threads(live.key, live.pid, named);
+            }
         }
         let _ = self.store.append(live.key, batch);
     }

@@ -19,8 +19,9 @@ mod watches;
 pub use hooks::{LIGHT_MODE_ABOVE, STACK_COPY_UNKNOWN};
 pub use patterns::{BROAD_PATTERN, HookTarget, Plan};
 pub use records::{
-    BLOB_PLAN, BLOB_TYPES, Decoder, Decoders, RECORD_SIZE, decode_records, decoders_from_blobs,
-    decoders_to_blobs, defined_functions, thread_names, typed_in, typed_of, typed_values,
+    BLOB_PLAN, BLOB_TYPES, Decoded, Decoder, Decoders, RECORD_SIZE, decode_records,
+    decoders_from_blobs, decoders_to_blobs, defined_functions, thread_names, typed_in, typed_of,
+    typed_values,
 };
 pub use shared_ring::{RingError, SharedRing};
 pub use watches::{

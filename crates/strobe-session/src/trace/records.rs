@@ -128,10 +128,20 @@ pub fn decoders_from_blobs(blobs: &[CaptureBlob]) -> Decoders {
     out
 }
 
+/// What [`decode_records`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decoded {
+    /// Events pushed into the batch.
+    pub events: usize,
+    /// Records that are not events were seen (a thread's name, a function
+    /// the Python tracer defined): [`thread_names`] and
+    /// [`defined_functions`] have something to read.
+    pub side_records: bool,
+}
+
 /// Decodes agent records into events (timestamps rebased on the session
 /// clock). A record's capture (typed values) is stored as is, flagged
-/// [`FLAG_CAPTURE`]; [`typed_values`] renders it when queried. Returns how
-/// many events were decoded.
+/// [`FLAG_CAPTURE`]; [`typed_values`] renders it when queried.
 /// `decoders` (the session's capture plans) let exits carry their typed
 /// return value in `value` for chunk indexes (`FLAG_VALUE_TYPED`).
 pub fn decode_records(
@@ -140,8 +150,9 @@ pub fn decode_records(
     pid: u32,
     decoders: Option<&Decoders>,
     batch: &mut EventBatch,
-) -> usize {
+) -> Decoded {
     let mut n = 0;
+    let mut side_records = false;
     let mut at = 0;
     while at + RECORD_SIZE <= data.len() {
         let rec = &data[at..at + RECORD_SIZE];
@@ -174,6 +185,10 @@ pub fn decode_records(
             1 => EventKind::FunctionEnter,
             2 => EventKind::FunctionExit,
             KIND_RAISED => EventKind::Exception,
+            KIND_THREAD_NAME | KIND_FUNCTION => {
+                side_records = true;
+                continue;
+            }
             _ => continue,
         };
         let mut flags = if raw_kind & 0x100 != 0 {
@@ -262,7 +277,10 @@ pub fn decode_records(
         batch.push(header(kind, flags, value), payload);
         n += 1;
     }
-    n
+    Decoded {
+        events: n,
+        side_records,
+    }
 }
 
 /// Record kind of an exception raised in a traced Python function.
@@ -392,7 +410,7 @@ mod tests {
         }
         let mut b = EventBatch::default();
         assert_eq!(
-            decode_records(&data, 400, 99, None, &mut b),
+            decode_records(&data, 400, 99, None, &mut b).events,
             2,
             "unwritten slots are skipped"
         );
@@ -441,7 +459,7 @@ mod tests {
         // A Python enter whose header claims more than its slots hold.
         record(&mut data, 1_300, 0, 1 | KIND_PYTHON, &[0xff, 0x7f, 0, 1]);
         let mut b = EventBatch::default();
-        assert_eq!(decode_records(&data, 0, 1, None, &mut b), 3);
+        assert_eq!(decode_records(&data, 0, 1, None, &mut b).events, 3);
         assert_eq!(
             b.headers[2].flags & FLAG_CAPTURE,
             0,
