@@ -214,8 +214,9 @@ impl SharedRing {
     /// The `n` committed slots at the tail, as the agent wrote them.
     /// `n` must come from [`SharedRing::committed`] (never across the end).
     pub fn records(&self, n: u32) -> &[u8] {
-        let start = self.slot_ptr(self.tail());
-        let index = (self.tail() & (self.slots - 1)) as usize;
+        let tail = self.tail();
+        let start = self.slot_ptr(tail);
+        let index = (tail & (self.slots - 1)) as usize;
         let n = (n as usize).min(self.slots as usize - index);
         // SAFETY: committed slots inside the mapping that no writer touches
         // until they are released (the ring protocol, see the module doc).
@@ -248,11 +249,6 @@ impl SharedRing {
         };
         self.word(8).store(head, Ordering::Release);
         lost
-    }
-
-    /// Slots reserved and not yet released.
-    pub fn pending(&self) -> u64 {
-        self.head().wrapping_sub(self.tail()).min(self.slots)
     }
 }
 
