@@ -297,6 +297,21 @@ async fn a_gui_program_with_no_display_gets_a_virtual_one() {
     }));
 }
 
+/// A program that takes longer than the registration grace to show its
+/// window (here it spins for 10 s first, as an interpreter importing its
+/// toolkit under Frida can on a loaded machine) is waited for while it
+/// works, not answered "no window".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_slow_to_start_is_waited_for_while_it_works() {
+    let env = Env::new();
+    let c = env.client().await;
+    let (id, _) = launch(&c, &["--busy-start", "10"], json!({})).await;
+    let v = c.ok("debug_ui", json!({"sessionId": id})).await;
+    find(&flatten(&v["nodes"]), "push button", "Play");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn what_cannot_be_seen_says_why_and_what_to_do() {
     let env = Env::new();

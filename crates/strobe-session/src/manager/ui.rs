@@ -26,6 +26,15 @@ use crate::error::SessionError;
 /// more on a loaded machine) before "no window" is an answer.
 const REGISTRATION_GRACE: Duration = Duration::from_secs(8);
 
+/// How long past the grace a program that is still busy (using CPU, so
+/// most likely still starting: an interpreter importing its toolkit under
+/// Frida on a loaded machine) is waited for. An idle program without a
+/// window is answered at the grace.
+const BUSY_STARTUP_LIMIT: Duration = Duration::from_secs(30);
+
+/// The span over which "still busy" is judged.
+const BUSY_WINDOW: Duration = Duration::from_millis(500);
+
 /// What `debug_ui` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UiMode {
@@ -397,6 +406,7 @@ impl SessionManager {
                 (strobe_core::clock::unix_millis() - live.started_at).max(0) as u64,
             ))
             .unwrap_or_else(Instant::now);
+        let mut busy = StartupActivity::new(pids);
         loop {
             let windows = backend.windows(display, pids).map_err(|e| {
                 // A program that died at once takes its virtual display
@@ -430,7 +440,10 @@ impl SessionManager {
                 .iter()
                 .any(|(_, t)| t.as_ref().is_ok_and(|t| !t.is_empty()));
             let settled = !windows.is_empty() && (!want_tree || has_tree);
-            if settled || launched.elapsed() >= REGISTRATION_GRACE {
+            let waited = launched.elapsed();
+            let still_starting =
+                waited < REGISTRATION_GRACE || (waited < BUSY_STARTUP_LIMIT && busy.is_busy());
+            if settled || !still_starting {
                 if windows.is_empty() && !has_tree {
                     return Err(SessionError::validation(
                         UiError::NoWindow {
@@ -443,6 +456,7 @@ impl SessionManager {
                 return Ok((windows, trees));
             }
             std::thread::sleep(Duration::from_millis(100));
+            busy.sample();
         }
     }
 
@@ -528,4 +542,80 @@ fn trees_error(trees: &[(u32, Result<Vec<UiNode>, UiError>)]) -> String {
         .iter()
         .find_map(|(_, t)| t.as_ref().err().map(|e| e.to_string()))
         .unwrap_or_else(|| "the program's windows have no accessibility tree".into())
+}
+
+/// Whether a session's processes have used CPU lately: a program past the
+/// registration grace that is still working is still starting up.
+struct StartupActivity {
+    pids: Vec<u32>,
+    /// (when, total CPU ticks) samples, oldest first, spanning [`BUSY_WINDOW`].
+    samples: std::collections::VecDeque<(Instant, u64)>,
+}
+
+impl StartupActivity {
+    fn new(pids: &[u32]) -> StartupActivity {
+        let mut activity = StartupActivity {
+            pids: pids.to_vec(),
+            samples: Default::default(),
+        };
+        activity.sample();
+        activity
+    }
+
+    fn sample(&mut self) {
+        let ticks = self
+            .pids
+            .iter()
+            .filter_map(|&p| crate::procfs::Stat::of(p)?.cpu_ticks())
+            .sum();
+        let now = Instant::now();
+        self.samples.push_back((now, ticks));
+        while self.samples.len() > 2 && now.duration_since(self.samples[1].0) >= BUSY_WINDOW {
+            self.samples.pop_front();
+        }
+    }
+
+    /// True when the processes used CPU over the last [`BUSY_WINDOW`]
+    /// (judged only once that much has been watched).
+    fn is_busy(&self) -> bool {
+        match (self.samples.front(), self.samples.back()) {
+            (Some(&(t0, first)), Some(&(t1, last))) => {
+                t1.duration_since(t0) >= BUSY_WINDOW && last > first
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod startup_activity_tests {
+    use super::*;
+
+    #[test]
+    fn a_spinning_process_is_busy_and_a_sleeping_one_is_not() {
+        let mut spinner = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut spinning = StartupActivity::new(&[spinner.id()]);
+        let mut sleeping = StartupActivity::new(&[sleeper.id()]);
+        assert!(!spinning.is_busy(), "nothing is judged before a window");
+        let start = Instant::now();
+        while start.elapsed() < BUSY_WINDOW * 3 {
+            std::thread::sleep(Duration::from_millis(100));
+            spinning.sample();
+            sleeping.sample();
+        }
+        let _ = spinner.kill();
+        let _ = sleeper.kill();
+        let _ = spinner.wait();
+        let _ = sleeper.wait();
+        assert!(spinning.is_busy());
+        assert!(!sleeping.is_busy());
+        assert!(spinning.samples.len() <= 8, "{}", spinning.samples.len());
+    }
 }
