@@ -8,7 +8,9 @@
 //! traces of 200 functions on 4 threads with stdout interleaved (1 in 50),
 //! one rare line, return value, thread and long call mid-session.
 //! `STROBE_BENCH_SIZES=1000000` limits the sizes; `STROBE_BENCH_BASELINE=0`
-//! skips the SQLite baseline.
+//! skips the SQLite baseline; `STROBE_BENCH_ONLY=aggregate` runs only the
+//! rows whose name contains that text. The last rows are `aggregate:
+//! "function"` (per-function statistics).
 
 use rusqlite::{Connection, params};
 use std::collections::HashSet;
@@ -145,14 +147,26 @@ fn fill_rows(path: &std::path::Path, total: u64) -> Connection {
     c
 }
 
+/// `STROBE_BENCH_ONLY=<text>` runs only the rows whose name contains it.
+fn selected(name: &str) -> bool {
+    std::env::var("STROBE_BENCH_ONLY").map_or(true, |only| name.contains(only.as_str()))
+}
+
 fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-/// (p50, p95) in ms of `f` over [`RUNS`] runs.
-fn time(mut f: impl FnMut()) -> (f64, f64) {
-    let times: Vec<f64> = (0..RUNS)
+/// (p50, p95) in ms of `f` over [`RUNS`] runs, after one not counted (the
+/// pages it maps in are the previous row's cost, not this one's).
+fn time(f: impl FnMut()) -> (f64, f64) {
+    time_runs(RUNS, f)
+}
+
+/// (p50, p95) in ms of `f` over `runs` runs, after one not counted.
+fn time_runs(runs: usize, mut f: impl FnMut()) -> (f64, f64) {
+    f();
+    let times: Vec<f64> = (0..runs)
         .map(|_| {
             let t = Instant::now();
             f();
@@ -267,6 +281,81 @@ fn under_ingest(store: &Store, id: &str, ingest: bool, secs: u64) -> (f64, f64, 
     (pct(times.clone(), 0.5), pct(times, 0.95), max, rate)
 }
 
+/// `aggregate: "function"` over the whole session and over half of it:
+/// from the chunks' stored statistics (default), with every chunk decoded
+/// (what it did before them: `minDurationNs: 0` matches every event but no
+/// summary can answer it), and the baseline's `GROUP BY`.
+fn aggregate_rows(store: &Store, key: i64, rows: Option<&Connection>, total: u64) {
+    let (enter, exit) = (
+        EventKind::FunctionEnter as u8,
+        EventKind::FunctionExit as u8,
+    );
+    let half = (total / 4 * 100, total * 3 / 4 * 100);
+    for (name, filter, sql) in [
+        (
+            "aggregate by function",
+            EventFilter::default(),
+            "1".to_string(),
+        ),
+        (
+            "aggregate by function, half the time",
+            EventFilter {
+                time_from: Some(half.0),
+                time_to: Some(half.1),
+                ..Default::default()
+            },
+            format!("ts BETWEEN {} AND {}", half.0, half.1),
+        ),
+    ] {
+        if !selected(name) {
+            continue;
+        }
+        let mut stats = Vec::new();
+        let (p50, p95) = time(|| stats = store.aggregate_functions(key, &filter).unwrap());
+        let decoded_filter = EventFilter {
+            min_duration_ns: Some(0),
+            ..filter.clone()
+        };
+        let mut decoded = Vec::new();
+        let (d50, d95) =
+            time(|| decoded = store.aggregate_functions(key, &decoded_filter).unwrap());
+        assert_eq!(
+            stats, decoded,
+            "{name}: the statistics give what decoding gives"
+        );
+        let base = rows.map(|c| {
+            let mut n = 0usize;
+            // Three runs, not fifteen: one takes seconds.
+            let times = time_runs(3, || {
+                let mut st = c
+                    .prepare_cached(&format!(
+                        "SELECT func, SUM(kind = {enter}), SUM(kind = {exit}), SUM(dur), MAX(dur)
+                         FROM ev WHERE func != 0 AND {sql} GROUP BY func"
+                    ))
+                    .unwrap();
+                n = st.query([]).unwrap().mapped(|r| r.get::<_, i64>(0)).count();
+            });
+            assert_eq!(
+                n,
+                stats.len(),
+                "{name}: the baseline finds the same functions"
+            );
+            times
+        });
+        let base_text = base.map_or(String::new(), |(b50, b95)| {
+            format!(
+                "  sqlite rows {b50:.2}/{b95:.2} ms (p95 {:.1}x Strobe's)",
+                b95 / p95
+            )
+        });
+        println!(
+            "  {name:<40} p50 {p50:>8.2} ms  p95 {p95:>8.2} ms  ({} functions)  every chunk decoded {d50:.2}/{d95:.2} ms (p95 {:.1}x){base_text}",
+            stats.len(),
+            d95 / p95
+        );
+    }
+}
+
 fn main() {
     let sizes: Vec<u64> = std::env::var("STROBE_BENCH_SIZES")
         .ok()
@@ -346,6 +435,16 @@ fn main() {
                 },
                 0,
                 "func = 17".into(),
+                None,
+            ),
+            (
+                "function equals (the last of 200)",
+                EventFilter {
+                    func_ids: Some(HashSet::from([200])),
+                    ..Default::default()
+                },
+                0,
+                "func = 200".into(),
                 None,
             ),
             (
@@ -452,6 +551,9 @@ fn main() {
             ),
         ];
         for (name, filter, offset, sql, text) in cases {
+            if !selected(name) {
+                continue;
+            }
             let page = QueryPage { offset, limit: 50 };
             let mut shown = String::new();
             let (p50, p95) = time(|| {
@@ -499,6 +601,7 @@ fn main() {
                 "  {name:<40} p50 {p50:>8.2} ms  p95 {p95:>8.2} ms  (totalCount {shown})  exactCount {e50:.2}/{e95:.2} ms (totalCount {exact_count}){base_text}"
             );
         }
+        aggregate_rows(&store, key, rows.as_ref(), total);
     }
     if std::env::var("STROBE_BENCH_INGEST").as_deref() != Ok("0") {
         println!(

@@ -45,6 +45,9 @@ pub struct ChunkSummary {
     pub pid_max: u32,
     /// Events per (function id, kind), for function events; sorted.
     pub func_counts: Vec<(u32, u8, u32)>,
+    /// Calls and returns per function, sorted by function: what
+    /// `aggregate` reads instead of decoding the chunk.
+    pub func_stats: Vec<crate::func_stats::FunctionStats>,
     /// What the chunk's events contain, for ruling chunks out without
     /// decoding them (see [`ContentIndex`]).
     pub index: ContentIndex,
@@ -230,34 +233,22 @@ impl ContentIndex {
 }
 
 impl ChunkSummary {
-    /// `func_counts` as stored: varint triples.
+    /// `func_counts` as stored (see [`crate::func_counts`]).
     pub fn func_counts_blob(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.func_counts.len() * 4);
-        for (f, k, c) in &self.func_counts {
-            put_varint(&mut out, *f as u64);
-            out.push(*k);
-            put_varint(&mut out, *c as u64);
-        }
-        out
+        crate::func_counts::to_blob(&self.func_counts)
     }
 
-    /// Parses the stored `func_counts` blob (empty on malformed input).
+    /// Parses a stored `func_counts` blob, either layout (empty on
+    /// malformed input).
     pub fn parse_func_counts(blob: &[u8]) -> Vec<(u32, u8, u32)> {
-        func_count_entries(blob)
-            .map(|e| e.map(|(f, k, c)| (f, k, c as u32)))
-            .collect::<Option<Vec<_>>>()
-            .unwrap_or_default()
+        crate::func_counts::parse(blob)
     }
 
     /// Events of the given functions whose kind bit is in `mask`, read
     /// straight from a stored `func_counts` blob (no allocation: queries
     /// run this over every candidate chunk).
     pub fn count_functions(blob: &[u8], funcs: &std::collections::HashSet<u32>, mask: u32) -> u64 {
-        func_count_entries(blob)
-            .map_while(|e| e)
-            .filter(|(f, k, _)| mask & (1 << (*k as u32 % 32)) != 0 && funcs.contains(f))
-            .map(|(_, _, c)| c)
-            .sum()
+        crate::func_counts::count(blob, funcs, mask)
     }
 
     /// `kind_counts` as stored: little-endian u32s.
@@ -287,6 +278,9 @@ pub struct ChunkBuilder {
     /// (function, kind) → index in `func_counts`.
     funcs: strobe_core::fast_hash::IntMap<(u32, u8), usize>,
     func_counts: Vec<(u32, u8, u32)>,
+    /// The returns counted into each exit entry of `func_counts` (same
+    /// index; unused for other kinds).
+    returns: Vec<crate::func_stats::FunctionStats>,
     /// The two entries counted last: an enter and its exit, or a loop's
     /// calls, count without a lookup.
     recent: [usize; 2],
@@ -321,11 +315,13 @@ impl ChunkBuilder {
                 pid_min: u32::MAX,
                 pid_max: 0,
                 func_counts: Vec::new(),
+                func_stats: Vec::new(),
                 index: ContentIndex::default(),
             },
             last_ts: 0,
             funcs: Default::default(),
             func_counts: Vec::new(),
+            returns: Vec::new(),
             recent: [usize::MAX; 2],
         }
     }
@@ -365,7 +361,10 @@ impl ChunkBuilder {
         s.pid_max = s.pid_max.max(h.pid);
         s.index.add(h, payload);
         if h.func_id != 0 {
-            self.count_function(h.func_id, h.kind);
+            let i = self.count_function(h.func_id, h.kind);
+            if h.kind == EventKind::FunctionExit as u8 {
+                self.returns[i].add_return(h.duration_ns, h.value);
+            }
         }
 
         let d = &mut self.data;
@@ -383,23 +382,26 @@ impl ChunkBuilder {
         d.extend_from_slice(payload);
     }
 
-    fn count_function(&mut self, func: u32, kind: u8) {
+    /// Counts one event of `func`; returns its entry's index.
+    fn count_function(&mut self, func: u32, kind: u8) -> usize {
         for r in self.recent {
             if let Some(c) = self.func_counts.get_mut(r)
                 && c.0 == func
                 && c.1 == kind
             {
                 c.2 += 1;
-                return;
+                return r;
             }
         }
         let next = self.func_counts.len();
         let i = *self.funcs.entry((func, kind)).or_insert(next);
         if i == next {
             self.func_counts.push((func, kind, 0));
+            self.returns.push(Default::default());
         }
         self.func_counts[i].2 += 1;
         self.recent = [i, self.recent[0]];
+        i
     }
 
     /// Events so far.
@@ -419,6 +421,7 @@ impl ChunkBuilder {
 
     /// Seals the chunk.
     pub fn finish(mut self) -> (ChunkSummary, Vec<u8>) {
+        self.summary.func_stats = self.function_stats();
         let mut fc = self.func_counts;
         fc.sort_unstable();
         self.summary.func_counts = fc;
@@ -426,27 +429,33 @@ impl ChunkBuilder {
     }
 }
 
-/// The (function, kind, count) triples of a stored `func_counts` blob, as
-/// varints; a `None` item ends a malformed blob.
-fn func_count_entries(blob: &[u8]) -> impl Iterator<Item = Option<(u32, u8, u64)>> + '_ {
-    let mut pos = 0;
-    std::iter::from_fn(move || {
-        if pos >= blob.len() {
-            return None;
+impl ChunkBuilder {
+    /// Calls and returns per function, sorted by function.
+    fn function_stats(&self) -> Vec<crate::func_stats::FunctionStats> {
+        let enter = EventKind::FunctionEnter as u8;
+        let exit = EventKind::FunctionExit as u8;
+        let mut by_func: strobe_core::fast_hash::IntMap<u32, crate::func_stats::FunctionStats> =
+            Default::default();
+        for (i, &(func, kind, count)) in self.func_counts.iter().enumerate() {
+            if kind != enter && kind != exit {
+                continue;
+            }
+            let s = by_func
+                .entry(func)
+                .or_insert_with(|| crate::func_stats::FunctionStats {
+                    func_id: func,
+                    ..Default::default()
+                });
+            if kind == enter {
+                s.calls += u64::from(count);
+            } else {
+                s.merge(&self.returns[i], false, true);
+            }
         }
-        let mut next = || {
-            let f = get_varint(blob, &mut pos).ok()?;
-            let k = *blob.get(pos)?;
-            pos += 1;
-            let c = get_varint(blob, &mut pos).ok()?;
-            Some((f as u32, k, c))
-        };
-        let entry = next();
-        if entry.is_none() {
-            pos = blob.len();
-        }
-        Some(entry)
-    })
+        let mut v: Vec<_> = by_func.into_values().collect();
+        v.sort_unstable_by_key(|s| s.func_id);
+        v
+    }
 }
 
 /// Decodes every event of a chunk, calling `visit` for each; stops early when
@@ -524,7 +533,7 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -532,7 +541,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn get_varint(data: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
+pub(crate) fn get_varint(data: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {

@@ -47,6 +47,8 @@ pub(crate) fn insert_chunk(
     )?;
     let mut insert_index =
         tx.prepare_cached("INSERT INTO chunk_indexes (id, content) VALUES (?1, ?2)")?;
+    let mut insert_stats =
+        tx.prepare_cached("INSERT INTO chunk_func_stats (id, stats) VALUES (?1, ?2)")?;
     let index = summary.index.to_blob();
     // The stored count is the span of ids, which range filters prune by.
     insert.execute(params![
@@ -64,6 +66,9 @@ pub(crate) fn insert_chunk(
     ])?;
     let id = tx.last_insert_rowid();
     insert_index.execute(params![id, index])?;
+    if !summary.func_stats.is_empty() {
+        insert_stats.execute(params![id, crate::func_stats::to_blob(&summary.func_stats)])?;
+    }
     let trace: u64 = summary
         .kind_counts
         .iter()
@@ -85,6 +90,8 @@ fn delete_chunk(tx: &Connection, id: i64) -> Result<(), StoreError> {
     tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?
         .execute([id])?;
     tx.prepare_cached("DELETE FROM chunk_indexes WHERE id = ?1")?
+        .execute([id])?;
+    tx.prepare_cached("DELETE FROM chunk_func_stats WHERE id = ?1")?
         .execute([id])?;
     Ok(())
 }

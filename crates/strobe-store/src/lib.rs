@@ -22,6 +22,8 @@ mod calltree;
 pub mod codec;
 mod error;
 mod eviction;
+mod func_counts;
+pub mod func_stats;
 mod motor_plans;
 pub mod query;
 mod schema;
@@ -32,8 +34,9 @@ mod writer;
 
 pub use agent_calls::{AgentCall, AgentCallRow, MAX_ARGS_CHARS, SUMMARY_CHARS, clip};
 pub use error::StoreError;
+pub use func_stats::FunctionStats;
 pub use motor_plans::MotorPlan;
-pub use query::{Counting, EventFilter, FunctionStats, QueryPage, QueryResult, ReturnValueFilter};
+pub use query::{Counting, EventFilter, QueryPage, QueryResult, ReturnValueFilter};
 pub use sessions::{
     CaptureBlob, CommitSignal, EventCaps, FunctionRow, NewSession, SessionRow, SessionStats,
     SessionUpdate,

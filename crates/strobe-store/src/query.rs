@@ -9,6 +9,9 @@
 
 use crate::codec::{self, ChunkSummary};
 use crate::error::StoreError;
+use crate::func_stats;
+/// Per-function statistics over a session (aggregate query mode).
+pub use crate::func_stats::FunctionStats;
 use rusqlite::{Connection, params};
 use std::collections::HashSet;
 use strobe_core::event::{Event, EventHeader};
@@ -257,6 +260,9 @@ struct ChunkMeta {
     kind_counts: [u32; codec::KIND_SLOTS],
     /// The stored `func_counts` blob (read only when the filter names functions).
     func_counts: Vec<u8>,
+    /// The stored per-function statistics (read only for `aggregate`;
+    /// `None` for chunks stored before they existed).
+    func_stats: Option<Vec<u8>>,
 }
 
 /// What a filter asks of chunk content indexes.
@@ -331,7 +337,7 @@ fn run_in_snapshot(
     counting: Counting,
 ) -> Result<QueryResult, StoreError> {
     let started = std::time::Instant::now();
-    let metas = candidate_chunks(conn, session, filter)?;
+    let metas = candidate_chunks(conn, session, filter, false)?;
 
     let window_start = page.offset;
     let window_end = page.offset.saturating_add(page.limit as u64);
@@ -446,11 +452,13 @@ fn decode_chunk(
     Ok(())
 }
 
-/// Chunks whose summaries do not rule the filter out, in sequence order.
+/// Chunks whose summaries do not rule the filter out, in sequence order
+/// (with their per-function statistics when `with_stats`).
 fn candidate_chunks(
     conn: &Connection,
     session: i64,
     filter: &EventFilter,
+    with_stats: bool,
 ) -> Result<Vec<ChunkMeta>, StoreError> {
     let from = filter.time_from.unwrap_or(0).min(i64::MAX as u64) as i64;
     let to = filter
@@ -464,7 +472,8 @@ fn candidate_chunks(
     let probe = IndexProbe::of(filter);
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.first_seq, c.ts_min, c.ts_max, c.pid_min, c.pid_max, c.kind_counts, c.func_counts,
-                CASE WHEN ?7 THEN (SELECT content FROM chunk_indexes WHERE id = c.id) END
+                CASE WHEN ?7 THEN (SELECT content FROM chunk_indexes WHERE id = c.id) END,
+                CASE WHEN ?10 THEN (SELECT stats FROM chunk_func_stats WHERE id = c.id) END
          FROM chunks c
          WHERE c.session = ?1 AND c.ts_max >= ?2 AND c.ts_min <= ?3 AND (c.kind_mask & ?4) != 0
            AND c.pid_max >= ?5 AND c.pid_min <= ?6
@@ -485,7 +494,8 @@ fn candidate_chunks(
                 filter
                     .seq_to
                     .unwrap_or(i64::MAX as u64)
-                    .min(i64::MAX as u64) as i64
+                    .min(i64::MAX as u64) as i64,
+                with_stats
             ],
             |r| {
                 let blob: Vec<u8> = r.get(6)?;
@@ -511,6 +521,7 @@ fn candidate_chunks(
                     } else {
                         Vec::new()
                     },
+                    func_stats: r.get(9)?,
                 }))
             },
         )?
@@ -520,39 +531,41 @@ fn candidate_chunks(
     Ok(metas)
 }
 
-/// Per-function statistics over a session (aggregate query mode).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FunctionStats {
-    /// The function.
-    pub func_id: u32,
-    /// Calls entered.
-    pub calls: u64,
-    /// Calls that returned.
-    pub returns: u64,
-    /// Sum of durations of returned calls.
-    pub total_duration_ns: u64,
-    /// Longest returned call.
-    pub max_duration_ns: u64,
-    /// Returns whose raw value was 0 (NULL, false, 0).
-    pub returned_zero: u64,
-    /// Returns whose raw value was -1 as a 32- or 64-bit integer.
-    pub returned_minus_one: u64,
-}
-
-/// Aggregates function events matching `filter` per function.
+/// Aggregates function events matching `filter` per function, sorted by
+/// total time then calls. A chunk the filter covers whole is answered from
+/// its stored statistics; only the others are decoded.
 pub(crate) fn aggregate(
     conn: &Connection,
     session: i64,
     filter: &EventFilter,
 ) -> Result<Vec<FunctionStats>, StoreError> {
     let tx = conn.unchecked_transaction()?;
-    let metas = candidate_chunks(&tx, session, filter)?;
-    let mut stats: std::collections::HashMap<u32, FunctionStats> = std::collections::HashMap::new();
+    let metas = candidate_chunks(&tx, session, filter, true)?;
+    let mut stats = ByFunction::default();
     let enter = strobe_core::EventKind::FunctionEnter as u8;
     let exit = strobe_core::EventKind::FunctionExit as u8;
+    let mask = filter.kinds.unwrap_or(u32::MAX);
+    let (enters, exits) = (mask & (1 << enter) != 0, mask & (1 << exit) != 0);
+    let wanted = |func: u32| filter.func_ids.as_ref().is_none_or(|f| f.contains(&func));
     {
         let mut data_stmt = tx.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;
+        let mut per_chunk = Vec::new();
         for m in metas {
+            let function_events = m.kind_counts[enter as usize] + m.kind_counts[exit as usize];
+            if function_events == 0 || !(enters || exits) {
+                continue;
+            }
+            if covers_whole(filter, &m)
+                && let Some(blob) = &m.func_stats
+            {
+                per_chunk.clear();
+                if func_stats::for_each(blob, |s| per_chunk.push(s)).is_some() {
+                    for s in per_chunk.iter().filter(|s| wanted(s.func_id)) {
+                        stats.get(s.func_id).merge(s, enters, exits);
+                    }
+                    continue;
+                }
+            }
             let data: Vec<u8> = data_stmt.query_row([m.id], |r| r.get(0))?;
             codec::decode(&data, m.first_seq, |seq, h, payload| {
                 if h.func_id != 0
@@ -560,20 +573,9 @@ pub(crate) fn aggregate(
                     && (h.kind == enter || h.kind == exit)
                     && filter.matches(&h, payload)
                 {
-                    let s = stats.entry(h.func_id).or_insert_with(|| FunctionStats {
-                        func_id: h.func_id,
-                        ..Default::default()
-                    });
-                    if h.kind == enter {
-                        s.calls += 1;
-                    } else {
-                        s.returns += 1;
-                        s.total_duration_ns += h.duration_ns;
-                        s.max_duration_ns = s.max_duration_ns.max(h.duration_ns);
-                        s.returned_zero += (h.value == 0) as u64;
-                        s.returned_minus_one +=
-                            (h.value == u64::MAX || h.value as u32 == u32::MAX) as u64;
-                    }
+                    stats
+                        .get(h.func_id)
+                        .add_event(h.kind, h.duration_ns, h.value);
                 }
                 true
             })
@@ -584,24 +586,70 @@ pub(crate) fn aggregate(
         }
     }
     tx.finish()?;
-    let mut v: Vec<FunctionStats> = stats.into_values().collect();
+    let mut v = stats.into_counted();
     v.sort_by(|a, b| {
         b.total_duration_ns
             .cmp(&a.total_duration_ns)
             .then(b.calls.cmp(&a.calls))
+            .then(a.func_id.cmp(&b.func_id))
     });
     Ok(v)
 }
 
+/// Statistics being summed per function: function ids are interned per
+/// session from 1 up, so a vector indexed by id holds them without
+/// hashing; ids past [`ByFunction::DENSE`] (a session tracing more
+/// functions, or a corrupt chunk) go to a map.
+#[derive(Default)]
+struct ByFunction {
+    dense: Vec<FunctionStats>,
+    sparse: strobe_core::fast_hash::IntMap<u32, FunctionStats>,
+}
+
+impl ByFunction {
+    const DENSE: u32 = 1 << 16;
+
+    fn get(&mut self, func_id: u32) -> &mut FunctionStats {
+        let fresh = || FunctionStats {
+            func_id,
+            ..Default::default()
+        };
+        if func_id >= Self::DENSE {
+            return self.sparse.entry(func_id).or_insert_with(fresh);
+        }
+        let i = func_id as usize;
+        if i >= self.dense.len() {
+            self.dense.resize_with(i + 1, Default::default);
+        }
+        let s = &mut self.dense[i];
+        s.func_id = func_id;
+        s
+    }
+
+    /// Every function with a call or a return counted.
+    fn into_counted(self) -> Vec<FunctionStats> {
+        self.dense
+            .into_iter()
+            .chain(self.sparse.into_values())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
+/// True when every event of chunk `m` passes the filter's conditions that
+/// summaries cannot check (none are present) and its time and pid ranges
+/// lie inside the filter's: what the summary says of it holds of the
+/// filter's matches.
+fn covers_whole(filter: &EventFilter, m: &ChunkMeta) -> bool {
+    filter.summary_answerable()
+        && filter.time_from.is_none_or(|t| m.ts_min >= t)
+        && filter.time_to.is_none_or(|t| m.ts_max <= t)
+        && filter.pid.is_none_or(|p| m.pid_min == p && m.pid_max == p)
+}
+
 /// Number of matching events when the summary alone decides it.
 fn summary_count(filter: &EventFilter, m: &ChunkMeta) -> Option<u64> {
-    if !filter.summary_answerable() {
-        return None;
-    }
-    let in_time = filter.time_from.is_none_or(|t| m.ts_min >= t)
-        && filter.time_to.is_none_or(|t| m.ts_max <= t);
-    let in_pid = filter.pid.is_none_or(|p| m.pid_min == p && m.pid_max == p);
-    if !in_time || !in_pid {
+    if !covers_whole(filter, m) {
         return None;
     }
     let mask = filter.kinds.unwrap_or(u32::MAX);

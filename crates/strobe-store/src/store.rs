@@ -323,7 +323,7 @@ impl Store {
         let conn = self.readers.lock().expect("reader pool lock").pop();
         let conn = match conn {
             Some(c) => c,
-            None => schema::open(&self.path)?,
+            None => schema::open_reader(&self.path)?,
         };
         let out = f(&conn);
         let mut pool = self.readers.lock().expect("reader pool lock");

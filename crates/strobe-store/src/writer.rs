@@ -466,6 +466,10 @@ impl Writer {
             "DELETE FROM chunk_indexes WHERE id IN (SELECT id FROM chunks WHERE session = ?1)",
             [key],
         )?;
+        tx.execute(
+            "DELETE FROM chunk_func_stats WHERE id IN (SELECT id FROM chunks WHERE session = ?1)",
+            [key],
+        )?;
         tx.execute("DELETE FROM chunks WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM functions WHERE session = ?1", [key])?;
         tx.execute("DELETE FROM threads WHERE session = ?1", [key])?;
