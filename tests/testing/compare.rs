@@ -96,4 +96,25 @@ async fn a_broken_test_is_diffed_with_its_last_passing_traced_run() {
         "{}",
         r.text
     );
+
+    // A daemon restarted between the passing run and the failing one still
+    // finds the baseline: it is stored, and its session is retained.
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    assert!(env.is_our_daemon(daemon));
+    crate::support::signal(daemon, 15);
+    assert!(env.wait_daemon_gone(daemon, std::time::Duration::from_secs(20)));
+    c.ok_after_daemon_restart("debug_session", json!({"action": "list"}))
+        .await;
+    assert_ne!(env.daemon_pid(), Some(daemon));
+    let r = c.test_run_reply(args, 5).await;
+    let after = &r.value;
+    assert_eq!(after["summary"]["failed"], 1, "{after}");
+    assert_eq!(
+        after["compare"]["baselineSessionId"], good["sessionId"],
+        "the stored passing run is the baseline after a restart: {after}"
+    );
+    assert_eq!(
+        after["diff"]["firstDivergence"]["candidate"]["function"], "shop.discount",
+        "{after}"
+    );
 }

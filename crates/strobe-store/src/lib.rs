@@ -30,6 +30,7 @@ mod schema;
 mod sessions;
 mod store;
 mod test_history;
+mod traced_passes;
 mod writer;
 
 pub use agent_calls::{AgentCall, AgentCallRow, MAX_ARGS_CHARS, SUMMARY_CHARS, clip};
@@ -43,4 +44,5 @@ pub use sessions::{
 };
 pub use store::Store;
 pub use test_history::{RUNS_KEPT, TestBaseline, TestDurations};
+pub use traced_passes::TracedPass;
 pub use writer::PurgeReport;

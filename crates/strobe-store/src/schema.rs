@@ -93,6 +93,15 @@ CREATE TABLE IF NOT EXISTS test_durations (
 );
 CREATE INDEX IF NOT EXISTS test_durations_by_test
     ON test_durations(project_root, framework, name, finished_at);
+-- The last passing traced run of each test and patterns (traced_passes.rs).
+CREATE TABLE IF NOT EXISTS traced_passes (
+    project_root  TEXT NOT NULL,
+    test          TEXT NOT NULL,
+    patterns      TEXT NOT NULL,
+    session_id    TEXT NOT NULL,
+    finished_at   INTEGER NOT NULL,
+    PRIMARY KEY (project_root, test, patterns)
+);
 -- Every MCP tool call an agent made on a session (agent_calls.rs).
 CREATE TABLE IF NOT EXISTS agent_calls (
     seq             INTEGER PRIMARY KEY,

@@ -286,6 +286,23 @@ impl Store {
         self.with_reader(|c| Ok(test_history::baseline(c, project_root, framework, name)?))
     }
 
+    /// Records a traced test run that passed as its test's newest (the
+    /// baseline a later failing `rerun: "compare"` is diffed with).
+    pub fn record_traced_pass(&self, p: crate::TracedPass) -> Result<(), StoreError> {
+        self.call(|r| Msg::TracedPass(p, r))
+    }
+
+    /// The newest passing traced run of `test` in `project_root` with these
+    /// trace patterns (in any order), kept across daemon restarts.
+    pub fn traced_pass(
+        &self,
+        project_root: &str,
+        test: Option<&str>,
+        patterns: &[String],
+    ) -> Result<Option<crate::TracedPass>, StoreError> {
+        self.with_reader(|c| Ok(crate::traced_passes::find(c, project_root, test, patterns)?))
+    }
+
     /// Stores a learned motor plan (replacing the one of the same widget).
     pub fn put_motor_plan(&self, p: MotorPlan) -> Result<(), StoreError> {
         self.call(|r| Msg::MotorPlan(p, r))

@@ -48,6 +48,7 @@ pub(crate) enum Msg {
     Purge(PurgeParams, Reply<PurgeReport>),
     TestDurations(TestDurations, Reply<()>),
     MotorPlan(crate::MotorPlan, Reply<()>),
+    TracedPass(crate::TracedPass, Reply<()>),
     AgentCalls(String, Vec<AgentCall>),
     Shutdown(Reply<()>),
 }
@@ -239,6 +240,10 @@ impl Writer {
             }
             Msg::MotorPlan(p, reply) => {
                 let _ = reply.send(crate::motor_plans::put(&self.conn, &p).map_err(Into::into));
+            }
+            Msg::TracedPass(p, reply) => {
+                let _ =
+                    reply.send(crate::traced_passes::record(&self.conn, &p).map_err(Into::into));
             }
             Msg::Shutdown(reply) => {
                 let _ = reply.send(self.commit(true));

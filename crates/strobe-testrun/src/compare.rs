@@ -45,6 +45,27 @@ fn passed(result: &Value) -> bool {
         && s["passed"].as_u64().unwrap_or(0) > 0
 }
 
+/// Stores a traced run that passed as its test's newest baseline, so a
+/// failing `rerun: "compare"` finds it even after a daemon restart.
+pub(crate) fn record_pass(run: &Run, result: &Value) {
+    let (Some(traced), Some(session)) = (run.traced.get(), result["sessionId"].as_str()) else {
+        return;
+    };
+    if !passed(result) {
+        return;
+    }
+    let pass = strobe_store::TracedPass {
+        project_root: traced.project_root.clone(),
+        test: traced.test.clone(),
+        patterns: traced.patterns.clone(),
+        session_id: session.to_string(),
+        finished_at: strobe_core::clock::unix_millis(),
+    };
+    if let Err(e) = run.store.record_traced_pass(pass) {
+        tracing::warn!("storing test run {} as a baseline: {e}", run.id);
+    }
+}
+
 /// Adds `compare` to the completed result of run `id` if it asked for it:
 /// the baseline session, or why there is none.
 pub(crate) fn annotate(runs: &TestRuns, mgr: &SessionManager, id: &str, result: &mut Value) {
@@ -66,7 +87,7 @@ pub(crate) fn annotate(runs: &TestRuns, mgr: &SessionManager, id: &str, result: 
 }
 
 fn annotate_with(
-    _runs: &TestRuns,
+    runs: &TestRuns,
     mgr: &SessionManager,
     all: &[std::sync::Arc<Run>],
     run: &Run,
@@ -95,11 +116,27 @@ fn annotate_with(
         let session = state.session_id.clone()?;
         (passed(done) && mgr.status(&session).is_ok()).then_some(session)
     });
+    // Else the one an earlier daemon stored, if it finished before this run
+    // started and its session is still retained.
+    let started_ms = strobe_core::clock::unix_millis() - run.started.elapsed().as_millis() as i64;
+    let baseline = baseline.or_else(|| {
+        let stored = runs
+            .store
+            .traced_pass(
+                &traced.project_root,
+                traced.test.as_deref(),
+                &traced.patterns,
+            )
+            .map_err(|e| tracing::warn!("reading the baseline of test run {}: {e}", run.id))
+            .ok()??;
+        (stored.finished_at <= started_ms && mgr.status(&stored.session_id).is_ok())
+            .then_some(stored.session_id)
+    });
     result["compare"] = match baseline {
         Some(s) => json!({"baselineSessionId": s}),
         None => json!({
             "baselineSessionId": null,
-            "hint": "no passing traced run of this test (same projectRoot, test and tracePatterns) is kept in this daemon: \
+            "hint": "no passing traced run of this test (same projectRoot, test and tracePatterns) whose session is still kept: \
                      run it where it passes (before the change that broke it) with the same arguments, then rerun: \"compare\" here again",
         }),
     };

@@ -627,6 +627,7 @@ pub(crate) fn finish(
             out["detailsError"] = json!(format!("could not write {}: {e}", details.display()))
         }
     }
+    crate::compare::record_pass(run, &out);
     state.result = Some(out);
     run.finished.notify_all();
 }
