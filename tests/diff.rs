@@ -165,6 +165,34 @@ async fn the_first_divergence_is_the_argument_deep_in_the_chain() {
     assert!(v["calls"]["onlyInCandidate"].as_array().unwrap().is_empty());
 }
 
+/// Two threads that started in the other order are still each compared
+/// with their counterpart: no divergence, though matching threads by order
+/// of appearance alone would find one at the first call.
+#[tokio::test(flavor = "multi_thread")]
+async fn threads_started_in_another_order_are_matched_by_what_they_do() {
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["decode_block", "mix_block"]}))
+        .await;
+    let exe = fixture("thread_order");
+    let mut runs = Vec::new();
+    for order in ["dm", "md"] {
+        let (id, _) = c.launch(&exe, &[order]).await;
+        c.wait_ended(&id).await;
+        runs.push(id);
+    }
+    let v = c
+        .ok(
+            "debug_diff",
+            json!({"baseline": runs[0], "candidate": runs[1]}),
+        )
+        .await;
+    assert!(v["firstDivergence"].is_null(), "{v}");
+    assert!(v["valueDifferences"].as_array().unwrap().is_empty(), "{v}");
+    let calls = c.calls_of(&runs[1], "function_enter", "decode_block").await;
+    assert_eq!(calls.len(), 4, "the candidate's decoder was traced");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn different_programs_and_bad_arguments_are_refused_readably() {
     let env = Env::new();

@@ -4,7 +4,8 @@
 //!
 //! Threads and processes are named by the order they first appear (the
 //! first process's first thread is `p1 t1`), since pids and tids differ
-//! between runs. Values are compared with addresses masked: a pointer
+//! between runs (`threads.rs` then matches the candidate's threads to the
+//! baseline's by what each did first). Values are compared with addresses masked: a pointer
 //! differs from run to run (ASLR) without meaning anything.
 
 use super::values::{args_text, mask_addresses, short};

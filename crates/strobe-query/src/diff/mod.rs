@@ -2,7 +2,8 @@
 //! one that does not (the candidate), both stored sessions of one program.
 //!
 //! It answers, within `maxItems` per list: the first divergence of the two
-//! call sequences (`divergence.rs`, over `calls.rs`' per-thread calls),
+//! call sequences (`divergence.rs`, over `calls.rs`' per-thread calls, the
+//! candidate's threads matched to the baseline's by `threads.rs`),
 //! functions called in only one run and call counts that differ, argument
 //! and return values seen in only one run, the first differing output line
 //! of each stream (`output.rs`), and the exits and crashes; and it says
@@ -12,6 +13,7 @@ mod calls;
 mod divergence;
 mod output;
 mod render;
+mod threads;
 mod values;
 
 use schemars::JsonSchema;
@@ -100,7 +102,8 @@ pub fn run_diff(mgr: &SessionManager, p: DiffParams) -> Result<(Value, String), 
     }
     let keep = |name: &str| patterns.is_empty() || patterns.iter().any(|p| glob_match(p, name));
     let b_calls = calls::read(mgr, &p.baseline, &keep)?;
-    let c_calls = calls::read(mgr, &p.candidate, &keep)?;
+    let mut c_calls = calls::read(mgr, &p.candidate, &keep)?;
+    threads::align(&b_calls, &mut c_calls);
     let b_out = output::read(mgr, &p.baseline)?;
     let c_out = output::read(mgr, &p.candidate)?;
     let report = render::Report {
