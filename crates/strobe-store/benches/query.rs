@@ -147,6 +147,16 @@ fn fill_rows(path: &std::path::Path, total: u64) -> Connection {
     c
 }
 
+/// The baseline's (p50, p95) beside Strobe's p95, or nothing without one.
+fn baseline_text(base: Option<(f64, f64)>, p95: f64) -> String {
+    base.map_or(String::new(), |(b50, b95)| {
+        format!(
+            "  sqlite rows {b50:.2}/{b95:.2} ms (p95 {:.1}x Strobe's)",
+            b95 / p95
+        )
+    })
+}
+
 /// `STROBE_BENCH_ONLY=<text>` runs only the rows whose name contains it.
 fn selected(name: &str) -> bool {
     std::env::var("STROBE_BENCH_ONLY").map_or(true, |only| name.contains(only.as_str()))
@@ -342,12 +352,7 @@ fn aggregate_rows(store: &Store, key: i64, rows: Option<&Connection>, total: u64
             );
             times
         });
-        let base_text = base.map_or(String::new(), |(b50, b95)| {
-            format!(
-                "  sqlite rows {b50:.2}/{b95:.2} ms (p95 {:.1}x Strobe's)",
-                b95 / p95
-            )
-        });
+        let base_text = baseline_text(base, p95);
         println!(
             "  {name:<40} p50 {p50:>8.2} ms  p95 {p95:>8.2} ms  ({} functions)  every chunk decoded {d50:.2}/{d95:.2} ms (p95 {:.1}x){base_text}",
             stats.len(),
@@ -591,12 +596,7 @@ fn main() {
                 assert_eq!(n as u64, exact_count, "{name}: the baseline counts the same");
                 times
             });
-            let base_text = base.map_or(String::new(), |(b50, b95)| {
-                format!(
-                    "  sqlite rows {b50:.2}/{b95:.2} ms (p95 {:.1}x Strobe's)",
-                    b95 / p95
-                )
-            });
+            let base_text = baseline_text(base, p95);
             println!(
                 "  {name:<40} p50 {p50:>8.2} ms  p95 {p95:>8.2} ms  (totalCount {shown})  exactCount {e50:.2}/{e95:.2} ms (totalCount {exact_count}){base_text}"
             );

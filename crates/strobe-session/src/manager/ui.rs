@@ -26,10 +26,10 @@ use crate::error::SessionError;
 /// more on a loaded machine) before "no window" is an answer.
 const REGISTRATION_GRACE: Duration = Duration::from_secs(8);
 
-/// How long past the grace a program that is still busy (using CPU, so
-/// most likely still starting: an interpreter importing its toolkit under
-/// Frida on a loaded machine) is waited for. An idle program without a
-/// window is answered at the grace.
+/// How long past the grace a program with no window yet that is still busy
+/// (using CPU, so most likely still starting: an interpreter importing its
+/// toolkit under Frida on a loaded machine) is waited for. An idle program
+/// without a window is answered at the grace.
 const BUSY_STARTUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// The span over which "still busy" is judged.
@@ -441,8 +441,11 @@ impl SessionManager {
                 .any(|(_, t)| t.as_ref().is_ok_and(|t| !t.is_empty()));
             let settled = !windows.is_empty() && (!want_tree || has_tree);
             let waited = launched.elapsed();
-            let still_starting =
-                waited < REGISTRATION_GRACE || (waited < BUSY_STARTUP_LIMIT && busy.is_busy());
+            // Only a program with no window yet is waited for past the
+            // grace: one with a window but no tree is answered with its
+            // screenshot, even if busy (a game loop without accessibility).
+            let still_starting = waited < REGISTRATION_GRACE
+                || (windows.is_empty() && waited < BUSY_STARTUP_LIMIT && busy.is_busy());
             if settled || !still_starting {
                 if windows.is_empty() && !has_tree {
                     return Err(SessionError::validation(
