@@ -109,6 +109,44 @@ async fn the_synths_release_bug_is_found_by_a_midi_audio_and_trace_scenario() {
     .await;
     assert_eq!(r["passed"], true, "{r}");
 
+    // Cycles the synth misses (stopped for 300 ms: SIGSTOP 19, SIGCONT 18)
+    // are xruns JACK reports, each burst an audio event on the timeline.
+    let seen_before = c
+        .events(&id, Some("audio"))
+        .await
+        .iter()
+        .filter_map(|e| e["id"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let pid = v["pid"].as_u64().expect("the synth's pid") as u32;
+    support::signal(pid, 19);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::signal(pid, 18);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let xrun = loop {
+        let audio = c.events(&id, Some("audio")).await;
+        if let Some(e) = audio
+            .into_iter()
+            .find(|e| e["xrun"] == true && e["id"].as_u64() > Some(seen_before))
+        {
+            break e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no xrun event after the synth missed cycles"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(xrun["new"].as_u64().unwrap() >= 1, "{xrun}");
+    assert!(xrun["xruns"].as_u64() >= xrun["new"].as_u64(), "{xrun}");
+    assert!(
+        xrun["summary"]
+            .as_str()
+            .unwrap()
+            .contains("xrun(s): JACK ran a cycle late"),
+        "{xrun}"
+    );
+
     // The spec's validation scenario: release 0 (CC 72), a note, its
     // note-off — and the sound never stops.
     let r = scenario(

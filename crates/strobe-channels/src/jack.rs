@@ -64,7 +64,67 @@ pub(crate) struct PortSpec {
 struct State {
     handler: Box<dyn Cycle>,
     ports: Vec<Port>,
-    xruns: Arc<AtomicU64>,
+    xruns: Arc<Xruns>,
+}
+
+/// The late cycles (xruns) JACK reported to the client: how many and when
+/// the last was reported, so a channel can put them on the timeline.
+/// (JACK's `jack_get_xrun_delayed_usecs` is not kept: it gives the
+/// server's last measured delay, stale across xruns, and 0 with the dummy
+/// driver.)
+#[derive(Default)]
+pub(crate) struct Xruns {
+    count: AtomicU64,
+    last_ns: AtomicU64,
+    reported: AtomicU64,
+}
+
+/// Xruns reported since the last read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct NewXruns {
+    /// How many are new.
+    pub new: u64,
+    /// How many since the client opened.
+    pub total: u64,
+    /// CLOCK_MONOTONIC ns when the last was reported.
+    pub last_ns: u64,
+}
+
+impl NewXruns {
+    /// The timeline event: `xrun: true`, counts, delay and a summary.
+    pub(crate) fn event(&self) -> serde_json::Value {
+        serde_json::json!({
+            "dir": "seen", "xrun": true, "new": self.new, "xruns": self.total,
+            "summary": format!(
+                "{} xrun(s): JACK ran a cycle late; {} since the channel opened",
+                self.new, self.total
+            ),
+        })
+    }
+}
+
+impl Xruns {
+    /// Xruns since the client opened.
+    pub(crate) fn total(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Counts one, reported at `at_ns`.
+    pub(crate) fn record(&self, at_ns: u64) {
+        self.last_ns.store(at_ns, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Release);
+    }
+
+    /// The xruns since the last call, if any.
+    pub(crate) fn take_new(&self) -> Option<NewXruns> {
+        let total = self.count.load(Ordering::Acquire);
+        let before = self.reported.swap(total, Ordering::Relaxed);
+        (total > before).then(|| NewXruns {
+            new: total - before,
+            total,
+            last_ns: self.last_ns.load(Ordering::Relaxed),
+        })
+    }
 }
 
 unsafe extern "C" fn on_process(nframes: j::jack_nframes_t, arg: *mut c_void) -> i32 {
@@ -77,7 +137,8 @@ unsafe extern "C" fn on_process(nframes: j::jack_nframes_t, arg: *mut c_void) ->
 unsafe extern "C" fn on_xrun(arg: *mut c_void) -> i32 {
     // SAFETY: as in on_process.
     let state = unsafe { &*(arg as *const State) };
-    state.xruns.fetch_add(1, Ordering::Relaxed);
+    // JACK calls this on its notification thread, not the real-time one.
+    state.xruns.record(monotonic_ns());
     0
 }
 
@@ -88,7 +149,7 @@ pub(crate) struct Client {
     stop: Arc<AtomicBool>,
     connector: Option<std::thread::JoinHandle<()>>,
     /// Cycles JACK reported late (xruns) since the client opened.
-    pub xruns: Arc<AtomicU64>,
+    pub xruns: Arc<Xruns>,
     /// The program's ports linked so far.
     pub linked: Arc<std::sync::Mutex<Vec<String>>>,
     /// A program output is linked to one of ours: what ours capture is the
@@ -185,7 +246,7 @@ impl Client {
             }
             registered.push(Port(port));
         }
-        let xruns = Arc::new(AtomicU64::new(0));
+        let xruns = Arc::new(Xruns::default());
         let state = Box::into_raw(Box::new(State {
             handler,
             ports: registered.clone(),
@@ -462,6 +523,26 @@ pub(crate) fn monotonic_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn new_xruns_are_read_once() {
+        let x = Xruns::default();
+        assert_eq!(x.take_new(), None);
+        x.record(10);
+        x.record(20);
+        let n = x.take_new().expect("two new");
+        assert_eq!((n.new, n.total, n.last_ns), (2, 2, 20));
+        assert_eq!(x.take_new(), None);
+        x.record(30);
+        assert_eq!(x.take_new().map(|n| (n.new, n.total)), Some((1, 3)));
+        assert_eq!(x.total(), 3);
+        let e = n.event();
+        assert_eq!(
+            (e["xrun"].clone(), e["new"].clone()),
+            (json!(true), json!(2))
+        );
+    }
 
     #[test]
     fn a_client_socket_names_its_client() {

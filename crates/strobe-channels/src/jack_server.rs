@@ -35,17 +35,18 @@ impl JackServer {
             None => (Stdio::null(), Stdio::null()),
         };
         let child = Command::new("jackd")
-            // -r: no real-time scheduling. With -R a traced process callback
-            // had no xruns in the benchmark (0, 0, 0 against 8, 6, 8), but
-            // the full test suite once saw a synth go silent under load
-            // with it (a SCHED_FIFO thread in a hook can starve what it
-            // waits for on 2 cores; not yet proven): off until the hooks
-            // are shown safe on real-time threads (docs/BENCHMARKS.md).
+            // -R: real-time scheduling, as JACK is normally run (jackd goes
+            // on without it where the user may not have the right). The
+            // hooks a traced callback runs are lock-free and never wait on
+            // a lower-priority thread without sleeping (agent ring.ts), and
+            // the channels' own callbacks only try_lock. An earlier CI
+            // failure with -R was the flakiness -r showed too, fixed since
+            // (-t below, unlinked capture measures nothing; BENCHMARKS.md).
             // -t 5000: a client that misses cycles for up to 5 s (a loaded
             // machine, a traced program) is not thrown out; at JACK's
             // default 500 ms a stalled channel client or program stops
             // hearing and sending for good.
-            .args(["-n", name, "-r", "-t", "5000", "-d", "dummy", "-r", "48000", "-p", "256"])
+            .args(["-n", name, "-R", "-t", "5000", "-d", "dummy", "-r", "48000", "-p", "256"])
             .env("JACK_NO_AUDIO_RESERVATION", "1")
             .stdin(Stdio::null())
             .stdout(out)

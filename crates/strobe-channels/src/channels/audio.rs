@@ -7,7 +7,9 @@
 //! Nothing is measured before an output of the program is linked to the
 //! channel's input: until then the input holds JACK's silence.
 
-use crate::jack::{AUDIO, Client, Cycle, Link, Observer, Port, PortSpec, monotonic_ns, target};
+use crate::jack::{
+    AUDIO, Client, Cycle, Link, NewXruns, Observer, Port, PortSpec, monotonic_ns, target,
+};
 use crate::{
     ChannelError, ChannelKind, ChannelSpec, InputChannel, Observation, ObservationSink,
     OpenChannel, OutputChannel, SessionTarget,
@@ -322,7 +324,7 @@ impl InputChannel for Arc<AudioChannel> {
             ));
         }
         Ok(
-            json!({"frames": frames, "linked": linked, "xruns": self.client.xruns.load(Ordering::Relaxed), "summary": summary}),
+            json!({"frames": frames, "linked": linked, "xruns": self.client.xruns.total(), "summary": summary}),
         )
     }
 }
@@ -399,6 +401,9 @@ impl AudioChannel {
                 ));
                 reported_overruns = overruns;
             }
+            if let Some(x) = self.client.xruns.take_new() {
+                self.observe_xruns(x);
+            }
         }
         if let Some(w) = wav.as_mut() {
             w.finish();
@@ -409,7 +414,7 @@ impl AudioChannel {
         let Some(sink) = self.shared.observer.sink() else {
             return;
         };
-        let xruns = self.client.xruns.load(Ordering::Relaxed);
+        let xruns = self.client.xruns.total();
         let summary = if silent {
             "silence".to_string()
         } else {
@@ -434,6 +439,18 @@ impl AudioChannel {
                 "xruns": xruns, "wav": self.wav, "summary": summary,
             }),
         });
+    }
+
+    /// Late JACK cycles as an event of their own, when JACK reported the
+    /// last: beside the traced calls of that moment on the timeline.
+    fn observe_xruns(&self, x: NewXruns) {
+        if let Some(sink) = self.shared.observer.sink() {
+            sink.observe(Observation {
+                channel: self.name.clone(),
+                at_ns: Some(x.last_ns),
+                data: x.event(),
+            });
+        }
     }
 
     fn note(&self, text: String) {
