@@ -29,6 +29,7 @@ pub mod query;
 mod schema;
 mod sessions;
 mod store;
+mod summary_cache;
 mod test_history;
 mod traced_passes;
 mod writer;

@@ -1,8 +1,8 @@
 //! The query engine.
 //!
-//! A query walks one session's chunks in sequence order. The SQL prefilter
-//! drops chunks whose summary cannot match (time range, kind mask, pid
-//! range). A chunk whose summary proves that every event of the wanted kinds
+//! A query walks one session's chunks in sequence order. Their summaries,
+//! kept in memory between queries (summary_cache.rs), drop the chunks that
+//! cannot match (time, pid and sequence ranges, kind mask, content index). A chunk whose summary proves that every event of the wanted kinds
 //! matches — and that lies outside the requested page — is counted from its
 //! per-kind counts without being decoded; the rest are decoded and filtered
 //! event by event. So `totalCount` never needs a `COUNT(*)` over events.
@@ -12,8 +12,10 @@ use crate::error::StoreError;
 use crate::func_stats;
 /// Per-function statistics over a session (aggregate query mode).
 pub use crate::func_stats::FunctionStats;
-use rusqlite::{Connection, params};
+use crate::summary_cache::{BLOCK, ChunkMeta, SummaryCache};
+use rusqlite::Connection;
 use std::collections::HashSet;
+use std::sync::Arc;
 use strobe_core::event::{Event, EventHeader};
 
 /// Conditions on events; `None` means "any". All present conditions must hold.
@@ -250,21 +252,6 @@ pub enum Counting {
     Within(std::time::Duration),
 }
 
-struct ChunkMeta {
-    id: i64,
-    first_seq: u64,
-    ts_min: u64,
-    ts_max: u64,
-    pid_min: u32,
-    pid_max: u32,
-    kind_counts: [u32; codec::KIND_SLOTS],
-    /// The stored `func_counts` blob (read only when the filter names functions).
-    func_counts: Vec<u8>,
-    /// The stored per-function statistics (read only for `aggregate`;
-    /// `None` for chunks stored before they existed).
-    func_stats: Option<Vec<u8>>,
-}
-
 /// What a filter asks of chunk content indexes.
 struct IndexProbe {
     text: Option<Vec<u8>>,
@@ -302,6 +289,7 @@ impl IndexProbe {
 
 pub(crate) fn run(
     conn: &Connection,
+    cache: &SummaryCache,
     session: i64,
     filter: &EventFilter,
     page: QueryPage,
@@ -310,7 +298,7 @@ pub(crate) fn run(
     // One read transaction: the chunk list and the chunk contents come from
     // the same snapshot even while the writer evicts chunks.
     let tx = conn.unchecked_transaction()?;
-    let out = run_in_snapshot(&tx, session, filter, page, counting);
+    let out = run_in_snapshot(&tx, cache, session, filter, page, counting);
     tx.finish()?;
     out
 }
@@ -331,13 +319,14 @@ fn sample_order(n: usize) -> Vec<usize> {
 
 fn run_in_snapshot(
     conn: &Connection,
+    cache: &SummaryCache,
     session: i64,
     filter: &EventFilter,
     page: QueryPage,
     counting: Counting,
 ) -> Result<QueryResult, StoreError> {
     let started = std::time::Instant::now();
-    let metas = candidate_chunks(conn, session, filter, false)?;
+    let metas = candidate_chunks(conn, cache, session, filter)?;
 
     let window_start = page.offset;
     let window_end = page.offset.saturating_add(page.limit as u64);
@@ -452,83 +441,57 @@ fn decode_chunk(
     Ok(())
 }
 
-/// Chunks whose summaries do not rule the filter out, in sequence order
-/// (with their per-function statistics when `with_stats`).
+/// Chunks whose summaries do not rule the filter out, in sequence order.
 fn candidate_chunks(
     conn: &Connection,
+    cache: &SummaryCache,
     session: i64,
     filter: &EventFilter,
-    with_stats: bool,
-) -> Result<Vec<ChunkMeta>, StoreError> {
-    let from = filter.time_from.unwrap_or(0).min(i64::MAX as u64) as i64;
-    let to = filter
-        .time_to
-        .unwrap_or(i64::MAX as u64)
-        .min(i64::MAX as u64) as i64;
-    let mask = filter.kinds.unwrap_or(u32::MAX) as i64;
-    let (pid_lo, pid_hi) = filter
-        .pid
-        .map_or((0i64, u32::MAX as i64), |p| (p as i64, p as i64));
-    let probe = IndexProbe::of(filter);
-    let mut stmt = conn.prepare_cached(
-        "SELECT c.id, c.first_seq, c.ts_min, c.ts_max, c.pid_min, c.pid_max, c.kind_counts, c.func_counts,
-                CASE WHEN ?7 THEN (SELECT content FROM chunk_indexes WHERE id = c.id) END,
-                CASE WHEN ?10 THEN (SELECT stats FROM chunk_func_stats WHERE id = c.id) END
-         FROM chunks c
-         WHERE c.session = ?1 AND c.ts_max >= ?2 AND c.ts_min <= ?3 AND (c.kind_mask & ?4) != 0
-           AND c.pid_max >= ?5 AND c.pid_min <= ?6
-           AND c.first_seq + c.count > ?8 AND c.first_seq <= ?9
-         ORDER BY c.first_seq",
-    )?;
-    let metas: Vec<ChunkMeta> = stmt
-        .query_map(
-            params![
-                session,
-                from,
-                to,
-                mask,
-                pid_lo,
-                pid_hi,
-                probe.is_some(),
-                filter.seq_from.unwrap_or(0).min(i64::MAX as u64) as i64,
-                filter
-                    .seq_to
-                    .unwrap_or(i64::MAX as u64)
-                    .min(i64::MAX as u64) as i64,
-                with_stats
-            ],
-            |r| {
-                let blob: Vec<u8> = r.get(6)?;
-                let ruled_out = match (&probe, r.get::<_, Option<Vec<u8>>>(8)?) {
-                    (Some(p), Some(ix)) => {
-                        codec::ContentIndex::from_blob(&ix).is_some_and(|ix| !p.may_match(&ix))
-                    }
-                    _ => false,
-                };
-                if ruled_out {
-                    return Ok(None);
-                }
-                Ok(Some(ChunkMeta {
-                    id: r.get(0)?,
-                    first_seq: r.get::<_, i64>(1)? as u64,
-                    ts_min: r.get::<_, i64>(2)? as u64,
-                    ts_max: r.get::<_, i64>(3)? as u64,
-                    pid_min: r.get(4)?,
-                    pid_max: r.get(5)?,
-                    kind_counts: ChunkSummary::parse_kind_counts(&blob),
-                    func_counts: if filter.func_ids.is_some() {
-                        r.get::<_, Vec<u8>>(7)?
-                    } else {
-                        Vec::new()
-                    },
-                    func_stats: r.get(9)?,
-                }))
-            },
-        )?
-        .filter_map(Result::transpose)
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+) -> Result<Vec<Arc<ChunkMeta>>, StoreError> {
+    let test = ChunkTest::of(filter);
+    let mut chunks = cache.snapshot(conn, session)?.chunks();
+    chunks.retain(|c| test.may_match(c));
+    Ok(chunks)
+}
 
-    Ok(metas)
+/// What a chunk's summary must allow for the filter to match in it.
+struct ChunkTest {
+    from: u64,
+    to: u64,
+    mask: u32,
+    pids: (u32, u32),
+    seqs: (u64, u64),
+    probe: Option<IndexProbe>,
+}
+
+impl ChunkTest {
+    fn of(filter: &EventFilter) -> ChunkTest {
+        ChunkTest {
+            from: filter.time_from.unwrap_or(0),
+            to: filter.time_to.unwrap_or(u64::MAX),
+            mask: filter.kinds.unwrap_or(u32::MAX),
+            pids: filter.pid.map_or((0, u32::MAX), |p| (p, p)),
+            seqs: (
+                filter.seq_from.unwrap_or(0),
+                filter.seq_to.unwrap_or(u64::MAX),
+            ),
+            probe: IndexProbe::of(filter),
+        }
+    }
+
+    fn may_match(&self, c: &ChunkMeta) -> bool {
+        c.ts_max >= self.from
+            && c.ts_min <= self.to
+            && c.kind_mask & self.mask != 0
+            && c.pid_max >= self.pids.0
+            && c.pid_min <= self.pids.1
+            && c.first_seq + c.count > self.seqs.0
+            && c.first_seq <= self.seqs.1
+            && match (&self.probe, &c.content) {
+                (Some(p), Some(ix)) => p.may_match(ix),
+                _ => true,
+            }
+    }
 }
 
 /// Aggregates function events matching `filter` per function, sorted by
@@ -536,17 +499,41 @@ fn candidate_chunks(
 /// its stored statistics; only the others are decoded.
 pub(crate) fn aggregate(
     conn: &Connection,
+    cache: &SummaryCache,
     session: i64,
     filter: &EventFilter,
 ) -> Result<Vec<FunctionStats>, StoreError> {
     let tx = conn.unchecked_transaction()?;
-    let metas = candidate_chunks(&tx, session, filter, true)?;
+    let snapshot = cache.snapshot(&tx, session)?;
     let mut stats = ByFunction::default();
     let enter = strobe_core::EventKind::FunctionEnter as u8;
     let exit = strobe_core::EventKind::FunctionExit as u8;
     let mask = filter.kinds.unwrap_or(u32::MAX);
     let (enters, exits) = (mask & (1 << enter) != 0, mask & (1 << exit) != 0);
     let wanted = |func: u32| filter.func_ids.as_ref().is_none_or(|f| f.contains(&func));
+    // Blocks of chunks the filter covers whole are merged from their sums;
+    // the other chunks are read one by one.
+    let mut summed = vec![false; snapshot.all.len()];
+    for b in snapshot.blocks.iter() {
+        let Some(sums) = &b.stats else { continue };
+        let range = b.start..b.start + BLOCK;
+        if snapshot.all[range.clone()]
+            .iter()
+            .all(|c| c.id <= snapshot.max_id && covers_whole(filter, c))
+        {
+            for s in sums.iter().filter(|s| wanted(s.func_id)) {
+                stats.get(s.func_id).merge(s, enters, exits);
+            }
+            summed[range].fill(true);
+        }
+    }
+    let test = ChunkTest::of(filter);
+    let metas = snapshot
+        .all
+        .iter()
+        .zip(&summed)
+        .filter(|(c, done)| !**done && c.id <= snapshot.max_id && test.may_match(c))
+        .map(|(c, _)| c);
     {
         let mut data_stmt = tx.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;
         let mut per_chunk = Vec::new();
@@ -555,7 +542,7 @@ pub(crate) fn aggregate(
             if function_events == 0 || !(enters || exits) {
                 continue;
             }
-            if covers_whole(filter, &m)
+            if covers_whole(filter, m)
                 && let Some(blob) = &m.func_stats
             {
                 per_chunk.clear();

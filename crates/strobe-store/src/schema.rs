@@ -158,7 +158,16 @@ pub fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("sessions", "evicted_output", "INTEGER NOT NULL DEFAULT 0"),
     ("agent_calls", "client", "TEXT NOT NULL DEFAULT ''"),
+    // Chunk rows of the session deleted so far (summary_cache.rs).
+    ("sessions", "chunk_deletes", "INTEGER NOT NULL DEFAULT 0"),
 ];
+
+/// Counts deleted chunks per session, so cached chunk lists know they are
+/// stale (summary_cache.rs); created once the column exists.
+const TRIGGERS: &str = "
+CREATE TRIGGER IF NOT EXISTS chunk_deleted AFTER DELETE ON chunks BEGIN
+    UPDATE sessions SET chunk_deletes = chunk_deletes + 1 WHERE key = OLD.session;
+END;";
 
 /// Creates the schema if it is missing and adds columns older databases lack.
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
@@ -175,6 +184,7 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             ))?;
         }
     }
+    conn.execute_batch(TRIGGERS)?;
     conn.execute(
         "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1)",
         [SCHEMA_VERSION.to_string()],

@@ -35,6 +35,8 @@ pub struct Store {
     writer_thread: Arc<Mutex<Option<JoinHandle<()>>>>,
     /// Batches the writer consumed, for [`Store::batch`].
     spare: Arc<BatchPool>,
+    /// Chunk summaries kept between queries.
+    summaries: Arc<crate::summary_cache::SummaryCache>,
 }
 
 impl Store {
@@ -56,6 +58,7 @@ impl Store {
             stats: Arc::new(Mutex::new(HashMap::new())),
             writer_thread: Arc::new(Mutex::new(Some(handle))),
             spare,
+            summaries: Arc::default(),
         })
     }
 
@@ -422,7 +425,7 @@ impl Store {
         key: i64,
         filter: &EventFilter,
     ) -> Result<Vec<crate::FunctionStats>, StoreError> {
-        self.with_reader(|c| query::aggregate(c, key, filter))
+        self.with_reader(|c| query::aggregate(c, &self.summaries, key, filter))
     }
 
     /// Runs a query over one session's committed events, counting every
@@ -433,7 +436,16 @@ impl Store {
         filter: &EventFilter,
         page: QueryPage,
     ) -> Result<QueryResult, StoreError> {
-        self.with_reader(|c| query::run(c, key, filter, page, query::Counting::Exact))
+        self.with_reader(|c| {
+            query::run(
+                c,
+                &self.summaries,
+                key,
+                filter,
+                page,
+                query::Counting::Exact,
+            )
+        })
     }
 
     /// Like [`Store::query`], with the work on `total_count` bounded as
@@ -445,6 +457,6 @@ impl Store {
         page: QueryPage,
         counting: query::Counting,
     ) -> Result<QueryResult, StoreError> {
-        self.with_reader(|c| query::run(c, key, filter, page, counting))
+        self.with_reader(|c| query::run(c, &self.summaries, key, filter, page, counting))
     }
 }
