@@ -11,9 +11,10 @@
 //! Coherence with each query's snapshot: a trigger counts each session's
 //! deleted chunk rows (`sessions.chunk_deletes`); a cached list read at
 //! another count is read again whole (eviction at a session's cap does
-//! that on each commit that evicts). Row ids only grow while nothing is deleted, so a query whose
-//! snapshot is older than the cache ignores the chunks past its snapshot's
-//! largest id, and a newer one reads only the rows past the cache's.
+//! that on each commit that evicts). Row ids only grow while nothing is
+//! deleted, so a query whose snapshot is older than the cache ignores the
+//! chunks past its snapshot's largest id, and a newer one reads only the
+//! rows past the cache's.
 
 use crate::codec::{self, ChunkSummary, ContentIndex};
 use crate::error::StoreError;
