@@ -2,7 +2,8 @@
 //!
 //! A query walks one session's chunks in sequence order. Their summaries,
 //! kept in memory between queries (summary_cache.rs), drop the chunks that
-//! cannot match (time, pid and sequence ranges, kind mask, content index). A chunk whose summary proves that every event of the wanted kinds
+//! cannot match (time, pid and sequence ranges, kind mask, content index).
+//! A chunk whose summary proves that every event of the wanted kinds
 //! matches — and that lies outside the requested page — is counted from its
 //! per-kind counts without being decoded; the rest are decoded and filtered
 //! event by event. So `totalCount` never needs a `COUNT(*)` over events.
@@ -449,7 +450,7 @@ fn candidate_chunks(
     filter: &EventFilter,
 ) -> Result<Vec<Arc<ChunkMeta>>, StoreError> {
     let test = ChunkTest::of(filter);
-    let mut chunks = cache.snapshot(conn, session)?.chunks();
+    let mut chunks = cache.snapshot(conn, session, false)?.chunks();
     chunks.retain(|c| test.may_match(c));
     Ok(chunks)
 }
@@ -504,7 +505,7 @@ pub(crate) fn aggregate(
     filter: &EventFilter,
 ) -> Result<Vec<FunctionStats>, StoreError> {
     let tx = conn.unchecked_transaction()?;
-    let snapshot = cache.snapshot(&tx, session)?;
+    let snapshot = cache.snapshot(&tx, session, true)?;
     let mut stats = ByFunction::default();
     let enter = strobe_core::EventKind::FunctionEnter as u8;
     let exit = strobe_core::EventKind::FunctionExit as u8;

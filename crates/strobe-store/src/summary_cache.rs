@@ -9,12 +9,18 @@
 //! read.
 //!
 //! Coherence with each query's snapshot: a trigger counts each session's
-//! deleted chunk rows (`sessions.chunk_deletes`); a cached list read at
-//! another count is read again whole (eviction at a session's cap does
-//! that on each commit that evicts). Row ids only grow while nothing is
-//! deleted, so a query whose snapshot is older than the cache ignores the
-//! chunks past its snapshot's largest id, and a newer one reads only the
-//! rows past the cache's.
+//! deleted chunk rows (`sessions.chunk_deletes`). At another count than
+//! the kept list's, the chunk ids the snapshot has are listed: kept
+//! summaries of those stay, the others are read (eviction's rewritten
+//! chunks are new rows). A new chunk's row id is past every id of its
+//! session while none of the session's chunks is deleted (SQLite gives
+//! the table's largest id + 1, and ids freed by another session's
+//! deletion are all past this session's largest): so a query whose
+//! snapshot is older than the list ignores the chunks past its snapshot's
+//! largest id of the session, and a newer one reads only the rows past
+//! the list's. (Not the table's largest id: after another session's
+//! chunks at the top are deleted, ids below it are given again.) The blocks `aggregate` merges are computed when it first asks
+//! after a deletion, and extended as chunks are added.
 
 use crate::codec::{self, ChunkSummary, ContentIndex};
 use crate::error::StoreError;
@@ -77,9 +83,10 @@ pub(crate) struct Block {
 pub(crate) struct Snapshot {
     /// Every kept chunk in sequence order, some perhaps past the snapshot.
     pub all: Arc<Vec<Arc<ChunkMeta>>>,
-    /// The full blocks of `all`, in order.
+    /// The full blocks of `all`, in order (none unless asked for).
     pub blocks: Arc<Vec<Arc<Block>>>,
-    /// The snapshot's largest chunk id: chunks past it are not in it.
+    /// The snapshot's largest chunk id of the session: chunks past it are
+    /// not in it.
     pub max_id: i64,
 }
 
@@ -96,10 +103,15 @@ impl Snapshot {
 
 /// A session's chunks in sequence order, as of `max_id`.
 struct SessionChunks {
+    /// The session's id and start: its key alone is reused after a
+    /// deletion.
+    identity: (String, i64),
     deletes: i64,
     max_id: i64,
     chunks: Arc<Vec<Arc<ChunkMeta>>>,
-    blocks: Arc<Vec<Arc<Block>>>,
+    /// Computed when `aggregate` first asks after a change other than
+    /// chunks added in order.
+    blocks: Option<Arc<Vec<Arc<Block>>>>,
     bytes: usize,
     last_used: u64,
 }
@@ -111,15 +123,22 @@ pub(crate) struct SummaryCache {
 }
 
 impl SummaryCache {
-    /// The chunks of `session` in `conn`'s snapshot (a read transaction).
-    pub(crate) fn snapshot(&self, conn: &Connection, session: i64) -> Result<Snapshot, StoreError> {
+    /// The chunks of `session` in `conn`'s snapshot (a read transaction),
+    /// with their blocks when `with_blocks` (else perhaps none).
+    pub(crate) fn snapshot(
+        &self,
+        conn: &Connection,
+        session: i64,
+        with_blocks: bool,
+    ) -> Result<Snapshot, StoreError> {
         use rusqlite::OptionalExtension;
-        let Some((deletes, max_id)): Option<(i64, i64)> = conn
+        let Some((deletes, max_id, identity)): Option<(i64, i64, (String, i64))> = conn
             .query_row(
-                "SELECT chunk_deletes, (SELECT IFNULL(MAX(id), 0) FROM chunks)
+                "SELECT chunk_deletes, (SELECT IFNULL(MAX(id), 0) FROM chunks WHERE session = ?1),
+                        id, started_at
                  FROM sessions WHERE key = ?1",
                 [session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, (r.get(2)?, r.get(3)?))),
             )
             .optional()?
         else {
@@ -136,53 +155,87 @@ impl SummaryCache {
         let (map, clock) = &mut *guard;
         *clock += 1;
         let now = *clock;
-        match map.get_mut(&session) {
-            Some(e) if e.deletes == deletes && e.max_id >= max_id => {}
-            Some(e) if e.deletes == deletes => {
-                let added = load(conn, session, e.max_id, max_id)?;
-                let mut chunks = e.chunks.to_vec();
-                chunks.extend(added);
-                let mut blocks: Vec<Arc<Block>> = Vec::new();
-                if chunks.is_sorted_by_key(|c| c.first_seq) {
-                    // The full blocks stay as they are; new ones are added.
-                    blocks = e.blocks.to_vec();
-                } else {
-                    chunks.sort_by_key(|c| c.first_seq);
-                }
-                add_blocks(&chunks, &mut blocks);
-                e.chunks = Arc::new(chunks);
-                e.blocks = Arc::new(blocks);
-                e.max_id = max_id;
-                e.bytes = bytes_of(&e.chunks, &e.blocks);
-            }
-            _ => {
-                let chunks = load(conn, session, 0, max_id)?;
-                let mut blocks = Vec::new();
-                add_blocks(&chunks, &mut blocks);
-                let bytes = bytes_of(&chunks, &blocks);
-                map.insert(
-                    session,
-                    SessionChunks {
-                        deletes,
-                        max_id,
-                        chunks: Arc::new(chunks),
-                        blocks: Arc::new(blocks),
-                        bytes,
-                        last_used: now,
-                    },
-                );
-            }
+        // A deleted session's key is given again to the next one created:
+        // what was kept of the old one must not pass for the new one's.
+        if map.get(&session).is_some_and(|e| e.identity != identity) {
+            map.remove(&session);
         }
-        let e = map.get_mut(&session).expect("kept above");
+        let e = map.entry(session).or_insert_with(|| SessionChunks {
+            identity,
+            deletes: -1,
+            max_id: 0,
+            chunks: Arc::default(),
+            blocks: None,
+            bytes: 0,
+            last_used: now,
+        });
+        if e.deletes != deletes {
+            // The first read, or chunks were deleted since (eviction, a
+            // purge): the kept summaries of chunks still stored stay, the
+            // rows not kept are read (eviction's rewritten chunks are new
+            // rows, so past nearly all kept ids).
+            let ids = chunk_ids(conn, session, max_id)?;
+            let kept: HashMap<i64, &Arc<ChunkMeta>> = e.chunks.iter().map(|c| (c.id, c)).collect();
+            let mut chunks = Vec::with_capacity(ids.len());
+            let mut missing = std::collections::HashSet::new();
+            for id in ids {
+                match kept.get(&id) {
+                    Some(c) => chunks.push(Arc::clone(c)),
+                    None => {
+                        missing.insert(id);
+                    }
+                }
+            }
+            if let Some(first) = missing.iter().min() {
+                let read = load(conn, session, first - 1, max_id)?;
+                chunks.extend(read.into_iter().filter(|c| missing.contains(&c.id)));
+            }
+            chunks.sort_by_key(|c| c.first_seq);
+            e.chunks = Arc::new(chunks);
+            e.blocks = None;
+            e.deletes = deletes;
+            e.max_id = max_id;
+            e.bytes = bytes_of(&e.chunks, e.blocks.as_deref());
+        } else if e.max_id < max_id {
+            let added = load(conn, session, e.max_id, max_id)?;
+            let mut chunks = e.chunks.to_vec();
+            chunks.extend(added);
+            if !chunks.is_sorted_by_key(|c| c.first_seq) {
+                chunks.sort_by_key(|c| c.first_seq);
+                e.blocks = None;
+            }
+            if let Some(blocks) = &e.blocks {
+                // The full blocks stay as they are; new ones are added.
+                let mut blocks = blocks.to_vec();
+                add_blocks(&chunks, &mut blocks);
+                e.blocks = Some(Arc::new(blocks));
+            }
+            e.chunks = Arc::new(chunks);
+            e.max_id = max_id;
+            e.bytes = bytes_of(&e.chunks, e.blocks.as_deref());
+        }
+        if with_blocks && e.blocks.is_none() {
+            let mut blocks = Vec::new();
+            add_blocks(&e.chunks, &mut blocks);
+            e.blocks = Some(Arc::new(blocks));
+            e.bytes = bytes_of(&e.chunks, e.blocks.as_deref());
+        }
         e.last_used = now;
         let snapshot = Snapshot {
             all: e.chunks.clone(),
-            blocks: e.blocks.clone(),
+            blocks: e.blocks.clone().unwrap_or_default(),
             max_id,
         };
         trim(map, session);
         Ok(snapshot)
     }
+}
+
+/// The ids of `session`'s chunks up to `upto`.
+fn chunk_ids(conn: &Connection, session: i64, upto: i64) -> Result<Vec<i64>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM chunks WHERE session = ?1 AND id <= ?2")?;
+    let ids = stmt.query_map(params![session, upto], |r| r.get(0))?;
+    Ok(ids.collect::<rusqlite::Result<Vec<i64>>>()?)
 }
 
 /// Adds the full blocks of `chunks` past those in `blocks`.
@@ -210,10 +263,11 @@ fn add_blocks(chunks: &[Arc<ChunkMeta>], blocks: &mut Vec<Arc<Block>>) {
     }
 }
 
-fn bytes_of(chunks: &[Arc<ChunkMeta>], blocks: &[Arc<Block>]) -> usize {
+fn bytes_of(chunks: &[Arc<ChunkMeta>], blocks: Option<&Vec<Arc<Block>>>) -> usize {
     chunks.iter().map(|c| c.bytes()).sum::<usize>()
         + blocks
-            .iter()
+            .into_iter()
+            .flatten()
             .map(|b| {
                 std::mem::size_of::<Block>()
                     + b.stats

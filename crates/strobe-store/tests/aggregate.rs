@@ -6,25 +6,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use strobe_core::event::{EventBatch, EventHeader, EventKind};
-use strobe_store::{EventCaps, EventFilter, FunctionStats, NewSession, QueryPage, Store};
+use strobe_store::{EventCaps, EventFilter, FunctionStats, QueryPage, Store};
+
+mod common;
+use common::session;
 
 /// Past 32 chunks of 4,096 (74 chunks), so `aggregate` also merges blocks
 /// of summed chunk statistics.
 const TOTAL: u64 = 300_000;
-
-fn session(store: &Store, id: &str, caps: EventCaps) -> i64 {
-    store
-        .create_session(NewSession {
-            id: id.into(),
-            binary_path: "/bin/x".into(),
-            project_root: "/".into(),
-            launch_json: "{}".into(),
-            started_at: 0,
-            caps,
-        })
-        .unwrap()
-        .0
-}
 
 /// Calls of 7 functions on 3 threads of 2 processes, with durations and
 /// return values (0, -1 as 32 and 64 bits, others) varying, and output

@@ -4,21 +4,10 @@
 //! after another session or this one is deleted.
 
 use strobe_core::event::{EventBatch, EventHeader, EventKind};
-use strobe_store::{EventCaps, EventFilter, FunctionStats, NewSession, QueryPage, Store};
+use strobe_store::{EventCaps, EventFilter, FunctionStats, QueryPage, Store};
 
-fn session(store: &Store, id: &str, caps: EventCaps) -> i64 {
-    store
-        .create_session(NewSession {
-            id: id.into(),
-            binary_path: "/bin/x".into(),
-            project_root: "/".into(),
-            launch_json: "{}".into(),
-            started_at: 0,
-            caps,
-        })
-        .unwrap()
-        .0
-}
+mod common;
+use common::session;
 
 /// `n` events from timestamp `from`: calls of 5 functions and output lines.
 fn append(store: &Store, key: i64, from: u64, n: u64) {
@@ -164,4 +153,74 @@ fn a_store_that_queried_before_answers_as_one_that_never_did() {
     store.delete_session(key).unwrap();
     let (n, events, functions) = answer(&store, key, &EventFilter::default());
     assert_eq!((n, events.len(), functions.len()), (0, 0, 0));
+}
+
+#[test]
+fn a_database_made_before_deletions_were_counted_gets_the_count_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let key = session(&store, "old", EventCaps::both(1_000_000));
+    append(&store, key, 0, 10_000);
+    store.close().unwrap();
+    // What a database of the release before looks like.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER chunk_deleted; ALTER TABLE sessions DROP COLUMN chunk_deletes;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = Store::open(&path).unwrap();
+    let (n, _, _) = answer(&store, key, &EventFilter::default());
+    assert_eq!(n, 10_000);
+    store.delete_session(key).unwrap();
+    let (n, _, _) = answer(&store, key, &EventFilter::default());
+    assert_eq!(n, 0);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let triggers: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'chunk_deleted'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(triggers, 1);
+}
+
+#[test]
+fn chunks_given_the_ids_of_another_sessions_deleted_chunks_are_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let low = session(&store, "low", EventCaps::both(10_000_000));
+    let high = session(&store, "high", EventCaps::both(10_000_000));
+    append(&store, low, 0, 20_000);
+    append(&store, high, 0, 20_000);
+    same_as_fresh(&store, &path, low, "before");
+    // The table's largest ids were the other session's: once its chunks
+    // are deleted, SQLite gives them again, to this session's new chunks.
+    store.delete_session(high).unwrap();
+    append(&store, low, 20_000, 20_000);
+    same_as_fresh(&store, &path, low, "after ids were given again");
+    let (n, _, _) = answer(&store, low, &EventFilter::default());
+    assert_eq!(n, 40_000);
+}
+
+#[test]
+fn a_session_given_a_deleted_sessions_key_is_not_mistaken_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let first = session(&store, "first", EventCaps::both(10_000_000));
+    append(&store, first, 0, 20_000);
+    same_as_fresh(&store, &path, first, "the first session");
+    store.delete_session(first).unwrap();
+    // SQLite gives the largest key again once its row is gone.
+    let second = session(&store, "second", EventCaps::both(10_000_000));
+    assert_eq!(second, first, "the key is reused (what this test is about)");
+    append(&store, second, 0, 5_000);
+    same_as_fresh(&store, &path, second, "the second session, same key");
+    let (n, _, _) = answer(&store, second, &EventFilter::default());
+    assert_eq!(n, 5_000);
 }
