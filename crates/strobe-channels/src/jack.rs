@@ -91,7 +91,7 @@ pub(crate) struct NewXruns {
 }
 
 impl NewXruns {
-    /// The timeline event: `xrun: true`, counts, delay and a summary.
+    /// The timeline event: `xrun: true`, the counts and a summary.
     pub(crate) fn event(&self) -> serde_json::Value {
         serde_json::json!({
             "dir": "seen", "xrun": true, "new": self.new, "xruns": self.total,

@@ -520,7 +520,7 @@ pub(crate) fn aggregate(
         let range = b.start..b.start + BLOCK;
         if snapshot.all[range.clone()]
             .iter()
-            .all(|c| c.id <= snapshot.max_id && covers_whole(filter, c))
+            .all(|c| snapshot.has(c) && covers_whole(filter, c))
         {
             for s in sums.iter().filter(|s| wanted(s.func_id)) {
                 stats.get(s.func_id).merge(s, enters, exits);
@@ -533,7 +533,7 @@ pub(crate) fn aggregate(
         .all
         .iter()
         .zip(&summed)
-        .filter(|(c, done)| !**done && c.id <= snapshot.max_id && test.may_match(c))
+        .filter(|(c, done)| !**done && snapshot.has(c) && test.may_match(c))
         .map(|(c, _)| c);
     {
         let mut data_stmt = tx.prepare_cached("SELECT data FROM chunks WHERE id = ?1")?;

@@ -436,16 +436,7 @@ impl Store {
         filter: &EventFilter,
         page: QueryPage,
     ) -> Result<QueryResult, StoreError> {
-        self.with_reader(|c| {
-            query::run(
-                c,
-                &self.summaries,
-                key,
-                filter,
-                page,
-                query::Counting::Exact,
-            )
-        })
+        self.query_counting(key, filter, page, query::Counting::Exact)
     }
 
     /// Like [`Store::query`], with the work on `total_count` bounded as

@@ -93,11 +93,12 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// The snapshot's chunks, in sequence order.
     pub(crate) fn chunks(&self) -> Vec<Arc<ChunkMeta>> {
-        self.all
-            .iter()
-            .filter(|c| c.id <= self.max_id)
-            .cloned()
-            .collect()
+        self.all.iter().filter(|c| self.has(c)).cloned().collect()
+    }
+
+    /// Whether kept chunk `c` is in the snapshot.
+    pub(crate) fn has(&self, c: &ChunkMeta) -> bool {
+        c.id <= self.max_id
     }
 }
 

@@ -231,6 +231,7 @@ fn steal_ms() -> u64 {
         .and_then(|l| l.split_whitespace().nth(8))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    // /proc/stat counts in USER_HZ, 100 on Linux.
     ticks * 1000 / 100
 }
 
