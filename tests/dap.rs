@@ -2,7 +2,8 @@
 //! DebugClient, from npm, run by node on tests/dap/dap.mjs) drives `strobe dap`,
 //! which drives a real daemon over MCP against real programs under Frida:
 //! launch, a line breakpoint, the stop, stack, arguments, hover, next/stepIn/
-//! stepOut, readable refusals, output events and the exit code. The sessions
+//! stepOut, readable refusals, output events, the exit code, the program's
+//! threads as they come and go. The sessions
 //! the editor made are then seen by an agent over MCP.
 
 mod support;
@@ -44,6 +45,7 @@ async fn a_dap_client_launches_stops_steps_and_sees_the_end() {
         .env("DEBUGEE_SOURCE", &source)
         .env("OUTPUT_FIXTURE", &output)
         .env("CRASH_FIXTURE", fixture("crash"))
+        .env("THREADS_FIXTURE", fixture_with("threads", &["-pthread"]))
         .env(
             "LINE_CRASH",
             (include_str!("fixtures/crash.c")

@@ -5,6 +5,7 @@ mod support;
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 use support::{Client, Env, fixture};
 
 /// Pages through every event matching `filter`.
@@ -511,4 +512,73 @@ async fn children_that_close_every_descriptor_before_exec_are_followed() {
     assert_eq!(execs, 5, "followed through the exec: {st}");
     let calls = c.calls_of(&id, "function_enter", "exec_work").await;
     assert_eq!(calls.len(), 10, "traced in every exec'd image: {calls:?}");
+}
+
+/// The names in a status's thread list, the main thread (id == pid) as "main".
+fn thread_names(status: &Value, pid: u32) -> BTreeSet<String> {
+    status["threads"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no thread list: {status}"))
+        .iter()
+        .map(|t| match t["id"].as_u64() == Some(pid as u64) {
+            true => "main".to_string(),
+            false => t["name"].as_str().unwrap().to_string(),
+        })
+        .collect()
+}
+
+/// `debug_session status` lists the program's live threads by name, none of
+/// Frida's (`/proc` lists those among them, under the program's name), and
+/// a thread that ended leaves the list.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_lists_the_programs_threads_and_none_of_fridas() {
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = support::fixture_with("threads", &["-pthread"]);
+    let (id, pid) = c.launch(&exe, &["2000"]).await;
+    let want = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    let args = json!({"action": "status", "sessionId": id});
+
+    // Before "go": main and keeper; then brief too.
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let three = loop {
+        let r = c.reply("debug_session", args.clone()).await;
+        let names = thread_names(&r.value, pid);
+        if seen.last() != Some(&names) {
+            seen.push(names.clone());
+        }
+        if names == want(&["main", "keeper", "brief"]) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "never listed brief: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        seen.contains(&want(&["main", "keeper"])),
+        "keeper alone was never listed before brief: {seen:?}"
+    );
+    // Frida runs threads of its own in the program: they were left out.
+    let in_proc = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .count();
+    assert!(
+        in_proc > 3,
+        "/proc lists only {in_proc} threads: the check proves nothing"
+    );
+    assert!(three.text.contains("3 thread(s) ("), "{}", three.text);
+    assert!(three.text.contains("keeper "), "{}", three.text);
+
+    // brief ends after 2 s: it leaves the list.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = c.status(&id).await;
+        if thread_names(&s, pid) == want(&["main", "keeper"]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "brief stayed listed: {s}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
 }

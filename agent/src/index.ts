@@ -119,6 +119,14 @@ function listen(): void {
                         { type: "pause_armed", id, failed: [], error: null });
                     break;
                 }
+                case "own-threads": {
+                    // Gum cloaks the threads Frida runs in the program, the
+                    // ones a thread list must not show as the program's.
+                    const { id, tids } = msg;
+                    answer(() => ({ type: "own_threads", id, own: tids.filter(t => Cloak.hasThread(t)), error: null }),
+                        { type: "own_threads", id, own: [], error: null });
+                    break;
+                }
                 case "inherit": {
                     const { id, journal } = msg;
                     answer(() => ({ type: "inherited", id, undone: undoJournal(ptr(journal)), error: null }),

@@ -121,6 +121,7 @@ export type AgentMessage =
     | { type: "sockets_watched"; id: number; hooked: number; error: string | null }
     /** The stops of a pause that could not be planted (`address: why`). */
     | { type: "pause_armed"; id: number; failed: string[]; error: string | null }
+    | { type: "own_threads"; id: number; own: number[]; error: string | null }
     /** The language runtime loaded into an attached process (`how` it got
      *  in), or why it was not. */
     | { type: "runtime_loaded"; id: number; how: string | null; error: string | null }
@@ -204,6 +205,7 @@ export type DaemonMessage =
     | { type: "watch-sockets"; id: number; on: boolean }
     /** Pause running thread `tid` at the first of `stops` it reaches. */
     | { type: "pause-thread"; id: number; tid: number; stops: StepStop[] }
+    | { type: "own-threads"; id: number; tids: number[] }
     /** Load the language runtime in `dir` into this (attached) process. */
     | { type: "load-runtime"; id: number; tracer: string; dir: string }
     | { type: "exit-ack" }

@@ -150,6 +150,15 @@ export const agentMessages = [
         "error": null
     },
     {
+        "type": "own_threads",
+        "id": 14,
+        "own": [
+            4244,
+            4245
+        ],
+        "error": null
+    },
+    {
         "type": "runtime_loaded",
         "id": 8,
         "how": "event loop",

@@ -400,6 +400,15 @@ export const daemonMessages = [
         "on": true
     },
     {
+        "type": "own-threads",
+        "id": 14,
+        "tids": [
+            4242,
+            4244,
+            4245
+        ]
+    },
+    {
         "type": "pause-thread",
         "id": 13,
         "tid": 4242,

@@ -222,4 +222,43 @@ const line = (marker) => Number(env(`LINE_${marker.toUpperCase().replace(/-/g, '
   check(true, 'continuing past the crash ends the session');
   await dc.stop();
 }
+// 4. The program's threads: listed by name (none of Frida's), announced by
+// thread events as they start and end.
+{
+  const dc = await client();
+  await dc.initializeRequest();
+  const initialized = dc.waitForEvent('initialized');
+  const events = [];
+  dc.on('thread', (e) => events.push(e.body));
+  await dc.launchRequest({ program: env('THREADS_FIXTURE'), args: ['1500'] });
+  await initialized;
+  await dc.configurationDoneRequest();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const until = async (what, cond) => {
+    for (let i = 0; i < 300; i++) {
+      const v = await cond();
+      if (v) return v;
+      await sleep(50);
+    }
+    throw new Error(`FAILED: ${what}: thread events ${JSON.stringify(events)}`);
+  };
+  const listed = async () => (await dc.threadsRequest()).body.threads;
+  const all = await until('brief is listed', async () => {
+    const ts = await listed();
+    return ts.some((t) => t.name.startsWith('brief (')) && ts;
+  });
+  check(all.length === 3 && all[0].name === 'main' && all.some((t) => t.name.startsWith('keeper (')),
+    "the threads request lists the program's three threads and none of Frida's", JSON.stringify(all));
+  const brief = all.find((t) => t.name.startsWith('brief (')).id;
+  const keeper = all.find((t) => t.name.startsWith('keeper (')).id;
+  check(events.some((e) => e.reason === 'started' && e.threadId === keeper)
+    && events.some((e) => e.reason === 'started' && e.threadId === brief),
+    'each started thread was announced', JSON.stringify(events));
+  await until('brief is announced as exited', () => events.some((e) => e.reason === 'exited' && e.threadId === brief));
+  const after = await listed();
+  check(after.length === 2 && !after.some((t) => t.id === brief), 'an ended thread leaves the list', JSON.stringify(after));
+  check(!events.some((e) => e.reason === 'exited' && e.threadId === keeper), 'a live thread is not announced as exited');
+  await dc.disconnectRequest({ terminateDebuggee: true });
+  dc.stopAdapter();
+}
 console.log('all DAP checks passed');

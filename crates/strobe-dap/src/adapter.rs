@@ -124,6 +124,8 @@ pub(crate) struct Adapter<T> {
     pub(crate) post_mortem: bool,
     /// Threads announced with a `thread` event.
     pub(crate) known_threads: std::collections::BTreeSet<u64>,
+    /// The program's threads as the last status listed them.
+    pub(crate) live_threads: Vec<Value>,
     /// On a port: the token `launch`/`attach` must carry (taken once
     /// they did).
     pub(crate) required_token: Option<String>,
@@ -153,6 +155,7 @@ impl<T: Tools> Adapter<T> {
             crash: None,
             post_mortem: false,
             known_threads: Default::default(),
+            live_threads: Vec::new(),
             required_token: None,
         }
     }

@@ -28,10 +28,26 @@ impl<T: Tools> Adapter<T> {
         self.stopped_event(tid, reason, bp);
     }
 
+    /// The program's threads (as the last poll's status listed them), and
+    /// any paused thread that list did not have yet.
     pub(crate) async fn threads(&mut self) -> Result<Value, String> {
         let mut threads = vec![json!({"id": self.pid, "name": "main"})];
+        let mut shown = std::collections::BTreeSet::from([self.pid]);
+        for t in &self.live_threads {
+            let Some(tid) = t["id"].as_u64() else {
+                continue;
+            };
+            if shown.insert(tid) {
+                let name = t["name"].as_str().unwrap_or("thread");
+                let name = match t["pid"].as_u64() {
+                    Some(pid) => format!("{name} ({tid}, process {pid})"),
+                    None => format!("{name} ({tid})"),
+                };
+                threads.push(json!({"id": tid, "name": name}));
+            }
+        }
         for (tid, p) in &self.paused {
-            if *tid != self.pid {
+            if shown.insert(*tid) {
                 let name = p["function"].as_str().unwrap_or("thread");
                 threads.push(json!({"id": tid, "name": format!("{tid} ({name})")}));
             }

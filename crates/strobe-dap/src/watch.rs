@@ -12,6 +12,7 @@ impl<T: Tools> Adapter<T> {
         let Ok(s) = self.status().await else { return };
         // First: a stop names its breakpoint by the id announced here.
         self.announce_breakpoints(&s);
+        self.announce_threads(&s);
         let paused = s["pausedThreads"].as_array().cloned().unwrap_or_default();
         let now: Vec<u64> = paused
             .iter()
@@ -48,6 +49,7 @@ impl<T: Tools> Adapter<T> {
                 Some("pause") => "pause",
                 _ => "breakpoint",
             };
+            // A thread that started and paused between two polls.
             if tid != self.pid && self.known_threads.insert(tid) {
                 self.event("thread", json!({"reason": "started", "threadId": tid}));
             }
@@ -65,6 +67,31 @@ impl<T: Tools> Adapter<T> {
             self.ended = true;
             self.event("exited", json!({"exitCode": s["exitCode"].as_i64().unwrap_or(if state == "exited" { 0 } else { 1 })}));
             self.event("terminated", json!({}));
+        }
+    }
+
+    /// The threads that started or ended since the last poll, from the
+    /// status's list of the program's threads (Frida's left out), as
+    /// `thread` events; the list answers the next `threads` request.
+    pub(crate) fn announce_threads(&mut self, s: &Value) {
+        let Some(listed) = s["threads"].as_array() else {
+            return;
+        };
+        let live: std::collections::BTreeSet<u64> =
+            listed.iter().filter_map(|t| t["id"].as_u64()).collect();
+        let ended: Vec<u64> = self.known_threads.difference(&live).copied().collect();
+        for tid in ended {
+            self.known_threads.remove(&tid);
+            self.event("thread", json!({"reason": "exited", "threadId": tid}));
+        }
+        for &tid in &live {
+            if tid != self.pid && self.known_threads.insert(tid) {
+                self.event("thread", json!({"reason": "started", "threadId": tid}));
+            }
+        }
+        // A list cut short says nothing of the threads past its end.
+        if s["threadsOmitted"].as_u64().unwrap_or(0) == 0 {
+            self.live_threads = listed.clone();
         }
     }
 

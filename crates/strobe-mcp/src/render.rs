@@ -47,6 +47,7 @@ pub fn status_text(s: &strobe_session::SessionStatus) -> String {
         text.push_str(&format!(", signal {sig}"));
     }
     text.push_str(&format!(", {} events stored", s.events.stored));
+    text.push_str(&threads_text(s));
     for t in &s.paused_threads {
         text.push_str(&format!(
             "; thread {} paused ({}) in {} {}:{}",
@@ -74,6 +75,36 @@ pub fn status_text(s: &strobe_session::SessionStatus) -> String {
             "; {} malformed agent messages rejected (the daemon's log names each)",
             s.rejected_agent_messages
         ));
+    }
+    text
+}
+
+/// How many threads a status's text names.
+const THREADS_NAMED: usize = 4;
+
+/// `, 3 threads (thr 101, worker 105, …)`: the live threads, the first few
+/// named, what was left out and where to find it.
+fn threads_text(s: &strobe_session::SessionStatus) -> String {
+    if s.threads.is_empty() {
+        return String::new();
+    }
+    let total = s.threads.len() + s.threads_omitted;
+    let named: Vec<String> = s
+        .threads
+        .iter()
+        .take(THREADS_NAMED)
+        .map(|t| format!("{} {}", t.name, t.id))
+        .collect();
+    let mut text = format!(", {total} thread(s) ({}", named.join(", "));
+    if total > named.len() {
+        text.push_str(&format!(", {} more in `threads`", total - named.len()));
+        if s.threads_omitted > 0 {
+            text.push_str(&format!(", which lists {}", s.threads.len()));
+        }
+    }
+    text.push(')');
+    if let Some(note) = &s.threads_note {
+        text.push_str(&format!(" [{note}]"));
     }
     text
 }

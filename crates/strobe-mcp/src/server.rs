@@ -179,7 +179,11 @@ impl StrobeServer {
                             }
                             None => None,
                         };
-                        Ok::<_, ToolError>((mgr.status(&id)?, waited, started.elapsed()))
+                        Ok::<_, ToolError>((
+                            mgr.status_with_threads(&id)?,
+                            waited,
+                            started.elapsed(),
+                        ))
                     })
                     .await
                     .map(|(s, waited, took)| {

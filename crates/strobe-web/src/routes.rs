@@ -269,7 +269,7 @@ async fn sessions(s: Shared) -> Response {
 }
 
 async fn session(s: Shared, Path(id): Path<String>) -> Response {
-    json_result(blocking(move || s.mgr.status(&id).map_err(tool_error)).await)
+    json_result(blocking(move || s.mgr.status_with_threads(&id).map_err(tool_error)).await)
 }
 
 #[derive(Deserialize)]

@@ -55,6 +55,9 @@ pub enum AgentMessage {
     /// Answers `pause-thread`.
     #[serde(rename = "pause_armed")]
     PauseArmed(PauseArmed),
+    /// Answers `own-threads`.
+    #[serde(rename = "own_threads")]
+    OwnThreads(OwnThreads),
     /// Answer to [`super::DaemonMessage::LoadRuntime`].
     #[serde(rename = "runtime_loaded")]
     RuntimeLoaded(RuntimeLoaded),
@@ -284,6 +287,18 @@ pub struct Flushed {
     /// The request's id.
     pub id: u64,
     /// Why shipping failed.
+    #[serde(deserialize_with = "nullable")]
+    pub error: Option<String>,
+}
+
+/// `own_threads`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnThreads {
+    /// The request's id.
+    pub id: u64,
+    /// Those of the request's threads that are Frida's (cloaked by Gum).
+    pub own: Vec<u32>,
+    /// Why they could not be told apart.
     #[serde(deserialize_with = "nullable")]
     pub error: Option<String>,
 }
@@ -588,6 +603,7 @@ impl AgentMessage {
             AgentMessage::Flushed(_) => "flushed",
             AgentMessage::SocketsWatched(_) => "sockets_watched",
             AgentMessage::PauseArmed(_) => "pause_armed",
+            AgentMessage::OwnThreads(_) => "own_threads",
             AgentMessage::RuntimeLoaded(_) => "runtime_loaded",
             AgentMessage::ForksGuarded(_) => "forks_guarded",
             AgentMessage::OutputOwned(_) => "output_owned",
@@ -621,6 +637,7 @@ impl AgentMessage {
             AgentMessage::Flushed(m) => m.id,
             AgentMessage::SocketsWatched(m) => m.id,
             AgentMessage::PauseArmed(m) => m.id,
+            AgentMessage::OwnThreads(m) => m.id,
             AgentMessage::RuntimeLoaded(m) => m.id,
             AgentMessage::ForksGuarded(m) => m.id,
             AgentMessage::OutputOwned(m) => m.id,
@@ -675,6 +692,7 @@ answers!(
     Flushed(Flushed),
     SocketsWatched(SocketsWatched),
     PauseArmed(PauseArmed),
+    OwnThreads(OwnThreads),
     RuntimeLoaded(RuntimeLoaded),
     ForksGuarded(ForksGuarded),
     OutputOwned(OutputOwned),

@@ -117,6 +117,15 @@ pub enum DaemonMessage {
         /// Where it may stop.
         stops: Vec<StepStop>,
     },
+    /// Which of `tids` (the process's threads as `/proc` lists them) are
+    /// Frida's own, not the program's; answered by `own_threads`.
+    #[serde(rename = "own-threads")]
+    OwnThreads {
+        /// Request id.
+        id: u64,
+        /// The threads to tell apart.
+        tids: Vec<u32>,
+    },
     /// Undo the patches a forked child inherited; answered by `inherited`.
     #[serde(rename = "inherit")]
     Inherit {
@@ -593,6 +602,7 @@ impl DaemonMessage {
             DaemonMessage::Flush { .. } => "flush",
             DaemonMessage::WatchSockets { .. } => "watch-sockets",
             DaemonMessage::PauseThread { .. } => "pause-thread",
+            DaemonMessage::OwnThreads { .. } => "own-threads",
             DaemonMessage::Inherit { .. } => "inherit",
             DaemonMessage::LoadRuntime { .. } => "load-runtime",
             DaemonMessage::ExitAck => "exit-ack",

@@ -315,6 +315,7 @@ impl SessionManager {
             replies: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             known_threads: Mutex::new(std::collections::HashSet::new()),
+            thread_owners: Mutex::new(Default::default()),
             ring: Mutex::new(Default::default()),
             modules: Mutex::new(Vec::new()),
             trace_stats: Mutex::new(trace::TraceStats::default()),

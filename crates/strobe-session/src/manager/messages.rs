@@ -120,6 +120,7 @@ impl SessionManager {
             | AgentMessage::Flushed(_)
             | AgentMessage::SocketsWatched(_)
             | AgentMessage::PauseArmed(_)
+            | AgentMessage::OwnThreads(_)
             | AgentMessage::RuntimeLoaded(_)
             | AgentMessage::ForksGuarded(_)
             | AgentMessage::OutputOwned(_)

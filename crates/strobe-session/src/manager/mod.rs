@@ -25,6 +25,7 @@ mod ring_drain;
 mod scenario_support;
 pub mod staged;
 mod status;
+pub mod threads;
 mod trace_args;
 mod types;
 mod ui;
@@ -120,6 +121,8 @@ struct Live {
     next_request: AtomicU64,
     /// Threads whose names were looked up.
     known_threads: Mutex<std::collections::HashSet<u32>>,
+    /// Which of its threads are Frida's (see `threads`).
+    thread_owners: Mutex<threads::ThreadOwners>,
     /// Images (executable and libraries) the agent reported as loaded.
     modules: Mutex<Vec<String>>,
     /// Drops and sampling reported by the agent (see [`trace::TraceStats`]).

@@ -46,6 +46,9 @@ impl SessionManager {
             breakpoints: dbg.0,
             paused_threads: dbg.1,
             processes,
+            threads: Vec::new(),
+            threads_omitted: 0,
+            threads_note: None,
         }
     }
 
@@ -91,6 +94,9 @@ impl SessionManager {
             breakpoints: Vec::new(),
             paused_threads: Vec::new(),
             processes: Vec::new(),
+            threads: Vec::new(),
+            threads_omitted: 0,
+            threads_note: None,
         }
     }
 
@@ -104,6 +110,21 @@ impl SessionManager {
             Some(row) => Ok(Self::status_of_row(row)),
             None => Err(SessionError::session_not_found(id)),
         }
+    }
+
+    /// [`SessionManager::status`] with a live session's thread list, which
+    /// costs a look at `/proc` and, when threads started since the last
+    /// look, a question to the agent: for the status an agent or editor
+    /// asks for, not for the many made inside the daemon.
+    pub fn status_with_threads(&self, id: &str) -> Result<SessionStatus, SessionError> {
+        let mut status = self.status(id)?;
+        if let Some(l) = self.live(id) {
+            let list = self.live_threads(&l);
+            status.threads = list.threads;
+            status.threads_omitted = list.omitted;
+            status.threads_note = list.note;
+        }
+        Ok(status)
     }
 
     /// Every live and retained session, oldest first.

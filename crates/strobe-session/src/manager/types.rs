@@ -194,6 +194,19 @@ pub struct SessionStatus {
     /// the launched one); absent while only that one ran.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<processes::ProcessInfo>,
+    /// A live session's threads, Frida's own left out (at most 64).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<threads::ThreadInfo>,
+    /// Threads not listed in `threads`.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub threads_omitted: usize,
+    /// Set when some listed threads may be Frida's, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_note: Option<String>,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Tracing state shown by `debug_session status`.
