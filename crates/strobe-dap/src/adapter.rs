@@ -345,11 +345,13 @@ impl<T: Tools> Adapter<T> {
         self.pid = v["pid"].as_u64().unwrap_or(0);
         self.owned = true;
         self.stop_on_entry = args["stopOnEntry"] == true;
-        let status = self.status().await?;
-        self.entry_thread = status["pausedThreads"][0]["threadId"].as_u64();
-        self.entry_breakpoint = status["pausedThreads"][0]["breakpointId"]
-            .as_str()
-            .map(str::to_string);
+        // The launch answers once the main thread is paused, naming it.
+        let entry = match v.get("paused").filter(|p| p.is_object()) {
+            Some(p) => p.clone(),
+            None => self.status().await?["pausedThreads"][0].clone(),
+        };
+        self.entry_thread = entry["threadId"].as_u64();
+        self.entry_breakpoint = entry["breakpointId"].as_str().map(str::to_string);
         Ok(json!({}))
     }
 
@@ -394,10 +396,16 @@ impl<T: Tools> Adapter<T> {
                 .await?;
         }
         if let Some(tid) = self.entry_thread {
-            if let Some(bp) = self.breakpoint_at_entry().await {
+            // One status answers both: is an editor's breakpoint where the
+            // program waits, and what the stop shows.
+            let status = self.status().await.ok();
+            let at_entry = status.as_ref().and_then(|s| self.breakpoint_at_entry(s));
+            if let (Some(bp), Some(s)) = (at_entry, &status) {
                 // The editor's own breakpoint where the program waits (on
                 // main): resuming would run past it, so this is its hit.
-                self.stopped(tid, "breakpoint", Some(bp)).await;
+                self.stopped_as_in(s, tid, "breakpoint", Some(bp));
+            } else if let (true, Some(s)) = (self.stop_on_entry, &status) {
+                self.stopped_as_in(s, tid, "entry", None);
             } else if self.stop_on_entry {
                 self.stopped(tid, "entry", None).await;
             } else {
@@ -411,9 +419,8 @@ impl<T: Tools> Adapter<T> {
     }
 
     /// The DAP id of an unconditional breakpoint of the editor's at the
-    /// address the entry thread waits at.
-    async fn breakpoint_at_entry(&mut self) -> Option<i64> {
-        let s = self.status().await.ok()?;
+    /// address the entry thread waits at, by status `s`.
+    fn breakpoint_at_entry(&self, s: &Value) -> Option<i64> {
         let at = s["pausedThreads"]
             .as_array()?
             .iter()

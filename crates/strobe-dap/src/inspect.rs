@@ -18,11 +18,17 @@ impl<T: Tools> Adapter<T> {
     /// Records thread `tid` as paused (from status) and says so (naming
     /// breakpoint `bp` when one was hit).
     pub(crate) async fn stopped(&mut self, tid: u64, reason: &str, bp: Option<i64>) {
-        if let Ok(s) = self.status().await {
-            for p in s["pausedThreads"].as_array().cloned().unwrap_or_default() {
-                if let Some(t) = p["threadId"].as_u64() {
-                    self.paused.insert(t, p);
-                }
+        match self.status().await {
+            Ok(s) => self.stopped_as_in(&s, tid, reason, bp),
+            Err(_) => self.stopped_event(tid, reason, bp),
+        }
+    }
+
+    /// [`Adapter::stopped`] with a status already in hand.
+    pub(crate) fn stopped_as_in(&mut self, s: &Value, tid: u64, reason: &str, bp: Option<i64>) {
+        for p in s["pausedThreads"].as_array().cloned().unwrap_or_default() {
+            if let Some(t) = p["threadId"].as_u64() {
+                self.paused.insert(t, p);
             }
         }
         self.stopped_event(tid, reason, bp);
