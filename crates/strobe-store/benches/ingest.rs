@@ -56,10 +56,37 @@ fn chunked(total: u64, payload: &[u8], kind: EventKind) -> f64 {
     chunked_with(total, total * 2, |start, n| batch(start, n, payload, kind))
 }
 
+/// As [`chunked`], into a database made with 4 KB pages, as every store
+/// was before 2026-11-29 (an existing database keeps its page size).
+fn chunked_4k_pages(total: u64, payload: &[u8], kind: EventKind) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "page_size", 4096).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.execute_batch("CREATE TABLE made_before (x INTEGER)")
+            .unwrap();
+    }
+    chunked_at(&path, total, total * 2, |start, n| {
+        batch(start, n, payload, kind)
+    })
+}
+
 /// Events/s into a session whose caps are `cap` each, fed by `make`.
 fn chunked_with(total: u64, cap: u64, make: impl Fn(u64, usize) -> EventBatch) -> f64 {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("bench.db")).unwrap();
+    chunked_at(&dir.path().join("bench.db"), total, cap, make)
+}
+
+/// [`chunked_with`] into the store at `path`.
+fn chunked_at(
+    path: &std::path::Path,
+    total: u64,
+    cap: u64,
+    make: impl Fn(u64, usize) -> EventBatch,
+) -> f64 {
+    let store = Store::open(path).unwrap();
     let (key, _) = store
         .create_session(NewSession {
             id: "bench".into(),
@@ -155,6 +182,16 @@ fn main() {
     println!(
         "  chunked store, 51-byte output lines:     {:>12.0} events/s",
         out
+    );
+    // The same two into a database made with 4 KB pages (before 16 KB).
+    let trace_4k = chunked_4k_pages(total, b"", EventKind::FunctionExit);
+    let out_4k = chunked_4k_pages(total, line, EventKind::Stdout);
+    println!(
+        "  same in a 4 KB-page database: trace-like {:.0} events/s (16 KB pages {:.2}x), output lines {:.0} events/s ({:.2}x)",
+        trace_4k,
+        trace / trace_4k,
+        out_4k,
+        out / out_4k
     );
     let unevicted = chunked_with(total, total * 2, |s, n| mixed(s, n, line));
     let evicting = chunked_with(total, 200_000, |s, n| mixed(s, n, line));

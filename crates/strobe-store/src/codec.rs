@@ -367,19 +367,28 @@ impl ChunkBuilder {
             }
         }
 
-        let d = &mut self.data;
-        d.push(h.kind);
-        d.push(h.flags);
-        put_varint(d, zigzag(h.ts_ns.wrapping_sub(self.last_ts) as i64));
+        // The header is encoded on the stack and appended at once: one
+        // capacity check instead of one per byte (this is the writer's
+        // hottest loop).
+        let mut buf = [0u8; HEADER_MAX];
+        buf[0] = h.kind;
+        buf[1] = h.flags;
+        let mut n = 2;
+        n = varint_into(
+            &mut buf,
+            n,
+            zigzag(h.ts_ns.wrapping_sub(self.last_ts) as i64),
+        );
         self.last_ts = h.ts_ns;
-        put_varint(d, h.pid as u64);
-        put_varint(d, h.tid as u64);
-        put_varint(d, h.func_id as u64);
-        put_varint(d, h.parent);
-        put_varint(d, h.duration_ns);
-        put_varint(d, h.value);
-        put_varint(d, payload.len() as u64);
-        d.extend_from_slice(payload);
+        n = varint_into(&mut buf, n, h.pid as u64);
+        n = varint_into(&mut buf, n, h.tid as u64);
+        n = varint_into(&mut buf, n, h.func_id as u64);
+        n = varint_into(&mut buf, n, h.parent);
+        n = varint_into(&mut buf, n, h.duration_ns);
+        n = varint_into(&mut buf, n, h.value);
+        n = varint_into(&mut buf, n, payload.len() as u64);
+        self.data.extend_from_slice(&buf[..n]);
+        self.data.extend_from_slice(payload);
     }
 
     /// Counts one event of `func`; returns its entry's index.
@@ -531,6 +540,22 @@ fn zigzag(v: i64) -> u64 {
 
 fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Most bytes of one encoded event header: kind, flags and eight varints
+/// of at most ten bytes each.
+const HEADER_MAX: usize = 2 + 8 * 10;
+
+/// Writes `v` as a varint at `buf[at..]`; returns the position after it.
+#[inline(always)]
+fn varint_into(buf: &mut [u8; HEADER_MAX], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[at] = (v as u8) | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    buf[at] = v as u8;
+    at + 1
 }
 
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {

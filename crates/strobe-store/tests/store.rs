@@ -752,3 +752,43 @@ fn motor_plans_are_found_exactly_or_by_role_and_survive_reopen() {
     assert_eq!(p.signature, "Gain");
     assert!(store.motor_plan("other", "knob", "Gain").unwrap().is_none());
 }
+
+/// A new database gets 16 KB pages (chunks span fewer overflow pages and
+/// WAL frames); one made with another page size keeps it and still works.
+#[test]
+fn new_databases_get_16k_pages_and_older_ones_keep_theirs() {
+    let page_size = |path: &std::path::Path| -> i64 {
+        let c = rusqlite::Connection::open(path).unwrap();
+        c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.db");
+    drop(Store::open(&fresh).unwrap());
+    assert_eq!(page_size(&fresh), 16384);
+
+    let old = dir.path().join("old.db");
+    {
+        let c = rusqlite::Connection::open(&old).unwrap();
+        c.pragma_update(None, "page_size", 4096).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.execute_batch("CREATE TABLE unrelated (x INTEGER)")
+            .unwrap();
+    }
+    let store = Store::open(&old).unwrap();
+    let key = new_session(&store, "s", 1_000_000);
+    store.append(key, lines(0, 100, EventKind::Stdout)).unwrap();
+    store.flush().unwrap();
+    let page = store
+        .query(
+            key,
+            &EventFilter::default(),
+            QueryPage {
+                offset: 0,
+                limit: 10,
+            },
+        )
+        .unwrap();
+    assert_eq!((page.total_count, page.events.len()), (100, 10));
+    drop(store);
+    assert_eq!(page_size(&old), 4096);
+}
