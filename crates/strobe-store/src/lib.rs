@@ -19,6 +19,7 @@
 mod agent_calls;
 mod batch_pool;
 mod calltree;
+mod checkpointer;
 pub mod codec;
 mod error;
 mod eviction;

@@ -44,12 +44,15 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let conn = schema::open(path)?;
         schema::migrate(&conn)?;
+        // Checkpoints run on their own thread (checkpointer.rs).
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let checkpoints = crate::checkpointer::Checkpointer::start(path)?;
         let (tx, rx) = bounded(QUEUE_BATCHES);
         let spare = Arc::new(BatchPool::default());
         let pool = spare.clone();
         let handle = std::thread::Builder::new()
             .name("strobe-store-writer".into())
-            .spawn(move || Writer::new(conn, pool).run(rx))
+            .spawn(move || Writer::new(conn, pool, checkpoints).run(rx))
             .map_err(|_| StoreError::WriterGone)?;
         Ok(Store {
             tx,

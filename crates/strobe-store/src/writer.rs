@@ -6,6 +6,7 @@
 use crate::agent_calls::{self, AgentCall};
 use crate::batch_pool::BatchPool;
 use crate::calltree::CallTree;
+use crate::checkpointer::Checkpointer;
 use crate::codec::{ChunkBuilder, ChunkSummary, MAX_CHUNK_EVENTS};
 use crate::error::StoreError;
 use crate::eviction::{ChunkRec, Counts, evict, insert_chunk};
@@ -97,14 +98,17 @@ pub(crate) struct Writer {
     sessions: HashMap<i64, SessionState>,
     /// Consumed batches go back here (see [`Store::batch`](crate::Store::batch)).
     spare: Arc<BatchPool>,
+    /// Told of each commit; the writer's connection never checkpoints.
+    checkpoints: Checkpointer,
 }
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, spare: Arc<BatchPool>) -> Self {
+    pub(crate) fn new(conn: Connection, spare: Arc<BatchPool>, checkpoints: Checkpointer) -> Self {
         Self {
             conn,
             sessions: HashMap::new(),
             spare,
+            checkpoints,
         }
     }
 
@@ -433,6 +437,7 @@ impl Writer {
             }
         }
         tx.commit()?;
+        self.checkpoints.committed();
         for o in outcomes {
             let s = self
                 .sessions

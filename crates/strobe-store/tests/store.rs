@@ -792,3 +792,33 @@ fn new_databases_get_16k_pages_and_older_ones_keep_theirs() {
     drop(store);
     assert_eq!(page_size(&old), 4096);
 }
+
+/// The writer's connection never checkpoints; a thread of the store's own
+/// does, so the committed pages reach the database file while the WAL
+/// stops growing once it is copied.
+#[test]
+fn committed_pages_are_checkpointed_into_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let key = new_session(&store, "s", 10_000_000);
+    for i in 0..20 {
+        store
+            .append(key, lines(i * 10_000, 10_000, EventKind::Stdout))
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let wal = dir.path().join("s.db-wal");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while size(&path) < size(&wal) / 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing was checkpointed: database {} bytes, WAL {} bytes",
+            size(&path),
+            size(&wal)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(size(&path) > 1 << 20, "database {} bytes", size(&path));
+}
