@@ -132,7 +132,7 @@ pub(crate) struct Adapter<T> {
 }
 
 impl<T: Tools> Adapter<T> {
-    fn new(tools: T) -> Self {
+    pub(crate) fn new(tools: T) -> Self {
         Adapter {
             tools,
             out: Vec::new(),

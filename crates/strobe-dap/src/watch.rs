@@ -77,21 +77,23 @@ impl<T: Tools> Adapter<T> {
         let Some(listed) = s["threads"].as_array() else {
             return;
         };
+        // A list cut short says nothing of the threads past its end: none
+        // of those is taken for ended, and the last whole list stays.
+        let whole = s["threadsOmitted"].as_u64().unwrap_or(0) == 0;
         let live: std::collections::BTreeSet<u64> =
             listed.iter().filter_map(|t| t["id"].as_u64()).collect();
-        let ended: Vec<u64> = self.known_threads.difference(&live).copied().collect();
-        for tid in ended {
-            self.known_threads.remove(&tid);
-            self.event("thread", json!({"reason": "exited", "threadId": tid}));
+        if whole {
+            let ended: Vec<u64> = self.known_threads.difference(&live).copied().collect();
+            for tid in ended {
+                self.known_threads.remove(&tid);
+                self.event("thread", json!({"reason": "exited", "threadId": tid}));
+            }
+            self.live_threads = listed.clone();
         }
         for &tid in &live {
             if tid != self.pid && self.known_threads.insert(tid) {
                 self.event("thread", json!({"reason": "started", "threadId": tid}));
             }
-        }
-        // A list cut short says nothing of the threads past its end.
-        if s["threadsOmitted"].as_u64().unwrap_or(0) == 0 {
-            self.live_threads = listed.clone();
         }
     }
 
@@ -121,5 +123,61 @@ impl<T: Tools> Adapter<T> {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tools that are never called (the thread announcements use only
+    /// the status they are given).
+    struct NoTools;
+
+    impl Tools for NoTools {
+        async fn call(&mut self, tool: &str, _: Value) -> Result<Value, String> {
+            Err(format!("{tool} called"))
+        }
+    }
+
+    fn threads_events(a: &mut Adapter<NoTools>) -> Vec<(String, u64)> {
+        a.out
+            .drain(..)
+            .filter(|e| e["event"] == "thread")
+            .map(|e| {
+                let b = &e["body"];
+                (
+                    b["reason"].as_str().unwrap().to_string(),
+                    b["threadId"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn threads_are_announced_as_they_start_and_end_but_not_past_a_cut_list() {
+        let mut a = Adapter::new(NoTools);
+        a.pid = 10;
+        let list = |ids: &[u64], omitted: u64| {
+            let t: Vec<Value> = ids.iter().map(|i| json!({"id": i, "name": "w"})).collect();
+            json!({"threads": t, "threadsOmitted": omitted})
+        };
+        a.announce_threads(&list(&[10, 11, 12], 0));
+        assert_eq!(
+            threads_events(&mut a),
+            [("started".into(), 11), ("started".into(), 12)]
+        );
+        a.announce_threads(&list(&[10, 12], 0));
+        assert_eq!(threads_events(&mut a), [("exited".into(), 11)]);
+        // A cut list (thread 12 past its end) ends nobody, and the last
+        // whole list answers `threads`.
+        a.announce_threads(&list(&[10, 13], 5));
+        assert_eq!(threads_events(&mut a), [("started".into(), 13)]);
+        assert_eq!(a.live_threads.len(), 2);
+        assert_eq!(a.live_threads[1]["id"], 12);
+        a.announce_threads(&list(&[10], 0));
+        let mut gone = threads_events(&mut a);
+        gone.sort();
+        assert_eq!(gone, [("exited".into(), 12), ("exited".into(), 13)]);
     }
 }

@@ -337,6 +337,7 @@ impl SessionManager {
             parent_pid: None,
             journal: Mutex::new(None),
             gone: AtomicBool::new(false),
+            set_up: AtomicBool::new(true),
             replaced: AtomicBool::new(false),
             probed: node.as_ref().map(|n| n.probed.clone()),
             id_base: 0,

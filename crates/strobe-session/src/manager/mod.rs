@@ -160,6 +160,10 @@ struct Live {
     journal: Mutex<Option<String>>,
     /// Frida detached from this image (it exited, or exec replaced it).
     gone: AtomicBool,
+    /// Set up and running on its own: the launched image from the start
+    /// (its set-up is inside the launch), a followed one once resumed.
+    /// Until then nothing but its set-up talks to its agent.
+    set_up: AtomicBool,
     /// The image was replaced by exec (the pid lives on in a new image).
     replaced: AtomicBool,
     /// Where this image's function ids start (see `processes`).

@@ -205,6 +205,7 @@ impl Live {
             parent_pid: Some(parent_pid),
             journal: Mutex::new(None),
             gone: AtomicBool::new(false),
+            set_up: AtomicBool::new(false),
             replaced: AtomicBool::new(false),
             probed: root.probed.clone(),
             id_base,
@@ -364,6 +365,7 @@ impl SessionManager {
         if let Err(e) = root.bridge.resume(pid, timeout) {
             tracing::warn!("session {}: could not resume {pid}: {e}", root.id);
         }
+        child.set_up.store(true, Ordering::SeqCst);
     }
 
     /// Gives a forked child pipes of its own for the stdout/stderr it shares

@@ -52,7 +52,9 @@ impl SessionManager {
             .expect("children lock")
             .values()
             // An exec'd root's new image is among them under the root's pid.
-            .filter(|c| !c.gone.load(Ordering::SeqCst))
+            // One still being set up is left out: its agent is busy with
+            // that, and the list would show it only for a moment.
+            .filter(|c| !c.gone.load(Ordering::SeqCst) && c.set_up.load(Ordering::SeqCst))
             .cloned()
             .collect();
         images.sort_by_key(|c| c.id_base);
