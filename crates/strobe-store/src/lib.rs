@@ -21,6 +21,7 @@ mod batch_pool;
 mod calltree;
 mod checkpointer;
 pub mod codec;
+mod content_index;
 mod error;
 mod eviction;
 mod func_counts;

@@ -17,6 +17,7 @@
 //! [`Rejected`] message (not JSON, an unknown `type`, a missing or
 //! ill-typed field): never a message with made-up defaults.
 
+mod answers;
 mod from_agent;
 mod to_agent;
 pub mod wire;
@@ -24,6 +25,7 @@ pub mod wire;
 #[cfg(test)]
 mod fixtures;
 
+pub use answers::*;
 pub use from_agent::*;
 pub use to_agent::*;
 
