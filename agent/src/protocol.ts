@@ -106,9 +106,11 @@ export type AgentMessage =
         exceptionType?: string } & CrashContext
     /** `count` 32-byte records follow as the message's data. */
     | { type: "trace"; count: number }
-    /** The ring's memory is the memfd `fd` (`bytes` long): the daemon may
-     *  map it and drain the ring itself (tracers/native/shared_ring.ts). */
-    | { type: "ring"; fd: number; bytes: number }
+    /** The ring's memory is the memfd `fd` (`bytes` long, then
+     *  `stageBytes` of the threads' stages of `stageRecords` records each):
+     *  the daemon may map it and drain the ring itself
+     *  (tracers/native/shared_ring.ts, stage.ts). */
+    | { type: "ring"; fd: number; bytes: number; stageBytes: number; stageRecords: number }
     | { type: "trace_drops"; drops: Record<string, number> }
     | { type: "fork_barrier"; pid: number }
     | { type: "plans_updated"; id: number; count: number }

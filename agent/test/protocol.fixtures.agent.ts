@@ -80,7 +80,9 @@ export const agentMessages = [
     {
         "type": "ring",
         "fd": 17,
-        "bytes": 8388672
+        "bytes": 8388672,
+        "stageBytes": 1065024,
+        "stageRecords": 128
     },
     {
         "type": "trace_drops",

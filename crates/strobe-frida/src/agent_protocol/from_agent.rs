@@ -237,6 +237,13 @@ pub struct RingOffer {
     pub fd: i32,
     /// The ring's length: 64 bytes of head and tail, then the record slots.
     pub bytes: u64,
+    /// The threads' stages that follow the ring in the memfd
+    /// (agent/src/tracers/native/stage.ts): their bytes (0: none).
+    #[serde(default, rename = "stageBytes")]
+    pub stage_bytes: u64,
+    /// Records one stage holds.
+    #[serde(default, rename = "stageRecords")]
+    pub stage_records: u32,
 }
 
 /// `trace_drops`: records dropped (the ring stayed full) since the last report.

@@ -97,7 +97,14 @@ impl SessionManager {
         if matches!(*slot, RingState::Draining { .. }) {
             return Err("this process's ring is drained already".into());
         }
-        let ring = SharedRing::open(live.pid, offer.fd, offer.bytes).map_err(|e| e.to_string())?;
+        let ring = SharedRing::open(
+            live.pid,
+            offer.fd,
+            offer.bytes,
+            offer.stage_bytes,
+            offer.stage_records,
+        )
+        .map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
         let (me, image, flag) = (self.me.clone(), live.clone(), stop.clone());
         let thread = std::thread::Builder::new()
@@ -178,6 +185,22 @@ fn drain(me: Weak<SessionManager>, live: Arc<Live>, ring: SharedRing, stop: Arc<
                     live.pid
                 );
                 let _ = manager.store.record_dropped(live.key, lost);
+            }
+            // What threads staged and never moved into the ring (a crash,
+            // an exec, a kill -9 between two of the agent's drains).
+            let staged = ring.staged();
+            if !staged.records.is_empty() {
+                manager.store_records(&live, &staged.records);
+            }
+            if staged.unsure > 0 {
+                tracing::warn!(
+                    "session {} (pid {}): {} staged records were being moved into the ring \
+                     when the process ended; counted as dropped",
+                    live.id,
+                    live.pid,
+                    staged.unsure
+                );
+                let _ = manager.store.record_dropped(live.key, staged.unsure);
             }
             return;
         }

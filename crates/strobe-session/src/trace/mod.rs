@@ -23,7 +23,7 @@ pub use records::{
     decoders_from_blobs, decoders_to_blobs, defined_functions, thread_names, typed_in, typed_of,
     typed_values,
 };
-pub use shared_ring::{RingError, SharedRing};
+pub use shared_ring::{RingError, SharedRing, Staged};
 pub use watches::{
     ActiveWatch, MAX_DEREFS, MAX_WATCHES, Step, Watch, WatchRequest, WatchTarget, chain_spec,
     parse_chain,

@@ -16,7 +16,10 @@
 //! the decoder as a plain slice sound.
 //!
 //! The mapping outlives the process: what was committed before a crash or
-//! a `kill -9` is still read after it.
+//! a `kill -9` is still read after it. So are the records threads had
+//! staged and not yet moved into the ring (agent/src/tracers/native/stage.ts):
+//! the stages follow the ring in the memfd, and [`SharedRing::staged`] reads
+//! them once the process is gone.
 
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -52,6 +55,16 @@ pub enum RingError {
         /// The system's answer, or what the descriptor is instead.
         why: String,
     },
+    /// The offer's stage area is not one the agent lays out.
+    #[error(
+        "a stage area of {bytes} bytes with {records} records per stage is not the agent's layout"
+    )]
+    Stages {
+        /// Its bytes.
+        bytes: u64,
+        /// Records per stage.
+        records: u32,
+    },
     /// mmap refused.
     #[error("cannot map the ring: {0}")]
     Map(std::io::Error),
@@ -71,6 +84,24 @@ pub struct SharedRing {
     base: NonNull<u8>,
     len: usize,
     slots: u64,
+    /// Records per stage (0: no stage area after the ring).
+    stage_records: u32,
+}
+
+/// Bytes of a stage's header (lock, in use, head, flushed, padding).
+const STAGE_HEADER: usize = 64;
+/// Most records a stage may hold, and most bytes a stage area may have.
+const MAX_STAGE_RECORDS: u32 = 1 << 12;
+const MAX_STAGE_AREA: u64 = 64 << 20;
+
+/// What the threads' stages held when the process ended.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Staged {
+    /// Their records, each stage's in the order its thread made them.
+    pub records: Vec<u8>,
+    /// Records of stages caught being moved into the ring (some may be
+    /// stored from the ring, the rest are lost): counted as dropped.
+    pub unsure: u64,
 }
 
 // The mapping is plain shared memory; the reader's side of the ring
@@ -80,8 +111,16 @@ unsafe impl Sync for SharedRing {}
 
 impl SharedRing {
     /// Maps the ring the agent of process `pid` offered: its memfd `fd`,
-    /// `bytes` long. Only a descriptor that is the agent's memfd is mapped.
-    pub fn open(pid: u32, fd: i32, bytes: u64) -> Result<SharedRing, RingError> {
+    /// `bytes` long, followed by `stage_bytes` of stages holding
+    /// `stage_records` records each (0 bytes: none). Only a descriptor that
+    /// is the agent's memfd is mapped.
+    pub fn open(
+        pid: u32,
+        fd: i32,
+        bytes: u64,
+        stage_bytes: u64,
+        stage_records: u32,
+    ) -> Result<SharedRing, RingError> {
         let slots = bytes.saturating_sub(HEADER) / RECORD_SIZE as u64;
         if bytes != HEADER + slots * RECORD_SIZE as u64
             || !slots.is_power_of_two()
@@ -89,6 +128,20 @@ impl SharedRing {
         {
             return Err(RingError::Size(bytes));
         }
+        let stage_size = STAGE_HEADER as u64 + u64::from(stage_records) * RECORD_SIZE as u64;
+        if stage_bytes != 0
+            && (!stage_records.is_power_of_two()
+                || stage_records > MAX_STAGE_RECORDS
+                || !(64..=MAX_STAGE_AREA).contains(&stage_bytes)
+                || !(stage_bytes - 64).is_multiple_of(stage_size))
+        {
+            return Err(RingError::Stages {
+                bytes: stage_bytes,
+                records: stage_records,
+            });
+        }
+        let stage_records = if stage_bytes == 0 { 0 } else { stage_records };
+        let bytes = bytes + stage_bytes;
         let path = format!("/proc/{pid}/fd/{fd}");
         let open_err = |why: String| RingError::Open {
             path: path.clone(),
@@ -129,6 +182,7 @@ impl SharedRing {
             base: NonNull::new(p.cast()).expect("mmap returned a mapping"),
             len: bytes as usize,
             slots,
+            stage_records,
         })
     }
 
@@ -250,6 +304,56 @@ impl SharedRing {
         self.word(8).store(head, Ordering::Release);
         lost
     }
+}
+
+impl SharedRing {
+    /// What the threads' stages hold and did not move into the ring. Only
+    /// for a process that is gone (or whose agent detached after moving
+    /// them): a live thread may be writing its stage.
+    pub fn staged(&self) -> Staged {
+        let mut out = Staged::default();
+        if self.stage_records == 0 {
+            return out;
+        }
+        let area_at = HEADER as usize + self.slots as usize * RECORD_SIZE;
+        let area = &self.bytes()[area_at..];
+        let records = self.stage_records as usize;
+        let stage_size = STAGE_HEADER + records * RECORD_SIZE;
+        let max = (area.len() - 64) / stage_size;
+        let claimed = (read_u64(area, 0) as usize).min(max);
+        for i in 0..claimed {
+            let stage = &area[64 + i * stage_size..64 + (i + 1) * stage_size];
+            let locked = read_u32(stage, 0) != 0;
+            let (head, flushed) = (read_u64(stage, 8), read_u64(stage, 16));
+            let n = head.wrapping_sub(flushed);
+            if n == 0 {
+                continue;
+            }
+            if locked || n > records as u64 {
+                out.unsure += n.min(records as u64);
+                continue;
+            }
+            for k in 0..n {
+                let at = STAGE_HEADER + ((flushed + k) as usize & (records - 1)) * RECORD_SIZE;
+                out.records.extend_from_slice(&stage[at..at + RECORD_SIZE]);
+            }
+        }
+        out
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the whole mapping; the caller reads only parts no writer
+        // touches any more (see staged).
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.len) }
+    }
+}
+
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn read_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
 impl Drop for SharedRing {

@@ -37,7 +37,7 @@ impl Fixture {
     }
 
     fn open(&self) -> SharedRing {
-        SharedRing::open(std::process::id(), self.fd.as_raw_fd(), self.bytes).unwrap()
+        SharedRing::open(std::process::id(), self.fd.as_raw_fd(), self.bytes, 0, 0).unwrap()
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {
@@ -198,20 +198,84 @@ fn only_the_agents_memfd_of_a_ring_size_is_mapped() {
     let pid = std::process::id();
     let fd = f.fd.as_raw_fd();
     assert!(matches!(
-        SharedRing::open(pid, fd, f.bytes + 32),
+        SharedRing::open(pid, fd, f.bytes + 32, 0, 0),
         Err(RingError::Size(_))
     ));
     assert!(matches!(
-        SharedRing::open(pid, fd, 64),
+        SharedRing::open(pid, fd, 64, 0, 0),
         Err(RingError::Size(_))
     ));
     let file = tempfile::tempfile().unwrap();
-    let err = SharedRing::open(pid, file.as_raw_fd(), f.bytes).unwrap_err();
+    let err = SharedRing::open(pid, file.as_raw_fd(), f.bytes, 0, 0).unwrap_err();
     assert!(err.to_string().contains("not the agent's ring"), "{err}");
-    let err = SharedRing::open(pid, 9999, f.bytes).unwrap_err();
+    let err = SharedRing::open(pid, 9999, f.bytes, 0, 0).unwrap_err();
     assert!(err.to_string().contains("/proc/"), "{err}");
     // A ring larger than the memfd holds.
     let big = HEADER + 4096 * RECORD_SIZE as u64;
-    let err = SharedRing::open(pid, fd, big).unwrap_err();
+    let err = SharedRing::open(pid, fd, big, 0, 0).unwrap_err();
     assert!(err.to_string().contains("holds"), "{err}");
+    // A stage area that is not whole stages, or stages of an odd size.
+    for (bytes, records) in [(64 + 100, 4), (64 + 2 * (64 + 3 * 32), 3)] {
+        let err = SharedRing::open(pid, fd, f.bytes, bytes, records).unwrap_err();
+        assert!(matches!(err, RingError::Stages { .. }), "{err}");
+    }
+}
+
+#[test]
+fn records_left_in_the_threads_stages_are_read_in_order() {
+    // A ring of 1024 slots, then two stages of 4 records (stage.ts layout).
+    const RECORDS: usize = 4;
+    let stage_size = 64 + RECORDS * RECORD_SIZE;
+    let stage_bytes = 64 + 2 * stage_size;
+    let f = Fixture::new(1024);
+    let raw = f.fd.as_raw_fd();
+    assert_eq!(
+        unsafe { libc::ftruncate(raw, (f.bytes as usize + stage_bytes) as i64) },
+        0
+    );
+    let mut area = vec![0u8; stage_bytes];
+    area[..8].copy_from_slice(&2u64.to_le_bytes());
+    let mut stage = |i: usize, lock: u32, head: u64, flushed: u64| {
+        let at = 64 + i * stage_size;
+        area[at..at + 4].copy_from_slice(&lock.to_le_bytes());
+        area[at + 8..at + 16].copy_from_slice(&head.to_le_bytes());
+        area[at + 16..at + 24].copy_from_slice(&flushed.to_le_bytes());
+        for r in 0..RECORDS {
+            // The record's value: which stage and slot it is in.
+            let rec = at + 64 + r * RECORD_SIZE;
+            area[rec + 16..rec + 24].copy_from_slice(&((i * 10 + r) as u64).to_le_bytes());
+            area[rec + KIND_AT..rec + KIND_AT + 4].copy_from_slice(&1u32.to_le_bytes());
+        }
+    };
+    // Stage 0: records 3, 4 and 5 written and not moved (slots 3, 0, 1).
+    stage(0, 0, 6, 3);
+    // Stage 1: caught being moved, two records.
+    stage(1, 1, 9, 7);
+    let n = unsafe {
+        libc::pwrite(
+            raw,
+            area.as_ptr().cast(),
+            area.len(),
+            f.bytes as libc::off_t,
+        )
+    };
+    assert_eq!(n as usize, area.len());
+    let ring = SharedRing::open(
+        std::process::id(),
+        raw,
+        f.bytes,
+        stage_bytes as u64,
+        RECORDS as u32,
+    )
+    .unwrap();
+    let staged = ring.staged();
+    let values: Vec<u64> = staged
+        .records
+        .chunks(RECORD_SIZE)
+        .map(|r| u64::from_le_bytes(r[16..24].try_into().unwrap()))
+        .collect();
+    assert_eq!(values, [3, 0, 1]);
+    assert_eq!(staged.unsure, 2);
+    // Without a stage area there is nothing to read.
+    assert_eq!(f.open().staged(), Staged::default());
 }
