@@ -94,3 +94,62 @@ async fn calls_committed_before_a_kill_9_are_all_stored() {
     let out = c.stdout_lines(&id).await;
     assert_eq!(out, ["ticks 100000"], "{out:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_threads_last_calls_arrive_while_it_blocks() {
+    // Five calls fill no thread's stage (stage.ts): they reach the ring
+    // only because the agent's drain moves them there while the thread
+    // sits blocked. Built without DWARF: with a capture plan the first
+    // calls are typed, and typed records go to the ring directly.
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["tick"], "sampling": false}))
+        .await;
+    let exe = support::fixture_with("calls_then_wait", &["-g0"]);
+    let (id, _) = c.launch(&exe, &["5"]).await;
+    c.wait_stdout(&id).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = 0;
+    while std::time::Instant::now() < deadline {
+        seen = exits(&c, &id, "tick").await;
+        if seen == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        seen, 5,
+        "the blocked thread's staged calls were never stored"
+    );
+    let st = c.status(&id).await;
+    assert_eq!(st["state"], "running", "{st}");
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn more_threads_than_stages_lose_nothing() {
+    // 300 threads alive at once, twice: 256 take a stage each, the others
+    // write to the ring directly, and the second wave reuses the stages
+    // the first one's threads gave back as they ended. Without DWARF, so
+    // no record is typed (typed ones bypass the stages).
+    let env = Env::new();
+    let c = env.client().await;
+    c.ok("debug_trace", json!({"add": ["tick"], "sampling": false}))
+        .await;
+    let exe = support::fixture_with("many_threads", &["-pthread", "-g0"]);
+    let (id, _) = c.launch(&exe, &["300", "20"]).await;
+    let st = c.wait_ended(&id).await;
+    assert_eq!(st["exitCode"], 0, "{st}");
+    assert_eq!(st["events"]["dropped"], 0, "{st}");
+    assert_eq!(exits(&c, &id, "tick").await, 24_000);
+    let enters = c
+        .ok(
+            "debug_query",
+            json!({"sessionId": id, "eventType": "function_enter",
+                   "function": {"equals": "tick"}, "limit": 1, "exactCount": true}),
+        )
+        .await;
+    assert_eq!(enters["totalCount"], 24_000, "{enters}");
+    assert_eq!(c.stdout_lines(&id).await, ["threads 600 calls 24000"]);
+}

@@ -18,6 +18,8 @@
 
 /** Config page words (u64 index) of the clock. */
 const SEQ = 8, TSC = 9, MULT = 10, NS = 11, ON = 12, FIRST_TSC = 13, FIRST_NS = 14, ALLOWED = 15;
+/** The words the native hook's machine code reads (hook_code.ts). */
+export const CLOCK_WORDS = { SEQ, TSC, MULT, NS, ON } as const;
 
 /** C for both tracers' modules: `NOW(out)`. Needs `config` and
  *  clock_gettime. */

@@ -67,6 +67,15 @@ export function sharedRing(): SharedRing {
  *  the same thread reach the ring before the native one. */
 export const CONFIG_BEFORE_RECORD = 16;
 
+/** Config word holding the native tracer's `flush_stage` (0: none yet):
+ *  put_record calls it first, so records the native hooks staged on the
+ *  calling thread (tracers/native/stage.ts) reach the ring before the
+ *  record it writes. */
+export const CONFIG_FLUSH_STAGE = 17;
+/** Config word set when the agent detaches from a process that lives on:
+ *  the native hook's own fast path records nothing from then on. */
+export const CONFIG_HOOKS_OFF = 18;
+
 const pumps: Array<() => void> = [];
 
 /** A tracer whose records are made outside the ring (the JavaScript
@@ -105,7 +114,7 @@ export const KIND_DETACHED = 0x400;
 export const KIND_INLINE = 0x800;
 
 /** The C source: ring constants, `Rec`, `fetch_add`, `NOW`,
- *  `reserve` and `put_record`. */
+ *  `reserve_slots`, `reserve`, `put_record` and `put_record_unstaged`. */
 export const RING_WRITER_C = `
 /* Both powers of two: masks, not divisions (TinyCC does not turn a
    modulo into a mask, and a 64-bit division costs tens of cycles). */
@@ -124,17 +133,21 @@ static inline guint64 fetch_add(volatile guint64 *p, guint64 v) {
 /* Per-call helpers are macros: TinyCC inlines nothing, and the calls were a
    good part of the per-call cost. NOW: CLOCK_MONOTONIC in ns (clock.ts). */
 ${CLOCK_C}
-/* Reserves 1 + extra slots, never across the ring's end (a padding record
-   fills the rest first). Returns 0 when the ring stayed full too long. */
-static int reserve(guint32 func, guint64 extra, guint64 *out) {
+/* Reserves need_slots contiguous slots, never across the ring's end (a padding
+   record fills the rest first). With wait set, a full ring is waited on
+   for up to FULL_RING_WAIT_NS; without, a full ring fails at once (the
+   drain's thread moving staged records must never wait on itself).
+   Returns 0 when there was no room; the caller counts its drops. */
+static int reserve_slots(guint64 need_slots, int wait, guint64 *out) {
     guint64 deadline = 0;
     guint32 waits = 0;
     for (;;) {
         guint64 slot = ring[0];
         guint64 idx = slot & (CAP - 1);
-        int wrap = idx + 1 + extra > CAP;
-        guint64 need = wrap ? CAP - idx : 1 + extra;
+        int wrap = idx + need_slots > CAP;
+        guint64 need = wrap ? CAP - idx : need_slots;
         if (slot + need - ring[1] > CAP) {
+            if (!wait) return 0;
             /* A forked child has a copy of the ring that nobody drains: stop
                recording there rather than stall every traced call. Asked
                once per wait: getpid is a system call. */
@@ -142,7 +155,7 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
             guint64 t;
             NOW(t);
             if (deadline == 0) deadline = t + ${FULL_RING_WAIT_NS}ULL;
-            else if (t > deadline) { fetch_add(&drops[func & (MAXF - 1)], 1); return 0; }
+            else if (t > deadline) return 0;
             /* Yield a few times, then sleep: on a machine with few cores a
                spinning thread takes the CPU the drain and the daemon need
                to make room. */
@@ -167,9 +180,17 @@ static int reserve(guint32 func, guint64 extra, guint64 *out) {
     }
 }
 
-/* Writes one record (and its payload in the slots after it). Returns 0
-   when it had to be dropped (ring full for too long). */
-static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
+/* reserve_slots for one record of 1 + extra slots, waiting; a record that
+   found no room is counted as a drop of its function. */
+static int reserve(guint32 func, guint64 extra, guint64 *out) {
+    if (reserve_slots(1 + extra, 1, out)) return 1;
+    if (!config[5]) fetch_add(&drops[func & (MAXF - 1)], 1);
+    return 0;
+}
+
+/* put_record for a caller that has moved the thread's staged records into
+   the ring already (the native tracer, which has the thread's state). */
+static int put_record_unstaged(guint32 tid, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
     /* A forked child records nothing: a shared ring is its parent's
        (tracers/native/shared_ring.ts), and nobody drains a private copy. */
     if (config[5]) return 0;
@@ -200,5 +221,15 @@ static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, gu
     __asm__ volatile("" ::: "memory");
     *(volatile guint32 *)&r->kind = kind;
     return 1;
+}
+
+/* Writes one record (and its payload in the slots after it), after the
+   records the native hooks staged on this thread (CONFIG_FLUSH_STAGE): a
+   thread's records reach the ring in the order it made them. Returns 0
+   when it had to be dropped (ring full for too long). */
+static int put_record(guint32 tid, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
+    if (config[5]) return 0;
+    { guint64 f_ = config[${CONFIG_FLUSH_STAGE}]; if (f_) ((void (*)(void))(gsize)f_)(); }
+    return put_record_unstaged(tid, func, kind, value, ts, payload, len);
 }
 `;

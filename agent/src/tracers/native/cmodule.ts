@@ -5,9 +5,10 @@
 import { CLOCK_ANCHOR_C } from "../clock.js";
 import { CONFIG_BEFORE_RECORD, RING_WRITER_C } from "../ring.js";
 import { PAYLOAD_MAX, WINDOW_NS } from "./layout.js";
+import { STAGE_C } from "./stage.js";
 
 /** The C source. Its externs are bound in runtime.ts: ring, drops, fstate,
- *  config, plans, and the libc functions it calls. */
+ *  config, plans, stages (stage.ts), and the libc functions it calls. */
 export const CMODULE_SOURCE = `
 #include <glib.h>
 
@@ -16,6 +17,7 @@ extern volatile guint64 drops[];
 extern volatile guint64 fstate[];
 extern volatile guint64 config[];
 extern volatile guint64 plans[];
+extern volatile guint64 stages[];
 extern int gettid(void);
 extern int getpid(void);
 extern void *calloc(gsize, gsize);
@@ -30,7 +32,9 @@ extern int usleep(unsigned int);
 
 ${RING_WRITER_C}
 ${CLOCK_ANCHOR_C}
-typedef struct { guint32 tid; guint32 busy; guint8 *scratch; } ThreadState;
+struct Stage;
+/* The hook's machine code reads tid, busy and stage (hook.ts THREAD_*). */
+typedef struct { guint32 tid; guint32 busy; guint8 *scratch; struct Stage *stage; } ThreadState;
 /* Per call, in the hook's frame (32 bytes there): the enter's decisions and
    the thread state it found, for the exit. */
 typedef struct { guint16 record; guint16 typed; guint32 sampled; ThreadState *st; } CallState;
@@ -44,6 +48,7 @@ typedef struct { guint16 n_enter; guint16 n_exit; guint16 stack_bytes; guint16 i
 /* Evaluates a function's expression watches (JS) into out; returns bytes written. */
 typedef guint32 (*ExprFn)(guint32 func, guint32 exit, const guint64 *regs, guint8 *out, guint32 cap);
 #define SAMPLED 0x100u
+${STAGE_C}
 #define PAYLOAD_MAX ${PAYLOAD_MAX}u
 #define MAX_NODES 256u
 
@@ -54,6 +59,7 @@ static ThreadState *new_thread_state(void) {
     ThreadState *st = calloc(1, sizeof(ThreadState));
     if (st == NULL) return NULL;
     st->tid = (guint32)gettid();
+    st->stage = claim_stage();
     pthread_setspecific((unsigned int)config[3], st);
     return st;
 }
@@ -61,13 +67,16 @@ static ThreadState *new_thread_state(void) {
 void thread_gone(void *p) {
     ThreadState *st = p;
     if (st == NULL) return;
+    release_stage(st);
     free(st->scratch);
     free(st);
 }
 
-/* Returns 0 when the record had to be dropped (ring full for too long). */
+/* Writes a record straight into the ring, after the thread's staged ones.
+   Returns 0 when it had to be dropped (ring full for too long). */
 static int put(ThreadState *st, guint32 func, guint32 kind, guint64 value, guint64 ts, const guint8 *payload, guint32 len) {
-    return put_record(st->tid, func, kind, value, ts, payload, len);
+    flush_own(st);
+    return put_record_unstaged(st->tid, func, kind, value, ts, payload, len);
 }
 
 /* Records another tracer made earlier on this thread go first (ring.ts
@@ -208,23 +217,6 @@ static void put_exit(ThreadState *st, guint32 func, guint32 kind, guint64 ts, co
     put(st, func, kind, r->rax, ts, out, pos);
 }
 
-/* Writes one record without payload: one compare-and-swap on the ring head;
-   anything unusual (ring full, a lost race) goes through put(). The asm
-   operand goes through a pointer: TinyCC mis-addresses an extern symbol
-   (ring[0]) used directly as a memory operand, and the target crashed. */
-#define PUT1(ST, FUNC, KIND, VALUE, TS, OK) do { \
-    volatile guint64 *head_ = &ring[0]; \
-    guint64 slot_ = *head_, next_ = slot_ + 1, prev_; \
-    if (next_ - ring[1] > CAP) { OK = put(ST, FUNC, KIND, VALUE, TS, NULL, 0); break; } \
-    __asm__ volatile("lock; cmpxchgq %2, %1" : "=a"(prev_), "+m"(*head_) : "r"(next_), "0"(slot_) : "memory"); \
-    if (prev_ != slot_) { OK = put(ST, FUNC, KIND, VALUE, TS, NULL, 0); break; } \
-    Rec *r_ = (Rec *)((char *)ring + 64) + (slot_ & (CAP - 1)); \
-    r_->ts = TS; r_->func = FUNC; r_->tid = (ST)->tid; r_->value = VALUE; r_->extra = 0; \
-    __asm__ volatile("" ::: "memory"); \
-    *(volatile guint32 *)&r_->kind = KIND; \
-    OK = 1; \
-} while (0)
-
 /* Called by the hook before the original function runs. Decides, once per
    call, whether it is recorded (sampling of hot functions); the exit of a
    call follows its enter's decision. Counters are racy on purpose: rates
@@ -265,7 +257,7 @@ void fast_enter(FuncState *fs, const Regs *r, guint64 stack, CallState *cs) {
         guint32 kind = 1 | (sampled ? SAMPLED : 0);
         const PlanHeader *plan = typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
         if (plan) record = put_enter(st, func, kind, t, plan, r, stack);
-        else PUT1(st, func, kind, r->gp[0], t, record);
+        else record = stage_put(st, func, kind, r->gp[0], t);
     }
     cs->record = (guint16)record;
     st->busy = 0;
@@ -285,7 +277,7 @@ void fast_leave(FuncState *fs, const RetRegs *r, CallState *cs) {
     NOW(t);
     const PlanHeader *plan = cs->typed ? (const PlanHeader *)(gsize)plans[func & (MAXF - 1)] : NULL;
     if (plan) put_exit(st, func, kind, t, plan, r);
-    else { int ok; PUT1(st, func, kind, r->rax, t, ok); (void)ok; }
+    else stage_put(st, func, kind, r->rax, t);
     st->busy = 0;
 }
 

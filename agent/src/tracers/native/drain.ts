@@ -11,6 +11,7 @@ import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { existingRuntime, onRuntimeCreated, type Runtime } from "./runtime.js";
 import { closeRingFd, unshare } from "./shared_ring.js";
+import { STAGE_AREA_BYTES, STAGE_RECORDS } from "./stage.js";
 
 /** Drops reported so far, per function (the CModule's counts are totals). */
 const reportedDrops = new Map<number, number>();
@@ -82,7 +83,7 @@ function offerRing(rt: Runtime): void {
         closeRingFd(fd);
         rt.ringFd = null;
     });
-    send_({ type: "ring", fd, bytes: rt.ringBytes });
+    send_({ type: "ring", fd, bytes: rt.ringBytes, stageBytes: STAGE_AREA_BYTES, stageRecords: STAGE_RECORDS });
 }
 
 /** Waits (bounded) until the daemon has taken every record reserved so far
@@ -93,16 +94,35 @@ function awaitShared(ring: NativePointer): void {
     while (ring.add(8).readU64().compare(head) < 0 && Date.now() < deadline) Thread.sleep(0.0002);
 }
 
+/** At most how many times a full drain moves staged records that found
+ *  the ring full and waits for it to empty. */
+const FULL_DRAIN_ROUNDS = 20;
+
 /** Sends every committed record to the daemon (a shared ring: waits until
  *  the daemon took them, on a `full` drain); drop counts and sampling
- *  changes are reported every 50th call and on a `full` drain (exit, crash). */
+ *  changes are reported every 50th call and on a `full` drain (exit, crash).
+ *  The threads' staged records go into the ring first, then the pumps run:
+ *  a thread's staged native records are older than its JavaScript records
+ *  not yet pumped (a native record pumps them before it is staged). */
 export function drain(full = false): void {
     const rt = existingRuntime();
     if (rt === null) return;
+    rt.stageSteal();
     runPumps();
     if (full && delivery === "offered" && offer !== null) offer.wait();
-    if (delivery === "messages") shipRecords(rt, full);
-    else if (delivery === "shared" && full) awaitShared(rt.ring);
+    // A full drain also moves what stages still hold because the ring was
+    // full, as long as that makes progress (a stage its thread is moving
+    // right now cannot be taken).
+    let pending = Infinity;
+    for (let round = 0; ; round++) {
+        if (delivery === "messages") shipRecords(rt, full);
+        else if (delivery === "shared" && full) awaitShared(rt.ring);
+        if (!full || delivery === "offered" || round >= FULL_DRAIN_ROUNDS) break;
+        const left = rt.stagePending() as number;
+        if (left === 0 || left >= pending) break;
+        pending = left;
+        rt.stageSteal();
+    }
     if (!full && ++drains % 50 !== 0) return;
     const d = dropDeltas(rt.drops);
     if (d !== undefined) send_({ type: "trace_drops", drops: d });
@@ -136,7 +156,7 @@ function shipRecords(rt: Runtime, full: boolean): void {
 export function unshareRing(): void {
     const rt = existingRuntime();
     if (rt === null || delivery !== "shared") return;
-    unshare(rt.ring, rt.ringBytes);
+    unshare(rt.ring, rt.ringBytes + STAGE_AREA_BYTES);
     delivery = "messages";
 }
 

@@ -19,6 +19,7 @@
 // layout.ts.
 // Code patching and near memory are shared with breakpoints (../../native/).
 import { receive, send_ } from "../../protocol.js";
+import { CONFIG_FLUSH_STAGE, CONFIG_HOOKS_OFF } from "../ring.js";
 import { Tracer } from "../tracer.js";
 import { drain, onTraceAck, unshareRing } from "./drain.js";
 import { updateExprs } from "./exprs.js";
@@ -107,6 +108,9 @@ function detach(): void {
     if (rt === null) return;
     const keyDelete = new NativeFunction(Module.findGlobalExportByName("pthread_key_delete")!, "int", ["uint32"]);
     keyDelete(rt.config.add(24).readU32());
+    rt.config.add(CONFIG_HOOKS_OFF * 8).writeU64(1);
+    // The CModule goes with the script: nothing may call its flush_stage.
+    rt.config.add(CONFIG_FLUSH_STAGE * 8).writeU64(0);
     silenceHook();
     unshareRing();
 }

@@ -4,12 +4,13 @@
 import { registerAtforkChild } from "../../native/atfork.js";
 import { rawAlloc, u64Bytes } from "../../native/memory.js";
 import { allowCounterClock } from "../clock.js";
-import { provideRing } from "../ring.js";
+import { CONFIG_FLUSH_STAGE, provideRing } from "../ring.js";
 import { CMODULE_SOURCE } from "./cmodule.js";
 import { makeExprCallback } from "./exprs.js";
-import { registerUnwindInfo, writeHook } from "./hook.js";
+import { registerUnwindInfo, specificOffset, writeHook } from "./hook.js";
 import { FSTATE_SIZE, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { sharedAlloc } from "./shared_ring.js";
+import { STAGE_AREA_BYTES } from "./stage.js";
 
 /** The tracer's live state (see createRuntime). */
 export interface Runtime {
@@ -18,6 +19,8 @@ export interface Runtime {
     ring: NativePointer;
     /** The ring's bytes (head and tail, then the slots). */
     ringBytes: number;
+    /** The threads' stages (stage.ts), right after the ring in its memory. */
+    stages: NativePointer;
     /** The memfd the ring is mapped from, until the daemon answered the
      *  offer (shared_ring.ts); null: private memory, shipped in messages. */
     ringFd: number | null;
@@ -28,7 +31,9 @@ export interface Runtime {
      *  on, [2] pid, [3] pthread key of the per-thread state, [4] the
      *  expression watch evaluator (a NativeCallback), [5] set in a forked
      *  child: record nothing, [8..15] the clock (clock.ts), [16] what the
-     *  hooks call before writing a record (ring.ts CONFIG_BEFORE_RECORD). */
+     *  hooks call before writing a record (ring.ts CONFIG_BEFORE_RECORD),
+     *  [17] flush_stage (ring.ts CONFIG_FLUSH_STAGE), [18] set once the
+     *  agent detached (ring.ts CONFIG_HOOKS_OFF). */
     config: NativePointer;
     drops: NativePointer;
     /** Per function: its capture plan, or NULL (name and timing only). */
@@ -41,6 +46,11 @@ export interface Runtime {
     release: NativeFunction<void, [number]>;
     /** Re-anchors the records' clock (clock.ts); the drain calls it. */
     anchorClock: NativeFunction<void, []>;
+    /** Moves every thread's staged records into the ring, without waiting
+     *  for room (stage.ts); the drain calls it first. */
+    stageSteal: NativeFunction<void, []>;
+    /** Records staged and not yet in the ring. */
+    stagePending: NativeFunction<number, []>;
 }
 
 // Built on the first hook, so sessions that never trace pay nothing
@@ -83,9 +93,12 @@ export const runtimeConfig = rawAlloc(Process.pageSize);
 /** Allocates the ring and tables, compiles the CModule and writes the hook. */
 function createRuntime(): Runtime {
     const ringBytes = 64 + RING_RECORDS * RECORD_SIZE;
-    // Shared with the daemon when the kernel allows (shared_ring.ts).
-    const shared = sharedAlloc(ringBytes);
-    const ring = shared?.base ?? Memory.alloc(ringBytes);
+    // Shared with the daemon when the kernel allows (shared_ring.ts); the
+    // threads' stages follow the ring (their pages are touched as threads
+    // claim them).
+    const shared = sharedAlloc(ringBytes + STAGE_AREA_BYTES);
+    const ring = shared?.base ?? Memory.alloc(ringBytes + STAGE_AREA_BYTES);
+    const stages = ring.add(ringBytes);
     // Touch every page now: first-touch page faults inside traced calls cost
     // more than the record itself (a few µs each in a VM).
     for (let off = 0; off < ringBytes; off += Process.pageSize) ring.add(off).writeU8(0);
@@ -108,6 +121,7 @@ function createRuntime(): Runtime {
         fstate,
         config,
         plans,
+        stages,
         gettid: Module.findGlobalExportByName("gettid")!,
         getpid: Module.findGlobalExportByName("getpid")!,
         calloc: Module.findGlobalExportByName("calloc")!,
@@ -143,16 +157,19 @@ function createRuntime(): Runtime {
     if ((keyCreate(key, cm.thread_gone) as number) !== 0) throw new Error("pthread_key_create failed");
     config.add(24).writeU64(key.readU32());
 
+    config.add(CONFIG_FLUSH_STAGE * 8).writePointer(cm.flush_stage);
+
     const exprCallback = makeExprCallback();
     config.add(32).writePointer(exprCallback);
 
-    const hook = writeHook(cm.fast_enter, cm.fast_leave);
+    const hook = writeHook(cm.fast_enter, cm.fast_leave, config, plans, specificOffset(key.readU32()));
     registerUnwindInfo();
 
     return {
         module: cm,
         ring,
         ringBytes,
+        stages,
         ringFd: shared?.fd ?? null,
         fstate,
         config,
@@ -166,5 +183,7 @@ function createRuntime(): Runtime {
         committed: new NativeFunction(cm.committed, "uint32", ["uint32"], { scheduling: "exclusive" }),
         release: new NativeFunction(cm.release, "void", ["uint32"], { scheduling: "exclusive" }),
         anchorClock: new NativeFunction(cm.clock_anchor, "void", [], { scheduling: "exclusive" }),
+        stageSteal: new NativeFunction(cm.stage_steal, "void", [], { scheduling: "exclusive" }),
+        stagePending: new NativeFunction(cm.stage_pending, "uint32", [], { scheduling: "exclusive" }),
     };
 }
