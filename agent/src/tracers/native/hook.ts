@@ -20,20 +20,22 @@ export function specificOffset(key: number): number | null {
     const self = new NativeFunction(libc("pthread_self"), "pointer", [])() as NativePointer;
     const get = new NativeFunction(libc("pthread_getspecific"), "pointer", ["uint32"]);
     const set = new NativeFunction(libc("pthread_setspecific"), "int", ["uint32", "pointer"]);
+    // Only the mapping the descriptor is in: it often ends within 4 KB of
+    // it, and a read past it faulted a forked child (a followed Python
+    // subprocess, whose new agent scanned before Frida could catch it).
+    const range = Process.findRangeByAddress(self);
+    if (range === null) return null;
+    const end = range.base.add(range.size);
     const before = get(key) as NativePointer;
     const sentinel = Memory.alloc(8);
     if ((set(key, sentinel) as number) !== 0) return null;
     let found: number | null = null;
     let matches = 0;
-    try {
-        for (let off = 0; off < 4096; off += 8) {
-            if (self.add(off).readPointer().equals(sentinel)) {
-                found = off;
-                matches++;
-            }
+    for (let off = 0; off < 4096 && self.add(off + 8).compare(end) <= 0; off += 8) {
+        if (self.add(off).readPointer().equals(sentinel)) {
+            found = off;
+            matches++;
         }
-    } catch (_e) {
-        // The descriptor ended before 4 KB: what was scanned counts.
     }
     let confirmed = false;
     if (matches === 1 && found !== null) {
