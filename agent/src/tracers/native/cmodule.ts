@@ -33,7 +33,7 @@ extern int usleep(unsigned int);
 ${RING_WRITER_C}
 ${CLOCK_ANCHOR_C}
 struct Stage;
-/* The hook's machine code reads tid, busy and stage (hook.ts THREAD_*). */
+/* The hook's machine code reads tid, busy and stage (hook_code.ts TS_*). */
 typedef struct { guint32 tid; guint32 busy; guint8 *scratch; struct Stage *stage; } ThreadState;
 /* Per call, in the hook's frame (32 bytes there): the enter's decisions and
    the thread state it found, for the exit. */

@@ -10,6 +10,9 @@ let hookCalls: number[] = [];
 
 const libc = (name: string) => Module.findGlobalExportByName(name)!;
 
+/** How much of a thread's descriptor specificOffset searches. */
+const SPECIFIC_SCAN_BYTES = 2048;
+
 /** Where glibc keeps the calling thread's value of pthread key `key`, as
  *  an offset from the thread pointer (%fs), or null. glibc stores the first
  *  32 keys' values inside the thread's descriptor; the offset is found by
@@ -20,18 +23,17 @@ export function specificOffset(key: number): number | null {
     const self = new NativeFunction(libc("pthread_self"), "pointer", [])() as NativePointer;
     const get = new NativeFunction(libc("pthread_getspecific"), "pointer", ["uint32"]);
     const set = new NativeFunction(libc("pthread_setspecific"), "int", ["uint32", "pointer"]);
-    // Only the mapping the descriptor is in: it often ends within 4 KB of
-    // it, and a read past it faulted a forked child (a followed Python
-    // subprocess, whose new agent scanned before Frida could catch it).
-    const range = Process.findRangeByAddress(self);
-    if (range === null) return null;
-    const end = range.base.add(range.size);
+    // Only the descriptor's first 2 KB (struct pthread is larger, the keys'
+    // values sit in its first KB): its mapping may end soon after it, and
+    // a read past it faulted a forked child (a followed Python subprocess,
+    // whose new agent scanned before Frida could catch it). Frida's ranges
+    // cannot tell where: they leave its own threads' memory out.
     const before = get(key) as NativePointer;
     const sentinel = Memory.alloc(8);
     if ((set(key, sentinel) as number) !== 0) return null;
     let found: number | null = null;
     let matches = 0;
-    for (let off = 0; off < 4096 && self.add(off + 8).compare(end) <= 0; off += 8) {
+    for (let off = 0; off < SPECIFIC_SCAN_BYTES; off += 8) {
         if (self.add(off).readPointer().equals(sentinel)) {
             found = off;
             matches++;
