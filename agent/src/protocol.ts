@@ -113,6 +113,7 @@ export type AgentMessage =
     | { type: "ring"; fd: number; bytes: number; stageBytes: number; stageRecords: number }
     | { type: "trace_drops"; drops: Record<string, number> }
     | { type: "fork_barrier"; pid: number }
+    | { type: "fork_done"; pid: number; child: number }
     | { type: "plans_updated"; id: number; count: number }
     | { type: "module_base"; id: number; base: string | null }
     | { type: "exprs_updated"; id: number; errors: Array<[string, string]> }

@@ -96,6 +96,11 @@ export const agentMessages = [
         "pid": 4242
     },
     {
+        "type": "fork_done",
+        "pid": 4242,
+        "child": 4250
+    },
+    {
         "type": "plans_updated",
         "id": 5,
         "count": 2

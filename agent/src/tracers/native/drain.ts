@@ -10,6 +10,7 @@ import { runPumps, tracedIds } from "../ring.js";
 import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { existingRuntime, onRuntimeCreated, type Runtime } from "./runtime.js";
+import { forkInProgress } from "./forkguard.js";
 import { closeRingFd, unshare } from "./shared_ring.js";
 import { STAGE_AREA_BYTES, STAGE_RECORDS } from "./stage.js";
 
@@ -173,7 +174,8 @@ function startDraining(): void {
     timer = setInterval(() => {
         // The records' clock: anchored every 50 ms (clock.ts).
         if (++ticks % 25 === 0) existingRuntime()?.anchorClock();
-        drain();
+        // The fork guard drained; nothing may be in flight when it forks.
+        if (!forkInProgress()) drain();
     }, 2);
 }
 

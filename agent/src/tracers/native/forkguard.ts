@@ -27,8 +27,18 @@ import { patchCodeNow } from "../../native/patch.js";
 import { receive, send_ } from "../../protocol.js";
 import { runtimeConfig } from "./runtime.js";
 
-/** The barrier the wrappers call (one per agent). */
+/** The barrier the wrappers call before fork, and what they call after
+ *  it returned in the parent (one of each per agent). */
 let forkBarrier: NativeCallback<"void", []> | null = null;
+let forkReturned: NativeCallback<"void", ["int"]> | null = null;
+/** Between a barrier and its fork's return: the drain timer sends nothing,
+ *  so that no message of this agent is in flight when the process forks. */
+let forking = false;
+
+/** True while a guarded fork is under way in this process. */
+export function forkInProgress(): boolean {
+    return forking;
+}
 /** The wrapper the slots point at, once the guard is in. */
 let forkWrapper: NativePointer | null = null;
 
@@ -83,24 +93,53 @@ export function guardForks(flush: () => void): number {
     if (fork === null) return 0;
     if (forkBarrier === null) {
         forkBarrier = new NativeCallback(() => {
+            forking = true;
             try { flush(); } catch (_e) { /* the fork matters more */ }
             const op = receive("fork-barrier-ack", () => { /* no data */ });
             send_({ type: "fork_barrier", pid: Process.id });
             op.wait();
         }, "void", []);
+        forkReturned = new NativeCallback((child: number) => {
+            forking = false;
+            send_({ type: "fork_done", pid: Process.id, child });
+        }, "void", ["int"]);
     }
+    const errnoAt = Module.findGlobalExportByName("__errno_location")!;
     // config[5] is the flag the atfork handler sets; reading it does not
-    // need the tracer to exist.
+    // need the tracer to exist. The wrapper calls fork rather than jumping
+    // to it, to tell the daemon when the fork is over (it holds its
+    // requests to this agent from the barrier until then: a message in
+    // flight across the fork crashes the child, see docs/FRIDA_NOTES.md).
+    // The child returns straight away: Frida's memory, the callbacks
+    // included, is not mapped in a gated child. errno is kept for a failed
+    // fork's caller.
     const config = runtimeConfig;
     const wrapper = rawAlloc(Process.pageSize, PROT_ALL);
     wrapper.writeByteArray([
         0x48, 0xb8, ...u64Bytes(config.add(40)), //    mov rax, &config[5] (set in a forked child)
         0x48, 0x83, 0x38, 0x00, //                     cmp qword [rax], 0
-        0x75, 0x14, //                                 jne skip
-        0x48, 0x83, 0xec, 0x08, //                     sub rsp, 8 (align the call)
+        0x75, 0x44, //                                 jne skip
+        0x53, //                                       push rbx (and aligns the calls)
         0x48, 0xb8, ...u64Bytes(forkBarrier), //       mov rax, barrier
         0xff, 0xd0, //                                 call rax
-        0x48, 0x83, 0xc4, 0x08, //                     add rsp, 8
+        0x48, 0xb8, ...u64Bytes(fork), //              mov rax, fork
+        0xff, 0xd0, //                                 call rax
+        0x85, 0xc0, //                                 test eax, eax
+        0x74, 0x25, //                                 jz done (the child)
+        0x89, 0xc3, //                                 mov ebx, eax
+        0x48, 0xb8, ...u64Bytes(errnoAt), //           mov rax, __errno_location
+        0xff, 0xd0, //                                 call rax
+        0xff, 0x30, //                                 push qword [rax] (errno)
+        0x50, //                                       push rax (&errno)
+        0x89, 0xdf, //                                 mov edi, ebx
+        0x48, 0xb8, ...u64Bytes(forkReturned!), //     mov rax, returned
+        0xff, 0xd0, //                                 call rax
+        0x58, //                                       pop rax
+        0x59, //                                       pop rcx
+        0x89, 0x08, //                                 mov [rax], ecx
+        0x89, 0xd8, //                                 mov eax, ebx
+        0x5b, //                               done:   pop rbx
+        0xc3, //                                       ret
         0x48, 0xb8, ...u64Bytes(fork), //       skip:  mov rax, fork
         0xff, 0xe0, //                                 jmp rax
     ]);

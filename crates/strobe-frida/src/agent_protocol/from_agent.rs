@@ -35,6 +35,10 @@ pub enum AgentMessage {
     /// [`super::DaemonMessage::ForkBarrierAck`].
     #[serde(rename = "fork_barrier")]
     ForkBarrier(ForkBarrier),
+    /// The fork a [`AgentMessage::ForkBarrier`] announced returned in the
+    /// parent (requests to the agent held since may go again).
+    #[serde(rename = "fork_done")]
+    ForkDone(ForkDone),
     /// Answer to [`super::DaemonMessage::Plans`].
     #[serde(rename = "plans_updated")]
     PlansUpdated(PlansUpdated),
@@ -261,6 +265,15 @@ pub struct ForkBarrier {
     pub pid: u32,
 }
 
+/// `fork_done`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForkDone {
+    /// The process that forked.
+    pub pid: u32,
+    /// What fork() returned to it: the child's pid, or -1 when it failed.
+    pub child: i64,
+}
+
 /// `sampling`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplingChanges {
@@ -452,6 +465,7 @@ impl AgentMessage {
             AgentMessage::Ring(_) => "ring",
             AgentMessage::TraceDrops(_) => "trace_drops",
             AgentMessage::ForkBarrier(_) => "fork_barrier",
+            AgentMessage::ForkDone(_) => "fork_done",
             AgentMessage::PlansUpdated(_) => "plans_updated",
             AgentMessage::ModuleBase(_) => "module_base",
             AgentMessage::ExprsUpdated(_) => "exprs_updated",
@@ -508,6 +522,7 @@ impl AgentMessage {
             | AgentMessage::Ring(_)
             | AgentMessage::TraceDrops(_)
             | AgentMessage::ForkBarrier(_)
+            | AgentMessage::ForkDone(_)
             | AgentMessage::Sampling(_)
             | AgentMessage::Modules(_)
             | AgentMessage::ModuleLoaded(_)

@@ -44,6 +44,8 @@ impl SessionManager {
         if crate::procfs::all_threads_stopped(live.pid) {
             return Err(stopped_error(live, false));
         }
+        // Not while the process forks; counted until answered or given up.
+        let _in_flight = live.fork_gate.request();
         let id = live.next_request.fetch_add(1, Ordering::Relaxed);
         let msg = request(id);
         let (tx, rx) = crossbeam_channel::bounded(1);

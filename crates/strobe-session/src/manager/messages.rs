@@ -8,7 +8,7 @@
 //! rejected — logged with the session, counted, never read with made-up
 //! defaults — and an agent thread blocked on it is still released.
 
-use super::{Live, SessionManager, hooks::hook_outcome};
+use super::{Live, SessionManager, fork_gate, hooks::hook_outcome};
 use crate::trace;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -101,8 +101,23 @@ impl SessionManager {
                 let _ = self.store.record_dropped(live.key, lost);
             }
             AgentMessage::ForkBarrier(_) => {
-                // Everything the agent sent before has arrived: let it fork.
-                let _ = live.post(&DaemonMessage::ForkBarrierAck);
+                // Everything the agent sent before has arrived: let it fork
+                // once the requests sent to it are answered too, and send it
+                // no new one until the fork returned (`fork_gate`). Their
+                // answers come through this loop: never wait for them here.
+                if !live.fork_gate.close() {
+                    let _ = live.post(&DaemonMessage::ForkBarrierAck);
+                } else {
+                    let l = live.clone();
+                    std::thread::spawn(move || {
+                        l.fork_gate.await_answers(fork_gate::ANSWERS_WAIT);
+                        let _ = l.post(&DaemonMessage::ForkBarrierAck);
+                    });
+                }
+            }
+            AgentMessage::ForkDone(m) => {
+                tracing::debug!("process {} forked {}", m.pid, m.child);
+                live.fork_gate.open();
             }
             // Hooks installed for a library loaded later (no request waits).
             // Queued: this thread must never wait for the tracer; the next

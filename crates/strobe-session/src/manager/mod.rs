@@ -11,6 +11,7 @@ mod cfi;
 mod channels;
 mod crash;
 mod display;
+mod fork_gate;
 pub(crate) mod hooks;
 mod javascript_hooks;
 mod launch;
@@ -118,6 +119,8 @@ struct Live {
     tracer: Mutex<Option<Tracer>>,
     /// Requests to the agent waiting for their answer, by request id.
     replies: Mutex<HashMap<u64, crossbeam_channel::Sender<AgentMessage>>>,
+    /// Holds requests to the agent while the process forks (`fork_gate`).
+    fork_gate: fork_gate::ForkGate,
     next_request: AtomicU64,
     /// Threads whose names were looked up.
     known_threads: Mutex<std::collections::HashSet<u32>>,

@@ -185,6 +185,7 @@ impl Live {
             captured_pipes: Mutex::new(Default::default()),
             tracer: Mutex::new(None),
             replies: Mutex::new(HashMap::new()),
+            fork_gate: Default::default(),
             next_request: AtomicU64::new(1),
             known_threads: Mutex::new(std::collections::HashSet::new()),
             thread_owners: Mutex::new(Default::default()),
@@ -476,6 +477,11 @@ impl SessionManager {
     ) {
         let image = self.image(root, pid);
         image.gone.store(true, Ordering::SeqCst);
+        // A fork it announced will not report back, and requests waiting
+        // for its agent's answer get none: they end now (a dropped sender),
+        // not at their timeout.
+        image.fork_gate.open();
+        image.replies.lock().expect("replies lock").clear();
         // What the image committed to its ring is stored before its end.
         Self::finish_ring(&image);
         if reason == "process-replaced" {
