@@ -64,6 +64,11 @@ impl SessionManager {
                     Ok(v) => answer = Some(v),
                     Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
                     Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        // Frida detached (the process ended or exec'd): no
+                        // answer will come.
+                        if live.gone.load(Ordering::SeqCst) {
+                            break;
+                        }
                         if crate::procfs::all_threads_stopped(live.pid) {
                             stopped = true;
                             break;
@@ -77,9 +82,11 @@ impl SessionManager {
             return Err(stopped_error(live, true));
         }
         let answer = answer.ok_or_else(|| {
-            if live.life.lock().expect("lifecycle lock").ended {
-                return SessionError::exited(format!("the program of session '{}' ended before its agent could answer; its events can still be queried", live.id),
-                );
+            if live.life.lock().expect("lifecycle lock").ended || live.gone.load(Ordering::SeqCst) {
+                return SessionError::exited(format!(
+                    "process {} of session '{}' ended before its agent could answer; its events can still be queried",
+                    live.pid, live.id
+                ));
             }
             SessionError::attach(format!(
                     "the agent in session {} did not answer within {} ms (the process may have exited or be stopped)",
