@@ -47,6 +47,9 @@ async fn records_past_the_rings_size_all_arrive_from_shared_memory() {
     let (id, st) = hot_loop(&c, 300_000).await;
     assert_eq!(st["exitCode"], 0, "{st}");
     assert_eq!(st["trace"]["delivery"], "shared memory", "{st}");
+    // The hook's machine-code fast path found the thread's state (it was
+    // once silently off: docs/BENCHMARKS.md, 2026-11-29).
+    assert_eq!(st["trace"]["slowHook"], Value::Null, "{st}");
     assert_eq!(st["events"]["dropped"], 0, "{st}");
     assert_eq!(st["events"]["evicted"], 0, "{st}");
     assert_eq!(exits(&c, &id, "tiny").await, 300_000);
@@ -152,4 +155,44 @@ async fn more_threads_than_stages_lose_nothing() {
         .await;
     assert_eq!(enters["totalCount"], 24_000, "{enters}");
     assert_eq!(c.stdout_lines(&id).await, ["threads 600 calls 24000"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_fast_path_off_calls_are_still_recorded_and_status_says_why() {
+    // The program makes 40 pthread keys before anything is traced: the
+    // agent's key (made with the first pattern) is past the 32 glibc keeps
+    // in the thread's descriptor, so the hook cannot find the thread's
+    // state from %fs and every call takes the slow path.
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = support::fixture_with("many_keys", &["-pthread", "-g0"]);
+    let (id, _) = c.launch(&exe, &[]).await;
+    c.wait_stdout(&id).await;
+    c.ok(
+        "debug_trace",
+        json!({"sessionId": id, "add": ["work"], "sampling": false}),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = 0;
+    while std::time::Instant::now() < deadline && seen < 20 {
+        seen = exits(&c, &id, "work").await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(seen >= 20, "calls on the slow path are recorded: {seen}");
+    let r = c
+        .reply(
+            "debug_session",
+            json!({"action": "status", "sessionId": id}),
+        )
+        .await;
+    let why = r.value["trace"]["slowHook"].as_str().unwrap_or_default();
+    assert!(why.contains("pthread key"), "{}", r.value);
+    assert!(
+        r.text.contains("slow path") && r.text.contains(why),
+        "the short text says so: {}",
+        r.text
+    );
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
 }

@@ -109,8 +109,9 @@ export type AgentMessage =
     /** The ring's memory is the memfd `fd` (`bytes` long, then
      *  `stageBytes` of the threads' stages of `stageRecords` records each):
      *  the daemon may map it and drain the ring itself
-     *  (tracers/native/shared_ring.ts, stage.ts). */
-    | { type: "ring"; fd: number; bytes: number; stageBytes: number; stageRecords: number }
+     *  (tracers/native/shared_ring.ts, stage.ts). `slowHook`: why every
+     *  traced call takes the hook's slow path (null: the fast one is on). */
+    | { type: "ring"; fd: number; bytes: number; stageBytes: number; stageRecords: number; slowHook: string | null }
     | { type: "trace_drops"; drops: Record<string, number> }
     | { type: "fork_barrier"; pid: number }
     | { type: "fork_done"; pid: number; child: number }

@@ -82,7 +82,16 @@ export const agentMessages = [
         "fd": 17,
         "bytes": 8388672,
         "stageBytes": 1065024,
-        "stageRecords": 128
+        "stageRecords": 128,
+        "slowHook": null
+    },
+    {
+        "type": "ring",
+        "fd": 17,
+        "bytes": 8388672,
+        "stageBytes": 0,
+        "stageRecords": 0,
+        "slowHook": "pthread key 40 is past the 32 whose values glibc keeps"
     },
     {
         "type": "trace_drops",

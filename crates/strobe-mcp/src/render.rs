@@ -70,6 +70,11 @@ pub fn status_text(s: &strobe_session::SessionStatus) -> String {
             s.events.dropped
         ));
     }
+    if let Some(why) = s.trace.as_ref().and_then(|t| t.slow_hook.as_ref()) {
+        text.push_str(&format!(
+            "; every traced call takes the hook's slow path (1.5 to 2 times the cost per call): {why}"
+        ));
+    }
     if s.rejected_agent_messages > 0 {
         text.push_str(&format!(
             "; {} malformed agent messages rejected (the daemon's log names each)",

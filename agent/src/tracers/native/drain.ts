@@ -11,6 +11,7 @@ import { everHookedIds, hookedIds } from "./install.js";
 import { CHUNK_RECORDS, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
 import { existingRuntime, onRuntimeCreated, type Runtime } from "./runtime.js";
 import { forkInProgress } from "./forkguard.js";
+import { slowHookReason } from "./hook.js";
 import { closeRingFd, unshare } from "./shared_ring.js";
 import { STAGE_AREA_BYTES, STAGE_RECORDS } from "./stage.js";
 
@@ -84,7 +85,10 @@ function offerRing(rt: Runtime): void {
         closeRingFd(fd);
         rt.ringFd = null;
     });
-    send_({ type: "ring", fd, bytes: rt.ringBytes, stageBytes: STAGE_AREA_BYTES, stageRecords: STAGE_RECORDS });
+    send_({
+        type: "ring", fd, bytes: rt.ringBytes, stageBytes: STAGE_AREA_BYTES, stageRecords: STAGE_RECORDS,
+        slowHook: slowHookReason(),
+    });
 }
 
 /** Waits (bounded) until the daemon has taken every record reserved so far

@@ -13,13 +13,26 @@ const libc = (name: string) => Module.findGlobalExportByName(name)!;
 /** How much of a thread's descriptor specificOffset searches. */
 const SPECIFIC_SCAN_BYTES = 2048;
 
+/** Why the hook's fast path is off (specificOffset found no offset), or
+ *  null while it is on. The daemon shows it in `debug_session status`. */
+let fastPathOff: string | null = null;
+
+/** Why every traced call takes the hook's slow path, if it does. */
+export function slowHookReason(): string | null {
+    return fastPathOff;
+}
+
 /** Where glibc keeps the calling thread's value of pthread key `key`, as
- *  an offset from the thread pointer (%fs), or null. glibc stores the first
- *  32 keys' values inside the thread's descriptor; the offset is found by
- *  setting a sentinel on this thread and looking for it there, then checked
- *  by running the very instruction the hook uses. */
+ *  an offset from the thread pointer (%fs), or null (slowHookReason says
+ *  why). glibc stores the first 32 keys' values inside the thread's
+ *  descriptor; the offset is found by setting a sentinel on this thread and
+ *  looking for it there, then checked by running the very instruction the
+ *  hook uses. */
 export function specificOffset(key: number): number | null {
-    if (Process.arch !== "x64" || key >= 32) return null;
+    fastPathOff = null;
+    const off = (why: string) => { fastPathOff = why; return null; };
+    if (Process.arch !== "x64") return off(`the fast path is x86-64 machine code; this process is ${Process.arch}`);
+    if (key >= 32) return off(`pthread key ${key} is past the 32 whose values glibc keeps in the thread's descriptor`);
     const self = new NativeFunction(libc("pthread_self"), "pointer", [])() as NativePointer;
     const get = new NativeFunction(libc("pthread_getspecific"), "pointer", ["uint32"]);
     const set = new NativeFunction(libc("pthread_setspecific"), "int", ["uint32", "pointer"]);
@@ -30,7 +43,7 @@ export function specificOffset(key: number): number | null {
     // cannot tell where: they leave its own threads' memory out.
     const before = get(key) as NativePointer;
     const sentinel = Memory.alloc(8);
-    if ((set(key, sentinel) as number) !== 0) return null;
+    if ((set(key, sentinel) as number) !== 0) return off("pthread_setspecific failed");
     let found: number | null = null;
     let matches = 0;
     for (let off = 0; off < SPECIFIC_SCAN_BYTES; off += 8) {
@@ -48,7 +61,10 @@ export function specificOffset(key: number): number | null {
         confirmed = (new NativeFunction(probe, "pointer", [])() as NativePointer).equals(sentinel);
     }
     set(key, before);
-    return confirmed ? found : null;
+    if (confirmed) return found;
+    return off(matches === 1
+        ? "the thread's key value is not where %fs says (not glibc's layout)"
+        : `the thread's key value was found ${matches} times in its descriptor's first ${SPECIFIC_SCAN_BYTES} bytes (not glibc's layout)`);
 }
 
 /** Writes the hook (its slow paths calling `enter` and `leave`, the

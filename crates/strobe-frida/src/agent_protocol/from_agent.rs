@@ -248,6 +248,10 @@ pub struct RingOffer {
     /// Records one stage holds.
     #[serde(default, rename = "stageRecords")]
     pub stage_records: u32,
+    /// Why every traced call takes the hook's slow path (the machine-code
+    /// fast path could not find the thread's state); `None` while it is on.
+    #[serde(default, rename = "slowHook")]
+    pub slow_hook: Option<String>,
 }
 
 /// `trace_drops`: records dropped (the ring stayed full) since the last report.

@@ -190,6 +190,9 @@ struct Live {
     /// The thread draining this process's shared record ring, once the
     /// agent offered it (`ring_drain`).
     ring: Mutex<ring_drain::RingState>,
+    /// Why every traced call of this process takes the hook's slow path
+    /// (its agent said so with its ring offer); `None` while the fast one is on.
+    slow_hook: Mutex<Option<String>>,
 }
 
 /// Plans registered since they were last stored, and the length of each

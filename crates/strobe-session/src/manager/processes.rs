@@ -186,6 +186,7 @@ impl Live {
             tracer: Mutex::new(None),
             replies: Mutex::new(HashMap::new()),
             fork_gate: Default::default(),
+            slow_hook: Mutex::new(None),
             next_request: AtomicU64::new(1),
             known_threads: Mutex::new(std::collections::HashSet::new()),
             thread_owners: Mutex::new(Default::default()),

@@ -62,6 +62,14 @@ impl SessionManager {
     /// The agent offers its ring: map it and drain it here, or say why not
     /// (the agent then ships it in messages).
     pub(super) fn on_ring_offer(&self, live: &Arc<Live>, offer: &RingOffer) {
+        if let Some(why) = &offer.slow_hook {
+            tracing::info!(
+                "session {} (pid {}): traced calls take the hook's slow path: {why}",
+                live.id,
+                live.pid
+            );
+        }
+        *live.slow_hook.lock().expect("slow hook lock") = offer.slow_hook.clone();
         let answer = match self.attach_ring(live, offer) {
             Ok(()) => DaemonMessage::RingAttached {
                 ok: true,

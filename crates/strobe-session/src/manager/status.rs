@@ -64,6 +64,7 @@ impl SessionManager {
             dropped_events: t.drops(&stats),
             late_libraries: stats.late_libraries().to_vec(),
             delivery: l.ring.lock().expect("ring lock").delivery(),
+            slow_hook: l.slow_hook.lock().expect("slow hook lock").clone(),
         })
     }
 

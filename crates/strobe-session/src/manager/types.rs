@@ -231,6 +231,10 @@ pub struct TraceSummary {
     /// drains the ring) or "messages (why)"; absent until the ring exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<String>,
+    /// Why every traced call takes the hook's slow path (1.5 to 2 times the
+    /// cost per call); absent while the machine-code fast path is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_hook: Option<String>,
 }
 
 /// `debug_session stop` result.
