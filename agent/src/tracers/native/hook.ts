@@ -30,9 +30,9 @@ export function slowHookReason(): string | null {
  *  hook uses. */
 export function specificOffset(key: number): number | null {
     fastPathOff = null;
-    const off = (why: string) => { fastPathOff = why; return null; };
-    if (Process.arch !== "x64") return off(`the fast path is x86-64 machine code; this process is ${Process.arch}`);
-    if (key >= 32) return off(`pthread key ${key} is past the 32 whose values glibc keeps in the thread's descriptor`);
+    const slowPath = (why: string) => { fastPathOff = why; return null; };
+    if (Process.arch !== "x64") return slowPath(`the fast path is x86-64 machine code; this process is ${Process.arch}`);
+    if (key >= 32) return slowPath(`pthread key ${key} is past the 32 whose values glibc keeps in the thread's descriptor`);
     const self = new NativeFunction(libc("pthread_self"), "pointer", [])() as NativePointer;
     const get = new NativeFunction(libc("pthread_getspecific"), "pointer", ["uint32"]);
     const set = new NativeFunction(libc("pthread_setspecific"), "int", ["uint32", "pointer"]);
@@ -43,7 +43,7 @@ export function specificOffset(key: number): number | null {
     // cannot tell where: they leave its own threads' memory out.
     const before = get(key) as NativePointer;
     const sentinel = Memory.alloc(8);
-    if ((set(key, sentinel) as number) !== 0) return off("pthread_setspecific failed");
+    if ((set(key, sentinel) as number) !== 0) return slowPath("pthread_setspecific failed");
     let found: number | null = null;
     let matches = 0;
     for (let off = 0; off < SPECIFIC_SCAN_BYTES; off += 8) {
@@ -62,7 +62,7 @@ export function specificOffset(key: number): number | null {
     }
     set(key, before);
     if (confirmed) return found;
-    return off(matches === 1
+    return slowPath(matches === 1
         ? "the thread's key value is not where %fs says (not glibc's layout)"
         : `the thread's key value was found ${matches} times in its descriptor's first ${SPECIFIC_SCAN_BYTES} bytes (not glibc's layout)`);
 }
