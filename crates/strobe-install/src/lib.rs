@@ -6,12 +6,17 @@
 //! Each agent is one file under `agents/` implementing [`Agent`] (where
 //! its config lives, what its entry looks like, how to tell it is
 //! installed) plus its line in [`agents::all`]. The edits are
-//! format-preserving (`json_edit.rs`, `toml_edit.rs`), and every write goes
-//! through `write.rs`: a backup first, then a temporary file renamed over
-//! the original with its permissions; a file that cannot be parsed, or
-//! that is read-only, is refused and never overwritten.
+//! format-preserving (`json_edit.rs`, `toml_file.rs`), and every read and
+//! write goes through `write.rs`: a backup first (always a new file), then
+//! a temporary file renamed over the original with its permissions and
+//! owner; a file that cannot be parsed, is nested absurdly deep, is
+//! read-only or someone else's, or is not a regular file, is refused and
+//! never overwritten. A project's files are reached without following any
+//! link (a cloned repository can commit links); a person's own linked
+//! config is followed only inside their home.
 
 pub mod agents;
+mod at;
 mod diff;
 mod json_edit;
 mod plan;
@@ -152,11 +157,116 @@ pub enum InstallError {
         /// The key.
         key: String,
     },
-    /// The file (or its folder) cannot be written.
+    /// The file (or its folder) is the person's own, but its mode does not
+    /// let it be written.
     #[error(
         "{path} is read-only; it was left as it is (make it writable, e.g. chmod u+w, and run again)"
     )]
     ReadOnly {
+        /// The file or folder.
+        path: String,
+    },
+    /// The file is the person's own, but its mode does not let it be read.
+    #[error(
+        "{path} cannot be read: its permissions ({mode:04o}) do not let you; it was left as it is (chmod u+r it and run again)"
+    )]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The file (or folder) belongs to another user, who has not let this
+    /// one read or change it: no chmod of ours can fix that.
+    #[error(
+        "{path} belongs to another user (uid {owner}; you are uid {me}), so Strobe cannot {doing} it; it was left as it is (run strobe install as that user, or ask them to add Strobe)"
+    )]
+    NotYours {
+        /// The file or folder.
+        path: String,
+        /// Its owner.
+        owner: u32,
+        /// This process's user.
+        me: u32,
+        /// What could not be done ("read", "change", "write in").
+        doing: &'static str,
+    },
+    /// A symbolic link in a project: a repository can commit one that
+    /// points anywhere (`~/.bashrc`), so it is never followed.
+    #[error(
+        "{path} is a symbolic link (to {target}); in a project Strobe never reads or writes through a link, since a repository can commit one that points anywhere; it was left as it is (replace it with a regular file, or add Strobe by hand)"
+    )]
+    ProjectLink {
+        /// The link.
+        path: String,
+        /// Where it points.
+        target: String,
+    },
+    /// A symbolic link in the person's own config that leads out of their
+    /// home.
+    #[error(
+        "{path} is a symbolic link to {target}, which is outside your home; Strobe edits a linked config only when it stays inside your home, so it was left as it is (edit {target} by hand, or replace the link with a file)"
+    )]
+    LinkOutsideHome {
+        /// The link.
+        path: String,
+        /// Its target, resolved.
+        target: String,
+    },
+    /// A symbolic link to nothing.
+    #[error(
+        "{path} is a symbolic link to {target}, which does not exist; Strobe does not create files through links, so it was left as it is (create the target, or remove the link)"
+    )]
+    DanglingLink {
+        /// The link.
+        path: String,
+        /// Where it points.
+        target: String,
+    },
+    /// Not a regular file (a FIFO, device, socket or folder): never opened
+    /// in a way that could block, never replaced.
+    #[error(
+        "{path} is {kind}, not a regular file; Strobe edits only regular files, so it was left as it is (remove it, or add Strobe by hand)"
+    )]
+    NotRegular {
+        /// The file.
+        path: String,
+        /// What it is ("a FIFO (named pipe)").
+        kind: &'static str,
+    },
+    /// A folder on the way to the file is something else.
+    #[error(
+        "{path} is {kind}, not a folder, so nothing can be written under it; it was left as it is"
+    )]
+    NotAFolder {
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// Nested deeper than any agent writes (and than a recursive parser's
+    /// stack allows).
+    #[error(
+        "{path} nests more than {limit} levels deep; Strobe does not parse a config that deep (no agent writes one), so it was left as it is: check the file, or add Strobe by hand"
+    )]
+    TooDeep {
+        /// The file.
+        path: String,
+        /// The most levels read.
+        limit: usize,
+    },
+    /// Not UTF-8 text.
+    #[error("{path} is not UTF-8 text; it was left as it is")]
+    NotText {
+        /// The file.
+        path: String,
+    },
+    /// The file changed between reading and writing (another program
+    /// edited or replaced it).
+    #[error(
+        "{path} changed while Strobe was editing it; it was left as it is: run strobe install again"
+    )]
+    Changed {
         /// The file.
         path: String,
     },

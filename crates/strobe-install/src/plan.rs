@@ -2,7 +2,8 @@
 //! for, or every one detected), edit each one's config and skills, and say
 //! what happened to each file.
 
-use crate::write::{self, Written};
+use crate::json_edit::Edited;
+use crate::write::{self, Fence, Found, Written};
 use crate::{
     Agent, ConfigFile, Env, Format, InstallError, SERVER_NAME, Scope, agents, diff, json_edit,
     skills, toml_file,
@@ -148,7 +149,11 @@ pub fn run(opts: &Options, env: &Env) -> Result<Report, String> {
             ));
         }
     }
-    let cx = Cx { opts, env };
+    let cx = Cx {
+        opts,
+        env,
+        fence: Fence::of(env, opts.scope),
+    };
     let mut report = Report {
         outcomes: Vec::new(),
         dry_run: opts.dry_run,
@@ -212,6 +217,8 @@ pub fn run(opts: &Options, env: &Env) -> Result<Report, String> {
 struct Cx<'a> {
     opts: &'a Options,
     env: &'a Env,
+    /// Where the scope's files may be, and which links may be followed.
+    fence: Fence,
 }
 
 fn outcome(agent: &'static str, action: Action, path: &Path, detail: String) -> Outcome {
@@ -235,25 +242,52 @@ fn edit(
     text: &str,
     entry: Option<&serde_json::Value>,
     shown: &str,
-) -> Result<Option<String>, InstallError> {
+) -> Result<Option<Edited>, InstallError> {
+    let toml = |r: Result<Option<String>, InstallError>| {
+        r.map(|t| {
+            t.map(|text| Edited {
+                text,
+                notes: vec![],
+            })
+        })
+    };
     match (file.format, entry) {
         (Format::Json, Some(e)) => json_edit::set_entry(text, file.table, SERVER_NAME, e, shown),
         (Format::Json, None) => json_edit::remove_entry(text, file.table, SERVER_NAME, shown),
-        (Format::Toml, Some(e)) => toml_file::set_entry(text, file.table, SERVER_NAME, e, shown),
-        (Format::Toml, None) => toml_file::remove_entry(text, file.table, SERVER_NAME, shown),
+        (Format::Toml, Some(e)) => toml(toml_file::set_entry(
+            text,
+            file.table,
+            SERVER_NAME,
+            e,
+            shown,
+        )),
+        (Format::Toml, None) => toml(toml_file::remove_entry(
+            text,
+            file.table,
+            SERVER_NAME,
+            shown,
+        )),
     }
 }
+
+/// A UTF-8 byte order mark: some editors on Windows start files with it.
+/// It is not JSON or TOML, so it is set aside for the edit and put back.
+const BOM: &str = "\u{feff}";
 
 /// Strobe's entry in one agent's config file.
 fn config_outcome(agent: &dyn Agent, file: &ConfigFile, cx: &Cx) -> Outcome {
     let (opts, env) = (cx.opts, cx.env);
     let id = agent.id();
     let shown = env.show(&file.path);
-    let old = match write::read(&file.path) {
-        Ok(t) => t,
+    let found = match write::read(&file.path, &cx.fence) {
+        Ok(f) => f,
         Err(e) => return failed(id, &file.path, e),
     };
-    let text = old.as_deref().unwrap_or("");
+    let full = found.text.as_deref().unwrap_or("");
+    let (bom, text) = match full.strip_prefix(BOM) {
+        Some(rest) => (BOM, rest),
+        None => ("", full),
+    };
     let entry = (!opts.uninstall).then(|| agent.entry(&opts.strobe));
     let edited = edit(file, text, entry.as_ref(), &shown);
     let key = format!("{}.{SERVER_NAME}", file.table.join("."));
@@ -264,7 +298,7 @@ fn config_outcome(agent: &dyn Agent, file: &ConfigFile, cx: &Cx) -> Outcome {
         (false, true) => Action::Updated,
         (false, false) => Action::Added,
     };
-    let new = match edited {
+    let edited = match edited {
         Err(e) => return failed(id, &file.path, e),
         Ok(None) => {
             let why = if opts.uninstall {
@@ -274,35 +308,48 @@ fn config_outcome(agent: &dyn Agent, file: &ConfigFile, cx: &Cx) -> Outcome {
             };
             return outcome(id, Action::Unchanged, &file.path, why);
         }
-        Ok(Some(new)) => new,
+        Ok(Some(edited)) => edited,
     };
-    finish(id, &file.path, old.as_deref(), &new, &key, action, cx)
+    let mut what = key;
+    for note in &edited.notes {
+        what.push_str(&format!("; {note}"));
+    }
+    let new = format!("{bom}{}", edited.text);
+    finish(id, &found, &new, &what, action, cx)
 }
 
-/// Writes `new` over `path` (or with `--dry-run`, says it would).
+/// Writes `new` over `found`'s file (or with `--dry-run`, says it would).
 fn finish(
     id: &'static str,
-    path: &Path,
-    old: Option<&str>,
+    found: &Found,
     new: &str,
     what: &str,
     action: Action,
     cx: &Cx,
 ) -> Outcome {
     let (opts, env) = (cx.opts, cx.env);
-    if let Err(e) = write::check_writable(path) {
+    let path = found.path.as_path();
+    if let Err(e) = write::check_writable(found, &cx.fence) {
         return failed(id, path, e);
     }
+    let what = if found.via_link {
+        format!(
+            "{what} (edited through the link, in {}: it is inside your home)",
+            env.show(&found.real)
+        )
+    } else {
+        what.to_string()
+    };
     if opts.dry_run {
-        let mut o = outcome(id, Action::WouldChange, path, what.to_string());
+        let mut o = outcome(id, Action::WouldChange, path, what);
         o.diff = Some(diff::unified(
-            &path.display().to_string(),
-            old.unwrap_or(""),
+            &found.real.display().to_string(),
+            found.text.as_deref().unwrap_or(""),
             new,
         ));
         return o;
     }
-    match write::replace(path, new) {
+    match write::replace(found, &cx.fence, new) {
         Ok(Written::Changed { backup }) => outcome(
             id,
             action,
@@ -317,18 +364,19 @@ fn finish(
 /// One skill's `SKILL.md`.
 fn skill_outcome(id: &'static str, path: &Path, text: &str, cx: &Cx) -> Outcome {
     let (opts, env) = (cx.opts, cx.env);
-    let old = match write::read(path) {
-        Ok(t) => t,
+    let found = match write::read(path, &cx.fence) {
+        Ok(f) => f,
         Err(e) => return failed(id, path, e),
     };
+    let old = found.text.as_deref();
     let name = path
         .parent()
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let what = format!("skill {name}");
-    let ours = old.as_deref().is_some_and(|o| o.contains(skills::MARK));
-    match (&old, opts.uninstall) {
+    let ours = old.is_some_and(|o| o.contains(skills::MARK));
+    match (old, opts.uninstall) {
         (Some(_), _) if !ours => outcome(
             id,
             Action::Skipped,
@@ -339,36 +387,26 @@ fn skill_outcome(id: &'static str, path: &Path, text: &str, cx: &Cx) -> Outcome 
             ),
         ),
         (None, true) => outcome(id, Action::Unchanged, path, format!("no {what}")),
-        (Some(_), true) => {
-            if let Err(e) = write::check_writable(path) {
+        (Some(o), true) => {
+            if let Err(e) = write::check_writable(&found, &cx.fence) {
                 return failed(id, path, e);
             }
             if opts.dry_run {
                 let mut o = outcome(id, Action::WouldChange, path, format!("{what} removed"));
                 o.diff = Some(diff::unified(
                     &path.display().to_string(),
-                    old.as_deref().unwrap_or(""),
+                    old.unwrap_or(""),
                     "",
                 ));
                 return o;
             }
             // As installed: nothing of the person's is lost without a
             // backup. Edited since: backed up first.
-            let removed = if old.as_deref() == Some(text) {
-                std::fs::remove_file(path)
-                    .map(|_| None)
-                    .map_err(|e| InstallError::Io {
-                        path: path.display().to_string(),
-                        source: e,
-                    })
-            } else {
-                write::remove(path).map(Some)
-            };
-            match removed {
+            match write::remove(&found, &cx.fence, o != text) {
                 Ok(backup) => {
                     // The skill's folder goes too when nothing else is in it.
-                    if let Some(dir) = path.parent() {
-                        let _ = std::fs::remove_dir(dir);
+                    if let Some(dir) = found.real.parent() {
+                        write::remove_empty_dir(dir, &cx.fence);
                     }
                     let kept = backup
                         .map(|b| format!(" (it had been edited; backup: {})", env.show(&b)))
@@ -387,7 +425,7 @@ fn skill_outcome(id: &'static str, path: &Path, text: &str, cx: &Cx) -> Outcome 
             } else {
                 Action::Added
             };
-            finish(id, path, old.as_deref(), text, &what, action, cx)
+            finish(id, &found, text, &what, action, cx)
         }
     }
 }

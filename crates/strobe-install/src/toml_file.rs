@@ -174,4 +174,24 @@ model = "mini"
         let err = set_entry("mcp_servers = 3", &["mcp_servers"], "strobe", &e, "f").unwrap_err();
         assert!(matches!(err, InstallError::NotATable { .. }), "{err}");
     }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        // toml_edit caps nesting itself (unless its `unbounded` feature is
+        // on): each of these is an error, never a crash.
+        let n = 200_000;
+        let dotted = vec!["a"; n].join(".");
+        for text in [
+            format!("a = {}{}", "[".repeat(n), "]".repeat(n)),
+            format!("a = {}", "{b = ".repeat(n)),
+            format!("{dotted} = 1"),
+            format!("[{dotted}]"),
+            format!("[[{dotted}]]"),
+        ] {
+            let e = json!({"command": "s"});
+            let err = set_entry(&text, &["mcp_servers"], "strobe", &e, "config.toml").unwrap_err();
+            assert!(matches!(err, InstallError::Unparseable { .. }), "{err}");
+            assert!(err.to_string().contains("recursion"), "{err}");
+        }
+    }
 }
