@@ -66,11 +66,13 @@ pub(crate) async fn debug_test_scenario(
             }
             (Some(doc), None) => ("inline".to_string(), doc),
             (None, Some(file)) => {
-                let root = mgr.project_root_of(&id).ok_or_else(|| {
-                    ToolError::validation(format!(
-                        "session {id:?} is not live: a scenario runs in a running session (debug_launch first)"
-                    ))
-                })?;
+                let Some(root) = mgr.project_root_of(&id) else {
+                    // An unknown id is SESSION_NOT_FOUND; a kept one is not live.
+                    mgr.status(&id)?;
+                    return Err(ToolError::validation(format!(
+                        "session {id:?} has ended and is only kept for reading: a scenario runs in a live session (debug_launch first)"
+                    )));
+                };
                 let path = scenario_path(&root, &file)?;
                 let text = std::fs::read_to_string(&path).map_err(|e| {
                     ToolError::validation(format!("{}: {e}", path.display()))
@@ -89,8 +91,14 @@ pub(crate) async fn debug_test_scenario(
             mgr: mgr.clone(),
             settings,
         });
+        // The session's own errors keep their codes (SESSION_NOT_FOUND);
+        // a malformed scenario or a check that could not be read is a
+        // validation error.
         let report = strobe_scenario::run_document(&mgr, &id, &name, &doc, Some(ui))
-            .map_err(|e| ToolError::validation(e.to_string()))?;
+            .map_err(|e| match e {
+                strobe_scenario::ScenarioError::Session(s) => ToolError::from(s),
+                other => ToolError::validation(other.to_string()),
+            })?;
         let text = strobe_scenario::render(&report);
         Ok((serde_json::to_value(&report).expect("serializable"), text))
     })

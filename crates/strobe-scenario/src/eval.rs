@@ -265,25 +265,48 @@ pub fn evaluate(
             let root = mgr
                 .project_root_of(id)
                 .ok_or_else(|| format!("session {id} is not live"))?;
-            let full = root.join(path);
-            let read = std::fs::read(&full);
             let expected = match (exists, contains) {
                 (false, _) => format!("{path} does not exist"),
                 (true, Some(c)) => format!("{path} contains {c:?}"),
                 (true, None) => format!("{path} exists"),
             };
-            let (pass, actual) = match (&read, exists, contains) {
-                (Err(_), false, _) => (true, format!("{path} does not exist")),
-                (Err(e), true, _) => (false, format!("{path}: {e}")),
-                (Ok(b), false, _) => (false, format!("{path} exists ({} bytes)", b.len())),
-                (Ok(b), true, Some(c)) => {
-                    let text = String::from_utf8_lossy(b);
+            // Refused (outside the project): the check fails saying why,
+            // and nothing of the file is read or shown.
+            let found = match crate::files::look(&root, path, contains.is_some()) {
+                Ok(f) => f,
+                Err(why) => return Ok(Outcome::new(false, expected, why, vec![])),
+            };
+            use crate::files::Look;
+            let (pass, actual) = match (&found, exists, contains) {
+                (Look::Missing, false, _) => (true, format!("{path} does not exist")),
+                (Look::Missing, true, _) => (false, format!("{path} does not exist")),
+                (Look::Other(kind), false, _) => (false, format!("{path} exists ({kind})")),
+                (Look::Other(kind), true, None) => (true, format!("{path} exists ({kind})")),
+                (Look::Other(kind), true, Some(_)) => (
+                    false,
+                    format!("{path} is {kind}, not a regular file: it is not read"),
+                ),
+                (Look::File { len, .. }, false, _) => {
+                    (false, format!("{path} exists ({len} bytes)"))
+                }
+                (Look::File { len, text }, true, Some(c)) => {
+                    let text = text.as_deref().unwrap_or("");
+                    let head = if *len > crate::files::MAX_READ_BYTES {
+                        format!(
+                            " (its first {} MiB of {len} bytes searched)",
+                            crate::files::MAX_READ_BYTES >> 20
+                        )
+                    } else {
+                        String::new()
+                    };
                     (
                         text.contains(c.as_str()),
-                        format!("{path} holds {:?}", crate::clip(&text, 120)),
+                        format!("{path} holds {:?}{head}", crate::clip(text, 120)),
                     )
                 }
-                (Ok(b), true, None) => (true, format!("{path} exists ({} bytes)", b.len())),
+                (Look::File { len, .. }, true, None) => {
+                    (true, format!("{path} exists ({len} bytes)"))
+                }
             };
             Ok(Outcome::new(pass, expected, actual, vec![]))
         }

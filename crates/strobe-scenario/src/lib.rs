@@ -22,13 +22,15 @@
 mod checks;
 mod compare;
 mod eval;
+mod files;
 mod run;
 mod spec;
+mod waits;
 
 pub use compare::{Compare, Op};
 pub use eval::Outcome;
-pub use run::{Failure, Report, StepResult, render, run, run_document};
-pub use spec::{Check, Kinds, On, Scenario, SpecError, Step, StepKind, parse};
+pub use run::{Failure, REPLY_CHARS, Report, StepResult, render, run, run_document};
+pub use spec::{Check, Kinds, MAX_STEPS, On, Scenario, SpecError, Step, StepKind, parse};
 
 /// How `ui.*` steps reach the program's GUI: the MCP layer gives the runner
 /// one that does what `debug_ui_action` does (the same checks, the same
@@ -51,9 +53,14 @@ pub enum ScenarioError {
     /// The scenario is malformed: nothing ran.
     #[error("{0}")]
     Spec(#[from] SpecError),
-    /// The session refused (no such session, a channel that cannot open).
+    /// The session refused (no such session, a channel that cannot open):
+    /// its own error, so the caller answers with its code
+    /// (`SESSION_NOT_FOUND` for an unknown id).
     #[error("{0}")]
-    Session(String),
+    Session(#[from] strobe_session::SessionError),
+    /// A check could not be evaluated (a query that failed).
+    #[error("{0}")]
+    Check(String),
 }
 
 /// The first `max` characters of `text`, with `…` when cut.

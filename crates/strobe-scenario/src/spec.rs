@@ -14,6 +14,12 @@ pub const MAX_WAIT_MS: u64 = 600_000;
 pub const DEFAULT_WITHIN_MS: u64 = 1_000;
 /// A `wait.until`'s timeout when none is given.
 pub const DEFAULT_UNTIL_MS: u64 = 5_000;
+/// The most steps a scenario may have. A scenario is a test an agent
+/// reads: a thousand steps is far past any written by hand, and a longer
+/// one (generated, or hostile) is refused before it runs rather than
+/// holding the session for minutes. Repetition belongs in the program or
+/// in several scenario files.
+pub const MAX_STEPS: usize = 1_000;
 
 /// A scenario: the channels it needs and its steps, in order.
 #[derive(Debug, Clone)]
@@ -293,6 +299,13 @@ pub fn parse(name: &str, doc: &Value, kinds: &Kinds) -> Result<Scenario, SpecErr
     if steps.is_empty() {
         return Err(top("'steps' is empty: nothing to run".into()));
     }
+    if steps.len() > MAX_STEPS {
+        return Err(top(format!(
+            "'steps' has {} steps, over the limit of {MAX_STEPS}: nothing ran; split it into \
+             several scenarios (each a file in .strobe/scenarios/), or repeat in the program",
+            steps.len()
+        )));
+    }
     let steps = steps
         .iter()
         .enumerate()
@@ -530,6 +543,13 @@ mod tests {
                 .contains("no kind \"bogus\"")
         );
         assert!(e(json!({"steps": [{"wait": {"until": {"assert": "trace", "fn": "f", "called": true}, "timeout": 1}}]})).contains("unknown field \"wait.timeout\""));
+        let many: Vec<Value> = (0..=MAX_STEPS).map(|_| json!({"wait": 0})).collect();
+        assert!(
+            e(json!({"steps": many}))
+                .starts_with("scenario: 'steps' has 1001 steps, over the limit of 1000")
+        );
+        let most: Vec<Value> = (0..MAX_STEPS).map(|_| json!({"wait": 0})).collect();
+        assert!(parse("s", &json!({"steps": most}), &kinds()).is_ok());
     }
 
     #[test]
