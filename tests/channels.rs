@@ -538,12 +538,34 @@ async fn bad_channels_and_scenarios_are_refused_with_what_to_do() {
             json!({"action": "remove", "channel": "stdio"}),
             "part of every session",
         ),
+        // An address is a net channel: adding it, or sending to it, names
+        // the spelling that exists (added below), never itself again.
+        (
+            add("udp://127.0.0.1:9"),
+            "add it as \"net:udp://127.0.0.1:9\"",
+        ),
+        (
+            json!({"action": "send", "channel": "udp://127.0.0.1:9", "data": {"data": "x"}}),
+            "channel: \"net:udp://127.0.0.1:9\"}",
+        ),
+        // A line is one command: a break inside it would send two.
+        (
+            json!({"action": "send", "channel": "stdio", "data": {"line": "add 1 2\nadd 3 4"}}),
+            "give 'text', the raw form",
+        ),
     ];
     for (mut args, says) in refusals {
         args["sessionId"] = json!(id);
         let e = c.reply("debug_channel", args.clone()).await;
         assert!(e.error_text().contains(says), "{args}: {}", e.text);
     }
+    let hinted = c
+        .reply(
+            "debug_channel",
+            json!({"sessionId": id, "action": "add", "channel": "net:udp://127.0.0.1:9"}),
+        )
+        .await;
+    assert!(!hinted.is_error, "{}", hinted.text);
 
     // A malformed scenario is refused whole, naming the step and field:
     // nothing ran, so nothing was written to the program.
@@ -562,7 +584,14 @@ async fn bad_channels_and_scenarios_are_refused_with_what_to_do() {
         "{}",
         e.text
     );
-    assert!(c.events(&id, Some("stdin")).await.is_empty());
+    // Only the refused line was recorded (as failed): nothing reached the
+    // program, which answers "= 2" to the next line, not "= 3" or "= 7".
+    assert!(
+        c.events(&id, Some("stdin"))
+            .await
+            .iter()
+            .all(|e| e["action"]["line"] == "add 1 2\nadd 3 4"),
+    );
 
     // A wait that never comes true times out saying what was seen.
     let r = c

@@ -27,6 +27,7 @@
 //! channel never touches a display or device that is not the session's own.
 
 pub mod channels;
+mod contained;
 mod jack;
 mod jack_server;
 mod stdin_port;
@@ -82,6 +83,12 @@ pub struct SessionTarget {
     /// Where a channel may write files for the session (an audio
     /// channel's WAV).
     pub data_dir: PathBuf,
+    /// The agent opted in to files outside `project_root`
+    /// (`debug_channel {action: "add", allowOutsideProject: true}`);
+    /// otherwise a channel reaches files inside it only, links resolved,
+    /// since a launch's or a scenario's channels may come from the
+    /// repository.
+    pub outside_project: bool,
 }
 
 #[cfg(test)]
@@ -95,6 +102,7 @@ impl SessionTarget {
             stdin: None,
             env: vec![],
             data_dir: std::env::temp_dir(),
+            outside_project: false,
         }
     }
 }
@@ -154,6 +162,9 @@ pub struct OpenChannel {
     pub input: Option<Box<dyn InputChannel>>,
     /// Observations, if the kind can capture.
     pub output: Option<Box<dyn OutputChannel>>,
+    /// It works on files outside the project root (opted in), which the
+    /// answer that opened it says.
+    pub outside_project: bool,
 }
 
 /// One kind of channel, as registered.

@@ -36,6 +36,7 @@ fn refuse_extra(p: &ChannelParams, action: &str, takes: &[&str]) -> Result<(), T
         ("channel", p.channel.is_some()),
         ("data", p.data.is_some()),
         ("limit", p.limit.is_some()),
+        ("allowOutsideProject", p.allow_outside_project.is_some()),
     ];
     for (field, set) in given {
         if set && !takes.contains(&field) {
@@ -83,11 +84,17 @@ async fn run(mgr: Arc<SessionManager>, p: ChannelParams) -> Result<(Value, Strin
             Ok((json!({"channels": open, "kinds": kinds}), text))
         }
         ChannelActionParam::Add => {
-            refuse_extra(&p, "add", &["channel"])?;
+            refuse_extra(&p, "add", &["channel", "allowOutsideProject"])?;
             let spec = need_channel(&p, "add")?;
-            let c = blocking(move || mgr.add_channel(&id, &spec)).await?;
+            let outside = p.allow_outside_project.unwrap_or(false);
+            let c = blocking(move || mgr.add_channel_with(&id, &spec, outside)).await?;
+            let reach = if c.outside_project {
+                " It works on files outside the project root, as allowOutsideProject asked."
+            } else {
+                ""
+            };
             let text = format!(
-                "Opened {}. Send with debug_channel {{action: \"send\", channel: {:?}, data: …}}; what it sees is debug_query {{eventType: {:?}}}.",
+                "Opened {}. Send with debug_channel {{action: \"send\", channel: {:?}, data: …}}; what it sees is debug_query {{eventType: {:?}}}.{reach}",
                 channel_line(&c),
                 c.name,
                 c.event_type
@@ -123,8 +130,11 @@ async fn run(mgr: Arc<SessionManager>, p: ChannelParams) -> Result<(Value, Strin
             // By the channel's kind, so a closed channel (its program
             // ended, or removed) and a retained session still answer.
             let event_type = SessionManager::channel_event_type(&name).ok_or_else(|| {
+                let respelled = SessionManager::channel_respelled(&name)
+                    .map(|net| format!(" ({name:?} is an address: the channel is {net:?})"))
+                    .unwrap_or_default();
                 ToolError::validation(format!(
-                    "{name:?} is not a channel: a kind ({}) or kind:target",
+                    "{name:?} is not a channel: a kind ({}) or kind:target{respelled}",
                     strobe_channels_kinds()
                 ))
             })?;

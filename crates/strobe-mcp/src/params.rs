@@ -109,6 +109,8 @@ pub struct ChannelParams {
     pub data: Option<serde_json::Value>,
     /// query: events (default 20, max 500).
     pub limit: Option<i64>,
+    /// add: reach files outside projectRoot.
+    pub allow_outside_project: Option<bool>,
 }
 
 /// virtual: private Xvfb for debug_ui (default inherit; virtual for a GUI program if no DISPLAY).

@@ -7,6 +7,7 @@
 //! Nothing is measured before an output of the program is linked to the
 //! channel's input: until then the input holds JACK's silence.
 
+use crate::contained::read_file;
 use crate::jack::{
     AUDIO, Client, Cycle, Link, NewXruns, Observer, Port, PortSpec, monotonic_ns, target,
 };
@@ -33,6 +34,9 @@ const RING: usize = 1 << 18;
 const MAX_WAV_SECONDS: u32 = 300;
 /// How often the analysis thread reads the ring.
 const READ_EVERY: Duration = Duration::from_millis(10);
+/// Bytes of a `wav` stimulus's file read at most (10 minutes of 48 kHz
+/// stereo float).
+const MAX_WAV: u64 = 256 << 20;
 /// What an audio stimulus may hold.
 const FIELDS: [&str; 5] = ["type", "frequency", "amplitude", "durationMs", "path"];
 
@@ -129,6 +133,10 @@ struct AudioChannel {
     name: String,
     server: String,
     wav: PathBuf,
+    /// Where a `wav` stimulus's `path` resolves, and stays.
+    root: PathBuf,
+    /// The agent let its `path` leave the project (`allowOutsideProject`).
+    outside_ok: bool,
     shared: Arc<Shared>,
     client: Client,
 }
@@ -187,6 +195,8 @@ impl ChannelKind for Audio {
         let file = name.replace(':', "-");
         let ch = Arc::new(AudioChannel {
             wav: session.data_dir.join(format!("{file}.wav")),
+            root: session.project_root.clone(),
+            outside_ok: session.outside_project,
             name,
             server,
             shared,
@@ -195,6 +205,7 @@ impl ChannelKind for Audio {
         Ok(OpenChannel {
             input: Some(Box::new(ch.clone())),
             output: Some(Box::new(ch)),
+            ..Default::default()
         })
     }
 }
@@ -279,8 +290,9 @@ impl AudioChannel {
                     .get("path")
                     .and_then(Value::as_str)
                     .ok_or_else(|| self.bad("'wav' needs 'path'"))?;
-                let data = read_wav(std::path::Path::new(path))
-                    .map_err(|e| self.bad(format!("{path}: {e}")))?;
+                let bytes = read_file(&self.root, path, self.outside_ok, &self.name, MAX_WAV)
+                    .map_err(|e| self.bad(e))?;
+                let data = read_wav(&bytes).map_err(|e| self.bad(format!("{path}: {e}")))?;
                 let n = data.len() as u64;
                 (
                     Signal::Samples { data, pos: 0 },
@@ -615,9 +627,9 @@ fn wav_header(rate: u32, frames: u32) -> Vec<u8> {
     h
 }
 
-/// Reads a mono (or the first channel of a) 16-bit PCM or 32-bit float WAV.
-fn read_wav(path: &std::path::Path) -> Result<Vec<f32>, String> {
-    let b = std::fs::read(path).map_err(|e| e.to_string())?;
+/// A mono (or the first channel of a) 16-bit PCM or 32-bit float WAV's
+/// samples.
+fn read_wav(b: &[u8]) -> Result<Vec<f32>, String> {
     if b.len() < 12 || &b[0..4] != b"RIFF" || &b[8..12] != b"WAVE" {
         return Err("not a WAV file".into());
     }
@@ -682,7 +694,7 @@ mod tests {
         w.write(&t);
         w.finish();
         drop(w);
-        let back = read_wav(&path).unwrap();
+        let back = read_wav(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(back, t);
     }
 }

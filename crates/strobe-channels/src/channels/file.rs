@@ -3,21 +3,31 @@
 //! (`config.ini`, `out/*.wav`), relative to the project root. Observations
 //! come from inotify on the file's directory, so a file replaced by a
 //! rename (as editors save) or deleted and made again is still seen.
+//!
+//! The directory must lie inside the project root, links resolved, unless
+//! the agent added the channel with `allowOutsideProject: true` (a launch's
+//! or a scenario's channels never can: they may come from the repository).
+//! A send never follows a link at the file itself, never replaces or
+//! truncates anything but a regular file, and never waits on a FIFO that
+//! nothing reads; an observation never reads through a link.
 
 use super::clip;
+use crate::contained::{Entry, ProjectDir};
 use crate::{
     ChannelError, ChannelKind, ChannelSpec, InputChannel, Observation, ObservationSink,
     OpenChannel, OutputChannel, SessionTarget,
 };
+use ops::link_refusal;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod ops;
 
 /// A file modified and left open is reported after this quiet time.
 const QUIET: Duration = Duration::from_millis(150);
@@ -71,32 +81,38 @@ impl ChannelKind for Files {
                     .into(),
             ));
         }
-        if !dir.is_dir() {
-            return Err(unavailable(format!(
-                "directory {} does not exist: create it, or point the channel at an existing one",
-                dir.display()
-            )));
+        let dir = ProjectDir::open(
+            &session.project_root,
+            &dir,
+            session.outside_project,
+            target,
+            &name,
+        )
+        .map_err(|e| unavailable(e.to_string()))?;
+        if !pattern.contains(['*', '?']) && dir.entry(&pattern).ok() == Some(Entry::Link) {
+            return Err(unavailable(link_refusal(&dir, &pattern)));
         }
+        let outside_project = dir.outside;
         let ch = Arc::new(FileChannel {
             name: name.clone(),
             dir,
             pattern,
-            root: session.project_root.clone(),
             watcher: Mutex::new(None),
         });
         Ok(OpenChannel {
             input: Some(Box::new(ch.clone())),
             output: Some(Box::new(ch)),
+            outside_project,
         })
     }
 }
 
 struct FileChannel {
     name: String,
-    dir: PathBuf,
+    /// The directory watched and changed, held open (see `contained`).
+    dir: ProjectDir,
     /// The file name or glob within `dir`.
     pattern: String,
-    root: PathBuf,
     watcher: Mutex<Option<Watcher>>,
 }
 
@@ -107,10 +123,7 @@ impl FileChannel {
 
     /// The path as the project sees it (relative to its root when inside).
     fn shown(&self, name: &str) -> String {
-        let p = self.dir.join(name);
-        p.strip_prefix(&self.root)
-            .map(|r| r.display().to_string())
-            .unwrap_or_else(|_| p.display().to_string())
+        self.dir.shown(name)
     }
 
     fn bad(&self, why: String) -> ChannelError {
@@ -185,58 +198,7 @@ impl InputChannel for Arc<FileChannel> {
         if text.is_some() && matches!(op, "truncate" | "delete" | "touch") {
             return Err(self.bad(format!("'{op}' takes no 'text'")));
         }
-        let path = self.dir.join(&file);
-        let io = |e: std::io::Error| ChannelError::Unavailable {
-            channel: self.name.clone(),
-            why: format!("{op} {}: {e}", self.shown(&file)),
-        };
-        let need_text = || {
-            text.clone()
-                .ok_or_else(|| self.bad(format!("'{op}' needs 'text'")))
-        };
-        let summary = match op {
-            "write" => {
-                let t = need_text()?;
-                std::fs::write(&path, &t).map_err(io)?;
-                format!("wrote {} bytes to {}", t.len(), self.shown(&file))
-            }
-            "append" => {
-                let t = need_text()?;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .map_err(io)?;
-                f.write_all(t.as_bytes()).map_err(io)?;
-                format!("appended {} bytes to {}", t.len(), self.shown(&file))
-            }
-            "truncate" => {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .truncate(true)
-                    .open(&path)
-                    .map_err(io)?;
-                format!("truncated {}", self.shown(&file))
-            }
-            "delete" => {
-                std::fs::remove_file(&path).map_err(io)?;
-                format!("deleted {}", self.shown(&file))
-            }
-            "touch" => {
-                let f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .map_err(io)?;
-                f.set_modified(std::time::SystemTime::now()).map_err(io)?;
-                format!("touched {}", self.shown(&file))
-            }
-            other => {
-                return Err(self.bad(format!(
-                    "'op' {other:?} is not one of write, append, truncate, delete, touch"
-                )));
-            }
-        };
+        let summary = self.apply(op, &file, text)?;
         Ok(json!({"op": op, "path": self.shown(&file), "summary": summary}))
     }
 }
@@ -254,7 +216,7 @@ impl OutputChannel for Arc<FileChannel> {
         *w = Some(
             Watcher::start(self.clone(), sink).map_err(|e| ChannelError::Unavailable {
                 channel: self.name.clone(),
-                why: format!("inotify on {}: {e}", self.dir.display()),
+                why: format!("inotify on {}: {e}", self.dir.path.display()),
             })?,
         );
         Ok(())
@@ -279,7 +241,7 @@ impl Watcher {
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let dir = CString::new(ch.dir.as_os_str().as_bytes()).expect("no NUL in a path");
+        let dir = CString::new(ch.dir.path.as_os_str().as_bytes()).expect("no NUL in a path");
         let mask = libc::IN_CREATE
             | libc::IN_MODIFY
             | libc::IN_CLOSE_WRITE
@@ -429,7 +391,7 @@ fn observation(ch: &FileChannel, what: &str, name: &str, from: Option<String>) -
         None => format!("{shown} {what}"),
     };
     if what != "deleted"
-        && let Some((size, head)) = head_of(&ch.dir.join(name))
+        && let Some((size, head)) = ch.dir.head(name, HEAD_BYTES)
     {
         data["size"] = json!(size);
         summary.push_str(&format!(" ({size} bytes)"));
@@ -456,16 +418,6 @@ fn observation(ch: &FileChannel, what: &str, name: &str, from: Option<String>) -
         at_ns: None,
         data,
     }
-}
-
-/// A file's size and its first bytes (never the whole of a big file).
-fn head_of(path: &Path) -> Option<(u64, Vec<u8>)> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).ok()?;
-    let size = f.metadata().ok()?.len();
-    let mut head = Vec::with_capacity(HEAD_BYTES);
-    f.take(HEAD_BYTES as u64).read_to_end(&mut head).ok()?;
-    Some((size, head))
 }
 
 /// Whether `name` matches `pattern` (`*` any run, `?` one character).
@@ -499,9 +451,9 @@ mod tests {
     #[test]
     fn a_big_file_is_measured_without_being_read_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big.log");
-        std::fs::write(&path, "é".repeat(300_000)).unwrap();
-        let (size, head) = head_of(&path).unwrap();
+        std::fs::write(dir.path().join("big.log"), "é".repeat(300_000)).unwrap();
+        let d = ProjectDir::open(dir.path(), dir.path(), false, ".", "file:*").unwrap();
+        let (size, head) = d.head("big.log", HEAD_BYTES).unwrap();
         assert_eq!(size, 600_000);
         assert_eq!(head.len(), HEAD_BYTES);
     }
@@ -590,5 +542,86 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("say which file with 'path'"), "{e}");
+    }
+
+    #[test]
+    fn links_fifos_and_paths_out_of_the_project_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let canary = out.path().join("canary");
+        std::fs::write(&canary, "keep").unwrap();
+        std::fs::create_dir(root.path().join("conf")).unwrap();
+        std::os::unix::fs::symlink(&canary, root.path().join("conf/link.ini")).unwrap();
+        let fifo = CString::new(root.path().join("conf/pipe.ini").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let mut session = SessionTarget::for_tests(root.path().to_str().unwrap(), vec![]);
+        let open =
+            |s: &SessionTarget, spec: &str| Files.open(&ChannelSpec::parse(spec).unwrap(), s);
+        let outside = format!("file:{}", canary.display());
+        for spec in ["file:../x.txt", "file:/etc/passwd", outside.as_str()] {
+            let e = open(&session, spec).err().unwrap().to_string();
+            assert!(
+                e.contains("outside the project root") && e.contains("allowOutsideProject: true"),
+                "{e}"
+            );
+        }
+        let e = open(&session, "file:conf/link.ini")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("symbolic link out of the project") && e.contains("allowOutsideProject"),
+            "{e}"
+        );
+        let ch = open(&session, "file:conf/*.ini").unwrap();
+        let input = ch.input.unwrap();
+        for op in ["write", "append"] {
+            let e = input
+                .send(&json!({"op": op, "path": "link.ini", "text": "pwned"}))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("never works through a link"), "{e}");
+            let e = input
+                .send(&json!({"op": op, "path": "pipe.ini", "text": "x"}))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("no process has the FIFO open for reading"),
+                "{e}"
+            );
+        }
+        for op in ["truncate", "touch"] {
+            let e = input
+                .send(&json!({"op": op, "path": "link.ini"}))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("never works through a link"), "{e}");
+            let e = input
+                .send(&json!({"op": op, "path": "pipe.ini"}))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        }
+        let r = input
+            .send(&json!({"op": "delete", "path": "link.ini"}))
+            .unwrap();
+        assert!(
+            r["summary"]
+                .as_str()
+                .unwrap()
+                .contains("not what it points to"),
+            "{r}"
+        );
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "keep");
+        // Opted in, a file outside is the agent's to change.
+        session.outside_project = true;
+        let ch = open(&session, &outside).unwrap();
+        assert!(ch.outside_project);
+        ch.input
+            .unwrap()
+            .send(&json!({"op": "write", "text": "new"}))
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "new");
     }
 }

@@ -148,6 +148,7 @@ impl ChannelKind for Midi {
         Ok(OpenChannel {
             input: Some(Box::new(ch.clone())),
             output: Some(Box::new(ch)),
+            ..Default::default()
         })
     }
 }

@@ -22,6 +22,15 @@ pub fn all() -> Vec<Box<dyn ChannelKind>> {
     ]
 }
 
+/// The registered spelling of a channel written another way, if there is
+/// one: an address (`udp://127.0.0.1:9000`, `tcp://…`, `http://…`) is a
+/// `net` channel (`net:udp://127.0.0.1:9000`), so an error can name the
+/// exact spec to add.
+pub fn respelled(spec: &str) -> Option<String> {
+    let (scheme, rest) = spec.split_once("://")?;
+    (matches!(scheme, "udp" | "tcp" | "http") && !rest.is_empty()).then(|| format!("net:{spec}"))
+}
+
 /// The first `max` characters of `text`, with `…` when cut.
 pub(crate) fn clip(text: &str, max: usize) -> String {
     let mut s: String = text.chars().take(max).collect();
@@ -116,6 +125,7 @@ mod tests {
             Ok(OpenChannel {
                 input: Some(Box::new(ch.clone())),
                 output: Some(Box::new(ch)),
+                ..Default::default()
             })
         }
     }
@@ -148,6 +158,12 @@ mod tests {
         assert!(e.contains("known: echo"), "{e}");
         let e = open(&kinds, "Net:1", &session).err().unwrap().to_string();
         assert!(e.contains("is not a channel"), "{e}");
+        assert_eq!(
+            respelled("udp://127.0.0.1:9000").as_deref(),
+            Some("net:udp://127.0.0.1:9000")
+        );
+        assert_eq!(respelled("net:udp://127.0.0.1:9000"), None);
+        assert_eq!(respelled("ftp://127.0.0.1:21"), None);
         let names: Vec<_> = all().iter().map(|k| k.kind()).collect();
         assert_eq!(names, ["stdio", "trace", "file", "net", "midi", "audio"]);
     }

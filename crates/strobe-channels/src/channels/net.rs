@@ -71,6 +71,7 @@ impl ChannelKind for Net {
             return Ok(OpenChannel {
                 input: None,
                 output: None,
+                ..Default::default()
             });
         };
         let (proto, addr) = parse_target(&target).map_err(|why| ChannelError::Unavailable {
@@ -85,6 +86,7 @@ impl ChannelKind for Net {
         Ok(OpenChannel {
             input: Some(Box::new(ch)),
             output: None,
+            ..Default::default()
         })
     }
 }

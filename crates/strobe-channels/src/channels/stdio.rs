@@ -28,7 +28,7 @@ impl ChannelKind for Stdio {
     }
 
     fn describe(&self) -> &'static str {
-        "the program's stdin: send {line} (adds \\n), {text} or {eof: true}; stdout/stderr are its events already"
+        "the program's stdin: send {line} (one line, \\n added), {text} (raw) or {eof: true}; stdout/stderr are its events already"
     }
 
     fn event_type(&self) -> &'static str {
@@ -52,6 +52,7 @@ impl ChannelKind for Stdio {
                 stdin: session.stdin.clone(),
             })),
             output: None,
+            ..Default::default()
         })
     }
 }
@@ -91,14 +92,17 @@ impl InputChannel for StdioChannel {
                 )));
             }
         }
-        let port = self.stdin.as_ref().ok_or_else(|| ChannelError::Unavailable {
-            channel: "stdio".into(),
-            why: "this session's stdin is not a pipe: launch with debug_launch {stdin: \"pipe\"} to write to it \
-                  (an attached process keeps its own stdin)"
-                .into(),
-        })?;
         let text = match (obj.get("line"), obj.get("text")) {
             (Some(_), Some(_)) => return Err(bad("give line or text, not both")),
+            // One line is one command: an embedded break would make it two
+            // (`"a\nquit"` runs quit), which the agent did not ask for.
+            (Some(Value::String(l)), None) if l.contains(['\n', '\r']) => {
+                return Err(bad(
+                    "'line' is one line and this one holds a line break (\\n or \\r), which would send \
+                     several commands: send each line on its own, or give 'text', the raw form, \
+                     written exactly as given",
+                ));
+            }
             (Some(Value::String(l)), None) => Some(format!("{l}\n")),
             (None, Some(Value::String(t))) => Some(t.clone()),
             (None, None) => None,
@@ -112,6 +116,12 @@ impl InputChannel for StdioChannel {
         if text.is_none() && !eof {
             return Err(bad("nothing to send: give line, text or eof: true"));
         }
+        let port = self.stdin.as_ref().ok_or_else(|| ChannelError::Unavailable {
+            channel: "stdio".into(),
+            why: "this session's stdin is not a pipe: launch with debug_launch {stdin: \"pipe\"} to write to it \
+                  (an attached process keeps its own stdin)"
+                .into(),
+        })?;
         let unavailable = |e: crate::stdin_port::StdinError| ChannelError::Unavailable {
             channel: "stdio".into(),
             why: e.to_string(),
@@ -127,5 +137,29 @@ impl InputChannel for StdioChannel {
         }
         let summary = self.preview(action);
         Ok(json!({"written": written, "eof": eof, "text": text, "summary": summary}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn a_line_with_a_break_is_refused_and_text_is_the_raw_form() {
+        let (mut r, w) = std::io::pipe().unwrap();
+        let ch = StdioChannel {
+            stdin: Some(StdinPort::new(std::fs::File::from(
+                std::os::fd::OwnedFd::from(w),
+            ))),
+        };
+        for line in ["a\nquit", "a\rquit", "a\r\n"] {
+            let e = ch.send(&json!({"line": line})).unwrap_err().to_string();
+            assert!(e.contains("line break") && e.contains("'text'"), "{e}");
+        }
+        ch.send(&json!({"text": "a\nb\n", "eof": true})).unwrap();
+        let mut got = String::new();
+        r.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "a\nb\n", "only the raw text reached stdin");
     }
 }

@@ -46,6 +46,7 @@ struct Opened {
     about: &'static str,
     always: bool,
     watches_sockets: bool,
+    outside_project: bool,
     input: Option<Arc<dyn InputChannel>>,
     output: Option<Box<dyn OutputChannel>>,
 }
@@ -76,6 +77,10 @@ pub struct ChannelInfo {
     pub always: bool,
     /// What it sends and sees.
     pub about: String,
+    /// It works on files outside the project root: the agent opted in
+    /// with `allowOutsideProject`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub outside_project: bool,
 }
 
 /// A kind that can be added, as `list` shows it.
@@ -163,6 +168,12 @@ impl SessionManager {
             .map(|k| k.event_type().to_string())
     }
 
+    /// The registered spelling of a channel written another way
+    /// (`udp://…` is `net:udp://…`), for errors that name what to use.
+    pub fn channel_respelled(name: &str) -> Option<String> {
+        strobe_channels::channels::respelled(name)
+    }
+
     /// Opens the always-present channels and those the launch names.
     pub(super) fn open_launch_channels(
         &self,
@@ -171,19 +182,34 @@ impl SessionManager {
     ) -> Result<(), SessionError> {
         for kind in strobe_channels::channels::all() {
             if kind.always_present() {
-                self.open_channel(live, kind.kind())?;
+                self.open_channel(live, kind.kind(), false)?;
             }
         }
+        // A launch's channels never leave the project: its arguments may
+        // come from a repository's scenario file.
         for name in names {
-            self.open_channel(live, name)?;
+            self.open_channel(live, name, false)?;
         }
         self.sync_socket_watch(live)
     }
 
-    /// `debug_channel {action: "add"}`: opens `spec` in session `id`.
+    /// Opens `spec` in session `id`, inside the project only (a scenario's
+    /// channels, which a repository may have written).
     pub fn add_channel(&self, id: &str, spec: &str) -> Result<ChannelInfo, SessionError> {
+        self.add_channel_with(id, spec, false)
+    }
+
+    /// `debug_channel {action: "add"}`: opens `spec` in session `id`;
+    /// `outside_project` is the agent's own opt-in (`allowOutsideProject`)
+    /// to files outside the project root.
+    pub fn add_channel_with(
+        &self,
+        id: &str,
+        spec: &str,
+        outside_project: bool,
+    ) -> Result<ChannelInfo, SessionError> {
         let live = self.channel_live(id)?;
-        let shown = self.open_channel(&live, spec)?;
+        let shown = self.open_channel(&live, spec, outside_project)?;
         if let Err(e) = self.sync_socket_watch(&live) {
             live.channels
                 .lock()
@@ -244,7 +270,12 @@ impl SessionManager {
         }
     }
 
-    fn open_channel(&self, live: &Live, spec: &str) -> Result<ChannelInfo, SessionError> {
+    fn open_channel(
+        &self,
+        live: &Live,
+        spec: &str,
+        outside_project: bool,
+    ) -> Result<ChannelInfo, SessionError> {
         let kinds = strobe_channels::channels::all();
         let parsed = strobe_channels::ChannelSpec::parse(spec)
             .map_err(|e| SessionError::validation(e.to_string()))?;
@@ -252,14 +283,13 @@ impl SessionManager {
             .iter()
             .find(|k| k.kind() == parsed.kind)
             .ok_or_else(|| {
+                let respelled = strobe_channels::channels::respelled(spec)
+                    .map(|net| format!(". {spec:?} is an address: add it as {net:?}"))
+                    .unwrap_or_default();
                 SessionError::validation(format!(
-                    "no channel kind {:?}; available: {}",
+                    "no channel kind {:?}; available: {}{respelled}",
                     parsed.kind,
-                    kinds
-                        .iter()
-                        .map(|k| k.kind())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    kind_names()
                 ))
             })?;
         let mut channels = live.channels.lock().expect("channels lock");
@@ -275,6 +305,7 @@ impl SessionManager {
             stdin: channels.stdin.clone(),
             env: live.program_env.clone(),
             data_dir: self.home.session_dir(&live.id).join("channels"),
+            outside_project,
         };
         let opened = kind
             .open(&parsed, &target)
@@ -305,6 +336,7 @@ impl SessionManager {
             about: kind.describe(),
             always: kind.always_present(),
             watches_sockets: kind.watches_program_sockets(),
+            outside_project: opened.outside_project,
             input: opened.input.map(Arc::from),
             output: opened.output,
         };
@@ -453,12 +485,41 @@ fn info(name: &str, c: &Opened) -> ChannelInfo {
         sees: c.output.is_some() || c.watches_sockets,
         always: c.always,
         about: c.about.to_string(),
+        outside_project: c.outside_project,
     }
 }
 
+/// The registered kinds, comma-separated.
+fn kind_names() -> String {
+    strobe_channels::channels::all()
+        .iter()
+        .map(|k| k.kind())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A channel that is not open, and what to add instead: the name itself
+/// only when it is a spec that can be added.
 fn not_open(name: &str, channels: &Channels) -> SessionError {
+    let open = channels.open.keys().cloned().collect::<Vec<_>>().join(", ");
+    let known = strobe_channels::ChannelSpec::parse(name)
+        .ok()
+        .is_some_and(|s| {
+            strobe_channels::channels::all()
+                .iter()
+                .any(|k| k.kind() == s.kind)
+        });
+    let next = match strobe_channels::channels::respelled(name) {
+        _ if known => format!("add it with debug_channel {{action: \"add\", channel: {name:?}}}"),
+        Some(net) => format!(
+            "{name:?} is an address, a net channel: add it with debug_channel {{action: \"add\", channel: {net:?}}} and send to {net:?}"
+        ),
+        None => format!(
+            "{name:?} names no channel kind ({}): a channel is a kind or kind:target (\"net:8080\", \"file:conf/*.ini\")",
+            kind_names()
+        ),
+    };
     SessionError::validation(format!(
-        "channel {name:?} is not open in this session (open: {}); add it with debug_channel {{action: \"add\", channel: {name:?}}}",
-        channels.open.keys().cloned().collect::<Vec<_>>().join(", ")
+        "channel {name:?} is not open in this session (open: {open}); {next}"
     ))
 }
