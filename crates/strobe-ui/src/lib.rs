@@ -12,8 +12,9 @@
 //! only once it can be tested. Stable ids (`ids.rs`), the compact rendering
 //! (`render.rs`), vision (`vision/`: the `VisionModel` extension point, the
 //! sidecar, the merge into the tree) and the private display of a session
-//! (`virtual_display.rs`, `xauth.rs`) are platform-independent and sit
-//! above this trait.
+//! (`virtual_display.rs`, `xauth.rs`, and `leftovers.rs`, which ends what
+//! a killed daemon's displays left running) are platform-independent and
+//! sit above this trait.
 //!
 //! `motor/` is the platform-independent half of `debug_ui_action`: intents
 //! parsed and checked, input plans (clicks, drags, typing, keys), and the
@@ -27,6 +28,7 @@
 
 pub mod backends;
 pub mod ids;
+pub mod leftovers;
 pub mod motor;
 pub mod render;
 pub mod virtual_display;

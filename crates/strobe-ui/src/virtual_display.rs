@@ -9,7 +9,9 @@
 //! accessibility bus and the registry daemon that D-Bus activation starts
 //! stay in the session bus's group (measured: Debian's dbus-daemon does not
 //! give them their own), so stopping signals two groups Strobe created and
-//! nothing else.
+//! nothing else. A display started with a records folder also keeps a
+//! record of those processes there (`leftovers.rs`), so that a daemon
+//! killed before it could stop them has them ended by the next one.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -19,7 +21,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::leftovers::{Owned, ProcessId, Record, Recorded};
 use crate::{Display, UiError};
+
+/// How a virtual display's runtime directory is named (the reaper of a
+/// dead daemon's displays removes only directories named so).
+pub(crate) const DIR_PREFIX: &str = "strobe-display-";
 
 /// How long a server may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -35,6 +42,8 @@ pub struct VirtualDisplay {
     runtime_dir: PathBuf,
     xvfb: Child,
     bus: Child,
+    /// Its record of the processes it owns, when it keeps one.
+    record: Option<Recorded>,
 }
 
 /// The environment variables a program on a virtual display must not
@@ -51,8 +60,15 @@ impl VirtualDisplay {
     /// Starts Xvfb and a session bus, each in its own process group, with
     /// a fresh runtime directory under the system's temporary directory
     /// (socket paths must stay under 108 bytes, so not under a deep
-    /// `STROBE_HOME`).
+    /// `STROBE_HOME`). Keeps no record (see [`VirtualDisplay::start_recorded`]).
     pub fn start() -> Result<VirtualDisplay, UiError> {
+        Self::start_recorded(None)
+    }
+
+    /// [`VirtualDisplay::start`], recording the processes it owns in a file
+    /// in `records` (removed when the display stops), which
+    /// [`crate::leftovers::reap`] reads if this process dies first.
+    pub fn start_recorded(records: Option<&Path>) -> Result<VirtualDisplay, UiError> {
         let runtime_dir = private_dir()?;
         // Only holders of the cookie may connect (see `xauth`).
         let xauthority = runtime_dir.join("Xauthority");
@@ -124,13 +140,76 @@ impl VirtualDisplay {
                 return Err(e);
             }
         };
-        Ok(VirtualDisplay {
+        let mut vd = VirtualDisplay {
             display,
             session_bus: address.trim().to_string(),
             runtime_dir,
             xvfb,
             bus,
+            record: None,
+        };
+        if let Some(dir) = records {
+            // Without its record the display must not run: a daemon killed
+            // later would leave it behind for good. (Dropping `vd` stops it.)
+            let record = vd.new_record()?;
+            vd.record = Some(Recorded::create(dir, record).map_err(|e| {
+                UiError::VirtualDisplay(format!("recording it in {}: {e}", dir.display()))
+            })?);
+        }
+        Ok(vd)
+    }
+
+    /// What the record says at the start: this process, and the two servers.
+    fn new_record(&self) -> Result<Record, UiError> {
+        let id = |pid: u32, what: &str| {
+            ProcessId::of(pid).ok_or_else(|| {
+                UiError::VirtualDisplay(format!("{what} (pid {pid}) ended as it started"))
+            })
+        };
+        Ok(Record {
+            daemon: id(std::process::id(), "this process")?,
+            runtime_dir: self.runtime_dir.clone(),
+            leaders: vec![
+                Owned {
+                    program: "Xvfb".into(),
+                    id: id(self.xvfb.id(), "Xvfb")?,
+                },
+                Owned {
+                    program: "dbus-daemon".into(),
+                    id: id(self.bus.id(), "dbus-daemon")?,
+                },
+            ],
+            helpers: Vec::new(),
         })
+    }
+
+    /// Records the processes the bus started on demand since the last look
+    /// (the accessibility bus launcher, its bus, the registry): they stay in
+    /// the bus's group, but a record by pid and start time still finds them
+    /// should the bus itself be gone by the time they are reaped.
+    pub fn note_helpers(&mut self) -> std::io::Result<()> {
+        match &mut self.record {
+            Some(r) => r.note_helpers(),
+            None => Ok(()),
+        }
+    }
+
+    /// The processes recorded so far (none without a record).
+    pub fn recorded(&self) -> Option<&Record> {
+        self.record.as_ref().map(Recorded::record)
+    }
+
+    /// Why the display cannot serve any more, if a server of it ended:
+    /// `("Xvfb", pid, how)` or the session bus's.
+    pub fn server_gone(&mut self) -> Option<(&'static str, u32, String)> {
+        for (name, child) in [("Xvfb", &mut self.xvfb), ("dbus-daemon", &mut self.bus)] {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some((name, child.id(), status.to_string())),
+                Ok(None) => {}
+                Err(e) => return Some((name, child.id(), e.to_string())),
+            }
+        }
+        None
     }
 
     /// The display's name (`:12`).
@@ -183,6 +262,10 @@ impl Drop for VirtualDisplay {
         stop_group(&mut self.bus);
         stop_group(&mut self.xvfb);
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
+        // Stopped: nothing of it is left for a later daemon to end.
+        if let Some(r) = &self.record {
+            r.remove();
+        }
     }
 }
 
@@ -194,7 +277,7 @@ fn private_dir() -> Result<PathBuf, UiError> {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
         let dir = base.join(format!(
-            "strobe-display-{}-{:08x}",
+            "{DIR_PREFIX}{}-{:08x}",
             std::process::id(),
             nanos ^ attempt
         ));

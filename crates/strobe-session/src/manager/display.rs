@@ -6,10 +6,16 @@
 //! the program is a GUI program (a native image linking a GUI toolkit, or
 //! a Python script importing one), a virtual display is chosen and the
 //! launch's reply says so.
+//!
+//! Each virtual display records the processes it owns under
+//! `STROBE_HOME/displays/` (the session has no id yet when its display
+//! starts); a daemon killed before it could stop them has them ended by the
+//! next daemon of the home ([`reap_left_over`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use strobe_core::StrobeHome;
 use strobe_ui::virtual_display::{REMOVED_ENV, VirtualDisplay};
 
 use crate::error::SessionError;
@@ -80,9 +86,38 @@ fn links_gui_toolkit(binary: &Path) -> bool {
         .any(|name| GUI_LIBRARIES.iter().any(|l| name.starts_with(l.as_bytes())))
 }
 
+/// Where the virtual displays of `home`'s daemon record their processes.
+fn records_dir(home: &StrobeHome) -> PathBuf {
+    home.root().join("displays")
+}
+
+/// Ends what the virtual displays of a killed daemon of `home` left
+/// running (Xvfb, the session bus, the accessibility helpers), each
+/// recognised by its recorded pid and start time; called as a daemon
+/// starts.
+pub(super) fn reap_left_over(home: &StrobeHome) {
+    for r in strobe_ui::leftovers::reap(&records_dir(home)) {
+        let ended: Vec<String> = r
+            .ended
+            .iter()
+            .map(|o| format!("{} (pid {})", o.program, o.id.pid))
+            .collect();
+        tracing::warn!(
+            "a previous daemon ended without stopping its virtual display ({}): ended {}",
+            r.record.display(),
+            if ended.is_empty() {
+                "nothing (its processes were gone)".to_string()
+            } else {
+                ended.join(", ")
+            }
+        );
+    }
+}
+
 /// The display decision for a launch: `Some` virtual display started, and
 /// the note for the reply when it was chosen rather than asked for.
 pub(super) fn prepare(
+    home: &StrobeHome,
     choice: Option<DisplayChoice>,
     program: &Program,
     env: &BTreeMap<String, String>,
@@ -109,7 +144,7 @@ pub(super) fn prepare(
     if !wanted {
         return Ok((None, None));
     }
-    let vd = VirtualDisplay::start().map_err(|e| {
+    let vd = VirtualDisplay::start_recorded(Some(&records_dir(home))).map_err(|e| {
         SessionError::validation(format!("{e}; or launch with display: \"inherit\""))
     })?;
     Ok((Some(vd), note))

@@ -97,7 +97,7 @@ impl SessionManager {
                 (None, None, attached_display(pid))
             }
             None => {
-                let (vd, note) = display::prepare(req.display, &program, &req.env)?;
+                let (vd, note) = display::prepare(&self.home, req.display, &program, &req.env)?;
                 let display = match &vd {
                     Some(vd) => Some(vd.display()),
                     None => {

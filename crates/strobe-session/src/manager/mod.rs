@@ -275,6 +275,8 @@ impl SessionManager {
                     .map_err(store_err)?;
             }
         }
+        // What a killed predecessor's virtual displays left running.
+        display::reap_left_over(&home);
         let pool = BridgePool::new(home.root().join("bridge"), home.logs_dir());
         Ok(Arc::new_cyclic(|me| Self {
             home,
