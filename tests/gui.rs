@@ -245,6 +245,43 @@ async fn a_gtk_window_is_seen_with_stable_ids_subtrees_a_cap_and_a_screenshot() 
     let at = ((y * u64::from(info.width) + x) * 4) as usize;
     assert_eq!(&buf[at..at + 3], &[255, 0, 255], "the swatch is magenta");
 
+    // A screenshot of one node (its id): its box alone, all magenta.
+    let swatch_id = find(&flatten(&structured["nodes"]), "drawing area", "Swatch")["id"].clone();
+    let raw = c
+        .raw(
+            "debug_ui",
+            json!({"sessionId": id, "mode": "screenshot", "id": swatch_id}),
+        )
+        .await
+        .unwrap();
+    assert_ne!(raw.is_error, Some(true), "{:?}", raw.content);
+    let image = raw
+        .content
+        .iter()
+        .find_map(|c| c.as_image().map(|i| i.data.clone()))
+        .expect("image content");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(image)
+        .unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(
+        (u64::from(info.width), u64::from(info.height)),
+        (
+            swatch["width"].as_u64().unwrap(),
+            swatch["height"].as_u64().unwrap()
+        )
+    );
+    assert!(
+        buf[..info.buffer_size()]
+            .chunks_exact(4)
+            .all(|p| p[..3] == [255, 0, 255]),
+        "not the swatch alone"
+    );
+
     // Every look is on the timeline, with its diff.
     let snapshots = c.events(&id, Some("ui_snapshot")).await;
     assert!(snapshots.len() >= 6, "{snapshots:#?}");

@@ -9,6 +9,9 @@
 
 mod support;
 
+#[path = "gui_action/faults.rs"]
+mod faults;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -572,6 +575,17 @@ async fn bad_ids_and_impossible_actions_say_what_to_do() {
         err(json!({"type": "set_value", "id": id_of(&ui, "slider", "Volume"), "value": 2})).await;
     assert!(
         e.contains("takes values from 0 to 1 in steps of 0.1; 2 is outside"),
+        "{e}"
+    );
+    // A huge value is written short, not as its 309 digits.
+    let e = err(json!({"type": "set_value", "id": id_of(&ui, "slider", "Volume"), "value": 1e308}))
+        .await;
+    assert!(e.contains("; 1e308 is outside"), "{e}");
+    assert!(e.len() < 300, "{e}");
+    let tracks = id_of(&ui, "list box", "Tracks");
+    let e = err(json!({"type": "scroll", "id": tracks, "direction": "sideways"})).await;
+    assert!(
+        e.contains("'direction' \"sideways\" is not a direction") && !e.contains("Some("),
         "{e}"
     );
     let e = err(json!({"type": "click", "id": id_of(&ui, "push button", "Record")})).await;

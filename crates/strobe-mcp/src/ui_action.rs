@@ -10,7 +10,7 @@ use serde_json::Value;
 use strobe_core::{Settings, ToolError};
 use strobe_session::{SessionManager, UiActionRequest, UiActionResponse, UiVerify};
 use strobe_ui::Button;
-use strobe_ui::motor::{Direction, DragTarget, Intent, SetTo, keys};
+use strobe_ui::motor::{self, Direction, DragTarget, Intent, SetTo, keys};
 
 use crate::params::{UiActionParams, UiActionSpec, UiActionType, UiModeParam, UiParams};
 use crate::reply::{blocking, fail, ok};
@@ -156,6 +156,7 @@ pub(crate) fn intent(a: &UiActionSpec) -> Result<Intent, ToolError> {
                     text.chars().count()
                 )));
             }
+            motor::typeable(&text).map_err(invalid)?;
             Intent::Type {
                 id: node_id("id", &a.id, kind)?,
                 text,
@@ -173,10 +174,15 @@ pub(crate) fn intent(a: &UiActionSpec) -> Result<Intent, ToolError> {
                 Some("down") => Direction::Down,
                 Some("left") => Direction::Left,
                 Some("right") => Direction::Right,
-                other => {
+                Some(other) => {
                     return Err(invalid(format!(
-                        "scroll needs 'direction': up, down, left or right (got {other:?})"
+                        "'direction' {other:?} is not a direction: up, down, left or right"
                     )));
+                }
+                None => {
+                    return Err(invalid(
+                        "scroll needs 'direction': up, down, left or right".into(),
+                    ));
                 }
             },
             amount: match a.amount {
@@ -408,6 +414,23 @@ mod tests {
         assert!(e.contains("not a number, true/false"), "{e}");
         let e = ask(json!({"sessionId": "s", "action": {"type": "scroll", "id": "lst#1", "direction": "sideways"}})).unwrap_err();
         assert!(e.contains("up, down, left or right"), "{e}");
+        // Said as a person writes it, not as Rust debug-prints an Option.
+        assert!(
+            e.contains("'direction' \"sideways\" is not") && !e.contains("Some("),
+            "{e}"
+        );
+        let e = ask(json!({"sessionId": "s", "action": {"type": "scroll", "id": "lst#1"}}))
+            .unwrap_err();
+        assert!(
+            e.contains("scroll needs 'direction'") && !e.contains("None"),
+            "{e}"
+        );
+        // A NUL cannot be typed (nor carried by the accessibility bus).
+        let e = ask(
+            json!({"sessionId": "s", "action": {"type": "type", "id": "txt#1", "text": "a\u{0}b"}}),
+        )
+        .unwrap_err();
+        assert!(e.contains("U+0000 (NUL)"), "{e}");
         let e = ask(json!({"sessionId": "s", "action": {"type": "key", "key": "a", "modifiers": ["hyper"]}})).unwrap_err();
         assert!(e.contains("ctrl, shift, alt, super"), "{e}");
         let e = ask(

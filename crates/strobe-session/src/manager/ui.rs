@@ -18,6 +18,9 @@ use strobe_ui::virtual_display::VirtualDisplay;
 use strobe_ui::{Display, UiBackend, UiError, UiNode, Window};
 
 use super::ui_tree::{all_lines, diff, structured, unknown_id, vision_only};
+use startup::StartupActivity;
+
+mod startup;
 use super::{Live, SessionManager};
 use crate::error::SessionError;
 
@@ -31,9 +34,6 @@ const REGISTRATION_GRACE: Duration = Duration::from_secs(8);
 /// toolkit under Frida on a loaded machine) is waited for. An idle program
 /// without a window is answered at the grace.
 const BUSY_STARTUP_LIMIT: Duration = Duration::from_secs(30);
-
-/// The span over which "still busy" is judged.
-const BUSY_WINDOW: Duration = Duration::from_millis(500);
 
 /// What `debug_ui` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +169,12 @@ pub(super) struct UiState {
     /// The nodes only vision found in the last look that ran it, by id:
     /// `debug_ui_action` acts on them by their geometry.
     pub(super) vision_nodes: BTreeMap<String, UiNode>,
+    /// Held by a `debug_ui_action` from its first look to its last: one
+    /// action at a time per session, so that the evidence an action
+    /// reports (its tree diff, the output it saw, the value it read back)
+    /// is its own, and a plan is never learned while another action moves
+    /// the widget.
+    pub(super) acting: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 impl UiState {
@@ -183,6 +189,76 @@ impl UiState {
             virtual_display,
             ..Default::default()
         }
+    }
+}
+
+/// Why session `live` has no GUI to reach any more, if so: its program
+/// ended or is being stopped, or a server of its virtual display ended.
+/// Asked before a look or an action, and again when one fails, so that a
+/// failure is told as what happened, not as the broken pipe it caused.
+pub(super) fn gui_lost(live: &Live) -> Option<SessionError> {
+    let id = &live.id;
+    {
+        let life = live.life.lock().expect("lifecycle lock");
+        if life.stopping {
+            return Some(SessionError::exited(format!(
+                "session '{id}' was stopped (debug_session stop), so its GUI is gone; what it recorded can still be queried (debug_query {{sessionId: \"{id}\", eventType: \"ui_action\"}})"
+            )));
+        }
+        if life.ended {
+            let why = life
+                .reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            return Some(SessionError::exited(format!(
+                "the program of session '{id}' has ended{why}, so it has no GUI to show; its ui_snapshot events can still be queried with debug_query {{eventType: \"ui_snapshot\"}}"
+            )));
+        }
+    }
+    // The virtual display's servers: a GUI program does not outlive its X
+    // server, so when both are gone, both are said.
+    let display_gone = {
+        let mut ui = live.ui.lock().expect("ui lock");
+        ui.virtual_display.as_mut().and_then(|vd| {
+            let name = vd.name().to_string();
+            vd.server_gone().map(|(server, pid, how)| {
+                format!(
+                    "its virtual display {name} is gone: its {server} (pid {pid}) ended ({how})"
+                )
+            })
+        })
+    };
+    let exited = crate::procfs::Stat::of(live.pid)
+        .and_then(|s| s.state())
+        .is_none_or(|s| s == 'Z' || s == 'X');
+    if exited {
+        return Some(SessionError::exited(format!(
+            "the program of session '{id}' (pid {}) has exited, so it has no GUI any more{}: its output says why (debug_query {{sessionId: \"{id}\", eventType: \"stderr\"}}), and debug_session status how it ended",
+            live.pid,
+            display_gone
+                .map(|g| format!("; {g}, which a GUI program does not survive"))
+                .unwrap_or_default()
+        )));
+    }
+    display_gone.map(|g| {
+        SessionError::internal(format!(
+            "session '{id}' cannot be seen or acted on: {g}, so nothing the program shows can be seen and no input reaches it. Stop the session (debug_session {{action: \"stop\", sessionId: \"{id}\"}}) and launch it again: the new launch gets a new virtual display"
+        ))
+    })
+}
+
+/// Adds to the virtual display's record the helpers its bus has started
+/// since the last look (see `strobe_ui::leftovers`).
+fn record_helpers(live: &Live) {
+    if let Some(vd) = live.ui.lock().expect("ui lock").virtual_display.as_mut()
+        && let Err(e) = vd.note_helpers()
+    {
+        tracing::warn!(
+            "session {}: recording the processes of display {}: {e}",
+            live.id,
+            vd.name()
+        );
     }
 }
 
@@ -205,10 +281,8 @@ impl SessionManager {
             )),
             _ => SessionError::session_not_found(id),
         })?;
-        if live.life.lock().expect("lifecycle lock").ended {
-            return Err(SessionError::exited(format!(
-                "the program of session '{id}' has ended, so it has no GUI to show; its ui_snapshot events can still be queried with debug_query {{eventType: \"ui_snapshot\"}}"
-            )));
+        if let Some(e) = gui_lost(&live) {
+            return Err(e);
         }
         let display = live.ui.lock().expect("ui lock").display.clone().ok_or_else(|| {
             let wayland = live
@@ -250,8 +324,13 @@ impl SessionManager {
         if req.vision {
             want_shot = true;
         }
+        // An id needs the tree to be found, whatever the mode; without
+        // vision (which reads the whole window) the screenshot is then of
+        // that node alone.
+        let read_tree = want_tree || req.id.is_some();
+        let node_shot = req.id.is_some() && !req.vision;
         let (windows, trees) =
-            self.look(&live, backend.as_ref(), &display, &pids, want_tree, req.all)?;
+            self.look(&live, backend.as_ref(), &display, &pids, read_tree, req.all)?;
         let mut roots: Vec<UiNode> = trees
             .iter()
             .filter_map(|(_, t)| t.as_ref().ok())
@@ -266,13 +345,11 @@ impl SessionManager {
             ));
             want_shot = true;
         }
-        let screenshot = if want_shot {
-            match windows.first() {
-                Some(w) => Some(self.screenshot(&live, backend.as_ref(), &display, w)?),
-                None => None,
+        let mut screenshot = match windows.first() {
+            Some(w) if want_shot && !node_shot => {
+                Some(self.screenshot(&live, backend.as_ref(), &display, w, None)?)
             }
-        } else {
-            None
+            _ => None,
         };
         let mut vision = None;
         if req.vision {
@@ -307,12 +384,36 @@ impl SessionManager {
 
         let identified = identify(&roots);
         let subtree: Vec<&Identified<'_>> = match &req.id {
-            Some(node) => vec![
-                render::find(&identified, node)
-                    .ok_or_else(|| SessionError::validation(unknown_id(node, &identified)))?,
-            ],
+            Some(node) => vec![render::find(&identified, node).ok_or_else(|| {
+                SessionError::validation(if has_tree {
+                    unknown_id(node, &identified)
+                } else {
+                    format!(
+                        "no node has id \"{node}\": the program's tree could not be read ({})",
+                        trees_error(&trees)
+                    )
+                })
+            })?],
             None => identified.iter().collect(),
         };
+        if want_shot
+            && node_shot
+            && let Some(n) = subtree.first()
+        {
+            let area = n.node.bounds;
+            if let Some(w) = area
+                .and_then(|b| super::ui_action::window_of(&windows, &b))
+                .or(windows.first())
+            {
+                if area.is_none() {
+                    warnings.push(format!(
+                        "{} has no geometry on screen: the screenshot is of its whole window",
+                        n.id
+                    ));
+                }
+                screenshot = Some(self.screenshot(&live, backend.as_ref(), &display, w, area)?);
+            }
+        }
         let rendered = render::render(
             &subtree,
             Shown {
@@ -408,21 +509,11 @@ impl SessionManager {
             .unwrap_or_else(Instant::now);
         let mut busy = StartupActivity::new(pids);
         loop {
-            let windows = backend.windows(display, pids).map_err(|e| {
-                // A program that died at once takes its virtual display
-                // with it: say that, not that the display is unreachable.
-                let gone = crate::procfs::Stat::of(live.pid)
-                    .and_then(|s| s.state())
-                    .is_none_or(|s| s == 'Z' || s == 'X');
-                if gone {
-                    SessionError::exited(format!(
-                        "the program of session '{}' has ended, so it has no GUI: its output says why (debug_query {{sessionId: \"{}\", eventType: \"stderr\"}})",
-                        live.id, live.id
-                    ))
-                } else {
-                    ui_error(e)
-                }
-            })?;
+            // A program that died takes its virtual display with it: say
+            // that, not that the display is unreachable.
+            let windows = backend
+                .windows(display, pids)
+                .map_err(|e| gui_lost(live).unwrap_or_else(|| ui_error(e)))?;
             let trees: Vec<_> = if want_tree {
                 pids.iter()
                     .map(|&p| (p, backend.tree(display, p, all)))
@@ -434,7 +525,7 @@ impl SessionManager {
                 .iter()
                 .find(|(_, t)| matches!(t, Err(UiError::Timeout { .. })))
             {
-                return Err(SessionError::internal(e.to_string()));
+                return Err(gui_lost(live).unwrap_or_else(|| SessionError::internal(e.to_string())));
             }
             let has_tree = trees
                 .iter()
@@ -447,7 +538,11 @@ impl SessionManager {
             let still_starting = waited < REGISTRATION_GRACE
                 || (windows.is_empty() && waited < BUSY_STARTUP_LIMIT && busy.is_busy());
             if settled || !still_starting {
+                record_helpers(live);
                 if windows.is_empty() && !has_tree {
+                    if let Some(e) = gui_lost(live) {
+                        return Err(e);
+                    }
                     return Err(SessionError::validation(
                         UiError::NoWindow {
                             pid: live.pid,
@@ -494,14 +589,29 @@ impl SessionManager {
         self.home.session_dir(id).join("ui")
     }
 
+    /// The window's pixels, or only those of `area` (display coordinates)
+    /// when given and inside it, saved as the session's next screenshot.
     fn screenshot(
         &self,
         live: &Live,
         backend: &dyn UiBackend,
         display: &Display,
         window: &Window,
+        area: Option<strobe_ui::Bounds>,
     ) -> Result<UiScreenshot, SessionError> {
-        let capture = backend.capture(display, window).map_err(ui_error)?;
+        let mut capture = backend
+            .capture(display, window)
+            .map_err(|e| gui_lost(live).unwrap_or_else(|| ui_error(e)))?;
+        let (wx, wy) = (window.bounds.x.max(0), window.bounds.y.max(0));
+        if let Some(part) = area.and_then(|b| {
+            capture.crop(strobe_ui::Bounds {
+                x: b.x - wx,
+                y: b.y - wy,
+                ..b
+            })
+        }) {
+            capture = part;
+        }
         let png = capture.png().map_err(ui_error)?;
         let n = {
             let mut ui = live.ui.lock().expect("ui lock");
@@ -545,80 +655,4 @@ fn trees_error(trees: &[(u32, Result<Vec<UiNode>, UiError>)]) -> String {
         .iter()
         .find_map(|(_, t)| t.as_ref().err().map(|e| e.to_string()))
         .unwrap_or_else(|| "the program's windows have no accessibility tree".into())
-}
-
-/// Whether a session's processes have used CPU lately: a program past the
-/// registration grace that is still working is still starting up.
-struct StartupActivity {
-    pids: Vec<u32>,
-    /// (when, total CPU ticks) samples, oldest first, spanning [`BUSY_WINDOW`].
-    samples: std::collections::VecDeque<(Instant, u64)>,
-}
-
-impl StartupActivity {
-    fn new(pids: &[u32]) -> StartupActivity {
-        let mut activity = StartupActivity {
-            pids: pids.to_vec(),
-            samples: Default::default(),
-        };
-        activity.sample();
-        activity
-    }
-
-    fn sample(&mut self) {
-        let ticks = self
-            .pids
-            .iter()
-            .filter_map(|&p| crate::procfs::Stat::of(p)?.cpu_ticks())
-            .sum();
-        let now = Instant::now();
-        self.samples.push_back((now, ticks));
-        while self.samples.len() > 2 && now.duration_since(self.samples[1].0) >= BUSY_WINDOW {
-            self.samples.pop_front();
-        }
-    }
-
-    /// True when the processes used CPU over the last [`BUSY_WINDOW`]
-    /// (judged only once that much has been watched).
-    fn is_busy(&self) -> bool {
-        match (self.samples.front(), self.samples.back()) {
-            (Some(&(t0, first)), Some(&(t1, last))) => {
-                t1.duration_since(t0) >= BUSY_WINDOW && last > first
-            }
-            _ => false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod startup_activity_tests {
-    use super::*;
-
-    #[test]
-    fn a_spinning_process_is_busy_and_a_sleeping_one_is_not() {
-        let mut spinner = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
-        let mut sleeper = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let mut spinning = StartupActivity::new(&[spinner.id()]);
-        let mut sleeping = StartupActivity::new(&[sleeper.id()]);
-        assert!(!spinning.is_busy(), "nothing is judged before a window");
-        let start = Instant::now();
-        while start.elapsed() < BUSY_WINDOW * 3 {
-            std::thread::sleep(Duration::from_millis(100));
-            spinning.sample();
-            sleeping.sample();
-        }
-        let _ = spinner.kill();
-        let _ = sleeper.kill();
-        let _ = spinner.wait();
-        let _ = sleeper.wait();
-        assert!(spinning.is_busy());
-        assert!(!sleeping.is_busy());
-        assert!(spinning.samples.len() <= 8, "{}", spinning.samples.len());
-    }
 }

@@ -179,8 +179,31 @@ impl SessionManager {
         id: &str,
         req: &UiActionRequest,
     ) -> Result<UiActionResponse, SessionError> {
-        let started = Instant::now();
         let (live, display, backend) = self.gui_of(id)?;
+        // One action at a time per session (see `UiState::acting`): from
+        // the look before to the look after, nothing else acts on it.
+        let turn = live.ui.lock().expect("ui lock").acting.clone();
+        let mut queued = Vec::new();
+        let _turn = match turn.try_lock() {
+            Ok(t) => t,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                let waiting = Instant::now();
+                let t = turn
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // The session may have ended while this action waited.
+                if let Some(e) = super::ui::gui_lost(&live) {
+                    return Err(e);
+                }
+                queued.push(format!(
+                    "waited {} ms for another action on this session to finish first (actions on one session run one at a time, so each one's evidence is its own)",
+                    waiting.elapsed().as_millis()
+                ));
+                t
+            }
+        };
+        let started = Instant::now();
         let mut pids = vec![live.pid];
         pids.extend(self.running_children(&live).iter().map(|c| c.pid));
         pids.dedup();
@@ -225,6 +248,9 @@ impl SessionManager {
         let mut outcome = match ctx.perform(target.as_ref(), &identified) {
             Ok(o) => o,
             Err(e) => {
+                // A failure because the program or its display went away
+                // (a broken pipe to the display, a bus gone) is told as that.
+                let e = super::ui::gui_lost(&live).unwrap_or(e);
                 // Refused or failed: on the timeline too, with why.
                 self.append_json_event(
                     &live,
@@ -244,6 +270,7 @@ impl SessionManager {
             }
         };
         let action_ms = (ctx.acting.get().as_secs_f64() * 1e4).round() / 10.0;
+        outcome.warnings.splice(0..0, queued);
 
         // The tree after, compared with the one before: what the action did.
         // An action may close the window (a Quit button): that is an
@@ -513,7 +540,14 @@ fn check(intent: &Intent, target: Option<&Target>) -> Result<(), SessionError> {
         )));
     }
     match intent {
-        Intent::Type { .. } if !is_text(n) => Err(cannot("take typed text")),
+        Intent::Type { text, .. } => {
+            strobe_ui::motor::typeable(text).map_err(SessionError::validation)?;
+            if is_text(n) {
+                Ok(())
+            } else {
+                Err(cannot("take typed text"))
+            }
+        }
         Intent::Select { .. } if !SELECTABLE.contains(&n.role.as_str()) => Err(cannot(
             "select an item (it is not a list, combo box or menu)",
         )),

@@ -161,13 +161,45 @@ impl Intent {
     }
 }
 
-/// A number as a person writes it: `0.5`, `3`, not `0.500000`.
+/// A number as a person writes it: `0.5`, `3`, not `0.500000`; a huge or
+/// tiny one in exponent form (`1e308`, `2.5e-7`), never hundreds of digits.
 pub fn format_value(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
+    let a = v.abs();
+    if !v.is_finite() {
+        format!("{v}")
+    } else if a >= 1e15 || (a != 0.0 && a < 1e-4) {
+        // Shortest digits that read back as `v`, as Rust's `{:e}` gives.
+        format!("{v:e}")
+    } else if v.fract() == 0.0 {
         format!("{}", v as i64)
     } else {
         let s = format!("{v:.4}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Whether `text` can be typed: no control character but a new line or a
+/// tab (which have keys of their own). A NUL in particular cannot go
+/// through the accessibility bus at all (D-Bus strings cannot hold one:
+/// the bus drops the connection that sends it), and no key types it.
+pub fn typeable(text: &str) -> Result<(), String> {
+    match text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() && *c != '\n' && *c != '\t')
+    {
+        None => Ok(()),
+        Some((at, c)) => Err(format!(
+            "'text' holds the control character U+{:04X}{} at character {}: no key types it{}. Type only text (new lines as \\n, tabs as \\t), and press other keys with {{type: \"key\", key: \"enter\"}} (or escape, backspace, …)",
+            c as u32,
+            if c == '\0' { " (NUL)" } else { "" },
+            at + 1,
+            if c == '\0' {
+                ", and the accessibility bus cannot carry it"
+            } else {
+                ""
+            }
+        )),
     }
 }
 
@@ -190,5 +222,27 @@ mod tests {
         assert_eq!((k.kind(), k.node()), ("key", None));
         assert_eq!(format_value(0.5), "0.5");
         assert_eq!(format_value(3.0), "3");
+    }
+
+    #[test]
+    fn huge_and_tiny_numbers_are_written_short() {
+        assert_eq!(format_value(1e308), "1e308");
+        assert_eq!(format_value(-1.5e20), "-1.5e20");
+        assert_eq!(format_value(2.5e-7), "2.5e-7");
+        assert_eq!(format_value(123_456_789.0), "123456789");
+        assert_eq!(format_value(0.0), "0");
+        assert_eq!(format_value(0.25), "0.25");
+    }
+
+    #[test]
+    fn text_with_a_nul_or_a_control_character_cannot_be_typed() {
+        assert!(typeable("two\nlines\tand a tab, é✓").is_ok());
+        let e = typeable("a\0b").unwrap_err();
+        assert!(
+            e.contains("U+0000 (NUL) at character 2") && e.contains("accessibility bus"),
+            "{e}"
+        );
+        let e = typeable("\u{7}").unwrap_err();
+        assert!(e.contains("U+0007 at character 1"), "{e}");
     }
 }

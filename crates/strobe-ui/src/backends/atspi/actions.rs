@@ -25,6 +25,15 @@ pub(super) async fn act(
     path: &str,
     action: &NativeAction,
 ) -> Result<bool, UiError> {
+    if let NativeAction::SetText(t) | NativeAction::InsertText(t) = action
+        && t.contains('\0')
+    {
+        // D-Bus strings cannot hold a NUL: the bus would drop the whole
+        // connection (every later call on it fails), so it is never sent.
+        return Err(UiError::Input(
+            "the text holds a NUL, which the accessibility bus cannot carry".into(),
+        ));
+    }
     match action {
         NativeAction::Do(name) => {
             let n = property(conn, dest, path, "org.a11y.atspi.Action", "NActions")

@@ -557,14 +557,10 @@ fn role_name(role: u32) -> String {
     }
 }
 
-/// A number as a person would write it: `0.5`, `3`, not `0.500000`.
+/// A number as a person would write it: `0.5`, `3`, not `0.500000`, nor
+/// the 309 digits of a huge one.
 fn format_number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        let s = format!("{v:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
+    crate::motor::format_value(v)
 }
 
 fn clip(t: &str) -> String {
