@@ -16,6 +16,7 @@
 // address the step started in) so recursion and other threads pass through.
 import { backtrace } from "./backtrace.js";
 import { nearAlloc } from "./native/memory.js";
+import { asOwnCode } from "./native/own_code.js";
 import { patchCodeNow, setCodeGuard } from "./native/patch.js";
 import { inRedirectedPrologue } from "./native/redirect.js";
 import { BreakpointSpec, DaemonMessageOf, ResumeOrder, StepStop, TypeDesc, VarDesc, receive, send_ } from "./protocol.js";
@@ -385,6 +386,12 @@ function pause(tid: number, site: Site, ctx: CpuContext, bp: CompiledBreakpoint 
         backtrace: backtrace(ctx),
     });
     op.wait();
+    // Marked again: the tracer may have started while this thread waited.
+    asOwnCode(() => resume(tid, site, ctx, order));
+}
+
+/** Plants the stops a paused thread's order asks for. */
+function resume(tid: number, site: Site, ctx: CpuContext, order: ResumeOrder): void {
     if (order.action === "step") {
         const stops = order.stops;
         if (order.scan) {

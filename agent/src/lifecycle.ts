@@ -9,6 +9,7 @@ import { backtrace as stackOf } from "./backtrace.js";
 import { CrashContext, Frame, sendAndWait } from "./protocol.js";
 import { registerAtforkChild } from "./native/atfork.js";
 import { PROT_ALL, rawAlloc, u64Bytes } from "./native/memory.js";
+import { asOwnCode } from "./native/own_code.js";
 
 const SIGNALS: Record<string, string> = {
     "abort": "SIGABRT",
@@ -138,16 +139,17 @@ export function installLifecycleHooks(flush: () => void, tracedContext: () => Cr
     const abortFn = Module.findGlobalExportByName("abort");
     const ownPidCell = Memory.alloc(4);
     ownPidCell.writeS32(ownPid);
-    reportExit = new NativeCallback((code: number) => {
+    // On the program's thread, as Strobe's code (native/own_code.ts).
+    reportExit = new NativeCallback((code: number) => asOwnCode(() => {
         if (exitReported) return;
         exitReported = true;
         flush();
         sendAndWait({ type: "exit", pid: Process.id, code }, "exit-ack");
-    }, "void", ["int"]);
-    reportAbort = new NativeCallback((regs: NativePointer) => {
+    }), "void", ["int"]);
+    reportAbort = new NativeCallback((regs: NativePointer) => asOwnCode(() => {
         if (crashReported || abortFn === null) return;
         report("abort", abortFn, registersAt(regs));
-    }, "void", ["pointer"]);
+    }), "void", ["pointer"]);
     listeners = new CModule(LISTENERS, {
         own_pid: ownPidCell, getpid: getpidFn, report_exit: reportExit, report_abort: reportAbort,
     });
@@ -155,7 +157,7 @@ export function installLifecycleHooks(flush: () => void, tracedContext: () => Cr
     if (abortFn !== null) Interceptor.attach(abortFn, { onEnter: listeners.abort_enter });
     restoreExitsInUnfollowedChildren();
 
-    Process.setExceptionHandler((details) => {
+    Process.setExceptionHandler((details) => asOwnCode(() => {
         // Breakpoint and step traps are not crashes.
         if (onTrap(details)) return true;
         // A forked child's crash is not this session's (see _exit above).
@@ -163,7 +165,7 @@ export function installLifecycleHooks(flush: () => void, tracedContext: () => Cr
         if (!crashReported) report(details.type, details.address, details.context, details.memory);
         // Not handled: the process dies with its original signal.
         return false;
-    });
+    }));
 }
 
 /** libstdc++'s `__cxa_current_exception_type`, when the process has it. */

@@ -8,7 +8,8 @@ import { PAYLOAD_MAX, WINDOW_NS } from "./layout.js";
 import { STAGE_C } from "./stage.js";
 
 /** The C source. Its externs are bound in runtime.ts: ring, drops, fstate,
- *  config, plans, stages (stage.ts), and the libc functions it calls. */
+ *  config, plans, stages (stage.ts), own_thread_asked (own_threads.ts),
+ *  and the libc functions it calls. */
 export const CMODULE_SOURCE = `
 #include <glib.h>
 
@@ -18,6 +19,7 @@ extern volatile guint64 fstate[];
 extern volatile guint64 config[];
 extern volatile guint64 plans[];
 extern volatile guint64 stages[];
+extern guint32 own_thread_asked(guint32);
 extern int gettid(void);
 extern int getpid(void);
 extern void *calloc(gsize, gsize);
@@ -52,16 +54,47 @@ ${STAGE_C}
 #define PAYLOAD_MAX ${PAYLOAD_MAX}u
 #define MAX_NODES 256u
 
+/* busy while Strobe's own code runs on the thread (own_begin), and for
+   good on Frida's own threads: their traced calls run untraced. */
+#define OWN_CODE 2u
+
+/* A thread of Frida's (cloaked): asked once, at its first traced call.
+   The process's main thread is the program's. */
+static int is_own_thread(guint32 tid) {
+    return tid != (guint32)config[2] && own_thread_asked(tid);
+}
+
 /* The calling thread's state, created on its first traced call (the
    caller found none under the pthread key) and freed by thread_gone (the
-   key's destructor) when the thread ends. */
+   key's destructor) when the thread ends. It is stored first, busy: a
+   traced function called while the thread is asked about runs untraced. */
 static ThreadState *new_thread_state(void) {
     ThreadState *st = calloc(1, sizeof(ThreadState));
     if (st == NULL) return NULL;
     st->tid = (guint32)gettid();
-    st->stage = claim_stage();
+    st->busy = OWN_CODE;
     pthread_setspecific((unsigned int)config[3], st);
+    if (!is_own_thread(st->tid)) {
+        st->stage = claim_stage();
+        st->busy = 0;
+    }
     return st;
+}
+
+/* Strobe's code starts running on this thread (native/own_code.ts): its
+   traced calls run untraced until own_end(the value returned). */
+guint32 own_begin(void) {
+    ThreadState *st = pthread_getspecific((unsigned int)config[3]);
+    if (st == NULL) st = new_thread_state();
+    if (st == NULL) return 0;
+    guint32 previous = st->busy;
+    st->busy = OWN_CODE;
+    return previous;
+}
+
+void own_end(guint32 previous) {
+    ThreadState *st = pthread_getspecific((unsigned int)config[3]);
+    if (st != NULL) st->busy = previous;
 }
 
 void thread_gone(void *p) {

@@ -23,6 +23,7 @@
 // handling in 6 runs of 10), and the journal kept the unrelocated value
 // for the detach to write back.
 import { PROT_ALL, rawAlloc, u64Bytes } from "../../native/memory.js";
+import { asOwnCode } from "../../native/own_code.js";
 import { patchCodeNow } from "../../native/patch.js";
 import { receive, send_ } from "../../protocol.js";
 import { runtimeConfig } from "./runtime.js";
@@ -92,17 +93,18 @@ export function guardForks(flush: () => void): number {
     const fork = Module.findGlobalExportByName("fork");
     if (fork === null) return 0;
     if (forkBarrier === null) {
-        forkBarrier = new NativeCallback(() => {
+        // On the forking thread, as Strobe's code (native/own_code.ts).
+        forkBarrier = new NativeCallback(() => asOwnCode(() => {
             forking = true;
             try { flush(); } catch (_e) { /* the fork matters more */ }
             const op = receive("fork-barrier-ack", () => { /* no data */ });
             send_({ type: "fork_barrier", pid: Process.id });
             op.wait();
-        }, "void", []);
-        forkReturned = new NativeCallback((child: number) => {
+        }), "void", []);
+        forkReturned = new NativeCallback((child: number) => asOwnCode(() => {
             forking = false;
             send_({ type: "fork_done", pid: Process.id, child });
-        }, "void", ["int"]);
+        }), "void", ["int"]);
     }
     const errnoAt = Module.findGlobalExportByName("__errno_location")!;
     // config[5] is the flag the atfork handler sets; reading it does not

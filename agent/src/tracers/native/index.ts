@@ -28,6 +28,7 @@ import { registerUnwindInfo, silenceHook } from "./hook.js";
 import { installHooks, libraryWaitMs, removeHooks, watchingLibraries } from "./install.js";
 import { updatePlans } from "./plans.js";
 import { existingRuntime } from "./runtime.js";
+import { asOwnCode } from "../../native/own_code.js";
 
 /** Reports the loaded images, and from then on every newly loaded one; while
  *  patterns are active the loading thread waits for the daemon's hooks so
@@ -40,7 +41,8 @@ import { existingRuntime } from "./runtime.js";
 function watchModules(): void {
     preloadUnwinder();
     let initial = true;
-    const report = (m: Module) => {
+    // On the loading thread, as Strobe's code (native/own_code.ts).
+    const report = (m: Module) => asOwnCode(() => {
         // libgcc (the unwinder) may arrive after the hook was written.
         if (existingRuntime() !== null) registerUnwindInfo();
         if (initial || !m.path.startsWith("/")) return;
@@ -66,7 +68,7 @@ function watchModules(): void {
             gaveUp.add(m.path);
             send_({ type: "library_wait_expired", path: m.path, waitedMs: Date.now() - started });
         }
-    };
+    });
     Process.attachModuleObserver({ onAdded: report });
     initial = false;
     const paths = Process.enumerateModules().map(m => m.path).filter(p => p.startsWith("/"));

@@ -3,12 +3,14 @@
 // needs them.
 import { registerAtforkChild } from "../../native/atfork.js";
 import { rawAlloc, u64Bytes } from "../../native/memory.js";
+import { provideOwnCodeMarkers } from "../../native/own_code.js";
 import { allowCounterClock } from "../clock.js";
 import { CONFIG_FLUSH_STAGE, provideRing } from "../ring.js";
 import { CMODULE_SOURCE } from "./cmodule.js";
 import { makeExprCallback } from "./exprs.js";
 import { registerUnwindInfo, specificOffset, writeHook } from "./hook.js";
 import { FSTATE_SIZE, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
+import { makeOwnThreadQuestion } from "./own_threads.js";
 import { sharedAlloc } from "./shared_ring.js";
 import { STAGE_AREA_BYTES } from "./stage.js";
 
@@ -40,6 +42,8 @@ export interface Runtime {
     plans: NativePointer;
     /** The shared hook every stub jumps to. */
     hook: NativePointer;
+    /** Kept referenced: the CModule asks it whether a thread is Frida's. */
+    ownThreadQuestion: NativeCallback<"uint32", ["uint32"]>;
     /** Kept referenced: the hooks call it while expression watches exist. */
     exprCallback: NativeCallback<"uint32", ["uint32", "uint32", "pointer", "pointer", "uint32"]>;
     committed: NativeFunction<number, [number]>;
@@ -111,6 +115,7 @@ function createRuntime(): Runtime {
     // process id the hooks need is passed in config[2].
     config.add(16).writeU64(Process.id);
     const plans = Memory.alloc(MAX_FUNCTIONS * 8);
+    const ownThreadQuestion = makeOwnThreadQuestion();
     config.writeU64(10_000);
     config.add(8).writeU64(1);
     allowCounterClock(config);
@@ -122,6 +127,7 @@ function createRuntime(): Runtime {
         config,
         plans,
         stages,
+        own_thread_asked: ownThreadQuestion,
         gettid: Module.findGlobalExportByName("gettid")!,
         getpid: Module.findGlobalExportByName("getpid")!,
         calloc: Module.findGlobalExportByName("calloc")!,
@@ -159,6 +165,14 @@ function createRuntime(): Runtime {
 
     config.add(CONFIG_FLUSH_STAGE * 8).writePointer(cm.flush_stage);
 
+    // The script's thread never records (a traced sscanf of Frida's, reading
+    // the memory map for a breakpoint, was recorded as the program's), and
+    // Strobe's code on a program's thread is marked while it runs.
+    const ownBegin = new NativeFunction(cm.own_begin, "uint32", []);
+    const ownEnd = new NativeFunction(cm.own_end, "void", ["uint32"]);
+    ownBegin();
+    provideOwnCodeMarkers({ begin: () => ownBegin() as number, end: previous => { ownEnd(previous); } });
+
     const exprCallback = makeExprCallback();
     config.add(32).writePointer(exprCallback);
 
@@ -176,6 +190,7 @@ function createRuntime(): Runtime {
         drops,
         plans,
         hook,
+        ownThreadQuestion,
         exprCallback,
         // Exclusive: a cooperative call lets another thread's drain run in
         // between (the timer's beside an exit's or the fork guard's), and both

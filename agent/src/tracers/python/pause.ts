@@ -2,6 +2,7 @@
 // paused (sent to the daemon), the wait for the daemon's order (the only
 // one called without the GIL), a logpoint's message and a condition that
 // failed. Each runs on the Python thread concerned.
+import { asOwnCode } from "../../native/own_code.js";
 import { monotonicNs } from "../../breakpoints.js";
 import { ResumeOrder, receive, send_ } from "../../protocol.js";
 import { ORDER } from "./debug_c.js";
@@ -41,7 +42,7 @@ let callbacks: Record<string, NativeCallback<never, never>> | null = null;
 export function pauseCallbacks(): Record<string, NativePointer> {
     callbacks ??= {
         js_paused: new NativeCallback((tid: number, reason: number, bp: number, hits: UInt64,
-            payload: NativePointer, len: number) => {
+            payload: NativePointer, len: number) => asOwnCode(() => {
             pausedThreads.add(tid);
             send_({
                 type: "python_paused", tid, pid: Process.id, ts: monotonicNs(),
@@ -50,8 +51,8 @@ export function pauseCallbacks(): Record<string, NativePointer> {
                 hits: hits.toNumber(),
                 payload: Array.from(new Uint8Array(payload.readByteArray(len)!)),
             });
-        }, "void", ["uint32", "uint32", "int32", "uint64", "pointer", "uint32"]) as never,
-        js_wait: new NativeCallback((tid: number): number => {
+        }), "void", ["uint32", "uint32", "int32", "uint64", "pointer", "uint32"]) as never,
+        js_wait: new NativeCallback((tid: number): number => asOwnCode(() => {
             let order: ResumeOrder = { action: "continue" };
             // Blocks this thread only (the GIL is released by the caller);
             // ends with the script too, and then the thread runs on.
@@ -63,8 +64,8 @@ export function pauseCallbacks(): Record<string, NativePointer> {
             }
             pausedThreads.delete(tid);
             return o.action === "py-step" ? ORDER[o.mode] : ORDER.continue;
-        }, "uint32", ["uint32"]) as never,
-        js_set_local: new NativeCallback((tid: number, frame: NativePointer) => {
+        }), "uint32", ["uint32"]) as never,
+        js_set_local: new NativeCallback((tid: number, frame: NativePointer) => asOwnCode(() => {
             const write = pendingWrites.get(tid);
             pendingWrites.delete(tid);
             if (write === undefined) return;
@@ -73,16 +74,16 @@ export function pauseCallbacks(): Record<string, NativePointer> {
                 return;
             }
             localWriter(frame, write);
-        }, "void", ["uint32", "pointer"]) as never,
-        js_log: new NativeCallback((bp: number, tid: number, message: NativePointer, len: number) => {
+        }), "void", ["uint32", "pointer"]) as never,
+        js_log: new NativeCallback((bp: number, tid: number, message: NativePointer, len: number) => asOwnCode(() => {
             const id = breakpointIds.get(bp);
             if (id === undefined) return;
             send_({ type: "logpoint", id, tid, pid: Process.id, ts: monotonicNs(), message: text(message, len) });
-        }, "void", ["int32", "uint32", "pointer", "uint32"]) as never,
-        js_bp_error: new NativeCallback((bp: number, error: NativePointer) => {
+        }), "void", ["int32", "uint32", "pointer", "uint32"]) as never,
+        js_bp_error: new NativeCallback((bp: number, error: NativePointer) => asOwnCode(() => {
             const id = breakpointIds.get(bp);
             if (id !== undefined) send_({ type: "breakpoint_error", id, error: text(error) });
-        }, "void", ["int32", "pointer"]) as never,
+        }), "void", ["int32", "pointer"]) as never,
     };
     return callbacks as unknown as Record<string, NativePointer>;
 }
