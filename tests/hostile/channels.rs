@@ -186,6 +186,19 @@ async fn file_channels_stay_inside_the_project_unless_the_agent_opts_in() {
         "{}",
         e.text
     );
+    // Asked for on a channel opened without it, it is not silently lost.
+    let e = channel(
+        &c,
+        &id,
+        json!({"action": "add", "channel": "file:conf/*.ini", "allowOutsideProject": true}),
+    )
+    .await;
+    assert!(
+        e.error_text()
+            .contains("open already, without allowOutsideProject"),
+        "{}",
+        e.text
+    );
     let elsewhere = tempfile::tempdir().unwrap();
     let spec = format!("file:{}/out.txt", elsewhere.path().display());
     let r = channel(

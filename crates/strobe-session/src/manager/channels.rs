@@ -47,6 +47,8 @@ struct Opened {
     always: bool,
     watches_sockets: bool,
     outside_project: bool,
+    /// Opened with the agent's `allowOutsideProject`.
+    opted_out_of_project: bool,
     input: Option<Arc<dyn InputChannel>>,
     output: Option<Box<dyn OutputChannel>>,
 }
@@ -296,7 +298,7 @@ impl SessionManager {
         // A channel's name is its spec: one already open is not opened again
         // (a second JACK client would come and go for nothing).
         if let Some(existing) = channels.open.get(spec) {
-            return Ok(info(spec, existing));
+            return reuse(spec, existing, outside_project);
         }
         let target = SessionTarget {
             session_id: live.id.clone(),
@@ -317,7 +319,7 @@ impl SessionManager {
             .or_else(|| opened.output.as_ref().map(|o| o.name().to_string()))
             .unwrap_or_else(|| kind.kind().to_string());
         if let Some(existing) = channels.open.get(&name) {
-            return Ok(info(&name, existing));
+            return reuse(&name, existing, outside_project);
         }
         let event_type = event_kind(kind.as_ref());
         if let Some(o) = &opened.output {
@@ -337,6 +339,7 @@ impl SessionManager {
             always: kind.always_present(),
             watches_sockets: kind.watches_program_sockets(),
             outside_project: opened.outside_project,
+            opted_out_of_project: outside_project,
             input: opened.input.map(Arc::from),
             output: opened.output,
         };
@@ -487,6 +490,17 @@ fn info(name: &str, c: &Opened) -> ChannelInfo {
         about: c.about.to_string(),
         outside_project: c.outside_project,
     }
+}
+
+/// A channel asked for again: the open one, unless the opt-in is asked for
+/// now and it was opened without it (it would silently not apply).
+fn reuse(name: &str, c: &Opened, outside_project: bool) -> Result<ChannelInfo, SessionError> {
+    if outside_project && !c.opted_out_of_project && !c.always {
+        return Err(SessionError::validation(format!(
+            "{name} is open already, without allowOutsideProject: remove it (debug_channel {{action: \"remove\", channel: {name:?}}}) and add it again with allowOutsideProject: true"
+        )));
+    }
+    Ok(info(name, c))
 }
 
 /// The registered kinds, comma-separated.
