@@ -116,6 +116,11 @@ CREATE TABLE IF NOT EXISTS agent_calls (
     client          TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS agent_calls_by_session ON agent_calls(session, seq);
+-- Every session id the store ever issued, deleted sessions' included: a
+-- new session never takes an old id, so an agent holding the id of a
+-- deleted session is told it is gone instead of reading another
+-- program's data. Filled by a trigger on `sessions` (TRIGGERS).
+CREATE TABLE IF NOT EXISTS issued_session_ids (id TEXT PRIMARY KEY) WITHOUT ROWID;
 -- How to set widgets with no native route, learned by debug_ui_action
 -- (motor_plans.rs).
 CREATE TABLE IF NOT EXISTS motor_plans (
@@ -174,10 +179,14 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
 ];
 
 /// Counts deleted chunks per session, so cached chunk lists know they are
-/// stale (summary_cache.rs); created once the column exists.
+/// stale (summary_cache.rs); created once the column exists. Remembers
+/// every session id created (`issued_session_ids`).
 const TRIGGERS: &str = "
 CREATE TRIGGER IF NOT EXISTS chunk_deleted AFTER DELETE ON chunks BEGIN
     UPDATE sessions SET chunk_deletes = chunk_deletes + 1 WHERE key = OLD.session;
+END;
+CREATE TRIGGER IF NOT EXISTS session_id_issued AFTER INSERT ON sessions BEGIN
+    INSERT OR IGNORE INTO issued_session_ids(id) VALUES (NEW.id);
 END;";
 
 /// Creates the schema if it is missing and adds columns older databases lack.
@@ -196,6 +205,9 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         }
     }
     conn.execute_batch(TRIGGERS)?;
+    // A database from before `issued_session_ids` remembers the ids it
+    // still holds (those deleted before are beyond recall).
+    conn.execute_batch("INSERT OR IGNORE INTO issued_session_ids(id) SELECT id FROM sessions")?;
     conn.execute(
         "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?1)",
         [SCHEMA_VERSION.to_string()],

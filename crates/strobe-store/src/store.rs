@@ -361,6 +361,16 @@ impl Store {
         self.with_reader(|c| Ok(sessions::by_id(c, id)?))
     }
 
+    /// Every session id this store ever issued, deleted sessions' included:
+    /// a new session must take none of them.
+    pub fn issued_session_ids(&self) -> Result<std::collections::HashSet<String>, StoreError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare("SELECT id FROM issued_session_ids")?;
+            let ids = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            Ok(ids.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     /// Every stored session, oldest first.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
         self.with_reader(|c| Ok(sessions::all(c)?))

@@ -258,9 +258,14 @@ impl Writer {
     }
 
     fn create(&mut self, s: NewSession) -> Result<(i64, Arc<SessionStats>), StoreError> {
+        // Never an id issued before, even if its session was deleted.
         let exists: bool = self
             .conn
-            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&s.id], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM issued_session_ids WHERE id = ?1",
+                [&s.id],
+                |_| Ok(()),
+            )
             .is_ok();
         if exists {
             return Err(StoreError::DuplicateSession(s.id));

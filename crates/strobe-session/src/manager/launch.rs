@@ -132,13 +132,9 @@ impl SessionManager {
         let (id, key, stats) = {
             // Id choice and row creation must not interleave between launches.
             let _guard = self.launch_lock.lock().expect("launch lock");
-            let existing: std::collections::HashSet<String> = self
-                .store
-                .sessions()
-                .map_err(store_err)?
-                .into_iter()
-                .map(|s| s.session_id)
-                .collect();
+            // Every id ever issued, deleted sessions' too: an old id never
+            // names a new program.
+            let existing = self.store.issued_session_ids().map_err(store_err)?;
             let id = make_session_id(&binary_name, chrono::Local::now(), |c| existing.contains(c));
             let (key, stats) = self
                 .store
