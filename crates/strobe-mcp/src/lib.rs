@@ -10,6 +10,7 @@
 mod args;
 mod audit;
 mod channel;
+mod connection;
 mod instructions;
 mod malformed;
 pub mod params;

@@ -47,6 +47,13 @@ pub struct LaunchParams {
     /// auto: a private JACK server (dummy driver) for midi/audio.
     #[schemars(description = "")]
     pub jack: Option<JackParam>,
+    /// Stop the session when this MCP connection closes, however its
+    /// client ended (`strobe dap` sends it, so nothing an editor launched
+    /// outlives the adapter). Left out of the schema agents read: it is
+    /// for clients that hold one connection per program.
+    #[schemars(skip)]
+    #[serde(default)]
+    pub end_with_connection: bool,
 }
 
 /// auto: a private JACK server (dummy driver) for midi/audio.

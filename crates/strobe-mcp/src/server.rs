@@ -31,17 +31,21 @@ pub struct StrobeServer {
     tool_router: ToolRouter<Self>,
     /// This connection's record of what the agent did.
     audit: Arc<crate::audit::Audit>,
+    /// Sessions launched with `endWithConnection`: stopped when the
+    /// connection closes.
+    tied: Arc<crate::connection::TiedSessions>,
 }
 
 impl StrobeServer {
     /// A server for one connection.
     pub fn new(mgr: Arc<SessionManager>, tests: Arc<TestRunner>, home: StrobeHome) -> Self {
         Self {
-            mgr,
             tests,
             home,
             tool_router: Self::tool_router(),
             audit: Arc::default(),
+            tied: Arc::new(crate::connection::TiedSessions::new(mgr.clone())),
+            mgr,
         }
     }
 
@@ -105,6 +109,9 @@ impl StrobeServer {
         let r = blocking(move || mgr.launch(req, &settings)).await;
         Ok(match r {
             Ok(resp) => {
+                if p.end_with_connection {
+                    self.tied.tie(resp.session_id.clone());
+                }
                 let staged = resp
                     .pending_breakpoints_applied
                     .map(|n| format!(" {n} staged breakpoint(s) set."))
