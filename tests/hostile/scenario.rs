@@ -133,6 +133,47 @@ async fn file_checks_never_read_or_show_a_file_outside_the_project() {
         .await;
 }
 
+/// A repository's `.strobe/scenarios/x.json` linking to a JSON file
+/// outside it, and a relative `scenarioFile` climbing out: refused before
+/// they are read (their steps would be echoed in the reply).
+#[tokio::test(flavor = "multi_thread")]
+async fn scenario_files_named_in_the_project_stay_in_it() {
+    let env = Env::new();
+    let c = env.client().await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let theirs = elsewhere.path().join("private.json");
+    std::fs::write(
+        &theirs,
+        json!({"steps": [{"assert": "stdout", "contains": "private-token-1234"}]}).to_string(),
+    )
+    .unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path().join(".strobe/scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&theirs, dir.join("linked.json")).unwrap();
+    let (id, _) = repl(&c, project.path()).await;
+    let climbing = format!(
+        "../{}/private.json",
+        elsewhere.path().file_name().unwrap().to_str().unwrap()
+    );
+    for file in ["linked", climbing.as_str()] {
+        let r = c
+            .reply(
+                "debug_test_scenario",
+                json!({"sessionId": id, "scenarioFile": file}),
+            )
+            .await;
+        assert!(
+            r.error_text().contains("leads out of the project"),
+            "{file}: {}",
+            r.text
+        );
+        assert!(!r.text.contains("private-token"), "{}", r.text);
+    }
+    c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_huge_scenario_is_refused_and_a_long_one_answers_within_the_budget() {
     let env = Env::new();

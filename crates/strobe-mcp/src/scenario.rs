@@ -23,7 +23,7 @@ fn scenario_path(root: &std::path::Path, file: &str) -> Result<std::path::PathBu
     };
     let candidates = [root.join(file), dir.join(&named)];
     if let Some(found) = candidates.iter().find(|p| p.is_file()) {
-        return Ok(found.clone());
+        return inside(root, file, found);
     }
     let mut known: Vec<String> = std::fs::read_dir(&dir)
         .into_iter()
@@ -43,6 +43,33 @@ fn scenario_path(root: &std::path::Path, file: &str) -> Result<std::path::PathBu
             format!("{} holds: {}", dir.display(), known.join(", "))
         }
     )))
+}
+
+/// `found` when it stays inside the project with links resolved, or was
+/// named by an absolute path (the agent's own choice). A repository's
+/// `.strobe/scenarios/x.json` linking out of the tree, or a relative path
+/// climbing out of it, is refused before it is read: its steps would be
+/// echoed in the reply.
+fn inside(
+    root: &std::path::Path,
+    file: &str,
+    found: &std::path::Path,
+) -> Result<std::path::PathBuf, ToolError> {
+    if std::path::Path::new(file).is_absolute() {
+        return Ok(found.to_path_buf());
+    }
+    let resolved = found.canonicalize().ok();
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match resolved {
+        Some(r) if r.starts_with(&root) => Ok(found.to_path_buf()),
+        _ => Err(ToolError::validation(format!(
+            "scenario file {file:?} ({}) leads out of the project {} (through a symbolic link or \
+             \"..\"): a scenario named relative to the project is read only inside it; give an \
+             absolute path to run one from elsewhere",
+            found.display(),
+            root.display()
+        ))),
+    }
 }
 
 /// Runs `debug_test_scenario`.
