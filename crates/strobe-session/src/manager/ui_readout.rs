@@ -219,13 +219,13 @@ pub(super) fn set_by_plan(m: &Motor<'_>, t: &Target, target: f64) -> Result<Outc
             // A value that moves on by itself once the input stopped was
             // being moved by something else during the learning too: a plan
             // calibrated on that motion is wrong, so it is not kept.
-            match r.value(l.value).filter(|v| (v - l.value).abs() > tolerance) {
-                Some(moved) => out.warnings.push(format!(
+            match learn::held(&mut r, l.value, tolerance) {
+                Err(moved) => out.warnings.push(format!(
                     "after learning, the value moved on by itself ({} → {}): something else is changing it, so the plan was not kept and will be learned again next time",
                     show(l.value),
                     show(moved)
                 )),
-                None => save(m, &app, &t.node.role, &signature, &l.plan, r.label, 0),
+                Ok(()) => save(m, &app, &t.node.role, &signature, &l.plan, r.label, 0),
             }
             out.method = format!("learned plan ({})", l.plan.describe());
             out.verified = true;

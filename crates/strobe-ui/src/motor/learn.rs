@@ -178,6 +178,18 @@ const PROBE_PX: f64 = 30.0;
 /// far (a readout that shows whole numbers calibrates coarsely at first).
 const CORRECTIONS: usize = 3;
 
+/// Whether the value stays where learning left it now that the input has
+/// stopped: `Err` with where it went when it moves on by itself. Something
+/// else was then moving it during the learning too (another client's input,
+/// the program animating it), and a plan calibrated on that motion is wrong:
+/// it must not be kept.
+pub fn held(w: &mut dyn Readout, reached: f64, tolerance: f64) -> Result<(), f64> {
+    match w.value(reached) {
+        Some(v) if (v - reached).abs() > tolerance => Err(v),
+        _ => Ok(()),
+    }
+}
+
 /// Learns how to move the widget at `bounds` from `current` to `target`
 /// (within `tolerance`), trying [`ORDER`] until one verifies.
 pub fn learn(
@@ -455,6 +467,27 @@ mod tests {
         fn value(&mut self, _previous: f64) -> Option<f64> {
             Some(self.value.round())
         }
+    }
+
+    /// A widget something else keeps moving: one unit up at every look.
+    struct Drifting(f64);
+
+    impl Readout for Drifting {
+        fn send(&mut self, _: &[InputStep]) -> Result<(), UiError> {
+            Ok(())
+        }
+        fn value(&mut self, _previous: f64) -> Option<f64> {
+            self.0 += 1.0;
+            Some(self.0)
+        }
+    }
+
+    #[test]
+    fn a_value_that_moves_on_by_itself_after_learning_was_not_held() {
+        let mut still = Knob::new(Strategy::VerticalDrag, 10.0);
+        assert_eq!(held(&mut still, 7.0, 0.5), Ok(()));
+        let mut moving = Drifting(3.0);
+        assert_eq!(held(&mut moving, 3.0, 0.5), Err(4.0));
     }
 
     fn area() -> Bounds {
