@@ -2,12 +2,17 @@
 //! (`strobe-dap` does the work), driving the daemon (started if need be)
 //! through its MCP tools like an agent, so editor and agent share sessions.
 //! With `--port`, on a loopback port instead: a client per connection, each
-//! proving itself with the daemon's token in its launch or attach.
+//! proving itself with the daemon's token in its launch or attach within
+//! [`strobe_dap::AUTH_WAIT`], at most [`MAX_CLIENTS`] at once; a client's
+//! MCP connection to the daemon is opened only once it proved itself.
 
 use crate::mcp_client::Mcp;
 use serde_json::Value;
 use std::process::ExitCode;
 use strobe_core::StrobeHome;
+
+/// Clients served at once on a port; one more is told so and closed.
+const MAX_CLIENTS: usize = 16;
 
 impl strobe_dap::Tools for Mcp {
     async fn call(&mut self, tool: &str, args: Value) -> Result<Value, String> {
@@ -15,6 +20,26 @@ impl strobe_dap::Tools for Mcp {
             Ok(r) => r,
             Err(e) => Err(format!("the daemon did not answer {tool}: {e}")),
         }
+    }
+}
+
+/// A port client's MCP connection, opened at its first tool call (after it
+/// proved itself: the adapter calls no tool before), so that connections
+/// that never do cost the daemon nothing.
+struct LazyMcp {
+    home: StrobeHome,
+    mcp: Option<Mcp>,
+}
+
+impl strobe_dap::Tools for LazyMcp {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value, String> {
+        if self.mcp.is_none() {
+            let mcp =
+                crate::mcp_client::connect(&self.home, strobe_core::caller::EDITOR_CLIENT).await?;
+            self.mcp = Some(mcp);
+        }
+        let mcp = self.mcp.as_mut().expect("connected above");
+        strobe_dap::Tools::call(mcp, tool, args).await
     }
 }
 
@@ -95,6 +120,7 @@ async fn listen(home: &StrobeHome, port: u16) -> ExitCode {
         "strobe dap: each client's launch or attach must carry \"token\": the daemon's, the \
          `token=` of the URL `strobe ui` prints. Ctrl-C stops."
     );
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CLIENTS));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -103,22 +129,33 @@ async fn listen(home: &StrobeHome, port: u16) -> ExitCode {
                 continue;
             }
         };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream));
+            continue;
+        };
         let home = home.clone();
         let token = token.clone();
         tokio::spawn(async move {
-            let mcp =
-                match crate::mcp_client::connect(&home, strobe_core::caller::EDITOR_CLIENT).await {
-                    Ok(m) => m,
-                    Err(e) => {
-                        eprintln!("strobe dap: client {peer}: {e}");
-                        return;
-                    }
-                };
-            let (r, w) = stream.into_split();
+            let (r, mut w) = stream.into_split();
             let r = tokio::io::BufReader::new(r);
-            if let Err(e) = strobe_dap::serve_with_token(mcp, r, w, Some(token)).await {
+            let mcp = LazyMcp { home, mcp: None };
+            if let Err(e) = strobe_dap::serve_with_token(mcp, r, &mut w, Some(token)).await {
                 eprintln!("strobe dap: client {peer}: {e}");
             }
+            // The slot is free before the client sees its connection end.
+            drop(slot);
+            drop(w);
         });
     }
+}
+
+/// Tells a client past [`MAX_CLIENTS`] why it is closed (a DAP `output`
+/// event), and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    let why = serde_json::json!({"seq": 1, "type": "event", "event": "output", "body": {
+        "category": "important",
+        "output": format!("strobe dap: {MAX_CLIENTS} clients are connected already; closing this connection (try again once one has left)\n"),
+    }});
+    let write = strobe_dap::wire::write_message(&mut stream, &why);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
 }

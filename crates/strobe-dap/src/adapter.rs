@@ -5,9 +5,11 @@
 
 use crate::Tools;
 use crate::values::Refs;
-use crate::wire::{WireError, read_message, write_message};
+use crate::wire::{MAX_MESSAGE, WireError, read_message_within, write_message};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 
@@ -21,6 +23,13 @@ const POLL_WHILE_STOPPED: u32 = 5;
 pub(crate) const FRAMES_PER_THREAD: i64 = 1000;
 /// A step waits this long for its pause.
 const STEP_WAIT_MS: u64 = 10_000;
+/// How long a client on a port has to send its `launch` or `attach` with
+/// the token: one that does not is closed, so idle connections cannot pile
+/// up.
+pub const AUTH_WAIT: Duration = Duration::from_secs(10);
+/// The largest message a client on a port may send before it proved
+/// itself (a launch with its environment fits many times over).
+pub const MAX_MESSAGE_BEFORE_TOKEN: usize = 1 << 20;
 
 /// Serves one DAP client on `r`/`w` until it disconnects.
 pub async fn serve<T, R, W>(tools: T, r: R, w: W) -> Result<(), WireError>
@@ -34,7 +43,15 @@ where
 
 /// [`serve`], for a client on a loopback port: its `launch` or `attach`
 /// must carry `"token"` (the daemon's), and nothing but `initialize` is
-/// answered before. A wrong or missing token ends the connection.
+/// answered before. A wrong or missing token ends the connection, and so
+/// does none within [`AUTH_WAIT`]; until then a message may hold at most
+/// [`MAX_MESSAGE_BEFORE_TOKEN`] bytes.
+///
+/// Whatever ends the connection (a disconnect, the stream's end, a
+/// malformed message, a failed write), the program it launched ends too.
+/// A message that cannot be read is answered (an error response when the
+/// request it carried can be identified, an `output` event saying what was
+/// wrong) and then the connection is closed, returning that error.
 pub async fn serve_with_token<T, R, W>(
     tools: T,
     r: R,
@@ -46,11 +63,17 @@ where
     R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Value, WireError>>(64);
-    tokio::spawn(async move {
+    let max_body = Arc::new(AtomicUsize::new(if token.is_some() {
+        MAX_MESSAGE_BEFORE_TOKEN
+    } else {
+        MAX_MESSAGE
+    }));
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Value, WireError>>(64);
+    let limit = max_body.clone();
+    let reader = tokio::spawn(async move {
         let mut r = r;
         loop {
-            let m = read_message(&mut r).await;
+            let m = read_message_within(&mut r, limit.load(Ordering::Relaxed)).await;
             let last = m.is_err();
             if tx.send(m).await.is_err() || last {
                 break;
@@ -59,36 +82,12 @@ where
     });
     let mut a = Adapter::new(tools);
     a.required_token = token;
-    let mut tick = tokio::time::interval(POLL);
-    let mut ticks = 0u32;
-    loop {
-        tokio::select! {
-            m = rx.recv() => {
-                let msg = match m {
-                    Some(Ok(msg)) => msg,
-                    Some(Err(WireError::Closed)) | None => break,
-                    Some(Err(e)) => {
-                        a.event("output", json!({"category": "important", "output": format!("strobe dap: {e}\n")}));
-                        a.flush(&mut w).await?;
-                        break;
-                    }
-                };
-                let done = a.handle(&msg).await;
-                a.flush(&mut w).await?;
-                if done {
-                    break;
-                }
-            }
-            _ = tick.tick(), if a.running() => {
-                ticks = ticks.wrapping_add(1);
-                if a.paused.is_empty() || ticks.is_multiple_of(POLL_WHILE_STOPPED) {
-                    a.poll().await;
-                    a.flush(&mut w).await?;
-                }
-            }
-        }
-    }
-    Ok(())
+    let result = a.run(rx, &mut w, &max_body).await;
+    a.end_owned().await;
+    let _ = a.flush(&mut w).await;
+    // A client that sends nothing more must not keep the connection.
+    reader.abort();
+    result
 }
 
 pub(crate) struct Adapter<T> {
@@ -129,6 +128,8 @@ pub(crate) struct Adapter<T> {
     /// On a port: the token `launch`/`attach` must carry (taken once
     /// they did).
     pub(crate) required_token: Option<String>,
+    /// `initialize` was answered: nothing but it is before.
+    pub(crate) initialized: bool,
 }
 
 impl<T: Tools> Adapter<T> {
@@ -157,7 +158,132 @@ impl<T: Tools> Adapter<T> {
             known_threads: Default::default(),
             live_threads: Vec::new(),
             required_token: None,
+            initialized: false,
         }
+    }
+
+    /// Serves requests and polls the session until the client is done or
+    /// gone; a message that cannot be read is answered, then returned.
+    async fn run<W: AsyncWrite + Unpin>(
+        &mut self,
+        mut rx: tokio::sync::mpsc::Receiver<Result<Value, WireError>>,
+        w: &mut W,
+        max_body: &AtomicUsize,
+    ) -> Result<(), WireError> {
+        let mut tick = tokio::time::interval(POLL);
+        let mut ticks = 0u32;
+        let auth_deadline = tokio::time::sleep(AUTH_WAIT);
+        tokio::pin!(auth_deadline);
+        loop {
+            tokio::select! {
+                m = rx.recv() => {
+                    let msg = match m {
+                        Some(Ok(msg)) => msg,
+                        Some(Err(WireError::Closed)) | None => return Ok(()),
+                        Some(Err(e)) => {
+                            self.unreadable(&e);
+                            self.flush(w).await?;
+                            return Err(e);
+                        }
+                    };
+                    let done = self.handle(&msg).await;
+                    if self.required_token.is_none() {
+                        max_body.store(MAX_MESSAGE, Ordering::Relaxed);
+                    }
+                    self.flush(w).await?;
+                    if done {
+                        return Ok(());
+                    }
+                }
+                _ = tick.tick(), if self.running() => {
+                    ticks = ticks.wrapping_add(1);
+                    if self.paused.is_empty() || ticks.is_multiple_of(POLL_WHILE_STOPPED) {
+                        self.poll().await;
+                        self.flush(w).await?;
+                    }
+                }
+                _ = &mut auth_deadline, if self.required_token.is_some() => {
+                    self.important(&format!(
+                        "no launch or attach with the daemon's \"token\" came within {} s; closing the connection",
+                        AUTH_WAIT.as_secs()
+                    ));
+                    self.flush(w).await?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// An `output` event the user sees, from the adapter itself.
+    pub(crate) fn important(&mut self, text: &str) {
+        self.event(
+            "output",
+            json!({"category": "important", "output": format!("strobe dap: {text}\n")}),
+        );
+    }
+
+    /// Answers a message that could not be read: an error response to the
+    /// request it carried, when one can be identified, and the reason.
+    fn unreadable(&mut self, e: &WireError) {
+        if let WireError::Malformed {
+            request: Some(req), ..
+        } = e
+            && req["seq"].is_i64()
+        {
+            self.respond(req, Err(format!("strobe dap: {e}; closing the connection")));
+        }
+        self.important(&format!("{e}; closing the connection"));
+    }
+
+    /// Whether `msg` is a request to handle; when it is not, it was
+    /// answered (an error response when it names its `seq`, else a reason)
+    /// or ignored (a response or event: this adapter asks nothing of the
+    /// client). The second value is true when the connection must close.
+    fn classify(&mut self, msg: &Value) -> (bool, bool) {
+        let kind = match msg {
+            Value::Object(_) => None,
+            Value::Array(_) => Some("an array"),
+            Value::String(_) => Some("a string"),
+            Value::Number(_) => Some("a number"),
+            Value::Bool(_) => Some("a boolean"),
+            Value::Null => Some("null"),
+        };
+        if let Some(kind) = kind {
+            self.important(&format!(
+                "a message must be a JSON object (a request with \"seq\", \"type\": \"request\" and \"command\"), not {kind}; closing the connection"
+            ));
+            return (false, true);
+        }
+        let ty = msg["type"].as_str();
+        if matches!(ty, Some("response" | "event")) {
+            return (false, false);
+        }
+        let Some(seq) = msg["seq"].as_i64() else {
+            self.important(
+                "a message without a numeric \"seq\" cannot be answered; closing the connection",
+            );
+            return (false, true);
+        };
+        if ty != Some("request") {
+            self.respond(
+                msg,
+                Err(format!(
+                    "message {seq} is not a request (its \"type\" is {}); send \"type\": \"request\"",
+                    msg["type"]
+                )),
+            );
+            return (false, false);
+        }
+        if msg["command"].as_str().is_none_or(str::is_empty) {
+            self.respond(
+                msg,
+                Err(format!(
+                    "request {seq} has no \"command\"; a request names one (\"initialize\" first)"
+                )),
+            );
+            return (false, false);
+        }
+        (true, false)
     }
 
     fn running(&self) -> bool {
@@ -187,8 +313,9 @@ impl<T: Tools> Adapter<T> {
 
     pub(crate) fn respond(&mut self, req: &Value, result: Result<Value, String>) {
         let seq = self.next_seq();
+        let command = req["command"].as_str().unwrap_or("");
         let mut m = json!({"seq": seq, "type": "response", "request_seq": req["seq"],
-                           "command": req["command"], "success": result.is_ok()});
+                           "command": command, "success": result.is_ok()});
         match result {
             Ok(body) => m["body"] = body,
             Err(message) => {
@@ -214,9 +341,19 @@ impl<T: Tools> Adapter<T> {
 
     /// Handles one request; true when the client is done.
     async fn handle(&mut self, req: &Value) -> bool {
+        match self.classify(req) {
+            (true, _) => {}
+            (false, close) => return close,
+        }
         let args = req.get("arguments").cloned().unwrap_or(json!({}));
         let command = req["command"].as_str().unwrap_or("").to_string();
-        if req["type"] != "request" {
+        if !self.initialized && !matches!(command.as_str(), "initialize" | "disconnect") {
+            self.respond(
+                req,
+                Err(format!(
+                    "send initialize first: '{command}' came before it (DAP starts every session with initialize)"
+                )),
+            );
             return false;
         }
         if let Some(token) = self.required_token.clone() {
@@ -249,7 +386,10 @@ impl<T: Tools> Adapter<T> {
             }
         }
         let result = match command.as_str() {
-            "initialize" => Ok(capabilities()),
+            "initialize" => {
+                self.initialized = true;
+                Ok(capabilities())
+            }
             "launch" => self.launch(&args).await,
             "attach" => self.attach(&args).await,
             "setBreakpoints" => self.set_breakpoints(&args).await,
@@ -276,7 +416,7 @@ impl<T: Tools> Adapter<T> {
             }
             "pause" => self.pause(&args).await,
             "disconnect" | "terminate" => {
-                let r = self.disconnect(&args).await;
+                let r = self.disconnect(&args, command == "terminate").await;
                 self.respond(req, r);
                 if command == "disconnect" {
                     return true;
@@ -295,86 +435,6 @@ impl<T: Tools> Adapter<T> {
             self.event("initialized", json!({}));
         }
         false
-    }
-
-    async fn launch(&mut self, args: &Value) -> Result<Value, String> {
-        let program = args["program"]
-            .as_str()
-            .filter(|p| !p.is_empty())
-            .ok_or("launch needs 'program': the path of the program to debug")?;
-        // A bare name (`python3`, `node`) is looked up on PATH, as a shell
-        // would; the program then runs in the adapter's folder unless
-        // `cwd` says otherwise (a path runs in its own folder).
-        let bare = !program.contains('/');
-        let resolved = if bare {
-            on_path(program).ok_or_else(|| {
-                format!("launch: '{program}' is not on PATH; give its full path as 'program'")
-            })?
-        } else {
-            std::path::PathBuf::from(program)
-        };
-        let program = resolved.display().to_string();
-        let program = program.as_str();
-        let cwd = match args["cwd"].as_str().filter(|c| !c.is_empty()) {
-            Some(c) => c.to_string(),
-            None if bare => std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .map_err(|e| {
-                    format!("launch: no 'cwd' given and the adapter's folder is unknown: {e}")
-                })?,
-            None => resolved
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "/".into()),
-        };
-        if let Some(patterns) = args.get("tracePatterns").filter(|p| p.is_array()) {
-            self.tools
-                .call("debug_trace", json!({"add": patterns}))
-                .await?;
-        }
-        let mut launch =
-            json!({"command": program, "projectRoot": cwd, "cwd": cwd, "stopOnEntry": true});
-        if let Some(a) = args.get("args").filter(|a| a.is_array()) {
-            launch["args"] = a.clone();
-        }
-        if let Some(e) = args.get("env").filter(|e| e.is_object()) {
-            launch["env"] = e.clone();
-        }
-        let v = self.tools.call("debug_launch", launch).await?;
-        self.session = v["sessionId"].as_str().map(str::to_string);
-        self.pid = v["pid"].as_u64().unwrap_or(0);
-        self.owned = true;
-        self.stop_on_entry = args["stopOnEntry"] == true;
-        // The launch answers once the main thread is paused, naming it.
-        let entry = match v.get("paused").filter(|p| p.is_object()) {
-            Some(p) => p.clone(),
-            None => self.status().await?["pausedThreads"][0].clone(),
-        };
-        self.entry_thread = entry["threadId"].as_u64();
-        self.entry_breakpoint = entry["breakpointId"].as_str().map(str::to_string);
-        Ok(json!({}))
-    }
-
-    async fn attach(&mut self, args: &Value) -> Result<Value, String> {
-        if let Some(id) = args["sessionId"].as_str() {
-            self.session = Some(id.to_string());
-            let s = self.status().await?;
-            self.pid = s["pid"].as_u64().unwrap_or(0);
-            // What was paused before the editor came is shown at once.
-            return Ok(json!({}));
-        }
-        let pid = args["pid"]
-            .as_u64()
-            .or_else(|| args["processId"].as_u64())
-            .ok_or("attach needs 'sessionId' (a session an agent started) or 'pid'")?;
-        let v = self
-            .tools
-            .call("debug_launch", json!({"attachPid": pid}))
-            .await?;
-        self.session = v["sessionId"].as_str().map(str::to_string);
-        self.pid = pid;
-        self.owned = true;
-        Ok(json!({}))
     }
 
     pub(crate) async fn status(&mut self) -> Result<Value, String> {
@@ -510,34 +570,6 @@ impl<T: Tools> Adapter<T> {
             .await?;
         Ok(json!({}))
     }
-
-    async fn disconnect(&mut self, args: &Value) -> Result<Value, String> {
-        let Some(id) = self.session.clone() else {
-            return Ok(json!({}));
-        };
-        // A session an agent started goes on unless the editor asks.
-        let stop = args["terminateDebuggee"].as_bool().unwrap_or(self.owned);
-        if stop && !self.ended {
-            self.tools
-                .call("debug_session", json!({"action": "stop", "sessionId": id}))
-                .await?;
-        }
-        self.ended = true;
-        Ok(json!({}))
-    }
-}
-
-/// `name` in a folder of PATH, as an executable file.
-fn on_path(name: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| std::path::Path::new(d).join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// Compares without stopping at the first difference, so the answer's time

@@ -4,8 +4,9 @@
 //! editor does and the other way round (`attach {sessionId}` joins a
 //! session an agent started).
 //!
-//! `wire.rs` is the framing; `adapter.rs` the request loop, launch,
-//! attach, configuration, resuming and stepping; `breakpoints.rs` the
+//! `wire.rs` is the framing; `adapter.rs` the request loop,
+//! configuration, resuming and stepping; `lifecycle.rs` launch, attach and
+//! how a connection's program ends with it; `breakpoints.rs` the
 //! editor's breakpoints and the agent's announced; `inspect.rs` a stopped
 //! thread's stack, scopes, variables, evaluate and setVariable; `watch.rs`
 //! the session's state polled every 50 ms while it runs into events;
@@ -23,12 +24,13 @@ mod adapter;
 mod breakpoints;
 mod exceptions;
 mod inspect;
+mod lifecycle;
 mod memory;
 mod values;
 mod watch;
 pub mod wire;
 
-pub use adapter::{serve, serve_with_token};
+pub use adapter::{AUTH_WAIT, MAX_MESSAGE_BEFORE_TOKEN, serve, serve_with_token};
 
 use serde_json::Value;
 use std::future::Future;
@@ -43,3 +45,6 @@ pub trait Tools: Send {
         args: Value,
     ) -> impl Future<Output = Result<Value, String>> + Send;
 }
+
+#[cfg(test)]
+mod tests;
