@@ -101,7 +101,21 @@ impl SessionManager {
         if life.ended {
             return;
         }
-        let killed = ended_by_signal(&mut life, ended);
+        let mut killed = ended_by_signal(&mut life, ended);
+        if let Some(sig) = killed.filter(|&sig| is_fault(sig))
+            && !life.crash_seen
+            && !life.stopping
+        {
+            // A fault signal no exception handler reported: not "from
+            // outside" (the program's own faults are reported).
+            drop(life);
+            self.unreported_fault(live, sig);
+            life = live.life.lock().expect("lifecycle lock");
+            if life.ended {
+                return;
+            }
+            killed = None;
+        }
         let (state, reason) = if life.crash_seen {
             (SessionState::Crashed, life.crash_summary.clone())
         } else if let Some(code) = life.exit_code {
@@ -399,6 +413,53 @@ pub(super) fn proc_start_time(pid: u32) -> Option<u64> {
 
 /// Records in `life` an end the kernel reported ([`SessionManager::how_it_ended`]):
 /// an exit code, or the signal that killed the process, which it returns.
+/// Signals a process raises itself by faulting, as opposed to one sent by
+/// another process (SIGABRT is left out: abort() is reported by its hook,
+/// and an unreported one was most likely sent).
+fn is_fault(sig: i32) -> bool {
+    [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGTRAP,
+        libc::SIGSYS,
+    ]
+    .contains(&sig)
+}
+
+impl SessionManager {
+    /// The process died of a fault signal and no crash report came: the
+    /// agent's exception handler reports every fault of the program's own
+    /// threads, so this one was in a thread it cannot report from, Frida's
+    /// own (Strobe's agent or Frida itself). Recorded as a crash that says
+    /// so, with the process's last events, never as a signal "sent from
+    /// outside Strobe".
+    fn unreported_fault(&self, live: &Live, sig: i32) {
+        let name = crate::exit_watch::signal_name(sig);
+        let headline = format!(
+            "died of {name} (signal {sig}) with no crash report: the fault was not in one of the \
+             program's threads (those are reported with a backtrace), so most likely in Strobe's \
+             own code in the process (its agent or Frida); this is a Strobe bug, please report it \
+             with the daemon log ({}) and this session's last events",
+            self.home().logs_dir().join("daemon.log").display()
+        );
+        let event = json!({
+            "type": "crash",
+            "pid": live.pid,
+            "signal": name,
+            "kind": "unreported",
+            "reason": headline,
+            "backtrace": null,
+            "precedingEvents": self.preceding_events(live, live.pid),
+        });
+        self.append_json_event(live, EventKind::Crash, live.pid, 0, &event);
+        let mut life = live.life.lock().expect("lifecycle lock");
+        life.crash_seen = true;
+        life.crash_summary = Some(headline);
+    }
+}
+
 pub(super) fn ended_by_signal(
     life: &mut Lifecycle,
     ended: Option<crate::exit_watch::Ended>,
@@ -411,6 +472,21 @@ pub(super) fn ended_by_signal(
         crate::exit_watch::Ended::Signal(sig) => {
             life.signal = Some(crate::exit_watch::signal_name(sig));
             Some(sig)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_fault;
+
+    #[test]
+    fn fault_signals_are_told_from_signals_another_process_sends() {
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE] {
+            assert!(is_fault(sig), "{sig}");
+        }
+        for sig in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT, libc::SIGABRT] {
+            assert!(!is_fault(sig), "{sig}");
         }
     }
 }
