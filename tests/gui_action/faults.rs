@@ -281,39 +281,48 @@ async fn text_with_a_nul_is_refused_and_the_tree_stays_whole() {
         .await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_action_on_a_program_that_died_says_it_exited() {
-    let env = Env::new();
-    let c = env.client().await;
-    let id = launch(&c, &[]).await;
+/// Starts typing 3000 characters into the demo's entry, runs `end` once
+/// keys are being typed, and returns the action's answer. (Text longer
+/// than a node's value reads back, 200 characters, is inserted natively,
+/// not seen, and typed again by input, key by key, for seconds.)
+async fn end_while_typing(
+    c: &Client,
+    id: &str,
+    end: impl std::future::Future<Output = ()>,
+) -> support::Reply {
     let ui = c.ok("debug_ui", json!({"sessionId": id})).await;
     let title = id_of(&ui, "text", "Title");
-    let target = target_pid(&c, &id).await;
-    // Killed while the action types: text longer than a node's value
-    // reads back (200 characters) is inserted natively, not seen, and
-    // typed again by input, key by key, for seconds.
-    let text = "x".repeat(3000);
     let action = c.reply(
         "debug_ui_action",
-        json!({"sessionId": id, "action": {"type": "type", "id": title, "text": text}, "timeoutMs": 1}),
+        json!({"sessionId": id, "action": {"type": "type", "id": title, "text": "x".repeat(3000)}, "timeoutMs": 1}),
     );
-    let kill = async {
+    let ender = async {
         // The native insert prints one line; typing by input, one a key.
         for _ in 0..400 {
-            let lines = c.stdout_lines(&id).await;
+            let lines = c.stdout_lines(id).await;
             if lines.iter().filter(|l| l.starts_with("title ")).count() >= 2 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        support::signal(target, libc::SIGKILL);
+        end.await;
     };
-    let (r, ()) = tokio::join!(action, kill);
+    tokio::join!(action, ender).0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_action_whose_program_died_or_was_stopped_says_so() {
+    let env = Env::new();
+    let c = env.client().await;
+
+    // The program killed under the action.
+    let id = launch(&c, &[]).await;
+    let target = target_pid(&c, &id).await;
+    let r = end_while_typing(&c, &id, async { support::signal(target, libc::SIGKILL) }).await;
     let e = r.error_text();
     assert!(e.starts_with("PROCESS_EXITED"), "{e}");
     assert!(e.contains("has exited") || e.contains("has ended"), "{e}");
     assert!(!e.contains("Broken pipe") && !e.contains("os error"), "{e}");
-
     // And after: the same answer, at once.
     let r = c
         .reply(
@@ -323,6 +332,18 @@ async fn an_action_on_a_program_that_died_says_it_exited() {
         .await;
     let e = r.error_text();
     assert!(e.starts_with("PROCESS_EXITED"), "{e}");
+
+    // The session stopped under the action.
+    let id = launch(&c, &[]).await;
+    let stop = async {
+        c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
+            .await;
+    };
+    let r = end_while_typing(&c, &id, stop).await;
+    let e = r.error_text();
+    assert!(e.starts_with("PROCESS_EXITED"), "{e}");
+    assert!(e.contains("was stopped"), "{e}");
+    assert!(!e.contains("Broken pipe") && !e.contains("os error"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
