@@ -106,12 +106,20 @@ impl StrobeServer {
             jack_auto: p.jack == Some(crate::params::JackParam::Auto),
             ..Default::default()
         };
-        let r = blocking(move || mgr.launch(req, &settings)).await;
+        // Tied inside the blocking task, which runs to its end even if this
+        // call is dropped with its connection: the session is then still
+        // stopped when the connection's last holder goes.
+        let tied = p.end_with_connection.then(|| self.tied.clone());
+        let r = blocking(move || {
+            let resp = mgr.launch(req, &settings)?;
+            if let Some(t) = tied {
+                t.tie(resp.session_id.clone());
+            }
+            Ok::<_, strobe_session::SessionError>(resp)
+        })
+        .await;
         Ok(match r {
             Ok(resp) => {
-                if p.end_with_connection {
-                    self.tied.tie(resp.session_id.clone());
-                }
                 let staged = resp
                     .pending_breakpoints_applied
                     .map(|n| format!(" {n} staged breakpoint(s) set."))
