@@ -13,7 +13,11 @@ use support::{Client, Env, fixture_with};
 
 /// The line of `tests/fixtures/debugee.c` holding `@marker`.
 fn line_of(marker: &str) -> u64 {
-    let src = include_str!("fixtures/debugee.c");
+    marker_line(include_str!("fixtures/debugee.c"), marker)
+}
+
+/// The line of the fixture source `src` holding `@marker`.
+fn marker_line(src: &str, marker: &str) -> u64 {
     let tag = format!("@{marker} ");
     src.lines()
         .position(|l| l.contains(&tag))
@@ -614,12 +618,7 @@ async fn a_waiting_thread_pauses_where_its_system_call_returns_and_a_busy_one_is
 
 /// The line of `tests/fixtures/scanner.c` holding `@marker`.
 fn scanner_line(marker: &str) -> u64 {
-    let src = include_str!("fixtures/scanner.c");
-    let tag = format!("@{marker} ");
-    src.lines()
-        .position(|l| l.contains(&tag))
-        .unwrap_or_else(|| panic!("no marker {marker}")) as u64
-        + 1
+    marker_line(include_str!("fixtures/scanner.c"), marker)
 }
 
 /// Both of glibc's sscanf entry points.
@@ -663,7 +662,10 @@ async fn strobes_own_libc_calls_are_never_the_programs_and_stepping_over_a_trace
     let v = step(&c, &id, "step-over").await;
     assert_eq!(v["function"], "parse_pair", "{v}");
     let s = c.status(&id).await;
-    assert_eq!(s["state"], "running", "the step left the program alive: {s}");
+    assert_eq!(
+        s["state"], "running",
+        "the step left the program alive: {s}"
+    );
     c.ok(
         "debug_continue",
         json!({"sessionId": id, "action": "continue", "timeoutMs": 300}),
@@ -672,7 +674,10 @@ async fn strobes_own_libc_calls_are_never_the_programs_and_stepping_over_a_trace
     let before = c.stdout_lines(&id).await.len();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while c.stdout_lines(&id).await.len() < before + 3 {
-        assert!(std::time::Instant::now() < deadline, "the program stopped printing");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program stopped printing"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     c.ok(
@@ -701,6 +706,12 @@ async fn strobes_own_libc_calls_are_never_the_programs_and_stepping_over_a_trace
     }
     for name in FRIDAS {
         let calls = c.calls_of(&id, "function_enter", name).await;
-        assert!(calls.is_empty(), "Frida's {name} calls recorded: {} of {:?}: {:?}", calls.len(), calls.first().map(|e| &e["threadId"]), calls.last().map(|e| &e["threadId"]));
+        assert!(
+            calls.is_empty(),
+            "Frida's {name} calls recorded: {} of {:?}: {:?}",
+            calls.len(),
+            calls.first().map(|e| &e["threadId"]),
+            calls.last().map(|e| &e["threadId"])
+        );
     }
 }

@@ -14,11 +14,10 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// What a directory entry is, seen without following a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,69 +327,6 @@ pub(crate) fn read_file(
         .read_to_end(&mut out)
         .map_err(|e| format!("{path}: {e}"))?;
     Ok(out)
-}
-
-/// How a bounded write into a FIFO ended short.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum FifoWriteError {
-    /// The reader did not drain the FIFO in time.
-    #[error(
-        "its reader took {written} of {total} bytes within {waited_ms} ms and stopped reading: nothing more was written"
-    )]
-    Full {
-        /// Bytes the FIFO took.
-        written: usize,
-        /// Bytes asked for.
-        total: usize,
-        /// How long the write waited.
-        waited_ms: u64,
-    },
-    /// The reader closed its end.
-    #[error("its reader closed it after {0} bytes")]
-    Gone(usize),
-    /// Any other failure.
-    #[error("{0}")]
-    Io(std::io::Error),
-}
-
-/// Writes all of `bytes` into a non-blocking descriptor, waiting at most
-/// `patience` in all for it to take them.
-pub(crate) fn write_bounded(
-    f: &mut File,
-    bytes: &[u8],
-    patience: Duration,
-) -> Result<usize, FifoWriteError> {
-    let started = Instant::now();
-    let mut written = 0;
-    while written < bytes.len() {
-        match f.write(&bytes[written..]) {
-            Ok(n) => written += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                let left = patience.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    return Err(FifoWriteError::Full {
-                        written,
-                        total: bytes.len(),
-                        waited_ms: started.elapsed().as_millis() as u64,
-                    });
-                }
-                let mut pfd = libc::pollfd {
-                    fd: f.as_raw_fd(),
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                let ms = left.as_millis().clamp(1, 100) as i32;
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, ms) };
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == ErrorKind::BrokenPipe => {
-                return Err(FifoWriteError::Gone(written));
-            }
-            Err(e) => return Err(FifoWriteError::Io(e)),
-        }
-    }
-    Ok(written)
 }
 
 #[cfg(test)]

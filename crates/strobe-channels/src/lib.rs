@@ -26,6 +26,7 @@
 //! Invariants: this crate knows nothing of sessions, the store or MCP; a
 //! channel never touches a display or device that is not the session's own.
 
+mod bounded_write;
 pub mod channels;
 mod contained;
 mod jack;

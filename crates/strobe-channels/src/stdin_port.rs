@@ -2,11 +2,11 @@
 //! (which owns it and closes it when the session ends) and the `stdio`
 //! channel (which writes to it).
 
+use crate::bounded_write::BoundedWriteError;
 use std::fs::File;
-use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Why bytes could not be written to a program's stdin.
 #[derive(Debug, thiserror::Error)]
@@ -57,35 +57,19 @@ impl StdinPort {
     pub fn write(&self, bytes: &[u8], patience: Duration) -> Result<usize, StdinError> {
         let mut guard = self.0.lock().expect("stdin lock");
         let file = guard.as_mut().ok_or(StdinError::Closed)?;
-        let started = Instant::now();
-        let mut written = 0;
-        while written < bytes.len() {
-            match file.write(&bytes[written..]) {
-                Ok(n) => written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    let left = patience.saturating_sub(started.elapsed());
-                    if left.is_zero() {
-                        return Err(StdinError::Full {
-                            written,
-                            total: bytes.len(),
-                            waited_ms: started.elapsed().as_millis() as u64,
-                        });
-                    }
-                    let mut pfd = libc::pollfd {
-                        fd: file.as_raw_fd(),
-                        events: libc::POLLOUT,
-                        revents: 0,
-                    };
-                    let ms = left.as_millis().clamp(1, 100) as i32;
-                    // SAFETY: one valid pollfd.
-                    unsafe { libc::poll(&mut pfd, 1, ms) };
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == ErrorKind::BrokenPipe => return Err(StdinError::Gone),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(written)
+        crate::bounded_write::write_bounded(file, bytes, patience).map_err(|e| match e {
+            BoundedWriteError::Full {
+                written,
+                total,
+                waited_ms,
+            } => StdinError::Full {
+                written,
+                total,
+                waited_ms,
+            },
+            BoundedWriteError::Gone(_) => StdinError::Gone,
+            BoundedWriteError::Io(e) => StdinError::Io(e),
+        })
     }
 
     /// Closes the write end: the program reads EOF. False if it already was.

@@ -5,7 +5,8 @@
 
 use super::FileChannel;
 use crate::ChannelError;
-use crate::contained::{Entry, ProjectDir, write_bounded};
+use crate::bounded_write::write_bounded;
+use crate::contained::{Entry, ProjectDir};
 use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::time::Duration;
