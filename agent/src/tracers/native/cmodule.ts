@@ -5,11 +5,12 @@
 import { CLOCK_ANCHOR_C } from "../clock.js";
 import { CONFIG_BEFORE_RECORD, RING_WRITER_C } from "../ring.js";
 import { PAYLOAD_MAX, WINDOW_NS } from "./layout.js";
+import { OWN_CODE_BUSY } from "./own_threads.js";
 import { STAGE_C } from "./stage.js";
 
 /** The C source. Its externs are bound in runtime.ts: ring, drops, fstate,
  *  config, plans, stages (stage.ts), own_thread_asked (own_threads.ts),
- *  and the libc functions it calls. */
+ *  own_state (runtime.ts), and the libc functions it calls. */
 export const CMODULE_SOURCE = `
 #include <glib.h>
 
@@ -20,6 +21,7 @@ extern volatile guint64 config[];
 extern volatile guint64 plans[];
 extern volatile guint64 stages[];
 extern guint32 own_thread_asked(guint32);
+extern volatile guint64 own_state[];
 extern int gettid(void);
 extern int getpid(void);
 extern void *calloc(gsize, gsize);
@@ -56,7 +58,7 @@ ${STAGE_C}
 
 /* busy while Strobe's own code runs on the thread (own_begin), and for
    good on Frida's own threads: their traced calls run untraced. */
-#define OWN_CODE 2u
+#define OWN_CODE ${OWN_CODE_BUSY}u
 
 /* A thread of Frida's (cloaked): asked once, at its first traced call.
    The process's main thread is the program's. */
@@ -81,25 +83,38 @@ static ThreadState *new_thread_state(void) {
     return st;
 }
 
+/* What own_begin returns for a thread that had no state: own_end takes
+   the shared one away again. */
+#define OWN_HAD_NONE 0xffffffffu
+
 /* Strobe's code starts running on this thread (native/own_code.ts): its
-   traced calls run untraced until own_end(the value returned). */
+   traced calls run untraced until own_end(the value returned). A thread
+   with no state yet gets the shared, never-written own_state (runtime.ts)
+   rather than a new one: this runs in the exception handler, maybe on a
+   thread that crashed inside malloc, where calloc would wait for ever. */
 guint32 own_begin(void) {
     ThreadState *st = pthread_getspecific((unsigned int)config[3]);
-    if (st == NULL) st = new_thread_state();
-    if (st == NULL) return 0;
+    if (st == NULL) {
+        pthread_setspecific((unsigned int)config[3], (void *)own_state);
+        return OWN_HAD_NONE;
+    }
     guint32 previous = st->busy;
-    st->busy = OWN_CODE;
+    if (st != (ThreadState *)own_state) st->busy = OWN_CODE;
     return previous;
 }
 
 void own_end(guint32 previous) {
     ThreadState *st = pthread_getspecific((unsigned int)config[3]);
-    if (st != NULL) st->busy = previous;
+    if (st == NULL || st == (ThreadState *)own_state) {
+        if (previous == OWN_HAD_NONE) pthread_setspecific((unsigned int)config[3], NULL);
+        return;
+    }
+    st->busy = previous;
 }
 
 void thread_gone(void *p) {
     ThreadState *st = p;
-    if (st == NULL) return;
+    if (st == NULL || st == (ThreadState *)own_state) return;
     release_stage(st);
     free(st->scratch);
     free(st);

@@ -11,3 +11,7 @@
 export function makeOwnThreadQuestion(): NativeCallback<"uint32", ["uint32"]> {
     return new NativeCallback((tid: number): number => (Cloak.hasThread(tid) ? 1 : 0), "uint32", ["uint32"]);
 }
+
+/** A thread state's `busy` while Strobe's code runs on it, and for good on
+ *  Frida's threads (cmodule.ts OWN_CODE). */
+export const OWN_CODE_BUSY = 2;

@@ -10,7 +10,7 @@ import { CMODULE_SOURCE } from "./cmodule.js";
 import { makeExprCallback } from "./exprs.js";
 import { registerUnwindInfo, specificOffset, writeHook } from "./hook.js";
 import { FSTATE_SIZE, MAX_FUNCTIONS, RECORD_SIZE, RING_RECORDS } from "./layout.js";
-import { makeOwnThreadQuestion } from "./own_threads.js";
+import { OWN_CODE_BUSY, makeOwnThreadQuestion } from "./own_threads.js";
 import { sharedAlloc } from "./shared_ring.js";
 import { STAGE_AREA_BYTES } from "./stage.js";
 
@@ -116,6 +116,10 @@ function createRuntime(): Runtime {
     config.add(16).writeU64(Process.id);
     const plans = Memory.alloc(MAX_FUNCTIONS * 8);
     const ownThreadQuestion = makeOwnThreadQuestion();
+    // The state of a thread running Strobe's code that had none
+    // (cmodule.ts own_begin): busy for good, no stage, never written.
+    const ownState = rawAlloc(Process.pageSize);
+    ownState.add(4).writeU32(OWN_CODE_BUSY);
     config.writeU64(10_000);
     config.add(8).writeU64(1);
     allowCounterClock(config);
@@ -128,6 +132,7 @@ function createRuntime(): Runtime {
         plans,
         stages,
         own_thread_asked: ownThreadQuestion,
+        own_state: ownState,
         gettid: Module.findGlobalExportByName("gettid")!,
         getpid: Module.findGlobalExportByName("getpid")!,
         calloc: Module.findGlobalExportByName("calloc")!,
