@@ -375,3 +375,48 @@ async fn an_audio_channel_measures_nothing_before_the_programs_output_is_linked(
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_jack_server_outliving_a_killed_daemon_is_ended_by_the_next_one() {
+    // A daemon killed with SIGKILL cannot stop its sessions' JACK servers;
+    // they ran on, reparented to init. The next daemon ends exactly the
+    // recorded one (its pid and start time), and nothing else.
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = support::fixture("ticker");
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"command": exe, "projectRoot": exe.parent().unwrap(), "jack": "auto"}),
+        )
+        .await;
+    let server = v["jackServer"]
+        .as_str()
+        .expect("the private server's name")
+        .to_string();
+    let jackd = processes_with(&format!("jackd -n {server} "));
+    assert_eq!(jackd.len(), 1, "one jackd for {server}");
+    let jackd = jackd[0];
+    // A process of the test's own, which must be left alone.
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+
+    let daemon = env.daemon_pid().expect("the daemon's pid");
+    support::signal(daemon, libc::SIGKILL);
+    assert!(env.wait_daemon_gone(daemon, Duration::from_secs(10)));
+    assert!(
+        support::running(jackd),
+        "jackd {jackd} is still there after the kill (what this test is about)"
+    );
+    // Any call starts the next daemon, which ends what the last one left.
+    c.ok_after_daemon_restart("debug_session", json!({"action": "list"}))
+        .await;
+    let gone = support::wait_until(Duration::from_secs(20), || !support::running(jackd));
+    let bystander_alive = bystander.try_wait().unwrap().is_none();
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+    assert!(gone, "jackd {jackd} outlived the killed daemon");
+    assert!(bystander_alive, "the test's own process was ended");
+}

@@ -90,9 +90,10 @@ pub struct Record {
     /// The daemon that started the display.
     pub daemon: ProcessId,
     /// The display's private runtime directory (removed once its processes
-    /// are gone).
+    /// are gone); empty for a [`KeptProcess`].
     pub runtime_dir: PathBuf,
-    /// The servers Strobe started, each the leader of its own group.
+    /// The servers Strobe started, each the leader of its own group (a
+    /// [`KeptProcess`] leads none: then no group is ended with it).
     pub leaders: Vec<Owned>,
     /// Processes seen in those groups (started on demand by the bus).
     #[serde(default)]
@@ -109,15 +110,20 @@ pub(crate) struct Recorded {
 impl Recorded {
     /// Writes `record` to a new file in `dir` (created 0700 if need be).
     pub(crate) fn create(dir: &Path, record: Record) -> std::io::Result<Recorded> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
         let name = record
             .runtime_dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| format!("display-{}", record.daemon.pid));
+        Recorded::create_named(dir, &name, record)
+    }
+
+    /// Writes `record` to `dir/<name>.json` (`dir` created 0700 if need be).
+    fn create_named(dir: &Path, name: &str, record: Record) -> std::io::Result<Recorded> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
         let r = Recorded {
             path: dir.join(format!("{name}.json")),
             record,
@@ -191,6 +197,40 @@ impl Recorded {
     /// The display stopped cleanly: nothing is left to reap.
     pub(crate) fn remove(&self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A single process a daemon started that must not outlive it (a
+/// session's private JACK server), recorded like a display's servers while
+/// it runs: if the daemon is killed, the next one ends it. The record goes
+/// when this is dropped, so drop it after the process was stopped.
+#[derive(Debug)]
+pub struct KeptProcess(Recorded);
+
+impl KeptProcess {
+    /// Records `pid` (running `program`) as this daemon's, in `dir` as
+    /// `<name>.json`. It leads no group of its own, so nothing but it is
+    /// ever ended with it.
+    pub fn record(dir: &Path, name: &str, program: &str, pid: u32) -> std::io::Result<KeptProcess> {
+        let gone = |what: &str| std::io::Error::other(format!("{what} is not running"));
+        let daemon = ProcessId::of(std::process::id()).ok_or_else(|| gone("this process"))?;
+        let id = ProcessId::of(pid).ok_or_else(|| gone(program))?;
+        let record = Record {
+            daemon,
+            runtime_dir: PathBuf::new(),
+            leaders: vec![Owned {
+                program: program.to_string(),
+                id,
+            }],
+            helpers: Vec::new(),
+        };
+        Recorded::create_named(dir, name, record).map(KeptProcess)
+    }
+}
+
+impl Drop for KeptProcess {
+    fn drop(&mut self) {
+        self.0.remove();
     }
 }
 

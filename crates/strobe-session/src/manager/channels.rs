@@ -19,7 +19,7 @@ pub(super) struct Channels {
     pub(super) stdin: Option<StdinPort>,
     /// The session's private JACK server (`jack: "auto"`), stopped after
     /// its channels closed.
-    pub(super) jack: Option<strobe_channels::JackServer>,
+    pub(super) jack: Option<PrivateJack>,
     /// The agents record the program's socket I/O (a channel that watches
     /// it is open); a process followed later gets the hooks too.
     pub(super) sockets_watched: bool,
@@ -27,10 +27,7 @@ pub(super) struct Channels {
 
 impl Channels {
     /// No channel open yet; `stdin` the program's stdin pipe, if it has one.
-    pub(super) fn with_stdin(
-        stdin: Option<StdinPort>,
-        jack: Option<strobe_channels::JackServer>,
-    ) -> Channels {
+    pub(super) fn with_stdin(stdin: Option<StdinPort>, jack: Option<PrivateJack>) -> Channels {
         Channels {
             open: BTreeMap::new(),
             stdin,
@@ -38,6 +35,15 @@ impl Channels {
             sockets_watched: false,
         }
     }
+}
+
+/// A session's private JACK server and the record that lets the next
+/// daemon end it if this one is killed (display.rs `reap_left_over`).
+/// Both are only held, and dropped in order: the server is stopped, then
+/// its record goes.
+pub(super) struct PrivateJack {
+    pub(super) _server: strobe_channels::JackServer,
+    pub(super) _record: Option<strobe_ui::leftovers::KeptProcess>,
 }
 
 struct Opened {

@@ -86,9 +86,26 @@ fn links_gui_toolkit(binary: &Path) -> bool {
         .any(|name| GUI_LIBRARIES.iter().any(|l| name.starts_with(l.as_bytes())))
 }
 
-/// Where the virtual displays of `home`'s daemon record their processes.
+/// Where `home`'s daemon records the processes it started that must not
+/// outlive it: its virtual displays' and its private JACK servers.
 fn records_dir(home: &StrobeHome) -> PathBuf {
     home.root().join("displays")
+}
+
+/// Records `pid` (a private JACK server) so that the next daemon ends it
+/// if this one is killed; `None` (logged) when the record cannot be
+/// written, which leaves the process as unrecorded as before.
+pub(super) fn record_kept_process(
+    home: &StrobeHome,
+    name: &str,
+    program: &str,
+    pid: u32,
+) -> Option<strobe_ui::leftovers::KeptProcess> {
+    strobe_ui::leftovers::KeptProcess::record(&records_dir(home), name, program, pid)
+        .map_err(|e| {
+            tracing::warn!("cannot record {program} (pid {pid}) for clean-up after a crash: {e}")
+        })
+        .ok()
 }
 
 /// Ends what the virtual displays of a killed daemon of `home` left

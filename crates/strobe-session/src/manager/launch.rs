@@ -68,8 +68,17 @@ impl SessionManager {
             let log = self.home.logs_dir().join(format!("jackd-{name}.log"));
             let server = strobe_channels::JackServer::start(&name, Some(&log))
                 .map_err(SessionError::validation)?;
+            let record = super::display::record_kept_process(
+                &self.home,
+                &format!("jackd-{name}"),
+                "jackd",
+                server.pid(),
+            );
             req.env.insert("JACK_DEFAULT_SERVER".into(), name);
-            Some(server)
+            Some(super::channels::PrivateJack {
+                _server: server,
+                _record: record,
+            })
         } else {
             None
         };
