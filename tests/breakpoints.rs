@@ -13,16 +13,7 @@ use support::{Client, Env, fixture_with};
 
 /// The line of `tests/fixtures/debugee.c` holding `@marker`.
 fn line_of(marker: &str) -> u64 {
-    marker_line(include_str!("fixtures/debugee.c"), marker)
-}
-
-/// The line of the fixture source `src` holding `@marker`.
-fn marker_line(src: &str, marker: &str) -> u64 {
-    let tag = format!("@{marker} ");
-    src.lines()
-        .position(|l| l.contains(&tag))
-        .unwrap_or_else(|| panic!("no marker {marker}")) as u64
-        + 1
+    support::marker_line(include_str!("fixtures/debugee.c"), marker)
 }
 
 async fn wait_paused(c: &Client, id: &str, count: usize) -> Vec<Value> {
@@ -614,104 +605,4 @@ async fn a_waiting_thread_pauses_where_its_system_call_returns_and_a_busy_one_is
     assert!(r.error_text().contains("set a breakpoint"), "{}", r.text);
     c.ok("debug_session", json!({"action": "stop", "sessionId": id}))
         .await;
-}
-
-/// The line of `tests/fixtures/scanner.c` holding `@marker`.
-fn scanner_line(marker: &str) -> u64 {
-    marker_line(include_str!("fixtures/scanner.c"), marker)
-}
-
-/// Both of glibc's sscanf entry points.
-const SSCANF: [&str; 2] = ["sscanf", "__isoc99_sscanf"];
-/// What Frida's own threads (its main loop, its D-Bus link to the daemon)
-/// call all the time and the scanner never does.
-const FRIDAS: [&str; 4] = ["poll", "ppoll", "recvmsg", "sendmsg"];
-
-#[tokio::test(flavor = "multi_thread")]
-async fn strobes_own_libc_calls_are_never_the_programs_and_stepping_over_a_traced_call_is_safe() {
-    // Frida reads /proc/self/maps with sscanf whenever Strobe asks it for
-    // the memory map (adding a breakpoint, stepping): with sscanf traced,
-    // those calls entered the program's hooks, were recorded as the
-    // program's (hundreds per breakpoint) and a step-over killed it.
-    let env = Env::new();
-    let c = env.client().await;
-    let exe = fixture_with("scanner", &[]);
-    let (id, pid) = c.launch(&exe, &[]).await;
-    c.ok(
-        "debug_trace",
-        json!({"sessionId": id, "add": SSCANF.iter().chain(&FRIDAS).collect::<Vec<_>>(), "sampling": false}),
-    )
-    .await;
-    c.wait_stdout(&id).await;
-    c.ok(
-        "debug_breakpoint",
-        json!({"sessionId": id, "add": [{"file": "scanner.c", "line": scanner_line("parse-scan")}]}),
-    )
-    .await;
-    let p = wait_paused(&c, &id, 1).await;
-    assert_eq!(p[0]["line"], scanner_line("parse-scan"), "{p:?}");
-    c.ok(
-        "debug_breakpoint",
-        json!({"sessionId": id, "remove": ["bp-1"]}),
-    )
-    .await;
-
-    // Over the traced sscanf call, twice round the loop's body.
-    let v = step(&c, &id, "step-over").await;
-    assert_eq!(v["line"], scanner_line("parse-sum"), "{v}");
-    let v = step(&c, &id, "step-over").await;
-    assert_eq!(v["function"], "parse_pair", "{v}");
-    let s = c.status(&id).await;
-    assert_eq!(
-        s["state"], "running",
-        "the step left the program alive: {s}"
-    );
-    c.ok(
-        "debug_continue",
-        json!({"sessionId": id, "action": "continue", "timeoutMs": 300}),
-    )
-    .await;
-    let before = c.stdout_lines(&id).await.len();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while c.stdout_lines(&id).await.len() < before + 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the program stopped printing"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    c.ok(
-        "debug_session",
-        json!({"action": "stop", "sessionId": id, "retain": true}),
-    )
-    .await;
-
-    // Every recorded sscanf is the program's: one per line it printed (plus
-    // the one in flight when it was stopped), all on its main thread.
-    let printed = c.stdout_lines(&id).await.len();
-    // The program's sscanf is glibc's C99 one (__isoc99_sscanf), Frida's the
-    // old one: both are traced, and every call of either is counted.
-    let mut calls = Vec::new();
-    for name in SSCANF {
-        calls.extend(c.calls_of(&id, "function_enter", name).await);
-    }
-    assert!(!calls.is_empty(), "the program's own calls are recorded");
-    assert!(
-        calls.len() <= printed + 1,
-        "{} sscanf calls recorded for {printed} lines printed: Strobe's own calls were recorded",
-        calls.len()
-    );
-    for e in &calls {
-        assert_eq!(e["threadId"], pid, "a call on another thread: {e}");
-    }
-    for name in FRIDAS {
-        let calls = c.calls_of(&id, "function_enter", name).await;
-        assert!(
-            calls.is_empty(),
-            "Frida's {name} calls recorded: {} of {:?}: {:?}",
-            calls.len(),
-            calls.first().map(|e| &e["threadId"]),
-            calls.last().map(|e| &e["threadId"])
-        );
-    }
 }

@@ -93,6 +93,15 @@ pub fn javascript_fixture(name: &str) -> PathBuf {
         .unwrap()
 }
 
+/// The line (1-based) of the fixture source `src` holding `@marker`.
+pub fn marker_line(src: &str, marker: &str) -> u64 {
+    let tag = format!("@{marker} ");
+    src.lines()
+        .position(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no marker {marker}")) as u64
+        + 1
+}
+
 /// Builds `tests/fixtures/<name>.c` with `gcc -g -O0` once per content and
 /// returns the executable.
 pub fn fixture(name: &str) -> PathBuf {
