@@ -69,33 +69,8 @@ fn node_id(field: &str, v: &Option<String>, kind: UiActionType) -> Result<String
 pub(crate) fn intent(a: &UiActionSpec) -> Result<Intent, ToolError> {
     use UiActionType as T;
     let kind = a.kind;
-    // Fields the type does not take are mistakes worth naming.
-    let given: [(&str, bool); 14] = [
-        ("id", a.id.is_some()),
-        ("button", a.button.is_some()),
-        ("count", a.count.is_some()),
-        ("value", a.value.is_some()),
-        ("text", a.text.is_some()),
-        ("replace", a.replace.is_some()),
-        ("item", a.item.is_some()),
-        ("direction", a.direction.is_some()),
-        ("amount", a.amount.is_some()),
-        ("from", a.from.is_some()),
-        ("to", a.to.is_some()),
-        ("key", a.key.is_some()),
-        ("modifiers", a.modifiers.is_some()),
-        ("type", true),
-    ];
     let takes = fields_of(kind);
-    for (name, present) in given {
-        let known = name == "type" || takes.split(", ").any(|f| f.split(' ').next() == Some(name));
-        if present && !known {
-            return Err(invalid(format!(
-                "{} does not take '{name}'; it takes {takes}",
-                type_name(kind)
-            )));
-        }
-    }
+    refuse_fields_not_taken(a, takes)?;
     let required = |field: &str, v: &Option<String>| {
         v.clone().ok_or_else(|| {
             invalid(format!(
@@ -197,30 +172,7 @@ pub(crate) fn intent(a: &UiActionSpec) -> Result<Intent, ToolError> {
         },
         T::Drag => Intent::Drag {
             from: node_id("from", &a.from, kind)?,
-            to: match &a.to {
-                Some(Value::String(s)) => DragTarget::Node(node_id("to", &Some(s.clone()), kind)?),
-                Some(Value::Object(o)) => {
-                    let coord = |k: &str| {
-                        o.get(k)
-                            .and_then(Value::as_i64)
-                            .filter(|v| (-32_768..=32_767).contains(v))
-                            .map(|v| v as i32)
-                    };
-                    match (coord("x"), coord("y"), o.len()) {
-                        (Some(x), Some(y), 2) => DragTarget::Point { x, y },
-                        _ => {
-                            return Err(invalid(
-                                "'to' as a point is {x, y}: whole display pixels, as debug_ui's geometry gives them".into(),
-                            ));
-                        }
-                    }
-                }
-                _ => {
-                    return Err(invalid(
-                        "drag needs 'to': a node id, or a point {x, y} on the display".into(),
-                    ));
-                }
-            },
+            to: drag_target(&a.to, kind)?,
         },
         T::Key => {
             let key = keys::parse(&required("key", &a.key)?).map_err(invalid)?;
@@ -243,6 +195,65 @@ pub(crate) fn intent(a: &UiActionSpec) -> Result<Intent, ToolError> {
         T::Focus => Intent::Focus {
             id: node_id("id", &a.id, kind)?,
         },
+    })
+}
+
+/// Fields `a`'s type does not take are mistakes worth naming.
+fn refuse_fields_not_taken(a: &UiActionSpec, takes: &str) -> Result<(), ToolError> {
+    let kind = a.kind;
+    let given: [(&str, bool); 14] = [
+        ("id", a.id.is_some()),
+        ("button", a.button.is_some()),
+        ("count", a.count.is_some()),
+        ("value", a.value.is_some()),
+        ("text", a.text.is_some()),
+        ("replace", a.replace.is_some()),
+        ("item", a.item.is_some()),
+        ("direction", a.direction.is_some()),
+        ("amount", a.amount.is_some()),
+        ("from", a.from.is_some()),
+        ("to", a.to.is_some()),
+        ("key", a.key.is_some()),
+        ("modifiers", a.modifiers.is_some()),
+        ("type", true),
+    ];
+    for (name, present) in given {
+        let known = name == "type" || takes.split(", ").any(|f| f.split(' ').next() == Some(name));
+        if present && !known {
+            return Err(invalid(format!(
+                "{} does not take '{name}'; it takes {takes}",
+                type_name(kind)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where a drag ends: a node id, or a point `{x, y}` on the display.
+fn drag_target(to: &Option<Value>, kind: UiActionType) -> Result<DragTarget, ToolError> {
+    Ok(match to {
+        Some(Value::String(s)) => DragTarget::Node(node_id("to", &Some(s.clone()), kind)?),
+        Some(Value::Object(o)) => {
+            let coord = |k: &str| {
+                o.get(k)
+                    .and_then(Value::as_i64)
+                    .filter(|v| (-32_768..=32_767).contains(v))
+                    .map(|v| v as i32)
+            };
+            match (coord("x"), coord("y"), o.len()) {
+                (Some(x), Some(y), 2) => DragTarget::Point { x, y },
+                _ => {
+                    return Err(invalid(
+                        "'to' as a point is {x, y}: whole display pixels, as debug_ui's geometry gives them".into(),
+                    ));
+                }
+            }
+        }
+        _ => {
+            return Err(invalid(
+                "drag needs 'to': a node id, or a point {x, y} on the display".into(),
+            ));
+        }
     })
 }
 

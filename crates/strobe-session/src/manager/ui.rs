@@ -17,7 +17,7 @@ use strobe_ui::render::{self, Shown};
 use strobe_ui::virtual_display::VirtualDisplay;
 use strobe_ui::{Display, UiBackend, UiError, UiNode, Window};
 
-use super::ui_tree::{all_lines, diff, structured, unknown_id, vision_only};
+use super::ui_tree::{all_lines, diff, roots_of, structured, ui_window, unknown_id, vision_only};
 use startup::StartupActivity;
 
 mod startup;
@@ -314,9 +314,7 @@ impl SessionManager {
     /// recorded as a `ui_snapshot` event.
     pub fn ui(&self, id: &str, req: &UiRequest) -> Result<UiResponse, SessionError> {
         let (live, display, backend) = self.gui_of(id)?;
-        let mut pids = vec![live.pid];
-        pids.extend(self.running_children(&live).iter().map(|c| c.pid));
-        pids.dedup();
+        let pids = self.gui_pids(&live);
         let want_tree = req.mode != UiMode::Screenshot;
         let mut want_shot = req.mode != UiMode::Tree;
         let mut warnings = Vec::new();
@@ -331,12 +329,7 @@ impl SessionManager {
         let node_shot = req.id.is_some() && !req.vision;
         let (windows, trees) =
             self.look(&live, backend.as_ref(), &display, &pids, read_tree, req.all)?;
-        let mut roots: Vec<UiNode> = trees
-            .iter()
-            .filter_map(|(_, t)| t.as_ref().ok())
-            .flatten()
-            .cloned()
-            .collect();
+        let mut roots = roots_of(&trees);
         let has_tree = !roots.is_empty();
         if want_tree && !has_tree {
             let why = trees_error(&trees);
@@ -351,35 +344,17 @@ impl SessionManager {
             }
             _ => None,
         };
-        let mut vision = None;
-        if req.vision {
-            match (&screenshot, windows.first()) {
-                (Some(shot), Some(w)) => match self.see(&shot.path, req) {
-                    Ok(boxes) => {
-                        if roots.is_empty() {
-                            // No tree to merge into: the window itself holds
-                            // what vision found.
-                            roots = windows.iter().map(window_node).collect();
-                        }
-                        let merged = strobe_ui::vision::merge::merge(
-                            &mut roots,
-                            &boxes,
-                            (w.bounds.x, w.bounds.y),
-                            req.iou_threshold,
-                        );
-                        vision = Some(json!({
-                            "found": boxes.len(),
-                            "confirmed": merged.confirmed,
-                            "added": merged.added,
-                        }));
-                    }
-                    Err(e) => warnings.push(format!(
-                        "vision could not run: {e}. The tree and the screenshot are returned without it"
-                    )),
-                },
-                _ => warnings.push("vision needs a window to look at, and the session has none".into()),
-            }
-        }
+        let vision = if req.vision {
+            self.apply_vision(
+                req,
+                screenshot.as_ref(),
+                &windows,
+                &mut roots,
+                &mut warnings,
+            )
+        } else {
+            None
+        };
         let show_tree = want_tree && !roots.is_empty();
 
         let identified = identify(&roots);
@@ -400,19 +375,15 @@ impl SessionManager {
             && node_shot
             && let Some(n) = subtree.first()
         {
-            let area = n.node.bounds;
-            if let Some(w) = area
-                .and_then(|b| super::ui_action::window_of(&windows, &b))
-                .or(windows.first())
-            {
-                if area.is_none() {
-                    warnings.push(format!(
-                        "{} has no geometry on screen: the screenshot is of its whole window",
-                        n.id
-                    ));
-                }
-                screenshot = Some(self.screenshot(&live, backend.as_ref(), &display, w, area)?);
-            }
+            let shot = self.node_screenshot(
+                &live,
+                backend.as_ref(),
+                &display,
+                &windows,
+                n,
+                &mut warnings,
+            )?;
+            screenshot = shot.or(screenshot);
         }
         let rendered = render::render(
             &subtree,
@@ -461,19 +432,7 @@ impl SessionManager {
         self.append_json_event(&live, EventKind::UiSnapshot, live.pid, 0, &doc);
         Ok(UiResponse {
             display: display.label().to_string(),
-            windows: windows
-                .iter()
-                .map(|w| UiWindow {
-                    title: w.title.clone(),
-                    pid: w.pid,
-                    bounds: [
-                        i64::from(w.bounds.x),
-                        i64::from(w.bounds.y),
-                        i64::from(w.bounds.width),
-                        i64::from(w.bounds.height),
-                    ],
-                })
-                .collect(),
+            windows: windows.iter().map(ui_window).collect(),
             nodes: if show_tree {
                 structured(&subtree, &rendered.shown_ids)
             } else {
@@ -488,6 +447,86 @@ impl SessionManager {
             vision,
             warnings,
         })
+    }
+
+    /// The processes whose windows a look reads: the session's root and
+    /// its running children.
+    pub(super) fn gui_pids(&self, live: &Live) -> Vec<u32> {
+        let mut pids = vec![live.pid];
+        pids.extend(self.running_children(live).iter().map(|c| c.pid));
+        pids.dedup();
+        pids
+    }
+
+    /// Reads the screenshot with vision and merges what it found into
+    /// `roots` (the windows themselves when there is no tree); the
+    /// reply's `vision` part, or `None` with a warning saying why not.
+    fn apply_vision(
+        &self,
+        req: &UiRequest,
+        screenshot: Option<&UiScreenshot>,
+        windows: &[Window],
+        roots: &mut Vec<UiNode>,
+        warnings: &mut Vec<String>,
+    ) -> Option<Value> {
+        let (Some(shot), Some(w)) = (screenshot, windows.first()) else {
+            warnings.push("vision needs a window to look at, and the session has none".into());
+            return None;
+        };
+        match self.see(&shot.path, req) {
+            Ok(boxes) => {
+                if roots.is_empty() {
+                    // No tree to merge into: the window itself holds what
+                    // vision found.
+                    *roots = windows.iter().map(window_node).collect();
+                }
+                let merged = strobe_ui::vision::merge::merge(
+                    roots,
+                    &boxes,
+                    (w.bounds.x, w.bounds.y),
+                    req.iou_threshold,
+                );
+                Some(json!({
+                    "found": boxes.len(),
+                    "confirmed": merged.confirmed,
+                    "added": merged.added,
+                }))
+            }
+            Err(e) => {
+                warnings.push(format!(
+                    "vision could not run: {e}. The tree and the screenshot are returned without it"
+                ));
+                None
+            }
+        }
+    }
+
+    /// The screenshot of node `n` alone, cropped from its window (the
+    /// whole window, with a warning, when it has no geometry); `None`
+    /// when no window holds it.
+    fn node_screenshot(
+        &self,
+        live: &Live,
+        backend: &dyn UiBackend,
+        display: &Display,
+        windows: &[Window],
+        n: &Identified<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<UiScreenshot>, SessionError> {
+        let area = n.node.bounds;
+        let Some(w) = area
+            .and_then(|b| super::ui_action::window_of(windows, &b))
+            .or(windows.first())
+        else {
+            return Ok(None);
+        };
+        if area.is_none() {
+            warnings.push(format!(
+                "{} has no geometry on screen: the screenshot is of its whole window",
+                n.id
+            ));
+        }
+        self.screenshot(live, backend, display, w, area).map(Some)
     }
 
     /// The session's windows and each process's tree, waiting for a program

@@ -204,16 +204,9 @@ impl SessionManager {
             }
         };
         let started = Instant::now();
-        let mut pids = vec![live.pid];
-        pids.extend(self.running_children(&live).iter().map(|c| c.pid));
-        pids.dedup();
+        let pids = self.gui_pids(&live);
         let (windows, trees) = self.look(&live, backend.as_ref(), &display, &pids, true, false)?;
-        let roots: Vec<UiNode> = trees
-            .iter()
-            .filter_map(|(_, t)| t.as_ref().ok())
-            .flatten()
-            .cloned()
-            .collect();
+        let roots = super::ui_tree::roots_of(&trees);
         let identified = identify(&roots);
         let target = match req.intent.node() {
             Some(node) => Some(self.target(&live, node, &identified)?),
@@ -247,27 +240,7 @@ impl SessionManager {
         };
         let mut outcome = match ctx.perform(target.as_ref(), &identified) {
             Ok(o) => o,
-            Err(e) => {
-                // A failure because the program or its display went away
-                // (a broken pipe to the display, a bus gone) is told as that.
-                let e = super::ui::gui_lost(&live).unwrap_or(e);
-                // Refused or failed: on the timeline too, with why.
-                self.append_json_event(
-                    &live,
-                    EventKind::UiAction,
-                    live.pid,
-                    0,
-                    &json!({
-                        "action": req.intent.kind(),
-                        "node": req.intent.node(),
-                        "ok": false,
-                        "verified": false,
-                        "error": e.to_string(),
-                        "snapshotBefore": snapshot_before,
-                    }),
-                );
-                return Err(e);
-            }
+            Err(e) => return Err(self.action_failed(&live, req, e, snapshot_before)),
         };
         let action_ms = (ctx.acting.get().as_secs_f64() * 1e4).round() / 10.0;
         outcome.warnings.splice(0..0, queued);
@@ -291,12 +264,7 @@ impl SessionManager {
                 (Vec::new(), Vec::new())
             }
         };
-        let after_roots: Vec<UiNode> = after_trees
-            .iter()
-            .filter_map(|(_, t)| t.as_ref().ok())
-            .flatten()
-            .cloned()
-            .collect();
+        let after_roots = super::ui_tree::roots_of(&after_trees);
         let after_ids = identify(&after_roots);
         let after_lines = all_lines(&after_ids);
         let changes = diff(&before_lines, &after_lines);
@@ -352,6 +320,34 @@ impl SessionManager {
             }),
         );
         Ok(resp)
+    }
+
+    /// An action that was refused or failed: a failure because the program
+    /// or its display went away (a broken pipe to the display, a bus gone)
+    /// is told as that, and it is on the timeline too, with why.
+    fn action_failed(
+        &self,
+        live: &Live,
+        req: &UiActionRequest,
+        e: SessionError,
+        snapshot_before: u32,
+    ) -> SessionError {
+        let e = super::ui::gui_lost(live).unwrap_or(e);
+        self.append_json_event(
+            live,
+            EventKind::UiAction,
+            live.pid,
+            0,
+            &json!({
+                "action": req.intent.kind(),
+                "node": req.intent.node(),
+                "ok": false,
+                "verified": false,
+                "error": e.to_string(),
+                "snapshotBefore": snapshot_before,
+            }),
+        );
+        e
     }
 
     /// The node `id` names: in the tree just read, or among what vision

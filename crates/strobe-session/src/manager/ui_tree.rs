@@ -177,6 +177,30 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// Every tree a look read, its processes' roots together.
+pub(super) fn roots_of(trees: &[(u32, Result<Vec<UiNode>, strobe_ui::UiError>)]) -> Vec<UiNode> {
+    trees
+        .iter()
+        .filter_map(|(_, t)| t.as_ref().ok())
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// A window as `debug_ui` answers it.
+pub(super) fn ui_window(w: &strobe_ui::Window) -> super::ui::UiWindow {
+    super::ui::UiWindow {
+        title: w.title.clone(),
+        pid: w.pid,
+        bounds: [
+            i64::from(w.bounds.x),
+            i64::from(w.bounds.y),
+            i64::from(w.bounds.width),
+            i64::from(w.bounds.height),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
