@@ -147,212 +147,23 @@ pub fn evaluate(
             contains,
             matches,
             present,
-        } => {
-            // Every line of the window, so a failure can show the last one.
-            let (evs, _) = events(mgr, id, json!({"eventType": stream, "timeFrom": from}))?;
-            let hits: Vec<&Value> = evs
-                .iter()
-                .filter(|e| {
-                    let text = e["text"].as_str().unwrap_or("");
-                    contains.as_ref().is_none_or(|c| text.contains(c.as_str()))
-                        && matches.as_ref().is_none_or(|re| re.is_match(text))
-                })
-                .collect();
-            let what = match (contains, matches) {
-                (Some(c), Some(m)) => format!("containing {c:?} and matching /{m}/"),
-                (Some(c), None) => format!("containing {c:?}"),
-                (None, Some(m)) => format!("matching /{m}/"),
-                (None, None) => "any".into(),
-            };
-            let expected = format!(
-                "{} {stream} line {what} {window}",
-                if *present { "a" } else { "no" }
-            );
-            let actual = match hits.first() {
-                Some(h) => format!(
-                    "{} such line(s), first: {:?}",
-                    hits.len(),
-                    h["text"].as_str().unwrap_or("")
-                ),
-                None => match evs.last() {
-                    Some(l) => format!(
-                        "none among {} {stream} line(s); the last: {:?}",
-                        evs.len(),
-                        l["text"].as_str().unwrap_or("")
-                    ),
-                    None => format!("no {stream} output {window}"),
-                },
-            };
-            let shown = if hits.is_empty() {
-                last_ids(&evs)
-            } else {
-                ids(&hits)
-            };
-            Ok(Outcome::new(
-                hits.is_empty() != *present,
-                expected,
-                actual,
-                shown,
-            ))
-        }
+        } => output(mgr, id, from, window, stream, contains, matches, *present),
         On::Net {
             channel,
             status,
             body_contains,
-        } => {
-            // The newest page: the program's own socket I/O (also `net`
-            // events) may fill the window well past the first pages.
-            let evs = newest(mgr, id, json!({"eventType": "net", "timeFrom": from}))?;
-            // Each request's outcome: its answer, or why it failed.
-            let sent: Vec<&Value> = evs
-                .iter()
-                .filter(|e| e["dir"] == "answer" || e["dir"] == "failed")
-                .filter(|e| channel.as_ref().is_none_or(|c| e["channel"] == json!(c)))
-                .collect();
-            let mut expected = Vec::new();
-            if let Some(s) = status {
-                expected.push(format!("status {s}"));
-            }
-            if let Some(b) = body_contains {
-                expected.push(format!("a body containing {b:?}"));
-            }
-            let expected = format!(
-                "the latest net request {window} answered with {}",
-                expected.join(" and ")
-            );
-            let Some(last) = sent.last() else {
-                return Ok(Outcome::new(
-                    false,
-                    expected,
-                    format!("no net request was sent {window}"),
-                    vec![],
-                ));
-            };
-            let result = &last["result"];
-            let ok_status = status.as_ref().is_none_or(|s| s.holds(&result["status"]));
-            let body = result["body"]
-                .as_str()
-                .or_else(|| result["answer"].as_str())
-                .unwrap_or("");
-            let ok_body = body_contains
-                .as_ref()
-                .is_none_or(|b| body.contains(b.as_str()));
-            let actual = match last.get("error") {
-                Some(e) => format!(
-                    "{}: {}",
-                    last["summary"].as_str().unwrap_or("the request"),
-                    e.as_str().unwrap_or("failed")
-                ),
-                None => format!(
-                    "{} → status {}, body {:?}",
-                    result["request"].as_str().unwrap_or("request"),
-                    result["status"],
-                    crate::clip(body, 120)
-                ),
-            };
-            Ok(Outcome::new(
-                ok_status && ok_body && last.get("error").is_none(),
-                expected,
-                actual,
-                ids(&[*last]),
-            ))
-        }
+        } => net(mgr, id, from, window, channel, status, body_contains),
         On::File {
             path,
             exists,
             contains,
-        } => {
-            let root = mgr
-                .project_root_of(id)
-                .ok_or_else(|| format!("session {id} is not live"))?;
-            let expected = match (exists, contains) {
-                (false, _) => format!("{path} does not exist"),
-                (true, Some(c)) => format!("{path} contains {c:?}"),
-                (true, None) => format!("{path} exists"),
-            };
-            // Refused (outside the project): the check fails saying why,
-            // and nothing of the file is read or shown.
-            let found = match crate::files::look(&root, path, contains.is_some()) {
-                Ok(f) => f,
-                Err(why) => return Ok(Outcome::new(false, expected, why, vec![])),
-            };
-            use crate::files::Look;
-            let (pass, actual) = match (&found, exists, contains) {
-                (Look::Missing, false, _) => (true, format!("{path} does not exist")),
-                (Look::Missing, true, _) => (false, format!("{path} does not exist")),
-                (Look::Other(kind), false, _) => (false, format!("{path} exists ({kind})")),
-                (Look::Other(kind), true, None) => (true, format!("{path} exists ({kind})")),
-                (Look::Other(kind), true, Some(_)) => (
-                    false,
-                    format!("{path} is {kind}, not a regular file: it is not read"),
-                ),
-                (Look::File { len, .. }, false, _) => {
-                    (false, format!("{path} exists ({len} bytes)"))
-                }
-                (Look::File { len, text }, true, Some(c)) => {
-                    let text = text.as_deref().unwrap_or("");
-                    let head = if *len > crate::files::MAX_READ_BYTES {
-                        format!(
-                            " (its first {} MiB of {len} bytes searched)",
-                            crate::files::MAX_READ_BYTES >> 20
-                        )
-                    } else {
-                        String::new()
-                    };
-                    (
-                        text.contains(c.as_str()),
-                        format!("{path} holds {:?}{head}", crate::clip(text, 120)),
-                    )
-                }
-                (Look::File { len, .. }, true, None) => {
-                    (true, format!("{path} exists ({len} bytes)"))
-                }
-            };
-            Ok(Outcome::new(pass, expected, actual, vec![]))
-        }
+        } => file(mgr, id, path, *exists, contains),
         On::Ui {
             id: node,
             value,
             name,
             exists,
-        } => {
-            let ui = ui.ok_or("ui checks need a GUI driver (debug_test_scenario gives one)")?;
-            let found = ui.node(id, node)?;
-            let mut expected = vec![format!(
-                "node {node} {}",
-                if *exists { "exists" } else { "does not exist" }
-            )];
-            if let Some(v) = value {
-                expected.push(format!("its value {v}"));
-            }
-            if let Some(n) = name {
-                expected.push(format!("its name contains {n:?}"));
-            }
-            let expected = expected.join(", ");
-            let Some(n) = found else {
-                return Ok(Outcome::new(
-                    !exists,
-                    expected,
-                    format!("no node {node} in the tree"),
-                    vec![],
-                ));
-            };
-            let shown_value = n.get("value").cloned().unwrap_or(Value::Null);
-            let shown_name = n["name"].as_str().unwrap_or("").to_string();
-            let pass = *exists
-                && value.as_ref().is_none_or(|c| {
-                    c.holds(&shown_value)
-                        || shown_value
-                            .as_str()
-                            .and_then(|s| s.parse::<f64>().ok())
-                            .is_some_and(|f| c.holds(&json!(f)))
-                })
-                && name
-                    .as_ref()
-                    .is_none_or(|t| shown_name.contains(t.as_str()));
-            let actual = format!("{node} [{shown_name}] value {shown_value}");
-            Ok(Outcome::new(pass, expected, actual, vec![]))
-        }
+        } => ui_node(id, ui, node, value, name, *exists),
         On::Midi {
             channel,
             want,
@@ -396,38 +207,7 @@ pub fn evaluate(
             levels,
             silence,
             clipping,
-        } => {
-            // Sound is a state, not an occurrence: the latest window measured.
-            let evs = newest(
-                mgr,
-                id,
-                json!({"eventType": "audio", "textContains": "\"rms\""}),
-            )?;
-            let latest = evs.iter().rev().find(|e| {
-                e.get("rms").is_some() && channel.as_ref().is_none_or(|c| e["channel"] == json!(c))
-            });
-            let mut expected: Vec<String> =
-                levels.iter().map(|(k, c)| format!("{k} {c}")).collect();
-            if let Some(s) = silence {
-                expected.push(if *s { "silence".into() } else { "sound".into() });
-            }
-            if let Some(c) = clipping {
-                expected.push(if *c {
-                    "clipping".into()
-                } else {
-                    "no clipping".into()
-                });
-            }
-            let expected = format!("the program's latest audio window: {}", expected.join(", "));
-            let Some(w) = latest else {
-                return Ok(Outcome::new(false, expected, "no audio window was measured: is an audio channel open and the program's output linked (debug_channel list)?".into(), vec![]));
-            };
-            let pass = levels.iter().all(|(k, c)| c.holds(&w[*k]))
-                && silence.is_none_or(|s| w["silence"] == json!(s))
-                && clipping.is_none_or(|c| w["clipping"] == json!(c));
-            let actual = w["summary"].as_str().unwrap_or("a window").to_string();
-            Ok(Outcome::new(pass, expected, actual, ids(&[w])))
-        }
+        } => audio(mgr, id, channel, levels, *silence, *clipping),
         On::Events {
             event_type,
             channel,
@@ -471,6 +251,276 @@ pub fn evaluate(
             ))
         }
     }
+}
+
+/// An `assert: stdout`/`stderr`: a line of `stream` containing and matching
+/// what is asked, or none.
+#[allow(clippy::too_many_arguments)]
+fn output(
+    mgr: &SessionManager,
+    id: &str,
+    from: u64,
+    window: &str,
+    stream: &str,
+    contains: &Option<String>,
+    matches: &Option<regex::Regex>,
+    present: bool,
+) -> Result<Outcome, String> {
+    // Every line of the window, so a failure can show the last one.
+    let (evs, _) = events(mgr, id, json!({"eventType": stream, "timeFrom": from}))?;
+    let hits: Vec<&Value> = evs
+        .iter()
+        .filter(|e| {
+            let text = e["text"].as_str().unwrap_or("");
+            contains.as_ref().is_none_or(|c| text.contains(c.as_str()))
+                && matches.as_ref().is_none_or(|re| re.is_match(text))
+        })
+        .collect();
+    let what = match (contains, matches) {
+        (Some(c), Some(m)) => format!("containing {c:?} and matching /{m}/"),
+        (Some(c), None) => format!("containing {c:?}"),
+        (None, Some(m)) => format!("matching /{m}/"),
+        (None, None) => "any".into(),
+    };
+    let expected = format!(
+        "{} {stream} line {what} {window}",
+        if present { "a" } else { "no" }
+    );
+    let actual = match hits.first() {
+        Some(h) => format!(
+            "{} such line(s), first: {:?}",
+            hits.len(),
+            h["text"].as_str().unwrap_or("")
+        ),
+        None => match evs.last() {
+            Some(l) => format!(
+                "none among {} {stream} line(s); the last: {:?}",
+                evs.len(),
+                l["text"].as_str().unwrap_or("")
+            ),
+            None => format!("no {stream} output {window}"),
+        },
+    };
+    let shown = if hits.is_empty() {
+        last_ids(&evs)
+    } else {
+        ids(&hits)
+    };
+    Ok(Outcome::new(
+        hits.is_empty() != present,
+        expected,
+        actual,
+        shown,
+    ))
+}
+
+/// An `assert: net`: the latest request's answer.
+fn net(
+    mgr: &SessionManager,
+    id: &str,
+    from: u64,
+    window: &str,
+    channel: &Option<String>,
+    status: &Option<Compare>,
+    body_contains: &Option<String>,
+) -> Result<Outcome, String> {
+    // The newest page: the program's own socket I/O (also `net`
+    // events) may fill the window well past the first pages.
+    let evs = newest(mgr, id, json!({"eventType": "net", "timeFrom": from}))?;
+    // Each request's outcome: its answer, or why it failed.
+    let sent: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["dir"] == "answer" || e["dir"] == "failed")
+        .filter(|e| channel.as_ref().is_none_or(|c| e["channel"] == json!(c)))
+        .collect();
+    let mut expected = Vec::new();
+    if let Some(s) = status {
+        expected.push(format!("status {s}"));
+    }
+    if let Some(b) = body_contains {
+        expected.push(format!("a body containing {b:?}"));
+    }
+    let expected = format!(
+        "the latest net request {window} answered with {}",
+        expected.join(" and ")
+    );
+    let Some(last) = sent.last() else {
+        return Ok(Outcome::new(
+            false,
+            expected,
+            format!("no net request was sent {window}"),
+            vec![],
+        ));
+    };
+    let result = &last["result"];
+    let ok_status = status.as_ref().is_none_or(|s| s.holds(&result["status"]));
+    let body = result["body"]
+        .as_str()
+        .or_else(|| result["answer"].as_str())
+        .unwrap_or("");
+    let ok_body = body_contains
+        .as_ref()
+        .is_none_or(|b| body.contains(b.as_str()));
+    let actual = match last.get("error") {
+        Some(e) => format!(
+            "{}: {}",
+            last["summary"].as_str().unwrap_or("the request"),
+            e.as_str().unwrap_or("failed")
+        ),
+        None => format!(
+            "{} → status {}, body {:?}",
+            result["request"].as_str().unwrap_or("request"),
+            result["status"],
+            crate::clip(body, 120)
+        ),
+    };
+    Ok(Outcome::new(
+        ok_status && ok_body && last.get("error").is_none(),
+        expected,
+        actual,
+        ids(&[*last]),
+    ))
+}
+
+/// An `assert: file`: a file of the project (never one outside it).
+fn file(
+    mgr: &SessionManager,
+    id: &str,
+    path: &str,
+    exists: bool,
+    contains: &Option<String>,
+) -> Result<Outcome, String> {
+    let root = mgr
+        .project_root_of(id)
+        .ok_or_else(|| format!("session {id} is not live"))?;
+    let expected = match (exists, contains) {
+        (false, _) => format!("{path} does not exist"),
+        (true, Some(c)) => format!("{path} contains {c:?}"),
+        (true, None) => format!("{path} exists"),
+    };
+    // Refused (outside the project): the check fails saying why,
+    // and nothing of the file is read or shown.
+    let found = match crate::files::look(&root, path, contains.is_some()) {
+        Ok(f) => f,
+        Err(why) => return Ok(Outcome::new(false, expected, why, vec![])),
+    };
+    use crate::files::Look;
+    let (pass, actual) = match (&found, exists, contains) {
+        (Look::Missing, false, _) => (true, format!("{path} does not exist")),
+        (Look::Missing, true, _) => (false, format!("{path} does not exist")),
+        (Look::Other(kind), false, _) => (false, format!("{path} exists ({kind})")),
+        (Look::Other(kind), true, None) => (true, format!("{path} exists ({kind})")),
+        (Look::Other(kind), true, Some(_)) => (
+            false,
+            format!("{path} is {kind}, not a regular file: it is not read"),
+        ),
+        (Look::File { len, .. }, false, _) => (false, format!("{path} exists ({len} bytes)")),
+        (Look::File { len, text }, true, Some(c)) => {
+            let text = text.as_deref().unwrap_or("");
+            let head = if *len > crate::files::MAX_READ_BYTES {
+                format!(
+                    " (its first {} MiB of {len} bytes searched)",
+                    crate::files::MAX_READ_BYTES >> 20
+                )
+            } else {
+                String::new()
+            };
+            (
+                text.contains(c.as_str()),
+                format!("{path} holds {:?}{head}", crate::clip(text, 120)),
+            )
+        }
+        (Look::File { len, .. }, true, None) => (true, format!("{path} exists ({len} bytes)")),
+    };
+    Ok(Outcome::new(pass, expected, actual, vec![]))
+}
+
+/// An `assert: ui`: a node of the GUI by its `debug_ui` id.
+fn ui_node(
+    id: &str,
+    ui: Option<&dyn crate::UiDriver>,
+    node: &str,
+    value: &Option<Compare>,
+    name: &Option<String>,
+    exists: bool,
+) -> Result<Outcome, String> {
+    let ui = ui.ok_or("ui checks need a GUI driver (debug_test_scenario gives one)")?;
+    let found = ui.node(id, node)?;
+    let mut expected = vec![format!(
+        "node {node} {}",
+        if exists { "exists" } else { "does not exist" }
+    )];
+    if let Some(v) = value {
+        expected.push(format!("its value {v}"));
+    }
+    if let Some(n) = name {
+        expected.push(format!("its name contains {n:?}"));
+    }
+    let expected = expected.join(", ");
+    let Some(n) = found else {
+        return Ok(Outcome::new(
+            !exists,
+            expected,
+            format!("no node {node} in the tree"),
+            vec![],
+        ));
+    };
+    let shown_value = n.get("value").cloned().unwrap_or(Value::Null);
+    let shown_name = n["name"].as_str().unwrap_or("").to_string();
+    let pass = exists
+        && value.as_ref().is_none_or(|c| {
+            c.holds(&shown_value)
+                || shown_value
+                    .as_str()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .is_some_and(|f| c.holds(&json!(f)))
+        })
+        && name
+            .as_ref()
+            .is_none_or(|t| shown_name.contains(t.as_str()));
+    let actual = format!("{node} [{shown_name}] value {shown_value}");
+    Ok(Outcome::new(pass, expected, actual, vec![]))
+}
+
+/// An `assert: audio`: the latest window measured (sound is a state, not an
+/// occurrence).
+fn audio(
+    mgr: &SessionManager,
+    id: &str,
+    channel: &Option<String>,
+    levels: &[(&'static str, Compare)],
+    silence: Option<bool>,
+    clipping: Option<bool>,
+) -> Result<Outcome, String> {
+    // Sound is a state, not an occurrence: the latest window measured.
+    let evs = newest(
+        mgr,
+        id,
+        json!({"eventType": "audio", "textContains": "\"rms\""}),
+    )?;
+    let latest = evs.iter().rev().find(|e| {
+        e.get("rms").is_some() && channel.as_ref().is_none_or(|c| e["channel"] == json!(c))
+    });
+    let mut expected: Vec<String> = levels.iter().map(|(k, c)| format!("{k} {c}")).collect();
+    if let Some(s) = silence {
+        expected.push(if s { "silence".into() } else { "sound".into() });
+    }
+    if let Some(c) = clipping {
+        expected.push(if c {
+            "clipping".into()
+        } else {
+            "no clipping".into()
+        });
+    }
+    let expected = format!("the program's latest audio window: {}", expected.join(", "));
+    let Some(w) = latest else {
+        return Ok(Outcome::new(false, expected, "no audio window was measured: is an audio channel open and the program's output linked (debug_channel list)?".into(), vec![]));
+    };
+    let pass = levels.iter().all(|(k, c)| c.holds(&w[*k]))
+        && silence.is_none_or(|s| w["silence"] == json!(s))
+        && clipping.is_none_or(|c| w["clipping"] == json!(c));
+    let actual = w["summary"].as_str().unwrap_or("a window").to_string();
+    Ok(Outcome::new(pass, expected, actual, ids(&[w])))
 }
 
 #[allow(clippy::too_many_arguments)]
