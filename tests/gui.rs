@@ -221,21 +221,11 @@ async fn a_gtk_window_is_seen_with_stable_ids_subtrees_a_cap_and_a_screenshot() 
         .await
         .unwrap();
     let structured = raw.structured_content.clone().unwrap();
-    let image = raw
-        .content
-        .iter()
-        .find_map(|c| c.as_image().map(|i| i.data.clone()))
-        .expect("image content");
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(image)
-        .unwrap();
+    let png = png_of(&raw);
     let path = structured["screenshot"]["path"].as_str().unwrap();
     assert!(path.starts_with(env.path().to_str().unwrap()), "{path}");
     assert_eq!(std::fs::read(path).unwrap(), png);
-    let decoder = png::Decoder::new(std::io::Cursor::new(png));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
+    let (info, buf) = pixels(png);
     assert_eq!((info.width, info.height), (640, 420));
     let swatch = find(&flatten(&structured["nodes"]), "drawing area", "Swatch")["bounds"].clone();
     let (x, y) = (
@@ -245,42 +235,8 @@ async fn a_gtk_window_is_seen_with_stable_ids_subtrees_a_cap_and_a_screenshot() 
     let at = ((y * u64::from(info.width) + x) * 4) as usize;
     assert_eq!(&buf[at..at + 3], &[255, 0, 255], "the swatch is magenta");
 
-    // A screenshot of one node (its id): its box alone, all magenta.
     let swatch_id = find(&flatten(&structured["nodes"]), "drawing area", "Swatch")["id"].clone();
-    let raw = c
-        .raw(
-            "debug_ui",
-            json!({"sessionId": id, "mode": "screenshot", "id": swatch_id}),
-        )
-        .await
-        .unwrap();
-    assert_ne!(raw.is_error, Some(true), "{:?}", raw.content);
-    let image = raw
-        .content
-        .iter()
-        .find_map(|c| c.as_image().map(|i| i.data.clone()))
-        .expect("image content");
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(image)
-        .unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
-        .read_info()
-        .unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!(
-        (u64::from(info.width), u64::from(info.height)),
-        (
-            swatch["width"].as_u64().unwrap(),
-            swatch["height"].as_u64().unwrap()
-        )
-    );
-    assert!(
-        buf[..info.buffer_size()]
-            .chunks_exact(4)
-            .all(|p| p[..3] == [255, 0, 255]),
-        "not the swatch alone"
-    );
+    a_nodes_screenshot_is_its_box_alone(&c, &id, &swatch_id, &swatch).await;
 
     // Every look is on the timeline, with its diff.
     let snapshots = c.events(&id, Some("ui_snapshot")).await;
@@ -309,6 +265,59 @@ async fn a_gtk_window_is_seen_with_stable_ids_subtrees_a_cap_and_a_screenshot() 
             .filter(|&&p| support::running(p))
             .collect::<Vec<_>>()
     );
+}
+
+/// A screenshot of one node (its id): its box alone, all magenta.
+async fn a_nodes_screenshot_is_its_box_alone(
+    c: &Client,
+    id: &str,
+    swatch_id: &Value,
+    swatch: &Value,
+) {
+    let raw = c
+        .raw(
+            "debug_ui",
+            json!({"sessionId": id, "mode": "screenshot", "id": swatch_id}),
+        )
+        .await
+        .unwrap();
+    assert_ne!(raw.is_error, Some(true), "{:?}", raw.content);
+    let (info, buf) = pixels(png_of(&raw));
+    assert_eq!(
+        (u64::from(info.width), u64::from(info.height)),
+        (
+            swatch["width"].as_u64().unwrap(),
+            swatch["height"].as_u64().unwrap()
+        )
+    );
+    assert!(
+        buf[..info.buffer_size()]
+            .chunks_exact(4)
+            .all(|p| p[..3] == [255, 0, 255]),
+        "not the swatch alone"
+    );
+}
+
+/// The PNG bytes of a reply's image content.
+fn png_of(raw: &rmcp::model::CallToolResult) -> Vec<u8> {
+    let image = raw
+        .content
+        .iter()
+        .find_map(|c| c.as_image().map(|i| i.data.clone()))
+        .expect("image content");
+    base64::engine::general_purpose::STANDARD
+        .decode(image)
+        .unwrap()
+}
+
+/// A PNG's first frame and its pixels.
+fn pixels(png: Vec<u8>) -> (png::OutputInfo, Vec<u8>) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    (info, buf)
 }
 
 /// Without a DISPLAY to inherit, a GUI program gets a virtual display on
