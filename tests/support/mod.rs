@@ -183,7 +183,15 @@ pub fn compile_with(file: &str, compiler: &str, flags: &[&str]) -> PathBuf {
             .status()
             .expect("compiler runs");
         assert!(st.success(), "{compiler} failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
+        // Never over an existing build: another test that compiled it at
+        // the same time may already run it, and replacing the file left
+        // that process's /proc/PID/exe "(deleted)" (its symbols unreadable).
+        match std::fs::hard_link(&tmp, &out) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => panic!("{}: {e}", out.display()),
+        }
+        std::fs::remove_file(&tmp).unwrap();
     }
     out
 }
