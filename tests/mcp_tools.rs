@@ -181,6 +181,49 @@ async fn crashes_record_their_signal() {
     }
 }
 
+/// A stack overflow leaves the kernel no stack to run a signal handler on:
+/// without the signal stacks the agent gives the program's threads, the
+/// process died unreported. On the main thread and on a thread of its own,
+/// it is a crash named as an overflow, with the recursing frames.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stack_overflow_is_a_crash_with_the_recursing_frames() {
+    let env = Env::new();
+    let c = env.client().await;
+    for mode in ["overflow", "thread-overflow"] {
+        let (id, pid) = c.launch(&fixture("crash"), &[mode]).await;
+        let status = c.wait_ended(&id).await;
+        assert_eq!(status["state"], "crashed", "{mode}: {status}");
+        let crash = c.events(&id, Some("crash")).await;
+        assert_eq!(crash.len(), 1, "{mode}: {crash:?}");
+        let crash = &crash[0];
+        assert_eq!(crash["kind"], "access-violation", "{mode}: {crash}");
+        assert_eq!(crash["stackOverflow"], true, "{mode}: {crash}");
+        assert!(
+            crash["memory"]["cause"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("stack overflow")),
+            "{mode}: {crash}"
+        );
+        let main_thread = crash["tid"] == pid;
+        assert_eq!(main_thread, mode == "overflow", "{mode}: {crash}");
+        // The recursion is one frame standing for the run of them.
+        let frames = crash["backtrace"].as_array().unwrap();
+        assert_eq!(frames[0]["name"], "descend", "{mode}: {crash}");
+        let run = frames
+            .iter()
+            .find(|f| f["repeated"].as_u64().is_some_and(|n| n > 10))
+            .unwrap_or_else(|| panic!("{mode}: no run of repeated frames: {crash}"));
+        assert_eq!(run["name"], "descend", "{mode}: {run}");
+        let exit = c.events(&id, Some("process_exit")).await;
+        assert!(
+            exit[0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("stack overflow in descend (crash.c:")),
+            "{mode}: {exit:?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn classic_executables_get_crash_frames_memory_and_breakpoints() {
     // A non-PIE executable's symbols count from 0x400000, a PIE's from 0:

@@ -290,6 +290,61 @@ async fn attaching_to_a_running_process_traces_it_and_stop_leaves_it_running() {
     target.wait().unwrap();
 }
 
+/// Threads started while attached begin in the agent's signal-stack set-up
+/// (agent/src/native/signal_stack.ts), and threads alive at the detach end
+/// after the agent's code is gone: none of them may return into it or call
+/// its destructor then. The target starts a thread lasting 300 ms every tick.
+#[tokio::test(flavor = "multi_thread")]
+async fn threads_started_while_attached_end_safely_after_the_detach() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let c = env.client().await;
+    let exe = fixture("attachee");
+    let mut target = support::Spawned::start(
+        std::process::Command::new(&exe)
+            .arg("threads")
+            .stdout(std::process::Stdio::piped()),
+    );
+    let pid = target.id();
+    let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
+    let mut ticks = move |n: usize| {
+        for _ in 0..n {
+            lines.next().expect("the target still prints").unwrap();
+        }
+    };
+    ticks(1);
+    let v = c
+        .ok(
+            "debug_launch",
+            json!({"attachPid": pid, "projectRoot": exe.parent().unwrap()}),
+        )
+        .await;
+    let id = v["sessionId"].as_str().unwrap().to_string();
+    // About a second of ticks, each starting a thread under the agent.
+    ticks(150);
+    let st = c
+        .ok(
+            "debug_session",
+            json!({"action": "stop", "sessionId": id, "retain": true}),
+        )
+        .await;
+    assert_eq!(st["state"], "stopped", "{st}");
+    let agent_mapped =
+        || std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.contains("frida"));
+    assert!(
+        support::wait_until(std::time::Duration::from_secs(10), || !agent_mapped()),
+        "the agent is unloaded"
+    );
+    // Well past the 300 ms the last threads started under the agent live.
+    ticks(200);
+    assert!(
+        target.try_wait().unwrap().is_none(),
+        "the process survived its threads ending after the detach"
+    );
+    target.kill().unwrap();
+    target.wait().unwrap();
+}
+
 /// A process another tracer holds (here a Python helper that seized it
 /// with ptrace) cannot be attached to: Frida would fall back to an
 /// injection that can hang. The error names the tracer, after a wait long

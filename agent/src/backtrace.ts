@@ -47,16 +47,19 @@ function framePointerWalk(ctx: CpuContext): NativePointer[] {
  * starting at its pc. Frida's DWARF unwinder stops at the tracer's hook (it does
  * not see the hook's registered unwind info), so the frame-pointer chain is
  * tried too and the walk that reaches more frames in modules wins; tracer code and
- * addresses outside any module are left out.
+ * addresses outside any module are left out. `overflowed`: the thread used
+ * up its stack, and Frida's unwinders, which read it unguarded, kill the
+ * process there (measured: both of them, in a handler on an alternate
+ * stack); only the guarded frame-pointer walk is tried.
  */
-export function backtrace(ctx: CpuContext): Frame[] {
+export function backtrace(ctx: CpuContext, overflowed = false): Frame[] {
     // The tracer's code (hook, stubs, relocated prologues) lives in
     // anonymous memory, outside every module, so this drops it too.
     const keep = (addrs: NativePointer[]) =>
         addrs.filter(a => Process.findModuleByAddress(a) !== null).slice(0, 64);
     let accurate: NativePointer[] = [];
     try {
-        accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
+        if (!overflowed) accurate = keep(Thread.backtrace(ctx, Backtracer.ACCURATE));
     } catch (_e) {
         accurate = [];
     }
@@ -66,3 +69,21 @@ export function backtrace(ctx: CpuContext): Frame[] {
     return [frameOf(ctx.pc), ...frames.map(a => frameOf(a, true))];
 }
 
+/** How near the stack pointer a fault must be to be a stack overflow: a
+ *  frame's own locals, reached by a push or a store below the new rsp. */
+const OVERFLOW_REACH = 64 * 1024;
+
+/** The fault at `address` is the thread running off the end of its stack:
+ *  near the stack pointer, in memory that cannot be read (the guard page
+ *  or the gap below the stack). */
+export function isStackOverflow(ctx: CpuContext, address: NativePointer): boolean {
+    const sp = ctx.sp;
+    const distance = address.compare(sp) < 0 ? sp.sub(address) : address.sub(sp);
+    if (distance.compare(ptr(OVERFLOW_REACH)) > 0) return false;
+    try {
+        address.readU8();
+        return false;
+    } catch (_e) {
+        return true;
+    }
+}

@@ -4,6 +4,7 @@
 import { armPause, updateBreakpoints } from "./breakpoints.js";
 import { installLifecycleHooks, markFollowing } from "./lifecycle.js";
 import { guardBulkCloses } from "./native/bulkclose.js";
+import { forgetSignalStacks, giveThreadsSignalStacks } from "./native/signal_stack.js";
 import { closeFds, ownOutput } from "./output.js";
 import { watchSockets } from "./sockets.js";
 import { journalAddress, undoAllPatches, undoJournal } from "./native/patch.js";
@@ -154,6 +155,12 @@ try {
     // Without the guard, a followed child that closes every descriptor
     // before exec may hang; everything else works.
 }
+try {
+    giveThreadsSignalStacks();
+} catch (_e) {
+    // Without signal stacks, a stack overflow kills the process unreported
+    // (the daemon still records the death as a crash); everything else works.
+}
 startTracers();
 listen();
 rpc.exports = {
@@ -162,6 +169,7 @@ rpc.exports = {
         // Detached from a process that runs on: leave it as it was.
         undoAllPatches();
         detachTracers();
+        forgetSignalStacks();
     },
 };
 send_({

@@ -5,10 +5,10 @@
 // return from `main` reach too) and crashes from the exception handler, each
 // time blocking until the daemon acknowledges.
 import { onTrap } from "./breakpoints.js";
-import { backtrace as stackOf } from "./backtrace.js";
+import { isStackOverflow, backtrace as stackOf } from "./backtrace.js";
 import { CrashContext, Frame, sendAndWait } from "./protocol.js";
 import { registerAtforkChild } from "./native/atfork.js";
-import { PROT_ALL, rawAlloc, u64Bytes } from "./native/memory.js";
+import { PROT_ALL, rawAlloc, u32Bytes, u64Bytes } from "./native/memory.js";
 import { asOwnCode } from "./native/own_code.js";
 
 const SIGNALS: Record<string, string> = {
@@ -84,10 +84,12 @@ export function installLifecycleHooks(flush: () => void, tracedContext: () => Cr
         memory?: { operation: string; address: NativePointer }): void => {
         crashReported = true;
         let backtrace: Frame[] = [];
+        let stackOverflow = false;
         try {
+            stackOverflow = memory !== undefined && isStackOverflow(context as CpuContext, memory.address);
             // Registers a native listener copied out have no CpuContext:
             // the frame-pointer walk uses them; the daemon unwinds anyway.
-            backtrace = stackOf(context as CpuContext);
+            backtrace = stackOf(context as CpuContext, stackOverflow);
         } catch (_e) {
             // An unwinding failure must not keep the crash from being reported.
         }
@@ -123,6 +125,7 @@ export function installLifecycleHooks(flush: () => void, tracedContext: () => Cr
             registers,
             backtrace,
             exceptionType,
+            stackOverflow,
             ...traced,
         }, "crash-ack");
         exitReported = true;
@@ -247,8 +250,4 @@ function originalBytes(at: NativePointer): number[] | null {
     } catch (_e) {
         return null;
     }
-}
-
-function u32Bytes(n: number): number[] {
-    return [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff];
 }

@@ -103,7 +103,9 @@ export type AgentMessage =
         memory?: { operation: string; address: string };
         registers: Record<string, string>; backtrace: Frame[];
         /** Mangled type name of the exception std::terminate was called for. */
-        exceptionType?: string } & CrashContext
+        exceptionType?: string;
+        /** The thread ran off the end of its stack. */
+        stackOverflow?: boolean } & CrashContext
     /** `count` 32-byte records follow as the message's data. */
     | { type: "trace"; count: number }
     /** The ring's memory is the memfd `fd` (`bytes` long, then

@@ -51,6 +51,7 @@ export const agentMessages = [
             }
         ],
         "exceptionType": "St13runtime_error",
+        "stackOverflow": true,
         "pythonBacktrace": [
             {
                 "function": "trigger",

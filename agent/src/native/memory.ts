@@ -122,3 +122,8 @@ export function utf8(text: string): number[] {
     }
     return out;
 }
+
+/** `n`'s four bytes, little-endian (for machine code). */
+export function u32Bytes(n: number): number[] {
+    return [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff];
+}

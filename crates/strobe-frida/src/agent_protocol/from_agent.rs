@@ -177,6 +177,14 @@ pub struct CrashReport {
         skip_serializing_if = "Option::is_none"
     )]
     pub exception_type: Option<String>,
+    /// The thread ran off the end of its stack (a fault next to the stack
+    /// pointer, in memory that cannot be read): deep or endless recursion.
+    #[serde(
+        rename = "stackOverflow",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub stack_overflow: bool,
     /// The crashing thread's Python frames, innermost first (a segfault in
     /// a C extension called from Python).
     #[serde(

@@ -16,6 +16,7 @@
 
 use super::breakpoints::{StoppedFrame, read_local};
 use super::memory::Mem;
+use super::stack_overflow;
 use super::{Live, SessionManager};
 use crate::diagnosis::{self, Diagnosis, StderrLine};
 use crate::frames;
@@ -68,6 +69,10 @@ pub(super) fn sanitizers_abort_on_error(env: &mut BTreeMap<String, String>) {
 /// page lies past the end of the file (SIGBUS).
 fn classify_fault(pid: u32, crash: &mut Value) {
     if crash["kind"] != "access-violation" {
+        return;
+    }
+    if crash["stackOverflow"] == true {
+        crash["memory"]["cause"] = json!(stack_overflow::CAUSE);
         return;
     }
     let Some(addr) = crash["memory"]["address"]
@@ -133,6 +138,9 @@ impl SessionManager {
             self.merge_backtrace(live, &mut payload["backtrace"], &walk);
         }
         self.refine_backtrace(live, &mut payload["backtrace"]);
+        if payload["stackOverflow"] == true {
+            stack_overflow::collapse_repeats(&mut payload["backtrace"]);
+        }
         self.append_json_event(live, EventKind::Crash, report.pid, report.tid, &payload);
         let main = live.root().is_none_or(|r| r.pid == live.pid);
         if main {
@@ -192,7 +200,9 @@ impl SessionManager {
             sanitizer: crash.get("sanitizer").cloned(),
             ..Diagnosis::default()
         };
-        shown.headline()
+        shown.headline().or_else(|| {
+            (crash["stackOverflow"] == true).then(|| stack_overflow::headline(&crash["backtrace"]))
+        })
     }
 
     /// A Rust panic that unwound out of `main` exits with 101 and a

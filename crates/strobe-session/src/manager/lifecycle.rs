@@ -430,18 +430,23 @@ fn is_fault(sig: i32) -> bool {
 
 impl SessionManager {
     /// The process died of a fault signal and no crash report came: the
-    /// agent's exception handler reports every fault of the program's own
-    /// threads, so this one was in a thread it cannot report from, Frida's
-    /// own (Strobe's agent or Frida itself). Recorded as a crash that says
-    /// so, with the process's last events, never as a signal "sent from
-    /// outside Strobe".
+    /// agent's exception handler reports every fault it is called for, so
+    /// none could run. On a thread without a signal stack, a stack overflow
+    /// leaves the handler no stack to run on; the agent gives one to the
+    /// main thread of a launched program and to every thread pthread_create
+    /// starts, so the rest are threads already running when Strobe attached
+    /// or started another way, and faults in Strobe's own code. Recorded as
+    /// a crash that says so, with the process's last events, never as a
+    /// signal "sent from outside Strobe".
     fn unreported_fault(&self, live: &Live, sig: i32) {
         let name = crate::exit_watch::signal_name(sig);
         let headline = format!(
-            "died of {name} (signal {sig}) with no crash report: the fault was not in one of the \
-             program's threads (those are reported with a backtrace), so most likely in Strobe's \
-             own code in the process (its agent or Frida); this is a Strobe bug, please report it \
-             with the daemon log ({}) and this session's last events",
+            "died of {name} (signal {sig}) with no crash report: no handler could run for the \
+             fault. Most likely a stack overflow in a thread Strobe could not give a signal stack \
+             (one running before Strobe attached, or not started by pthread_create): look for deep \
+             recursion in the last calls (debug_query {{eventType: \"function_enter\"}}). \
+             Otherwise a fault in Strobe's own code in the process: please report it with the \
+             daemon log ({})",
             self.home().logs_dir().join("daemon.log").display()
         );
         let event = json!({

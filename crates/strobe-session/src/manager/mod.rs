@@ -24,6 +24,7 @@ mod python_hooks;
 mod python_memory;
 mod ring_drain;
 mod scenario_support;
+mod stack_overflow;
 pub mod staged;
 mod status;
 pub mod threads;
