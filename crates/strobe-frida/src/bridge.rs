@@ -138,6 +138,8 @@ struct Inner {
     terminated: AtomicBool,
     log_path: PathBuf,
     frida_version: String,
+    /// Frida's temporary files; removed once the bridge is gone.
+    _tmp: crate::bridge_tmp::BridgeTmp,
 }
 
 /// Handle to a running bridge process.
@@ -175,6 +177,7 @@ impl Bridge {
         let (err_r, err_w) = io::pipe()?;
         let (in_r, in_w) = io::pipe()?;
         let theirs_fd = theirs.as_raw_fd();
+        let tmp = crate::bridge_tmp::BridgeTmp::create(work_dir)?;
         let mut cmd = Command::new(python);
         cmd.arg("-u")
             .arg(&script)
@@ -182,7 +185,8 @@ impl Bridge {
             .stdin(in_r)
             .stdout(out_w)
             .stderr(err_w)
-            .env("PYTHONDONTWRITEBYTECODE", "1");
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("TMPDIR", tmp.path());
         // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -250,6 +254,7 @@ impl Bridge {
             terminated: AtomicBool::new(false),
             log_path: log_path.to_path_buf(),
             frida_version,
+            _tmp: tmp,
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()

@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod agent_protocol;
 pub mod bridge;
+mod bridge_tmp;
 pub mod protocol;
 pub mod python;
 

@@ -259,3 +259,56 @@ fn every_terminate_returns_once_the_bridge_is_gone() {
     );
     first.join().unwrap();
 }
+
+/// Frida writes its helper and agent (about 10 MB) into a directory under
+/// TMPDIR and removes it only when it shuts down cleanly: killed bridges
+/// left `/tmp/frida-*` behind (3.3 GB over a few suite runs). A bridge's
+/// TMPDIR is its own, under its work directory, and goes with the bridge.
+#[test]
+fn a_killed_bridges_frida_files_go_with_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bridge = Bridge::start(&python(), tmp.path(), &tmp.path().join("bridge.log"), T).unwrap();
+    let agent = bridge.ensure_agent(&tmp.path().join("cache"), T).unwrap();
+    let _output = bridge.take_output().unwrap();
+    let target = bridge
+        .spawn(
+            &SpawnRequest {
+                argv: vec!["/bin/sleep".into(), "30".into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: None,
+                agent_js: agent,
+                follow_children: false,
+            },
+            T,
+        )
+        .unwrap();
+    let bridge_tmp: Vec<_> = std::fs::read_dir(tmp.path().join("tmp"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(bridge_tmp.len(), 1, "{bridge_tmp:?}");
+    let frida_dirs = || {
+        std::fs::read_dir(&bridge_tmp[0])
+            .map(|d| d.flatten().count())
+            .unwrap_or(0)
+    };
+    assert!(
+        frida_dirs() > 0,
+        "Frida wrote its files into the bridge's TMPDIR"
+    );
+    // SAFETY: signalling our own child process, then the target it spawned.
+    unsafe { libc::kill(bridge.process_id() as i32, libc::SIGKILL) };
+    // The agent's first messages may come before the news of its death.
+    while !matches!(
+        bridge.events().recv_timeout(T).expect("bridge event"),
+        BridgeEvent::Gone { .. }
+    ) {}
+    unsafe { libc::kill(target as i32, libc::SIGKILL) };
+    drop(bridge);
+    assert!(
+        !bridge_tmp[0].exists(),
+        "{} is removed with the bridge",
+        bridge_tmp[0].display()
+    );
+}

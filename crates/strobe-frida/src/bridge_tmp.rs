@@ -1,0 +1,121 @@
+//! A temporary directory per bridge, for Frida's own files.
+//!
+//! Frida writes its helper and agent libraries (about 10 MB) into a fresh
+//! directory under `TMPDIR` and deletes it when it shuts down cleanly. A
+//! bridge that is killed (a daemon killed, a test that kills the bridge)
+//! leaves it: the test suite once left 3.3 GB of `/tmp/frida-*`. So each
+//! bridge gets `TMPDIR` = a directory of its own under the daemon's
+//! `bridge/tmp/`, removed when the bridge is gone, and directories whose
+//! daemon is no longer running are removed when the next bridge starts.
+//! Targets never see this `TMPDIR`: a spawn passes the target's own
+//! environment.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bridges started by this process, for unique names.
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// One bridge's directory; removed (with what Frida left in it) on drop.
+#[derive(Debug)]
+pub(crate) struct BridgeTmp {
+    path: PathBuf,
+}
+
+impl BridgeTmp {
+    /// Makes `<work_dir>/tmp/<pid>-<start time>-<n>` (owner-only) for a new
+    /// bridge of this process, after removing those of dead processes.
+    pub(crate) fn create(work_dir: &Path) -> io::Result<BridgeTmp> {
+        let root = work_dir.join("tmp");
+        fs::create_dir_all(&root)?;
+        remove_orphans(&root);
+        let me = std::process::id();
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let path = root.join(format!("{me}-{}-{n}", start_time(me).unwrap_or(0)));
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(false)
+            .create(&path)?;
+        Ok(BridgeTmp { path })
+    }
+
+    /// The directory (the bridge's `TMPDIR`).
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for BridgeTmp {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Removes the directories of processes that are gone: a name's pid is not
+/// running, or runs with another start time (the pid was reused).
+fn remove_orphans(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, started)) = owner(&name.to_string_lossy()) else {
+            continue;
+        };
+        if start_time(pid) != Some(started) {
+            // Never through a link: remove_dir_all does not follow the
+            // entry itself if it is one, and removes only the link.
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// `(pid, start time)` from a directory name `<pid>-<start time>-<n>`.
+fn owner(name: &str) -> Option<(u32, u64)> {
+    let mut parts = name.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    let started = parts.next()?.parse().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    Some((pid, started))
+}
+
+/// A process's start time (clock ticks since boot, `/proc/PID/stat` field
+/// 22): with the pid, it names one process.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields
+    // are counted after its closing parenthesis.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dead_processs_directories_go_and_a_live_ones_stay() {
+        let work = tempfile::tempdir().unwrap();
+        let ours = BridgeTmp::create(work.path()).unwrap();
+        std::fs::write(ours.path().join("frida-helper"), b"x").unwrap();
+        // pid 0 is never a process; a live pid with the wrong start time is
+        // a reused pid.
+        let dead = work.path().join("tmp/0-1-0");
+        let reused = work.path().join(format!("tmp/{}-1-0", std::process::id()));
+        let not_ours = work.path().join("tmp/notes");
+        for d in [&dead, &reused, &not_ours] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let second = BridgeTmp::create(work.path()).unwrap();
+        assert!(!dead.exists() && !reused.exists());
+        assert!(not_ours.exists(), "a name that is not ours is left alone");
+        assert!(ours.path().join("frida-helper").exists());
+        assert_ne!(ours.path(), second.path());
+        let kept = ours.path().to_path_buf();
+        drop(ours);
+        assert!(!kept.exists(), "removed with what was in it");
+    }
+}
