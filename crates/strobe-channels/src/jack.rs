@@ -1,12 +1,12 @@
 //! The JACK client the `midi` and `audio` channels share the code of: one
 //! client per channel on the program's server (named, never started here),
-//! libjack loaded at run time (a machine without JACK gets an error saying
-//! what to install, not a daemon that fails to start), a process callback
-//! that never blocks, and a connector thread that links the channel's
-//! ports to the program's as they appear — the program may register them
-//! after the channel opened, or again after a restart.
+//! libjack loaded at run time by `jack_lib` (a machine without JACK gets
+//! an error saying what to install, not a daemon that fails to start), a
+//! process callback that never blocks, and a connector thread that links
+//! the channel's ports to the program's as they appear — the program may
+//! register them after the channel opened, or again after a restart.
 
-use jack_sys as j;
+use crate::jack_lib::{self, Jack, Nframes, PORT_IS_INPUT, PORT_IS_OUTPUT, RawClient, RawPort};
 use std::ffi::{CStr, CString, c_void};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,7 +30,10 @@ pub(crate) trait Cycle: Send + Sync + 'static {
 
 /// A registered port of the channel's client.
 #[derive(Clone, Copy)]
-pub(crate) struct Port(*mut j::jack_port_t);
+pub(crate) struct Port {
+    raw: *mut RawPort,
+    jack: &'static Jack,
+}
 
 // SAFETY: a port handle is an opaque pointer JACK lets any thread use.
 unsafe impl Send for Port {}
@@ -41,7 +44,13 @@ impl Port {
     /// The port's buffer for this cycle (valid until the cycle ends).
     pub(crate) fn buffer(&self, nframes: u32) -> *mut c_void {
         // SAFETY: called from the process callback with its nframes.
-        unsafe { j::jack_port_get_buffer(self.0, nframes) }
+        unsafe { (self.jack.port_get_buffer)(self.raw, nframes) }
+    }
+
+    /// The library the port came from (a channel's cycle calls its MIDI
+    /// functions on the port's buffer).
+    pub(crate) fn jack(&self) -> &'static Jack {
+        self.jack
     }
 }
 
@@ -127,7 +136,7 @@ impl Xruns {
     }
 }
 
-unsafe extern "C" fn on_process(nframes: j::jack_nframes_t, arg: *mut c_void) -> i32 {
+unsafe extern "C" fn on_process(nframes: Nframes, arg: *mut c_void) -> i32 {
     // SAFETY: arg is the State the client was given; it outlives the client.
     let state = unsafe { &*(arg as *const State) };
     state.handler.cycle(&state.ports, nframes);
@@ -160,7 +169,10 @@ pub(crate) struct Client {
 }
 
 #[derive(Clone, Copy)]
-struct Raw(*mut j::jack_client_t);
+struct Raw {
+    client: *mut RawClient,
+    jack: &'static Jack,
+}
 // SAFETY: JACK's client API may be called from any non-RT thread.
 unsafe impl Send for Raw {}
 // SAFETY: as above.
@@ -201,50 +213,37 @@ impl Client {
         handler: Box<dyn Cycle>,
         program: Program,
     ) -> Result<Client, String> {
-        if let Err(e) = j::library() {
-            return Err(format!(
-                "libjack could not be loaded ({e}): install JACK (Debian: apt-get install jackd2; `./dev setup` does)"
-            ));
-        }
+        let jack = jack_lib::jack().map_err(|e| e.to_string())?;
         let cname = CString::new(name).map_err(|_| "a client name has no NUL".to_string())?;
         let cserver = CString::new(server).map_err(|_| "a server name has no NUL".to_string())?;
-        let mut status: j::jack_status_t = 0;
-        // SAFETY: valid C strings; JackNoStartServer: never start one here.
-        let raw = unsafe {
-            j::jack_client_open_with_server_name(
-                cname.as_ptr(),
-                j::JackNoStartServer,
-                &mut status,
-                cserver.as_ptr(),
-            )
-        };
-        if raw.is_null() {
-            return Err(format!(
+        // Never starts a server: the program's is the one to use.
+        let raw = jack.open_client(&cname, &cserver).map_err(|status| {
+            format!(
                 "no JACK server {server:?} is running (status {status:#x}): start one — \
                  JACK_NO_AUDIO_RESERVATION=1 jackd -n {server} -d dummy -r 48000 -p 256 — and launch the program \
                  with env JACK_DEFAULT_SERVER={server}, or launch with debug_launch {{jack: \"auto\"}} to have Strobe start \
                  a private one"
-            ));
-        }
-        let raw = Raw(raw);
+            )
+        })?;
+        let raw = Raw { client: raw, jack };
         let mut registered = Vec::new();
         for p in ports {
             let pname = CString::new(p.name).expect("a port name");
             let ptype = CString::new(p.kind).expect("a port type");
             let flags = match p.link {
-                Link::ToInputs => j::JackPortIsOutput,
-                Link::FromOutputs => j::JackPortIsInput,
+                Link::ToInputs => PORT_IS_OUTPUT,
+                Link::FromOutputs => PORT_IS_INPUT,
             };
             // SAFETY: open client, valid strings.
             let port = unsafe {
-                j::jack_port_register(raw.0, pname.as_ptr(), ptype.as_ptr(), flags as _, 0)
+                (jack.port_register)(raw.client, pname.as_ptr(), ptype.as_ptr(), flags, 0)
             };
             if port.is_null() {
                 // SAFETY: the client we opened.
-                unsafe { j::jack_client_close(raw.0) };
+                unsafe { (jack.client_close)(raw.client) };
                 return Err(format!("JACK refused to register port {}", p.name));
             }
-            registered.push(Port(port));
+            registered.push(Port { raw: port, jack });
         }
         let xruns = Arc::new(Xruns::default());
         let state = Box::into_raw(Box::new(State {
@@ -254,18 +253,18 @@ impl Client {
         }));
         // SAFETY: state lives until after the client is closed (drop).
         let ok = unsafe {
-            j::jack_set_process_callback(raw.0, Some(on_process), state.cast()) == 0
-                && j::jack_set_xrun_callback(raw.0, Some(on_xrun), state.cast()) == 0
-                && j::jack_activate(raw.0) == 0
+            (jack.set_process_callback)(raw.client, on_process, state.cast()) == 0
+                && (jack.set_xrun_callback)(raw.client, on_xrun, state.cast()) == 0
+                && (jack.activate)(raw.client) == 0
         };
         // SAFETY: the open client.
-        let sample_rate = unsafe { j::jack_get_sample_rate(raw.0) } as u32;
+        let sample_rate = unsafe { (jack.get_sample_rate)(raw.client) };
         let full_names: Vec<(String, &'static str, Link)> = registered
             .iter()
             .zip(ports)
             .map(|(p, spec)| {
                 // SAFETY: a registered port's name is a valid C string.
-                let n = unsafe { CStr::from_ptr(j::jack_port_name(p.0)) };
+                let n = unsafe { CStr::from_ptr((jack.port_name)(p.raw)) };
                 (n.to_string_lossy().into_owned(), spec.kind, spec.link)
             })
             .collect();
@@ -309,19 +308,19 @@ impl Drop for Client {
         }
         // SAFETY: closing stops the callbacks before the state is freed.
         unsafe {
-            j::jack_deactivate(self.raw.0);
-            j::jack_client_close(self.raw.0);
+            (self.raw.jack.deactivate)(self.raw.client);
+            (self.raw.jack.client_close)(self.raw.client);
             drop(Box::from_raw(self.state));
         }
     }
 }
 
 /// Every port name matching a type and flags.
-fn ports_of(raw: Raw, kind: &str, flags: u32) -> Vec<String> {
+fn ports_of(raw: Raw, kind: &str, flags: std::ffi::c_ulong) -> Vec<String> {
     let ckind = CString::new(kind).expect("a type");
     // SAFETY: open client; the list is freed with jack_free.
     unsafe {
-        let list = j::jack_get_ports(raw.0, std::ptr::null(), ckind.as_ptr(), flags as _);
+        let list = (raw.jack.get_ports)(raw.client, std::ptr::null(), ckind.as_ptr(), flags);
         if list.is_null() {
             return Vec::new();
         }
@@ -331,7 +330,7 @@ fn ports_of(raw: Raw, kind: &str, flags: u32) -> Vec<String> {
             out.push(CStr::from_ptr(*list.add(i)).to_string_lossy().into_owned());
             i += 1;
         }
-        j::jack_free(list.cast());
+        (raw.jack.free)(list.cast());
         out
     }
 }
@@ -411,8 +410,8 @@ fn connect_all(
     };
     for (port, kind, link) in ours {
         let theirs_flags = match link {
-            Link::ToInputs => j::JackPortIsInput,
-            Link::FromOutputs => j::JackPortIsOutput,
+            Link::ToInputs => PORT_IS_INPUT,
+            Link::FromOutputs => PORT_IS_OUTPUT,
         };
         for theirs in ports_of(raw, kind, theirs_flags) {
             let client = theirs.split(':').next().unwrap_or("");
@@ -428,7 +427,7 @@ fn connect_all(
                 CString::new(dst).expect("a name"),
             );
             // SAFETY: open client; EEXIST (already linked) is not an error here.
-            let r = unsafe { j::jack_connect(raw.0, csrc.as_ptr(), cdst.as_ptr()) };
+            let r = unsafe { (raw.jack.connect)(raw.client, csrc.as_ptr(), cdst.as_ptr()) };
             if r == 0 {
                 if *link == Link::FromOutputs {
                     capture_linked.store(true, Ordering::Release);

@@ -26,6 +26,10 @@ impl JackServer {
     /// takes clients. Its output goes to `log` when given (what it says of
     /// clients it throws out explains a channel gone deaf), else nowhere.
     pub fn start(name: &str, log: Option<&std::path::Path>) -> Result<JackServer, String> {
+        // Whether it takes clients is asked through libjack, and the
+        // program's channels need it too: without it, say so before
+        // starting a server no one could use.
+        crate::jack_lib::jack().map_err(|e| e.to_string())?;
         let (out, err) = match log.and_then(|p| {
             std::fs::create_dir_all(p.parent()?).ok()?;
             let f = std::fs::File::create(p).ok()?;
@@ -88,29 +92,20 @@ impl JackServer {
     }
 
     fn takes_clients(&self) -> bool {
-        if jack_sys::library().is_err() {
+        let Ok(jack) = crate::jack_lib::jack() else {
             return false;
-        }
+        };
         let (Ok(client), Ok(server)) = (
             CString::new("strobe-probe"),
             CString::new(self.name.as_str()),
         ) else {
             return false;
         };
-        let mut status = 0;
-        // SAFETY: valid strings; the client is closed at once.
-        unsafe {
-            let c = jack_sys::jack_client_open_with_server_name(
-                client.as_ptr(),
-                jack_sys::JackNoStartServer,
-                &mut status,
-                server.as_ptr(),
-            );
-            if c.is_null() {
-                return false;
-            }
-            jack_sys::jack_client_close(c);
-        }
+        let Ok(c) = jack.open_client(&client, &server) else {
+            return false;
+        };
+        // SAFETY: the client just opened, closed once.
+        unsafe { (jack.client_close)(c) };
         true
     }
 }

@@ -30,6 +30,7 @@ mod bounded_write;
 pub mod channels;
 mod contained;
 mod jack;
+mod jack_lib;
 mod jack_server;
 mod stdin_port;
 

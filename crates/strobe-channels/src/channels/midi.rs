@@ -8,7 +8,6 @@ use crate::{
     ChannelError, ChannelKind, ChannelSpec, InputChannel, Observation, ObservationSink,
     OpenChannel, OutputChannel, SessionTarget,
 };
-use jack_sys as j;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,18 +44,19 @@ struct Shared {
 
 impl Cycle for Arc<Shared> {
     fn cycle(&self, ports: &[Port], nframes: u32) {
+        let jack = ports[0].jack();
         let out = ports[0].buffer(nframes);
         // SAFETY: this cycle's MIDI output buffer.
-        unsafe { j::jack_midi_clear_buffer(out) };
+        unsafe { (jack.midi_clear_buffer)(out) };
         if let Ok(mut q) = self.outgoing.try_lock() {
             while let Some(m) = q.pop_front() {
                 // SAFETY: the bytes outlive the call; time 0 = this cycle's start.
-                unsafe { j::jack_midi_event_write(out, 0, m.as_ptr(), m.len()) };
+                unsafe { (jack.midi_event_write)(out, 0, m.as_ptr(), m.len()) };
             }
         }
         let inp = ports[1].buffer(nframes);
         // SAFETY: this cycle's MIDI input buffer.
-        let n = unsafe { j::jack_midi_get_event_count(inp) };
+        let n = unsafe { (jack.midi_get_event_count)(inp) };
         if n == 0 {
             return;
         }
@@ -66,9 +66,9 @@ impl Cycle for Arc<Shared> {
             return;
         };
         for i in 0..n {
-            let mut ev = j::jack_midi_event_t::default();
+            let mut ev = crate::jack_lib::MidiEvent::default();
             // SAFETY: i < the event count of this buffer.
-            if unsafe { j::jack_midi_event_get(&mut ev, inp, i) } != 0 || ev.size == 0 {
+            if unsafe { (jack.midi_event_get)(&mut ev, inp, i) } != 0 || ev.size == 0 {
                 continue;
             }
             if q.len() >= QUEUE {
