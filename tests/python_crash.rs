@@ -3,14 +3,14 @@
 //! an exit), and a C extension (built here against the interpreter's own
 //! headers) that segfaults is a native crash that also shows the Python
 //! frames; the same extension's native calls share one timeline with the
-//! Python calls around them. Real CPython (3.11, and pyenv's 3.12 and 3.13
-//! where the machine has them) under real Frida, through MCP.
+//! Python calls around them. Real CPython (3.11, and pyenv's 3.12 and 3.13,
+//! ignored where the build found none) under real Frida, through MCP.
 
 mod support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use support::{Env, monitoring_pythons, python_shop};
+use support::{Env, pyenv_python, python_shop};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_uncaught_exception_is_a_crash_with_its_traceback_and_locals_and_system_exit_is_not() {
@@ -20,10 +20,21 @@ async fn an_uncaught_exception_is_a_crash_with_its_traceback_and_locals_and_syst
 /// 3.13 gives a frame's locals as a proxy: the traceback's locals are
 /// copied from it.
 #[tokio::test(flavor = "multi_thread")]
-async fn uncaught_exceptions_on_cpython_312_and_313() {
-    for python in monitoring_pythons() {
-        uncaught_and_system_exit(python.to_str().unwrap()).await;
-    }
+#[cfg_attr(
+    not(strobe_cpython_312),
+    ignore = "needs CPython 3.12 (pyenv install 3.12): not found when the tests were built"
+)]
+async fn uncaught_exceptions_on_cpython_312() {
+    uncaught_and_system_exit(pyenv_python("3.12").to_str().unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(strobe_cpython_313),
+    ignore = "needs CPython 3.13 (pyenv install 3.13): not found when the tests were built"
+)]
+async fn uncaught_exceptions_on_cpython_313() {
+    uncaught_and_system_exit(pyenv_python("3.13").to_str().unwrap()).await;
 }
 
 async fn uncaught_and_system_exit(python: &str) {
@@ -178,17 +189,34 @@ async fn a_segfault_in_a_c_extension_is_a_native_crash_that_shows_the_python_fra
 /// 3.12's thread state reaches its frames through C frames and pushes shim
 /// frames; 3.13 keeps the current frame in the thread state.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_python_frames_of_a_crash_on_cpython_312_and_313() {
-    for python in monitoring_pythons() {
-        // <prefix>/bin/pythonX.Y -> <prefix>/include/pythonX.Y
-        let include = python
-            .parent()
-            .and_then(Path::parent)
-            .unwrap()
-            .join("include")
-            .join(python.file_name().unwrap());
-        segfault_in_an_extension(python.to_str().unwrap(), &include).await;
-    }
+#[cfg_attr(
+    not(strobe_cpython_312),
+    ignore = "needs CPython 3.12 (pyenv install 3.12): not found when the tests were built"
+)]
+async fn the_python_frames_of_a_crash_on_cpython_312() {
+    segfault_on_pyenv("3.12").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(strobe_cpython_313),
+    ignore = "needs CPython 3.13 (pyenv install 3.13): not found when the tests were built"
+)]
+async fn the_python_frames_of_a_crash_on_cpython_313() {
+    segfault_on_pyenv("3.13").await;
+}
+
+/// [`segfault_in_an_extension`] on pyenv's CPython `minor`, with its headers.
+async fn segfault_on_pyenv(minor: &str) {
+    let python = pyenv_python(minor);
+    // <prefix>/bin/pythonX.Y -> <prefix>/include/pythonX.Y
+    let include = python
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("include")
+        .join(python.file_name().unwrap());
+    segfault_in_an_extension(python.to_str().unwrap(), &include).await;
 }
 
 async fn segfault_in_an_extension(python: &str, include: &Path) {

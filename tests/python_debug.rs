@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{Client, Env, monitoring_pythons};
+use support::{Client, Env, pyenv_python};
 
 fn debugee() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -41,10 +41,21 @@ async fn python_breakpoints_pause_one_thread_and_step_over_into_and_out() {
 /// 3.12 and 3.13 get their line events from sys.monitoring: the same
 /// breakpoints, conditions, logpoints, steps and thread-only pauses.
 #[tokio::test(flavor = "multi_thread")]
-async fn breakpoints_and_steps_on_cpython_312_and_313() {
-    for python in monitoring_pythons() {
-        breakpoints_and_steps(python.to_str().unwrap()).await;
-    }
+#[cfg_attr(
+    not(strobe_cpython_312),
+    ignore = "needs CPython 3.12 (pyenv install 3.12): not found when the tests were built"
+)]
+async fn breakpoints_and_steps_on_cpython_312() {
+    breakpoints_and_steps(pyenv_python("3.12").to_str().unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(strobe_cpython_313),
+    ignore = "needs CPython 3.13 (pyenv install 3.13): not found when the tests were built"
+)]
+async fn breakpoints_and_steps_on_cpython_313() {
+    breakpoints_and_steps(pyenv_python("3.13").to_str().unwrap()).await;
 }
 
 async fn breakpoints_and_steps(python: &str) {
@@ -295,10 +306,21 @@ async fn an_attached_interpreter_paused_at_a_breakpoint_runs_on_after_detach() {
 /// Code already running (the loop in main) gets its LINE events when the
 /// breakpoint is set, and the detach lets the paused thread go.
 #[tokio::test(flavor = "multi_thread")]
-async fn attach_pause_and_detach_on_cpython_312_and_313() {
-    for python in monitoring_pythons() {
-        paused_then_detached(&python).await;
-    }
+#[cfg_attr(
+    not(strobe_cpython_312),
+    ignore = "needs CPython 3.12 (pyenv install 3.12): not found when the tests were built"
+)]
+async fn attach_pause_and_detach_on_cpython_312() {
+    paused_then_detached(&pyenv_python("3.12")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(strobe_cpython_313),
+    ignore = "needs CPython 3.13 (pyenv install 3.13): not found when the tests were built"
+)]
+async fn attach_pause_and_detach_on_cpython_313() {
+    paused_then_detached(&pyenv_python("3.13")).await;
 }
 
 async fn paused_then_detached(python: &Path) {
@@ -355,10 +377,21 @@ async fn staged_python_breakpoints_and_stop_on_entry_hold_before_any_python_runs
 /// Staged breakpoints go in through sys.monitoring as the interpreter
 /// starts.
 #[tokio::test(flavor = "multi_thread")]
-async fn staged_breakpoints_and_stop_on_entry_on_cpython_312_and_313() {
-    for python in monitoring_pythons() {
-        staged_and_stop_on_entry(python.to_str().unwrap()).await;
-    }
+#[cfg_attr(
+    not(strobe_cpython_312),
+    ignore = "needs CPython 3.12 (pyenv install 3.12): not found when the tests were built"
+)]
+async fn staged_breakpoints_and_stop_on_entry_on_cpython_312() {
+    staged_and_stop_on_entry(pyenv_python("3.12").to_str().unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(strobe_cpython_313),
+    ignore = "needs CPython 3.13 (pyenv install 3.13): not found when the tests were built"
+)]
+async fn staged_breakpoints_and_stop_on_entry_on_cpython_313() {
+    staged_and_stop_on_entry(pyenv_python("3.13").to_str().unwrap()).await;
 }
 
 async fn staged_and_stop_on_entry(python: &str) {

@@ -13,42 +13,23 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod pyenv;
+
 /// The `strobe` binary under test.
 pub const STROBE: &str = env!("CARGO_BIN_EXE_strobe");
 
-/// The interpreter of CPython `minor` ("3.12") from this machine's pyenv,
-/// any patch release, where the machine has one: the machine image's, since
-/// no registry here ships CPython 3.12 or 3.13 for Debian 12. None (and a
-/// line saying the test part was skipped) where it has none.
-pub fn pyenv_python(minor: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("PYENV_ROOT")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))?;
-    let mut found: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_prefix(minor))
-                .is_some_and(|rest| {
-                    rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit())
-                })
-        })
-        .map(|p| p.join("bin").join(format!("python{minor}")))
-        .filter(|p| p.is_file())
-        .collect();
-    found.sort();
-    let last = found.pop();
-    if last.is_none() {
-        eprintln!(
-            "skipped: no CPython {minor} under {}",
-            root.join("versions").display()
-        );
-    }
-    last
+/// The interpreter of CPython `minor` ("3.12") from this machine's pyenv.
+/// Its tests are ignored where the build found none (the `strobe_cpython_*`
+/// cfgs of crates/strobe-cli/build.rs), so one gone since is a failure, not
+/// a silent pass.
+pub fn pyenv_python(minor: &str) -> PathBuf {
+    pyenv::python(minor).unwrap_or_else(|| {
+        panic!(
+            "no CPython {minor} under {}/versions, though the build found one: \
+             `pyenv install {minor}`, or rebuild the tests (cargo reprobes when pyenv's shims change)",
+            pyenv::root().unwrap_or_default().display()
+        )
+    })
 }
 
 /// The Python fixture package the tracing and crash tests run
@@ -58,16 +39,6 @@ pub fn python_shop() -> PathBuf {
         .join("../../tests/fixtures/python/shop")
         .canonicalize()
         .unwrap()
-}
-
-/// The interpreters the Python tracer reaches through `sys.monitoring`
-/// (3.12 and 3.13) that this machine's pyenv has, as [`pyenv_python`] finds
-/// them; the tests that loop over them run their 3.11 part elsewhere.
-pub fn monitoring_pythons() -> Vec<PathBuf> {
-    ["3.12", "3.13"]
-        .into_iter()
-        .filter_map(pyenv_python)
-        .collect()
 }
 
 /// The venv with the pinned frida; `./dev test` sets STROBE_VENV.

@@ -255,63 +255,72 @@ async fn an_instrumented_unittest_run_traces_the_projects_python() {
 }
 
 /// The same instrumented run on CPython 3.12 and 3.13 (the tracer's
-/// sys.monitoring side), where pyenv has them: `python3` on the run's PATH
-/// is that interpreter.
+/// sys.monitoring side): `python3` on the run's PATH is that interpreter.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_instrumented_unittest_run_traces_on_cpython_312_and_313() {
-    let pythons = support::monitoring_pythons();
-    if pythons.is_empty() {
-        eprintln!("skipped: no pyenv CPython 3.12 or 3.13 on this machine");
-        return;
-    }
+#[cfg_attr(
+    not(strobe_cpython_312),
+    ignore = "needs CPython 3.12 (pyenv install 3.12): not found when the tests were built"
+)]
+async fn an_instrumented_unittest_run_traces_on_cpython_312() {
+    unittest_run_on(&support::pyenv_python("3.12")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(strobe_cpython_313),
+    ignore = "needs CPython 3.13 (pyenv install 3.13): not found when the tests were built"
+)]
+async fn an_instrumented_unittest_run_traces_on_cpython_313() {
+    unittest_run_on(&support::pyenv_python("3.13")).await;
+}
+
+async fn unittest_run_on(python: &std::path::Path) {
     let env = Env::new();
     let c = env.client().await;
-    for python in pythons {
-        let work = tempfile::tempdir().unwrap();
-        let project = copy_fixture(
-            "unittest_project",
-            &["calc.py", "test_calc.py"],
-            work.path(),
-        );
-        let bin = work.path().join("bin");
-        std::fs::create_dir(&bin).unwrap();
-        std::os::unix::fs::symlink(&python, bin.join("python3")).unwrap();
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let r = run(
-            &c,
-            json!({"action": "run", "projectRoot": project, "tracePatterns": ["calc.*"],
-                   "env": {"PATH": path}}),
-        )
-        .await;
-        assert_eq!(
-            (&r["summary"]["passed"], &r["summary"]["failed"]),
-            (&json!(1), &json!(2)),
-            "{python:?}: {r}"
-        );
-        let session = r["sessionId"].as_str().unwrap_or_else(|| panic!("{r}"));
-        let st = c.status(session).await;
-        let ran = std::fs::canonicalize(st["binaryPath"].as_str().unwrap()).unwrap();
-        assert_eq!(
-            ran,
-            std::fs::canonicalize(&python).unwrap(),
-            "the run's interpreter: {st}"
-        );
-        assert_eq!(
-            (&st["state"], &st["exitCode"]),
-            (&json!("exited"), &json!(1)),
-            "failed tests are not a crash: {st}"
-        );
-        let adds = c.events(session, Some("function_exit")).await;
-        assert!(
-            adds.iter()
-                .any(|e| e["function"] == "calc.add" && e["returnValue"] == 2),
-            "{python:?}: {adds:?}"
-        );
-    }
+    let work = tempfile::tempdir().unwrap();
+    let project = copy_fixture(
+        "unittest_project",
+        &["calc.py", "test_calc.py"],
+        work.path(),
+    );
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(python, bin.join("python3")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r = run(
+        &c,
+        json!({"action": "run", "projectRoot": project, "tracePatterns": ["calc.*"],
+               "env": {"PATH": path}}),
+    )
+    .await;
+    assert_eq!(
+        (&r["summary"]["passed"], &r["summary"]["failed"]),
+        (&json!(1), &json!(2)),
+        "{python:?}: {r}"
+    );
+    let session = r["sessionId"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let st = c.status(session).await;
+    let ran = std::fs::canonicalize(st["binaryPath"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        ran,
+        std::fs::canonicalize(python).unwrap(),
+        "the run's interpreter: {st}"
+    );
+    assert_eq!(
+        (&st["state"], &st["exitCode"]),
+        (&json!("exited"), &json!(1)),
+        "failed tests are not a crash: {st}"
+    );
+    let adds = c.events(session, Some("function_exit")).await;
+    assert!(
+        adds.iter()
+            .any(|e| e["function"] == "calc.add" && e["returnValue"] == 2),
+        "{python:?}: {adds:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
