@@ -32,10 +32,13 @@ fn main() {
     }
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=../../tests/support/pyenv.rs");
-    // PYENV_ROOT and HOME place pyenv; USER changes with who builds (root
-    // or not); PATH is left out on purpose, since `./dev test` prepends its
-    // tool folders and each switch would rebuild every test binary.
-    for var in ["PYENV_ROOT", "HOME", "USER", "CARGO_HOME"] {
+    // PYENV_ROOT and HOME place pyenv, CARGO_HOME and HOME cargo-nextest.
+    // A change of any reruns the probes and rebuilds every test binary, so
+    // nothing that differs between shells of one machine is watched: not
+    // PATH (`./dev test` prepends its tool folders), not USER (often unset).
+    // Who builds rarely changes; a test built as root and run as another
+    // user fails loudly, and one built as that user is ignored, saying so.
+    for var in ["PYENV_ROOT", "HOME", "CARGO_HOME"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     probe_pythons();
