@@ -9,6 +9,13 @@
 //! daemon is no longer running are removed when the next bridge starts.
 //! Targets never see this `TMPDIR`: a spawn passes the target's own
 //! environment.
+//!
+//! Frida also starts a daemon of its own from there, `idund` (its service
+//! for Apple devices, started with the device manager), which detaches and
+//! outlives the bridge; with a shared `/tmp` one such daemon served every
+//! bridge and was never stopped. Whatever runs from a bridge's directory
+//! was started by that bridge (the directory is the daemon's user's
+//! alone), so it is killed before the directory is removed.
 
 use std::fs;
 use std::io;
@@ -50,8 +57,32 @@ impl BridgeTmp {
 
 impl Drop for BridgeTmp {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
+        remove(&self.path);
     }
+}
+
+/// Kills what runs from `dir` (Frida's `idund`), then removes `dir`.
+fn remove(dir: &Path) {
+    for pid in running_from(dir) {
+        // SAFETY: kill(2) of a process whose executable is in this
+        // daemon's own bridge directory: one its bridge started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let _ = fs::remove_dir_all(dir);
+}
+
+/// Processes whose executable lies under `dir`.
+fn running_from(dir: &Path) -> Vec<u32> {
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe.starts_with(dir))
+        })
+        .collect()
 }
 
 /// Removes the directories of processes that are gone: a name's pid is not
@@ -65,10 +96,11 @@ fn remove_orphans(root: &Path) {
         let Some((pid, started)) = owner(&name.to_string_lossy()) else {
             continue;
         };
-        if start_time(pid) != Some(started) {
-            // Never through a link: remove_dir_all does not follow the
-            // entry itself if it is one, and removes only the link.
-            let _ = fs::remove_dir_all(entry.path());
+        let path = entry.path();
+        // Never through a link: only a real directory of ours is entered.
+        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if is_dir && start_time(pid) != Some(started) {
+            remove(&path);
         }
     }
 }
@@ -117,5 +149,29 @@ mod tests {
         let kept = ours.path().to_path_buf();
         drop(ours);
         assert!(!kept.exists(), "removed with what was in it");
+    }
+
+    /// Frida's `idund` detaches from the bridge and would run on: what runs
+    /// from a bridge's directory goes with it.
+    #[test]
+    fn what_runs_from_the_directory_is_stopped_with_it() {
+        let work = tempfile::tempdir().unwrap();
+        let tmp = BridgeTmp::create(work.path()).unwrap();
+        let exe = tmp.path().join("idund");
+        fs::copy("/bin/sleep", &exe).unwrap();
+        let mut child = std::process::Command::new(&exe).arg("30").spawn().unwrap();
+        assert!(
+            (0..100).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                running_from(tmp.path()).contains(&child.id())
+            }),
+            "the copy runs from the directory"
+        );
+        drop(tmp);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
     }
 }

@@ -305,10 +305,29 @@ fn a_killed_bridges_frida_files_go_with_it() {
         BridgeEvent::Gone { .. }
     ) {}
     unsafe { libc::kill(target as i32, libc::SIGKILL) };
+    // Frida's idund detaches from the bridge and runs from its directory.
+    let running_from_it = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path().join("exe"))
+                    .is_ok_and(|x| x.starts_with(&bridge_tmp[0]))
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    eprintln!("running from the bridge's TMPDIR: {:?}", running_from_it());
     drop(bridge);
     assert!(
         !bridge_tmp[0].exists(),
         "{} is removed with the bridge",
         bridge_tmp[0].display()
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        running_from_it(),
+        Vec::<String>::new(),
+        "nothing it started runs on"
     );
 }
