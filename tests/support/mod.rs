@@ -274,7 +274,7 @@ impl Drop for Env {
         // look again shortly after each stop: that one is ours too.
         for _ in 0..3 {
             let Some(pid) = self.daemon_pid().filter(|pid| self.is_our_daemon(*pid)) else {
-                return;
+                break;
             };
             // SAFETY: kill(2) of the daemon this test started (checked above).
             unsafe { libc_kill(pid as i32, 15) };
@@ -283,6 +283,40 @@ impl Drop for Env {
             }
             std::thread::sleep(Duration::from_millis(150));
         }
+        // Nothing of this home may outlive it: a daemon still winding down
+        // (its pid file already gone), its bridges, a proxy. One that ran on
+        // after the home was removed made parts of it again (a bridge's
+        // directory), which the suite's leak check found left in TMPDIR.
+        if !wait_until(Duration::from_secs(5), || self.processes().is_empty()) {
+            for pid in self.processes() {
+                // SAFETY: kill(2) of a process started with this test's
+                // own STROBE_HOME in its environment.
+                unsafe { libc_kill(pid as i32, 9) };
+            }
+            wait_until(Duration::from_secs(5), || self.processes().is_empty());
+        }
+    }
+}
+
+impl Env {
+    /// Live processes (other than this test's) with this home's
+    /// STROBE_HOME in their environment: its daemon, bridges, proxies and
+    /// the targets they launched.
+    fn processes(&self) -> Vec<u32> {
+        let want = format!("STROBE_HOME={}", self.path().display());
+        let me = std::process::id();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        procs
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| *pid != me && running(*pid))
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == want.as_bytes()))
+            })
+            .collect()
     }
 }
 
