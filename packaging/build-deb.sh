@@ -95,6 +95,10 @@ install -m 0644 packaging/copyright "$pkg/usr/share/doc/strobe/copyright"
 python3 packaging/third_party.py Cargo.toml:strobe,strobe-vision src-tauri/Cargo.toml:strobe-app \
     >"$pkg/usr/share/doc/strobe/THIRD-PARTY"
 gzip -9n <README.md >"$pkg/usr/share/doc/strobe/README.md.gz"
+# A native package's changelog: one entry, the commit it was built from.
+printf 'strobe (%s) unstable; urgency=medium\n\n  * Built by ./dev package from commit %s.\n\n -- %s  %s\n' \
+    "$version" "$(git rev-parse HEAD)" "$maintainer" "$(LC_ALL=C date -R -d "@$(git log -1 --format=%ct)")" |
+    gzip -9n >"$pkg/usr/share/doc/strobe/changelog.gz"
 ln -s strobe "$dbg/usr/share/doc/strobe-dbgsym"
 
 # Depends: the shared libraries the three programs link (dpkg-shlibdeps reads

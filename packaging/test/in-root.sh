@@ -105,7 +105,8 @@ dbgsym=$(ls strobe-dbgsym_*.deb 2>/dev/null || true)
 if [ -n "$dbgsym" ]; then
     apt install -y "./$dbgsym" >>apt.log 2>&1 || { tail -20 apt.log; fail "apt install ./$dbgsym"; }
     RUST_BACKTRACE=1 strobe completions bash >/dev/full 2>panic-dbgsym.log && fail "no panic"
-    grep -q 'strobe::main' panic-dbgsym.log || { cat panic-dbgsym.log; fail "no strobe::main in the backtrace with strobe-dbgsym"; }
+    # Named frames down to strobe's main, with its source line.
+    grep -Eq '^ *[0-9]+: (strobe::)?main$' panic-dbgsym.log || { cat panic-dbgsym.log; fail "no frame of strobe's main in the backtrace with strobe-dbgsym"; }
     grep -q 'crates/strobe-cli/src/main.rs:[0-9]' panic-dbgsym.log || { cat panic-dbgsym.log; fail "no source line in the backtrace with strobe-dbgsym"; }
     echo "with strobe-dbgsym ($(grep -c '^ *[0-9]*: ' panic-dbgsym.log) frames):"
     sed 's/^/  /' panic-dbgsym.log
