@@ -66,14 +66,20 @@ as_user() {
 }
 [ -z "${STROBE_TEST_PASS_ENV:-}" ] || echo "passed on to the user: $STROBE_TEST_PASS_ENV"
 
+install -d -o tester -g tester /home/tester/smoke
+install -o tester -g tester -m 0755 smoke /home/tester/smoke/smoke
+install -o tester -g tester -m 0644 smoke.c /home/tester/smoke/smoke.c
+
+step "strobe mcp before strobe setup (as tester): says to run it"
+as_user python3 /tmp/strobe-test/mcp_smoke.py --before-setup /home/tester/smoke/smoke
+# Its daemon stays up (until its idle timeout): the launch after setup goes
+# to it, as an agent's retry would.
+
 step "strobe setup (as tester; the Python venv from PyPI)"
 as_user strobe setup
 as_user /home/tester/.strobe/venv/bin/python -c 'import frida; print("frida", frida.__version__)'
 
 step "strobe mcp (as tester): launch, trace, query, stop a C program"
-install -d -o tester -g tester /home/tester/smoke
-install -o tester -g tester -m 0755 smoke /home/tester/smoke/smoke
-install -o tester -g tester -m 0644 smoke.c /home/tester/smoke/smoke.c
 as_user python3 /tmp/strobe-test/mcp_smoke.py /home/tester/smoke/smoke smoke_add
 
 step "strobe ui (as tester) serves the packaged web UI"

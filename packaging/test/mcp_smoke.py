@@ -6,6 +6,7 @@ calls, its output), debug_session stop. A minimal MCP client over stdio
 library, so it runs in a root that holds only the package's dependencies.
 
 Usage: mcp_smoke.py PROGRAM [FUNCTION]   (FUNCTION defaults to smoke_add)
+       mcp_smoke.py --before-setup PROGRAM (a launch is refused, naming `strobe setup`)
 Prints each step and exits 0 when every answer was as expected.
 """
 
@@ -94,17 +95,39 @@ def running(pid):
         return False
 
 
+def initialize(mcp):
+    init = mcp.request("initialize", {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "strobe-package-test", "version": "1"},
+    })
+    mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return init
+
+
+def before_setup(program):
+    """Before `strobe setup`: a launch is refused, saying to run it."""
+    mcp = Mcp(["strobe", "mcp"])
+    try:
+        initialize(mcp)
+        _, text = mcp.tool("debug_launch", {
+            "command": program, "args": [], "projectRoot": os.path.dirname(program),
+        }, ok=False)
+        check("strobe setup" in text, f"debug_launch before strobe setup did not say to run it: {text}")
+        print(f"debug_launch before strobe setup: {text[:160]}...")
+    finally:
+        mcp.close()
+
+
 def main():
+    if sys.argv[1] == "--before-setup":
+        before_setup(os.path.abspath(sys.argv[2]))
+        return
     program = os.path.abspath(sys.argv[1])
     function = sys.argv[2] if len(sys.argv) > 2 else "smoke_add"
     mcp = Mcp(["strobe", "mcp"])
     try:
-        init = mcp.request("initialize", {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "strobe-package-test", "version": "1"},
-        })
-        mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        init = initialize(mcp)
         server = init.get("serverInfo", {})
         print(f"initialize: {server.get('name')} {server.get('version')}, protocol {init.get('protocolVersion')}")
         tools = {t["name"] for t in mcp.request("tools/list", {})["tools"]}
